@@ -1,0 +1,1 @@
+"""Adapters: the ports implemented over real technology. Only the container imports them."""

@@ -1,0 +1,1 @@
+"""Use cases: what the CLI, the SDK and the HTTP API ask jarvis to do."""

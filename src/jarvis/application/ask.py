@@ -1,0 +1,189 @@
+"""The everyday use case: ask a question through an agent on an engine."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jarvis.application.registry import AgentRegistry
+from jarvis.domain.agent import AgentContext, AgentResult
+from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.completion import Usage
+from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
+from jarvis.domain.events import EventBus
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.tools import ToolResult
+from jarvis.domain.updates import RunFinished, RunUpdate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskQuestion:
+    """A question and how to answer it. ``None`` fields fall back to configuration."""
+
+    question: str
+    agent: str | None = None
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system_prompt: str | None = None
+    tools: tuple[str, ...] = ()
+    persona: str | None = None
+    context: AgentContext | None = None
+    agent_options: JSONObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """The answer with everything ``--json`` prints."""
+
+    content: str
+    turns: int
+    tool_results: tuple[ToolResult, ...]
+    usage: Usage
+    model: str
+    engine: str
+    stop_reason: str
+    metadata: JSONObject = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, result: AgentResult, *, model: str, engine: str) -> Answer:
+        return cls(
+            content=result.content,
+            turns=result.turns,
+            tool_results=result.tool_results,
+            usage=result.usage,
+            model=result.model or model,
+            engine=engine,
+            stop_reason=result.stop_reason,
+            metadata=result.metadata,
+        )
+
+    def to_json(self) -> JSONObject:
+        return {
+            "content": self.content,
+            "turns": self.turns,
+            "tool_results": [
+                {
+                    "tool_name": r.tool_name,
+                    "content": r.content,
+                    "success": r.success,
+                    "call_id": r.call_id,
+                    "latency_seconds": r.latency_seconds,
+                }
+                for r in self.tool_results
+            ],
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "total_tokens": self.usage.total_tokens,
+            },
+            "model": self.model,
+            "engine": self.engine,
+            "stop_reason": self.stop_reason,
+        }
+
+
+class ToolProvider(Protocol):
+    """Builds the tools named in a request (the tool catalogue)."""
+
+    def build(
+        self, names: Sequence[str], *, inference: InferencePort, model: str
+    ) -> list[ToolPort]:
+        """The tools for ``names``; an unknown name raises ``ConfigurationError``."""
+        ...
+
+
+PersonaPrompt = Callable[[str | None], str]
+"""Returns the persona sections for a persona selection (None = default, "none" = nothing)."""
+
+
+class AskService:
+    """Resolves model, agent, tools and persona, then runs the agent."""
+
+    def __init__(
+        self,
+        *,
+        registry: AgentRegistry,
+        inference: InferencePort,
+        default_agent: str = "simple",
+        default_model: str | None = None,
+        tools: ToolProvider | None = None,
+        persona: PersonaPrompt | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.registry = registry
+        self.inference = inference
+        self.default_agent = default_agent
+        self.default_model = default_model
+        self.tools = tools
+        self.persona = persona
+        self.bus = bus
+        self._resolved_model: str | None = default_model or None
+
+    async def resolve_model(self, requested: str | None) -> str:
+        """``requested`` > configured default > the engine's first model."""
+        if requested:
+            return requested
+        if self._resolved_model:
+            return self._resolved_model
+        models = await self.inference.list_models()
+        if not models:
+            raise EngineUnavailableError(
+                f"The {self.inference.engine_id} engine lists no models.",
+                engine=self.inference.engine_id,
+                url=self.inference.base_url,
+                hint="Pass --model NAME or set [engine] model in config.toml.",
+            )
+        self._resolved_model = models[0]
+        return models[0]
+
+    async def build_agent(self, command: AskQuestion) -> tuple[BaseAgent, str]:
+        """The agent instance for ``command`` and the model it will use."""
+        if not command.question.strip():
+            raise ConfigurationError("The question is empty.", hint='Usage: jarvis ask "question"')
+        key = self.registry.resolve(command.agent or self.default_agent)
+        agent_cls = self.registry.get(key)
+        if command.tools and not agent_cls.accepts_tools:
+            raise ConfigurationError(
+                f"Agent '{key}' does not take tools, but tools were given: "
+                + ", ".join(command.tools),
+                hint="Use a tool-using agent such as --agent orchestrator, or drop --tools.",
+            )
+        model = await self.resolve_model(command.model)
+        kwargs: dict[str, Any] = dict(command.agent_options)
+        kwargs.update(
+            bus=self.bus,
+            temperature=command.temperature,
+            max_tokens=command.max_tokens,
+            system_prompt=command.system_prompt,
+        )
+        if self.persona is not None:
+            kwargs["persona_prompt"] = self.persona(command.persona)
+        if agent_cls.accepts_tools:
+            if command.tools and self.tools is None:
+                raise ConfigurationError("No tool catalogue is configured.")
+            built = (
+                self.tools.build(command.tools, inference=self.inference, model=model)
+                if self.tools is not None and command.tools
+                else []
+            )
+            kwargs["tools"] = built
+        return self.registry.create(key, self.inference, model, **kwargs), model
+
+    async def ask(self, command: AskQuestion) -> Answer:
+        agent, model = await self.build_agent(command)
+        result = await agent.arun(command.question, command.context)
+        return Answer.from_result(result, model=model, engine=self.inference.engine_id)
+
+    async def stream(self, command: AskQuestion) -> AsyncIterator[RunUpdate | Answer]:
+        """The run's updates as they happen, then the :class:`Answer` as the last item."""
+        agent, model = await self.build_agent(command)
+        async for update in agent.astream(command.question, command.context):
+            if isinstance(update, RunFinished):
+                yield Answer.from_result(
+                    update.result, model=model, engine=self.inference.engine_id
+                )
+            else:
+                yield update

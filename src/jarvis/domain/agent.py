@@ -1,0 +1,58 @@
+"""The input and the typed outcome of an agent run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from jarvis.domain.completion import Usage
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import Message
+from jarvis.domain.tools import ToolResult
+
+StopReason = Literal["final_answer", "max_turns", "parse_error", "cancelled", "error"]
+"""Why a run ended. ``max_turns`` also covers the other run budgets (time, tokens); the
+metadata key ``budget_exhausted`` names which one ran out."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHit:
+    """A piece of remembered or retrieved text handed to an agent as context."""
+
+    content: str
+    source: str = ""
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentContext:
+    """Everything an agent may use besides the question itself.
+
+    ``conversation`` holds prior messages (system messages in it are folded into the one
+    leading system prompt), ``tools`` the names of the tools granted to the run,
+    ``memory_results`` pre-fetched memory, and ``metadata`` agent-specific inputs such as the
+    RLM's ``context``.
+    """
+
+    conversation: tuple[Message, ...] = ()
+    tools: tuple[str, ...] = ()
+    memory_results: tuple[MemoryHit, ...] = ()
+    metadata: JSONObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """The typed result of one run.
+
+    ``turns`` counts inference calls. ``usage`` is summed over every inference the run
+    made. ``stop_reason`` says why the run ended; ``metadata`` carries agent-specific
+    details (e.g. ``max_turns_exceeded``, ``mode``, ``error``).
+    """
+
+    content: str
+    stop_reason: StopReason = "final_answer"
+    tool_results: tuple[ToolResult, ...] = ()
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    metadata: JSONObject = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Agent-loop policies: how a question becomes an answer."""

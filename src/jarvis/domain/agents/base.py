@@ -1,0 +1,195 @@
+"""The contract every agent meets, and the helpers they share."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from jarvis.domain.agent import AgentContext, AgentResult
+from jarvis.domain.completion import Completion, StreamChunk, Usage
+from jarvis.domain.events import (
+    AgentTurnEnded,
+    AgentTurnStarted,
+    EventBus,
+    InferenceEnded,
+    InferenceStarted,
+)
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import Message, Role
+from jarvis.domain.ports import InferencePort
+from jarvis.domain.updates import RunFinished, RunUpdate
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Jarvis, a helpful AI assistant running locally on the user's own hardware. "
+    "Respond helpfully, concisely, and accurately."
+)
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"^.*?</think>", re.IGNORECASE | re.DOTALL)
+
+
+def strip_think(text: str) -> str:
+    """Remove ``<think>…</think>`` blocks and anything before a stray ``</think>``."""
+    text = _THINK_BLOCK.sub("", text)
+    text = _THINK_CLOSE.sub("", text)
+    return text.strip()
+
+
+class BaseAgent(ABC):
+    """An agent answers one input, optionally with context, and returns a typed result.
+
+    The core is async (``arun``/``astream``) so that parallel tool calls, sub-model
+    batches and many concurrent streams are cheap; ``run`` is the synchronous facade.
+
+    ``system_prompt`` replaces the agent's own template; ``persona_prompt`` (the SOUL /
+    MEMORY / USER sections) is always appended after it and can never erase it.
+    """
+
+    agent_id: ClassVar[str] = "base"
+    accepts_tools: ClassVar[bool] = False
+    default_temperature: ClassVar[float] = 0.7
+    default_max_tokens: ClassVar[int] = 1024
+
+    def __init__(
+        self,
+        inference: InferencePort,
+        model: str,
+        *,
+        bus: EventBus | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        persona_prompt: str = "",
+        options: JSONObject | None = None,
+    ) -> None:
+        self.inference = inference
+        self.model = model
+        self.bus = bus
+        self.temperature = self.default_temperature if temperature is None else temperature
+        self.max_tokens = self.default_max_tokens if max_tokens is None else max_tokens
+        self.system_prompt = system_prompt
+        self.persona_prompt = persona_prompt
+        self.options: JSONObject = dict(options or {})
+
+    # -- the contract ---------------------------------------------------------------------
+
+    @abstractmethod
+    async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
+        """Answer ``input`` and return the typed result."""
+
+    async def astream(
+        self, input: str, context: AgentContext | None = None
+    ) -> AsyncIterator[RunUpdate]:
+        """Report the run as it happens; the last update is always ``RunFinished``.
+
+        The default runs to the end and reports only the result; agents that can stream
+        override it.
+        """
+        yield RunFinished(result=await self.arun(input, context))
+
+    def run(self, input: str, context: AgentContext | None = None) -> AgentResult:
+        """Synchronous facade over :meth:`arun` (not for use inside a running loop)."""
+        return asyncio.run(self.arun(input, context))
+
+    # -- shared helpers -------------------------------------------------------------------
+
+    def template(self) -> str:
+        """The agent's own system prompt (protocol instructions included)."""
+        return DEFAULT_SYSTEM_PROMPT
+
+    def effective_system_prompt(self) -> str:
+        base = self.system_prompt if self.system_prompt is not None else self.template()
+        parts = [p for p in (base.strip(), self.persona_prompt.strip()) if p]
+        return "\n\n".join(parts)
+
+    def build_messages(self, input: str, context: AgentContext | None) -> list[Message]:
+        """One leading system message (template, persona, folded context system
+        messages), then the prior conversation, then the input."""
+        system_parts = [self.effective_system_prompt()]
+        rest: list[Message] = []
+        if context is not None:
+            for message in context.conversation:
+                if message.role is Role.SYSTEM:
+                    if message.content.strip():
+                        system_parts.append(message.content.strip())
+                else:
+                    rest.append(message)
+        system = "\n\n".join(p for p in system_parts if p)
+        messages = [Message.system(system)] if system else []
+        messages.extend(rest)
+        messages.append(Message.user(input))
+        return messages
+
+    def request(self, messages: list[Message], **overrides: object) -> InferenceRequest:
+        """An inference request with this agent's model and sampling settings."""
+        request = InferenceRequest(
+            messages=tuple(messages),
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            options=self.options,
+        )
+        if overrides:
+            from dataclasses import replace
+
+            request = replace(request, **overrides)  # type: ignore[arg-type]
+        return request
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        """One inference, with INFERENCE_START/END published when someone listens."""
+        bus = self.bus
+        if bus is None or not bus.has_subscribers:
+            return await self.inference.generate(request)
+        bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        completion = await self.inference.generate(request)
+        bus.publish(
+            InferenceEnded(
+                engine=self.inference.engine_id,
+                model=request.model,
+                usage=completion.usage,
+                finish_reason=completion.finish_reason,
+                tool_calls=completion.tool_calls,
+                latency_seconds=loop.time() - started,
+            )
+        )
+        return completion
+
+    async def stream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        """A streamed inference, with INFERENCE_START/END published when someone listens."""
+        bus = self.bus
+        publishing = bus is not None and bus.has_subscribers
+        if publishing and bus is not None:
+            bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async for chunk in self.inference.stream(request):
+            if chunk.is_final and publishing and bus is not None:
+                bus.publish(
+                    InferenceEnded(
+                        engine=self.inference.engine_id,
+                        model=request.model,
+                        usage=chunk.usage or Usage(),
+                        finish_reason=chunk.finish_reason or "stop",
+                        tool_calls=chunk.tool_calls,
+                        latency_seconds=loop.time() - started,
+                    )
+                )
+            yield chunk
+
+    def turn_started(self, input: str) -> None:
+        if self.bus is not None and self.bus.has_subscribers:
+            self.bus.publish(AgentTurnStarted(agent=self.agent_id, input=input))
+
+    def turn_ended(self, result: AgentResult) -> None:
+        if self.bus is not None and self.bus.has_subscribers:
+            self.bus.publish(
+                AgentTurnEnded(
+                    agent=self.agent_id, turns=result.turns, stop_reason=result.stop_reason
+                )
+            )

@@ -1,0 +1,118 @@
+"""The one error hierarchy of jarvis.
+
+::
+
+    JarvisError
+    ├── ConfigurationError        permanent: bad config file, bad option, unknown key
+    │   └── UnknownAgentError     an agent key that is not registered
+    ├── InferenceError            anything an engine did wrong
+    │   ├── EngineUnavailableError   retryable: cannot connect, 503, overloaded
+    │   ├── RateLimitedError         retryable: 429
+    │   ├── EngineTimeoutError       retryable: no answer in time
+    │   ├── ModelNotFoundError       permanent: lists the models the engine has
+    │   ├── ContextTooLongError      permanent: the prompt does not fit the context window
+    │   ├── ToolsNotSupportedError   permanent: the model cannot take tool definitions
+    │   └── EngineProtocolError      permanent: the engine answered something unparseable
+    ├── ToolError                 a tool could not be built or run (inside a run these
+    │                             become failed ToolResults, never exceptions)
+    ├── PersonaError              a persona that does not exist or escapes its folder
+    ├── SandboxError              code isolation could not be set up
+    └── RunCancelledError         the run was cancelled by its caller
+
+``retryable`` is a class-level fact: the engine adapters retry only retryable errors, with
+bounded backoff, and everything else surfaces at once.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class JarvisError(Exception):
+    """Base class of every error jarvis raises on purpose."""
+
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n{self.hint}" if self.hint else self.message
+
+
+class ConfigurationError(JarvisError):
+    """The user's configuration or options are invalid. Names the file and key when known."""
+
+
+class UnknownAgentError(ConfigurationError):
+    def __init__(self, key: str, known: list[str]) -> None:
+        super().__init__(
+            f"Unknown agent '{key}'.", hint="Known agents: " + ", ".join(sorted(known))
+        )
+        self.key = key
+        self.known = sorted(known)
+
+
+class InferenceError(JarvisError):
+    """An inference engine failed. ``engine`` and ``url`` say which one."""
+
+    def __init__(self, message: str, *, engine: str = "", url: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.engine = engine
+        self.url = url
+
+
+class EngineUnavailableError(InferenceError):
+    retryable = True
+
+
+class RateLimitedError(InferenceError):
+    retryable = True
+
+
+class EngineTimeoutError(InferenceError):
+    retryable = True
+
+
+class ModelNotFoundError(InferenceError):
+    def __init__(
+        self, model: str, *, available: list[str], engine: str = "", url: str = ""
+    ) -> None:
+        hint = (
+            "Available models: " + ", ".join(available)
+            if available
+            else "The engine reports no models."
+        )
+        super().__init__(f"Model '{model}' not found.", engine=engine, url=url, hint=hint)
+        self.model = model
+        self.available = available
+
+
+class ContextTooLongError(InferenceError):
+    pass
+
+
+class ToolsNotSupportedError(InferenceError):
+    pass
+
+
+class EngineProtocolError(InferenceError):
+    pass
+
+
+class ToolError(JarvisError):
+    pass
+
+
+class PersonaError(JarvisError):
+    pass
+
+
+class SandboxError(JarvisError):
+    pass
+
+
+class RunCancelledError(JarvisError):
+    pass

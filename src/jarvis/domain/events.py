@@ -1,0 +1,137 @@
+"""Typed events and the bus that carries them.
+
+Events are facts about a run that already happened (past tense). Subscribers are for
+telemetry, traces and live UIs; a failing subscriber is reported to ``on_error`` and never
+breaks the run that published the event. There is no global bus: whoever builds a run
+passes one in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from time import monotonic
+from typing import TypeAlias
+
+from jarvis.domain.completion import FinishReason, Usage
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import ToolCall
+
+
+class EventType(StrEnum):
+    AGENT_TURN_START = "agent_turn_start"
+    AGENT_TURN_END = "agent_turn_end"
+    TOOL_CALL_START = "tool_call_start"
+    TOOL_CALL_END = "tool_call_end"
+    INFERENCE_START = "inference_start"
+    INFERENCE_END = "inference_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentTurnStarted:
+    agent: str
+    input: str
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.AGENT_TURN_START
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentTurnEnded:
+    agent: str
+    turns: int
+    stop_reason: str
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.AGENT_TURN_END
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    tool: str
+    call_id: str
+    arguments: JSONObject
+    agent: str = ""
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.TOOL_CALL_START
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEnded:
+    tool: str
+    call_id: str
+    success: bool
+    latency_seconds: float
+    result: str
+    agent: str = ""
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.TOOL_CALL_END
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceStarted:
+    engine: str
+    model: str
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.INFERENCE_START
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceEnded:
+    engine: str
+    model: str
+    usage: Usage
+    finish_reason: FinishReason
+    tool_calls: tuple[ToolCall, ...] = ()
+    latency_seconds: float = 0.0
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.INFERENCE_END
+
+
+Event: TypeAlias = (
+    AgentTurnStarted
+    | AgentTurnEnded
+    | ToolCallStarted
+    | ToolCallEnded
+    | InferenceStarted
+    | InferenceEnded
+)
+Subscriber: TypeAlias = Callable[[Event], None]
+
+
+class EventBus:
+    """Synchronous publish/subscribe, isolated per run or per application instance."""
+
+    __slots__ = ("_on_error", "_subscribers")
+
+    def __init__(self, on_error: Callable[[Subscriber, Exception], None] | None = None) -> None:
+        self._subscribers: list[tuple[EventType | None, Subscriber]] = []
+        self._on_error = on_error
+
+    def subscribe(
+        self, subscriber: Subscriber, event_type: EventType | None = None
+    ) -> Callable[[], None]:
+        """Register ``subscriber`` (for one event type, or all); returns the unsubscriber."""
+        entry = (event_type, subscriber)
+        self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._subscribers:
+                self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscribers)
+
+    def publish(self, event: Event) -> None:
+        for event_type, subscriber in tuple(self._subscribers):
+            if event_type is not None and event_type is not event.type:
+                continue
+            try:
+                subscriber(event)
+            except Exception as exc:  # a subscriber must never break the publisher
+                if self._on_error is not None:
+                    with contextlib.suppress(Exception):
+                        self._on_error(subscriber, exc)

@@ -1,0 +1,48 @@
+"""Tool descriptions and the outcome of running one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jarvis.domain.json_types import JSONObject
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """What the model is told about a tool, and how the executor must treat it.
+
+    ``parameters`` is a JSON Schema of type ``object``; the executor validates arguments
+    against it before the tool runs. ``side_effects`` marks tools that change something
+    outside the run (files, memory), so policies can treat them with more care.
+    """
+
+    name: str
+    description: str
+    parameters: JSONObject = field(default_factory=lambda: {"type": "object", "properties": {}})
+    category: str = ""
+    timeout_seconds: float = 30.0
+    side_effects: bool = False
+
+    def to_openai(self) -> JSONObject:
+        """The OpenAI function-calling rendering of this spec."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of one tool call. Failures are results too: they go back to the model."""
+
+    tool_name: str
+    content: str
+    success: bool = True
+    call_id: str = ""
+    latency_seconds: float = 0.0
+    truncated: bool = False
+    metadata: JSONObject = field(default_factory=dict)

@@ -1,0 +1,41 @@
+"""What a run reports while it happens: the one stream schema for CLI, SDK and HTTP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from jarvis.domain.agent import AgentResult
+from jarvis.domain.messages import ToolCall
+from jarvis.domain.tools import ToolResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    """A piece of answer text, as the engine produced it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallsRequested:
+    """The model asked for these tool calls (complete, assembled) and they will run now."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultReady:
+    """One requested tool call finished."""
+
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFinished:
+    """The run is over; always the last update."""
+
+    result: AgentResult
+
+
+RunUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | RunFinished

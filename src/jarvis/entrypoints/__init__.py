@@ -1,0 +1,1 @@
+"""Entry points: the CLI, the SDK, the HTTP API and the one composition root."""

@@ -1,0 +1,10 @@
+"""In-memory fakes of every port, shipped for the tests of applications that embed jarvis.
+
+Each fake passes the same contract suite (``contracts/``) as the real adapters, so a test
+written against a fake keeps meaning something against the real thing.
+"""
+
+from jarvis.testing.inference import ScriptedInference
+from jarvis.testing.tools import InMemoryTool
+
+__all__ = ["InMemoryTool", "ScriptedInference"]
