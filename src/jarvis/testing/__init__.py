@@ -4,7 +4,14 @@ Each fake passes the same contract suite (``contracts/``) as the real adapters, 
 written against a fake keeps meaning something against the real thing.
 """
 
+from jarvis.testing.containers import InMemoryContainerRuntime
 from jarvis.testing.inference import ScriptedInference
+from jarvis.testing.sessions import InMemorySessionStore
 from jarvis.testing.tools import InMemoryTool
 
-__all__ = ["InMemoryTool", "ScriptedInference"]
+__all__ = [
+    "InMemoryContainerRuntime",
+    "InMemorySessionStore",
+    "InMemoryTool",
+    "ScriptedInference",
+]

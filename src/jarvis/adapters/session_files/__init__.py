@@ -1,0 +1,1 @@
+"""Conversation history stored as one JSON-lines file per session."""

@@ -1,0 +1,47 @@
+"""The JSON-lines session store on real files, including concurrent writers."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from contracts.session_store_contract import SessionStoreContract
+from jarvis.adapters.session_files.store import JsonlSessionStore
+from jarvis.domain.messages import Message
+
+
+class TestJsonlSessionStore(SessionStoreContract[JsonlSessionStore]):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> JsonlSessionStore:
+        return JsonlSessionStore(tmp_path / "sessions")
+
+
+async def test_a_torn_last_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    await store.append("s", [Message.user("kept")])
+    with (tmp_path / "s.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"role": "user", "content": "half')
+    assert [m.content for m in await store.load("s")] == ["kept"]
+
+
+def _writer(root: str, worker: int) -> None:
+    store = JsonlSessionStore(root)
+    for i in range(20):
+        asyncio.run(store.append("shared", [Message.user(f"{worker}-{i}")]))
+
+
+def test_concurrent_processes_lose_no_message(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(str(tmp_path), w)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    loaded = asyncio.run(JsonlSessionStore(tmp_path).load("shared"))
+    assert sorted(m.content for m in loaded) == sorted(
+        f"{w}-{i}" for w in range(4) for i in range(20)
+    )
