@@ -64,9 +64,36 @@ class ToolSettings(_Section):
     """Tools given to tool-using agents when ``--tools`` is not passed."""
 
 
+class MemoryFilesSettings(_Section):
+    """Where the persona files live; an empty path = ``<config dir>/SOUL.md`` etc.
+
+    ``~`` is expanded and a relative path is taken from the config dir.
+    """
+
+    soul_path: str = ""
+    memory_path: str = ""
+    user_path: str = ""
+    persona_name: str = ""
+    """The persona used when a call chooses none: "" = the default files, "none" = no
+    persona, a name = ``personas/<name>/``."""
+
+
+class SystemPromptSettings(_Section):
+    """How much of each persona file enters the system prompt (in characters)."""
+
+    soul_max_chars: int = Field(default=4000, gt=0, le=1_000_000)
+    memory_max_chars: int = Field(default=2500, gt=0, le=1_000_000)
+    user_max_chars: int = Field(default=1500, gt=0, le=1_000_000)
+    truncation_strategy: Literal["head_tail", "head"] = "head_tail"
+    """``head_tail`` keeps the first 70 % and the last 20 % of an oversized file (its newest
+    entries are at the end); ``head`` keeps the first 90 %."""
+
+
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
     engine: EngineSettings = EngineSettings()
     agent: AgentSettings = AgentSettings()
     tools: ToolSettings = ToolSettings()
+    memory_files: MemoryFilesSettings = MemoryFilesSettings()
+    system_prompt: SystemPromptSettings = SystemPromptSettings()

@@ -17,6 +17,7 @@ from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message
+from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, ReplLimits
 from jarvis.domain.tools import ToolResult, ToolSpec
 
 
@@ -96,35 +97,68 @@ class PersonaFile(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PersonaDocument:
-    """The text of one persona file as read at the start of a conversation."""
+    """The text of one persona file as read at the start of a conversation.
+
+    A file that was refused (binary, a symlink leading out of its folder, not a regular
+    file) is reported with empty ``text`` and a warning saying why, so the user can be told.
+    A file too large to read whole is read at its two ends only: ``text`` is its beginning
+    followed by its end, ``omitted_at`` is the index in ``text`` where the unread middle
+    was, and ``omitted_bytes`` how many bytes of the file were not read (0 = read whole).
+    """
 
     kind: PersonaFile
     text: str
     source: str
     warnings: tuple[str, ...] = ()
+    omitted_bytes: int = 0
+    omitted_at: int = 0
 
 
 class PersonaStorePort(Protocol):
     """Where SOUL.md, MEMORY.md and USER.md live (the default set and named personas)."""
 
     def load(self, persona: str | None) -> tuple[PersonaDocument, ...]:
-        """Read the persona's files now (no cache), skipping missing or empty ones.
+        """Read the persona's files now (no cache), in SOUL, MEMORY, USER order.
 
         ``None`` means the default files. A name selects ``personas/<name>/``; a name that
-        does not exist or tries to escape the personas folder raises ``PersonaError``.
+        is empty, contains ``/``, ``\\`` or ``..``, or has no folder raises ``PersonaError``
+        whose hint lists the existing personas. Missing files and files that are empty (or
+        only whitespace) are left out. Undecodable bytes are replaced and warned about;
+        refused files come back with empty text and a warning. Never raises for the
+        content of a file.
         """
         ...
 
     def names(self) -> list[str]:
-        """The named personas that exist."""
+        """The named personas that exist, sorted."""
+        ...
+
+    def location(self, kind: PersonaFile, persona: str | None = None) -> str:
+        """Where the ``kind`` file of the default set (or of persona ``persona``) lives,
+        whether or not it exists. Raises ``PersonaError`` like :meth:`load` for a bad name.
+        """
+        ...
+
+    def ensure(self, kind: PersonaFile) -> str:
+        """Create the default ``kind`` file, empty, unless it exists; return its location.
+
+        Raises ``PersonaError`` naming the place when it cannot be created.
+        """
         ...
 
     def edit(self, kind: PersonaFile, change: Callable[[str], str]) -> str:
         """Atomically replace the default ``kind`` file with ``change(current_text)``.
 
-        Writers are serialised (a lock) and the write is atomic (temp file + rename), so
-        concurrent editors never lose an entry or see a torn file. Returns the new text.
-        Named personas are never edited through this method.
+        Writers are serialised (a lock that also holds across processes) and the write is
+        atomic (temp file + fsync + rename), so concurrent editors never lose an entry or
+        see a torn file. ``change`` sees the whole current text ("" when the file is
+        missing); returning it unchanged writes nothing, and an exception from ``change``
+        propagates with nothing written. Returns the resulting text.
+
+        Raises ``PersonaError``, with every file left as it was, when the file cannot be
+        edited safely: the place is not writable, the file is binary, not UTF-8, too large
+        to rewrite whole, or a symlink leading out of its folder. Named personas are never
+        edited through this method.
         """
         ...
 
@@ -229,4 +263,69 @@ class ContainerPort(Protocol):
 
     async def cleanup_orphans(self) -> int:
         """Remove every container labelled as ours; returns how many were removed."""
+        ...
+
+
+# --- code execution -----------------------------------------------------------------------
+
+
+class ReplSession(Protocol):
+    """One persistent Python interpreter, owned by one agent run or one tool call.
+
+    Variables persist between executions. Executions run one at a time (concurrent calls
+    queue). Code reaches the host only through ``llm_query``, ``llm_batch``, ``tool_call``
+    (answered by the session's :class:`~jarvis.domain.repl.ReplCallbacks`), and ends an
+    RLM run with ``FINAL(value)`` / ``FINAL_VAR("name")``.
+    """
+
+    @property
+    def isolation(self) -> ReplIsolation:
+        """What confines this session's code."""
+        ...
+
+    async def execute(self, code: str) -> ExecutionResult:
+        """Run ``code`` and report stdout, stderr, the last expression's value and errors.
+
+        Never raises for anything the code does: an exception, a syntax error, a limit hit
+        (time, CPU, memory), ``FINAL_VAR`` of a missing variable or a dead interpreter all
+        come back as an :class:`ExecutionResult` with ``error`` set. ``FINAL``/``FINAL_VAR``
+        stop the code at once; only the first one counts. When the interpreter had to be
+        killed (timeout) or died, the next execution starts a fresh one, reports
+        ``restarted=True`` and has lost every variable except those set with
+        :meth:`set_variable`. Raises ``SandboxError`` only when no interpreter can be
+        started at all, and ``RuntimeError`` after :meth:`aclose`.
+        """
+        ...
+
+    async def set_variable(self, name: str, value: str) -> None:
+        """Bind ``name`` to the string ``value`` in the interpreter (e.g. the RLM's
+        ``context``); the binding is restored after a restart. ``name`` must be an
+        identifier (``ValueError`` otherwise)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the interpreter and remove its working directory. Idempotent."""
+        ...
+
+
+class ReplPort(Protocol):
+    """Starts REPL sessions (the factory agents and the ``code_interpreter`` tool take)."""
+
+    def isolation(self) -> ReplIsolation:
+        """What confines the code of the sessions this port starts, as found on this
+        machine (may probe the OS once; never raises)."""
+        ...
+
+    async def start(
+        self,
+        *,
+        callbacks: ReplCallbacks | None = None,
+        limits: ReplLimits | None = None,
+    ) -> ReplSession:
+        """A fresh session, ready to execute, with its own empty working directory.
+
+        Without ``callbacks`` the code's ``llm_query``/``llm_batch``/``tool_call`` fail
+        with a message saying they are not available. Raises ``SandboxError`` when the
+        interpreter cannot be started.
+        """
         ...

@@ -1,9 +1,344 @@
-"""The composition root: the one dependency-injector container, the only importer of adapters."""
+"""The composition root: the one dependency-injector container, the only importer of adapters.
+
+Everything jarvis runs on is built here, from the validated configuration:
+
+* ``config``: the merged configuration (file, environment, options), loaded with
+  :func:`configure` after the engine choice has been resolved.
+* ``ollama``, ``vllm``, ``openai``, ``llamacpp``: one singleton per engine adapter; an adapter
+  module is imported only when its engine is built, so start-up stays small.
+* ``inference``: the engine selected by ``config.engine.name``. Tests and embedding apps
+  replace it with ``container.inference.override(fake)``.
+* ``bus``, ``agents``: the event bus and the agent registry.
+* ``tools``: the tool catalogue hook (``None`` until wired).
+* ``persona_store``, ``prompt_builder``, ``persona``: the persona files in the config dir
+  and the builder of the SOUL / MEMORY / USER sections every agent gets.
+* ``ask_service``: the use case the CLI and the SDK call.
+
+Engine choice ``auto`` is resolved before anything is built (:func:`choose_engine`): the
+configured engine, else a local Ollama that answers, else the embedded model. An engine
+chosen explicitly is never replaced by another one.
+"""
 
 from __future__ import annotations
 
-from dependency_injector import containers, providers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
+from jarvis.application.registry import AgentRegistry, builtin_agents
+from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
+from jarvis.domain.events import EventBus
+from jarvis.entrypoints._lean_imports import import_httpx, skipping
+
+with skipping(
+    # integrations dependency-injector probes for at import; jarvis uses none of them
+    "yaml",
+    "pydantic_settings",
+    "fastapi",
+    "fast_depends",
+    "starlette",
+    "werkzeug",
+    "flask",
+):
+    from dependency_injector import containers, providers
+
+if TYPE_CHECKING:
+    from jarvis.application.config import JarvisConfig
+    from jarvis.application.system_prompt import SystemPromptBuilder
+    from jarvis.domain.ports import InferencePort, PersonaStorePort, ToolPort
+
+OLLAMA_PROBE_TIMEOUT = 0.3
+"""Seconds ``auto`` waits for a local Ollama before using the embedded model."""
+
+
+class OpenedEngines:
+    """The engines one container has built, so that they can all be closed at the end."""
+
+    def __init__(self) -> None:
+        self.engines: list[InferencePort] = []
+
+    def add(self, engine: InferencePort) -> InferencePort:
+        self.engines.append(engine)
+        return engine
+
+    async def aclose(self) -> None:
+        engines, self.engines = self.engines, []
+        for engine in reversed(engines):
+            await engine.aclose()
+
+
+def _ollama_engine(
+    *, opened: OpenedEngines, host: str, timeout: float, max_retries: int, num_ctx: int | None
+) -> InferencePort:
+    import_httpx()
+    from jarvis.adapters.inference.ollama import OllamaEngine
+
+    return opened.add(OllamaEngine(host, timeout=timeout, max_retries=max_retries, num_ctx=num_ctx))
+
+
+def _vllm_engine(
+    *, opened: OpenedEngines, base_url: str, api_key: str | None, timeout: float, max_retries: int
+) -> InferencePort:
+    import_httpx()
+    from jarvis.adapters.inference.vllm import VllmEngine
+
+    return opened.add(
+        VllmEngine(base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    )
+
+
+def _openai_engine(
+    *, opened: OpenedEngines, base_url: str, api_key: str | None, timeout: float, max_retries: int
+) -> InferencePort:
+    import_httpx()
+    from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+
+    return opened.add(
+        OpenAICompatibleEngine(
+            base_url, api_key=api_key, engine_id="openai", timeout=timeout, max_retries=max_retries
+        )
+    )
+
+
+def _llamacpp_engine(
+    *, opened: OpenedEngines, model_path: str, n_ctx: int, n_threads: int | None
+) -> InferencePort:
+    from jarvis.adapters.inference.llamacpp import LlamaCppEngine
+
+    return opened.add(LlamaCppEngine(model_path or None, n_ctx=n_ctx, n_threads=n_threads))
+
+
+def _persona_store(
+    *, memory_files: dict[str, object], system_prompt: dict[str, object]
+) -> PersonaStorePort:
+    from jarvis.adapters.persona_files.store import FilesystemPersonaStore
+    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings
+    from jarvis.application.system_prompt import read_limit_bytes
+    from jarvis.entrypoints.settings import config_dir
+
+    files = MemoryFilesSettings.model_validate(memory_files)
+    return FilesystemPersonaStore(
+        config_dir(),
+        soul_path=files.soul_path or None,
+        memory_path=files.memory_path or None,
+        user_path=files.user_path or None,
+        max_read_bytes=read_limit_bytes(SystemPromptSettings.model_validate(system_prompt)),
+    )
+
+
+def _prompt_builder(
+    *, store: PersonaStorePort, memory_files: dict[str, object], system_prompt: dict[str, object]
+) -> SystemPromptBuilder:
+    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings
+    from jarvis.application.system_prompt import SystemPromptBuilder
+
+    return SystemPromptBuilder(
+        store,
+        SystemPromptSettings.model_validate(system_prompt),
+        MemoryFilesSettings.model_validate(memory_files),
+    )
+
+
+def _persona_prompt(builder: SystemPromptBuilder) -> PersonaPrompt:
+    return builder
+
+
+def _persona_tools(*, store: PersonaStorePort, system_prompt: dict[str, object]) -> list[ToolPort]:
+    """``memory_manage`` and ``user_profile_manage`` over the default MEMORY.md / USER.md."""
+    from jarvis.application.config import SystemPromptSettings
+    from jarvis.application.tools.persona_tools import persona_tools
+
+    budgets = SystemPromptSettings.model_validate(system_prompt)
+    return [
+        *persona_tools(
+            store,
+            memory_max_chars=budgets.memory_max_chars,
+            user_max_chars=budgets.user_max_chars,
+        )
+    ]
+
+
+def _tool_catalogue(*, persona_tools: list[ToolPort]) -> ToolProvider:
+    from jarvis.application.tools.catalogue import ToolCatalogue
+
+    catalogue = ToolCatalogue.with_builtins()
+    for tool in persona_tools:
+        catalogue.register(tool)
+    return catalogue
 
 
 class Container(containers.DeclarativeContainer):
-    config = providers.Configuration()
+    """The object graph of jarvis. Load it with :func:`configure` before resolving engines."""
+
+    config = providers.Configuration(strict=True)
+
+    bus: providers.Provider[EventBus] = providers.Singleton(EventBus)
+    agents: providers.Provider[AgentRegistry] = providers.Singleton(builtin_agents)
+
+    opened: providers.Singleton[OpenedEngines] = providers.Singleton(OpenedEngines)
+    ollama: providers.Singleton[InferencePort] = providers.Singleton(
+        _ollama_engine,
+        opened=opened,
+        host=config.engine.ollama.host,
+        timeout=config.engine.timeout,
+        max_retries=config.engine.max_retries,
+        num_ctx=config.engine.ollama.num_ctx,
+    )
+    vllm: providers.Singleton[InferencePort] = providers.Singleton(
+        _vllm_engine,
+        opened=opened,
+        base_url=config.engine.vllm.base_url,
+        api_key=config.engine.vllm.api_key,
+        timeout=config.engine.timeout,
+        max_retries=config.engine.max_retries,
+    )
+    openai: providers.Singleton[InferencePort] = providers.Singleton(
+        _openai_engine,
+        opened=opened,
+        base_url=config.engine.openai.base_url,
+        api_key=config.engine.openai.api_key,
+        timeout=config.engine.timeout,
+        max_retries=config.engine.max_retries,
+    )
+    llamacpp: providers.Singleton[InferencePort] = providers.Singleton(
+        _llamacpp_engine,
+        opened=opened,
+        model_path=config.engine.llamacpp.model_path,
+        n_ctx=config.engine.llamacpp.n_ctx,
+        n_threads=config.engine.llamacpp.n_threads,
+    )
+    inference: providers.Provider[InferencePort] = providers.Selector(
+        config.engine.name,
+        ollama=ollama,
+        vllm=vllm,
+        openai=openai,
+        llamacpp=llamacpp,
+    )
+
+    persona_store: providers.Provider[PersonaStorePort] = providers.Singleton(
+        _persona_store, memory_files=config.memory_files, system_prompt=config.system_prompt
+    )
+    """SOUL.md, MEMORY.md, USER.md and ``personas/`` in the config dir (read per call)."""
+    persona_tools: providers.Provider[list[ToolPort]] = providers.Singleton(
+        _persona_tools, store=persona_store, system_prompt=config.system_prompt
+    )
+    """``memory_manage`` and ``user_profile_manage`` (always the default files)."""
+    tools: providers.Provider[ToolProvider | None] = providers.Singleton(
+        _tool_catalogue, persona_tools=persona_tools
+    )
+    """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
+    tools at all."""
+    prompt_builder: providers.Provider[SystemPromptBuilder] = providers.Singleton(
+        _prompt_builder,
+        store=persona_store,
+        memory_files=config.memory_files,
+        system_prompt=config.system_prompt,
+    )
+    persona: providers.Provider[PersonaPrompt | None] = providers.Singleton(
+        _persona_prompt, prompt_builder
+    )
+    """The persona sections for a selection (``PersonaPrompt``); override with
+    ``providers.Object(None)`` for no persona at all."""
+
+    ask_service: providers.Provider[AskService] = providers.Factory(
+        AskService,
+        registry=agents,
+        inference=inference,
+        default_agent=config.agent.default,
+        default_model=config.engine.model,
+        tools=tools,
+        persona=persona,
+        bus=bus,
+    )
+
+
+def container_or_new(candidate: object) -> Container:
+    """``candidate`` if it is a :class:`Container` (e.g. a test's, with overrides), else a new one.
+
+    ``Container()`` builds a dependency-injector *dynamic* container whose
+    ``declarative_parent`` is :class:`Container`, so ``isinstance`` cannot tell.
+    """
+    if getattr(candidate, "declarative_parent", None) is Container:
+        return candidate  # type: ignore[return-value]  # checked just above
+    return Container()
+
+
+# --- engine choice ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineChoice:
+    """Which engine a run uses, where it is, and why it was chosen."""
+
+    name: str
+    url: str
+    reason: str
+
+
+def engine_location(config: JarvisConfig, name: str) -> str:
+    """The URL of engine ``name`` (the model file for the embedded engine)."""
+    engine = config.engine
+    if name == "ollama":
+        return engine.ollama.host
+    if name == "vllm":
+        return engine.vllm.base_url
+    if name == "openai":
+        return engine.openai.base_url
+    if name == "llamacpp":
+        if engine.llamacpp.model_path:
+            return engine.llamacpp.model_path
+        from jarvis.adapters.inference.llamacpp import default_model_path
+
+        return default_model_path()
+    return ""
+
+
+async def choose_engine(config: JarvisConfig) -> EngineChoice:
+    """Resolve ``auto``: the configured engine, else a reachable Ollama, else the embedded one."""
+    name = config.engine.name
+    if name != "auto":
+        return EngineChoice(
+            name=name,
+            url=engine_location(config, name),
+            reason="chosen by --engine or [engine] name",
+        )
+    import_httpx()
+    from jarvis.adapters.inference.probe import ollama_reachable
+
+    host = config.engine.ollama.host
+    if await ollama_reachable(host, timeout=OLLAMA_PROBE_TIMEOUT):
+        return EngineChoice(
+            name="ollama", url=host, reason=f"auto: a local Ollama answered at {host}"
+        )
+    try:
+        model_file = engine_location(config, "llamacpp")
+    except ConfigurationError as exc:
+        raise EngineUnavailableError(
+            f"No engine available: no Ollama answers at {host} and the embedded model "
+            "is not installed.",
+            engine="auto",
+            url=host,
+            hint="Start Ollama (`ollama serve`), choose an engine with --engine and "
+            "--base-url, or install the embedded model: " + exc.hint,
+        ) from exc
+    return EngineChoice(
+        name="llamacpp",
+        url=model_file,
+        reason=f"auto: no engine configured and no Ollama answering at {host}; "
+        "using the embedded model",
+    )
+
+
+def configure(container: Container, config: JarvisConfig, *, engine: str | None = None) -> None:
+    """Load ``config`` into the container, with ``engine`` as the (resolved) engine name."""
+    data = config.model_dump()
+    if engine is not None:
+        data["engine"]["name"] = engine
+    container.config.from_dict(data)
+
+
+async def aclose_engines(container: Container) -> None:
+    """Close every engine this container built and forget them (idempotent)."""
+    await container.opened().aclose()
+    for engine in (container.ollama, container.vllm, container.openai, container.llamacpp):
+        engine.reset()

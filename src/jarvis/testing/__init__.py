@@ -6,11 +6,17 @@ written against a fake keeps meaning something against the real thing.
 
 from jarvis.testing.containers import InMemoryContainerRuntime
 from jarvis.testing.inference import ScriptedInference
+from jarvis.testing.memory import InMemoryMemory
+from jarvis.testing.persona import InMemoryPersonaStore
+from jarvis.testing.repl import InMemoryRepl
 from jarvis.testing.sessions import InMemorySessionStore
 from jarvis.testing.tools import InMemoryTool
 
 __all__ = [
     "InMemoryContainerRuntime",
+    "InMemoryMemory",
+    "InMemoryPersonaStore",
+    "InMemoryRepl",
     "InMemorySessionStore",
     "InMemoryTool",
     "ScriptedInference",

@@ -81,10 +81,21 @@ class ScriptedInference:
         if isinstance(reply, Exception):
             raise reply
         if isinstance(reply, str):
+            usage = _usage_for(request, reply)
+            if usage.completion_tokens > request.max_tokens:
+                # like a real engine: cut at max_tokens (4 characters a token) and say so
+                return Completion(
+                    content=reply[: max(1, request.max_tokens) * 4],
+                    finish_reason="length",
+                    usage=Usage(
+                        prompt_tokens=usage.prompt_tokens, completion_tokens=request.max_tokens
+                    ),
+                    model=request.model,
+                )
             return Completion(
                 content=reply,
                 finish_reason="stop",
-                usage=_usage_for(request, reply),
+                usage=usage,
                 model=request.model,
             )
         if isinstance(reply, Completion):

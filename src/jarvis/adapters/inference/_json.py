@@ -1,0 +1,61 @@
+"""Narrowing of decoded JSON, so wire data becomes typed values without ``Any``.
+
+``json.loads`` returns ``Any``; everything an adapter reads from an engine passes through
+these helpers, which check the shape and return ``None`` when it is not what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import cast
+
+from jarvis.domain.json_types import JSONObject, JSONValue
+
+
+def loads(text: str | bytes) -> object:
+    """Decode JSON text; raises ``ValueError`` when it is not JSON."""
+    value: object = json.loads(text)
+    return value
+
+
+def as_object(value: object) -> dict[str, object] | None:
+    """``value`` as a JSON object (string keys), or ``None``."""
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return cast("dict[str, object]", value)
+    return None
+
+
+def as_list(value: object) -> list[object] | None:
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
+def as_json_object(value: object) -> JSONObject | None:
+    """A decoded JSON object typed as :data:`JSONObject` (decoded JSON is always valid)."""
+    obj = as_object(value)
+    return cast("JSONObject", obj) if obj is not None else None
+
+
+def get_object(data: Mapping[str, object], key: str) -> dict[str, object] | None:
+    return as_object(data.get(key))
+
+
+def get_list(data: Mapping[str, object], key: str) -> list[object]:
+    return as_list(data.get(key)) or []
+
+
+def get_str(data: Mapping[str, object], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
+
+
+def get_int(data: Mapping[str, object], key: str) -> int | None:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def dumps(value: JSONValue) -> str:
+    """Compact JSON text, UTF-8 kept as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,256 @@
+"""The OpenAI Chat Completions wire format: request bodies out, completions and chunks in.
+
+Shared by the HTTP adapters (OpenAI-compatible servers, vLLM) and the embedded llama.cpp
+engine, whose Python API takes and returns the same shapes. Everything here is pure:
+no I/O, no third-party imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from jarvis.adapters.inference._json import (
+    as_json_object,
+    as_object,
+    get_int,
+    get_list,
+    get_object,
+    get_str,
+)
+from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
+from jarvis.domain.completion import (
+    Completion,
+    FinishReason,
+    ResponseFormat,
+    StreamChunk,
+    ToolChoice,
+    Usage,
+)
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.messages import Message, Role, ToolCall
+from jarvis.domain.tools import ToolSpec
+
+OPENAI_OPTION_KEYS = frozenset(
+    {
+        "seed",
+        "top_p",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "user",
+        "parallel_tool_calls",
+        "reasoning_effort",
+    }
+)
+"""``InferenceRequest.options`` keys forwarded to any OpenAI-compatible server."""
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "eos": "stop",
+    "eos_token": "stop",
+    "stop_sequence": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+
+
+class WireError(ValueError):
+    """The engine's answer does not have the documented shape."""
+
+
+def finish_reason(raw: str | None, *, has_tool_calls: bool) -> FinishReason:
+    """Map an engine's finish reason; tool calls with a plain "stop" mean "tool_calls"."""
+    reason = _FINISH_REASONS.get((raw or "").lower(), "stop")
+    if has_tool_calls and reason == "stop":
+        return "tool_calls"
+    return reason
+
+
+# --- requests ----------------------------------------------------------------------------
+
+
+def tool_call_to_openai(call: ToolCall) -> JSONObject:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments_json()},
+    }
+
+
+def message_to_openai(message: Message) -> JSONObject:
+    if message.role is Role.TOOL:
+        return {
+            "role": "tool",
+            "content": message.content,
+            "tool_call_id": message.tool_call_id or "",
+        }
+    if message.role is Role.ASSISTANT and message.tool_calls:
+        # "" rather than null: OpenAI and vLLM take both, llama.cpp's server only a string
+        return {
+            "role": "assistant",
+            "content": message.content,
+            "tool_calls": [tool_call_to_openai(call) for call in message.tool_calls],
+        }
+    return {"role": message.role.value, "content": message.content}
+
+
+def messages_to_openai(messages: Iterable[Message]) -> list[JSONValue]:
+    return [message_to_openai(message) for message in messages]
+
+
+def tools_to_openai(tools: Iterable[ToolSpec]) -> list[JSONValue]:
+    return [tool.to_openai() for tool in tools]
+
+
+def tool_choice_to_openai(choice: ToolChoice, tools: tuple[ToolSpec, ...]) -> JSONValue:
+    """``required`` with exactly one tool is sent as that tool by name.
+
+    The two mean the same thing, and servers that cannot force "any tool" (llama.cpp's
+    function-calling chat formats) can force a named one.
+    """
+    if choice == "required" and len(tools) == 1:
+        return {"type": "function", "function": {"name": tools[0].name}}
+    return choice
+
+
+def response_format_to_openai(response_format: ResponseFormat) -> JSONObject:
+    """The standard OpenAI shape: ``json_schema`` with a named schema, or ``json_object``."""
+    if response_format.type == "json_object" or response_format.schema is None:
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": response_format.name, "schema": response_format.schema},
+    }
+
+
+def response_format_with_inline_schema(response_format: ResponseFormat) -> JSONObject:
+    """The older ``json_object`` + ``schema`` shape (llama.cpp's server, Anyscale)."""
+    if response_format.schema is None:
+        return {"type": "json_object"}
+    return {"type": "json_object", "schema": response_format.schema}
+
+
+def chat_body(
+    request: InferenceRequest,
+    *,
+    stream: bool,
+    option_keys: frozenset[str] = OPENAI_OPTION_KEYS,
+) -> JSONObject:
+    """The request body for ``POST /chat/completions`` (without structured output)."""
+    body: JSONObject = {
+        "model": request.model,
+        "messages": messages_to_openai(request.messages),
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "stream": stream,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = tools_to_openai(request.tools)
+        body["tool_choice"] = tool_choice_to_openai(request.tool_choice, request.tools)
+    for key, value in request.options.items():
+        if key in option_keys:
+            body[key] = value
+    return body
+
+
+# --- responses ---------------------------------------------------------------------------
+
+
+def parse_usage(data: Mapping[str, object] | None) -> Usage | None:
+    if data is None:
+        return None
+    prompt = get_int(data, "prompt_tokens")
+    completion = get_int(data, "completion_tokens")
+    if prompt is None and completion is None:
+        return None
+    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0)
+
+
+def parse_tool_call(data: object, index: int) -> ToolCall:
+    call = as_object(data)
+    if call is None:
+        raise WireError(f"a tool call that is not an object: {data!r}")
+    function = get_object(call, "function") or {}
+    call_id = get_str(call, "id") or f"call_{index}"
+    name = get_str(function, "name") or ""
+    arguments = function.get("arguments")
+    as_dict = as_json_object(arguments)
+    if as_dict is not None:
+        return ToolCall(id=call_id, name=name, arguments=as_dict)
+    text = arguments if isinstance(arguments, str) else None
+    return ToolCall.from_json_text(id=call_id, name=name, text=text)
+
+
+def parse_completion(data: object, *, model: str) -> Completion:
+    """A non-streamed ``chat.completion`` object as a :class:`Completion`."""
+    body = as_object(data)
+    if body is None:
+        raise WireError("a completion that is not a JSON object")
+    choices = get_list(body, "choices")
+    choice = as_object(choices[0]) if choices else None
+    if choice is None:
+        raise WireError("a completion without choices")
+    message = get_object(choice, "message")
+    if message is None:
+        raise WireError("a choice without a message")
+    calls = tuple(
+        parse_tool_call(raw, index) for index, raw in enumerate(get_list(message, "tool_calls"))
+    )
+    return Completion(
+        content=get_str(message, "content") or "",
+        tool_calls=calls,
+        finish_reason=finish_reason(get_str(choice, "finish_reason"), has_tool_calls=bool(calls)),
+        usage=parse_usage(get_object(body, "usage")) or Usage(),
+        model=get_str(body, "model") or model,
+    )
+
+
+class ChunkReader:
+    """Reads ``chat.completion.chunk`` objects; content goes out at once, the rest at the end.
+
+    The finish reason and the usage arrive in different chunks (usage last, with empty
+    ``choices``, when ``stream_options.include_usage`` is honoured), and tool calls arrive
+    as fragments, so the one final chunk is built by :meth:`final` after the stream ended.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.finish: str | None = None
+        self.usage: Usage | None = None
+        self._tools = ToolCallAssembler()
+
+    def feed(self, chunk: Mapping[str, object]) -> StreamChunk | None:
+        self.model = get_str(chunk, "model") or self.model
+        usage = parse_usage(get_object(chunk, "usage"))
+        if usage is not None:
+            self.usage = usage
+        content = ""
+        for raw in get_list(chunk, "choices"):
+            choice = as_object(raw)
+            if choice is None or (get_int(choice, "index") or 0) != 0:
+                continue
+            delta = get_object(choice, "delta") or {}
+            content += get_str(delta, "content") or ""
+            fragments = get_list(delta, "tool_calls")
+            if fragments:
+                self._tools.add(fragments)
+            self.finish = get_str(choice, "finish_reason") or self.finish
+        return StreamChunk(content=content, model=self.model) if content else None
+
+    def final(self) -> StreamChunk:
+        calls = self._tools.calls()
+        return StreamChunk(
+            tool_calls=calls,
+            finish_reason=finish_reason(self.finish, has_tool_calls=bool(calls)),
+            usage=self.usage,
+            model=self.model,
+        )

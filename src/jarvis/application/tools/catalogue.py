@@ -1,0 +1,140 @@
+"""The tool catalogue: tool names to tools, for the CLI's ``--tools`` and the SDK's ``tools=``.
+
+It implements the ``ToolProvider`` that ``AskService`` builds a run's tools with. Tools
+are registered explicitly (no import side effects): ready instances (most tools, shared by
+every run) or factories that need the run's engine and model (``llm``). Tools that do I/O
+are adapters, so the container builds them and passes them to :meth:`with_builtins`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from jarvis.application.tools.calculator import CalculatorTool
+from jarvis.application.tools.function_tool import FunctionTool
+from jarvis.application.tools.llm import LLM_SPEC, LlmTool
+from jarvis.application.tools.retrieval import RetrievalTool
+from jarvis.application.tools.think import ThinkTool
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.ports import InferencePort, MemoryPort, ToolPort
+from jarvis.domain.tools import ToolSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a tool factory may use: the run's engine and model."""
+
+    inference: InferencePort
+    model: str
+
+
+ToolFactory = Callable[[ToolContext], ToolPort]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    spec: ToolSpec
+    factory: ToolFactory
+
+
+class ToolCatalogue:
+    """Known tools by name; builds the ones a run asks for."""
+
+    def __init__(self, tools: Iterable[ToolPort] = ()) -> None:
+        self._entries: dict[str, _Entry] = {}
+        for item in tools:
+            self.register(item)
+
+    @classmethod
+    def with_builtins(
+        cls,
+        *,
+        memory: MemoryPort | None = None,
+        file_read: ToolPort | None = None,
+        web_search: ToolPort | None = None,
+        llm_model: str | None = None,
+    ) -> ToolCatalogue:
+        """``calculator``, ``think`` and ``llm`` always; ``retrieval`` over ``memory``,
+        ``file_read`` and ``web_search`` when the container provides them.
+
+        ``llm`` queries the run's model unless ``llm_model`` names another one.
+        """
+        catalogue = cls([CalculatorTool(), ThinkTool()])
+        catalogue.register_factory(
+            LLM_SPEC, lambda context: LlmTool(context.inference, llm_model or context.model)
+        )
+        if memory is not None:
+            catalogue.register(RetrievalTool(memory))
+        for adapter_tool in (file_read, web_search):
+            if adapter_tool is not None:
+                catalogue.register(adapter_tool)
+        return catalogue
+
+    def register(
+        self, tool: ToolPort | Callable[..., object], *, replace: bool = False
+    ) -> ToolPort:
+        """Add a tool, or a typed function turned into one; returns the tool.
+
+        A name that is already taken is an error unless ``replace=True``.
+        """
+        port = _as_tool(tool)
+        self._add(port.spec, lambda _context: port, replace=replace)
+        return port
+
+    def register_factory(
+        self, spec: ToolSpec, factory: ToolFactory, *, replace: bool = False
+    ) -> None:
+        """Add a tool built for each run from the run's engine and model."""
+        self._add(spec, factory, replace=replace)
+
+    def _add(self, spec: ToolSpec, factory: ToolFactory, *, replace: bool) -> None:
+        if spec.name in self._entries and not replace:
+            raise ConfigurationError(
+                f"A tool named '{spec.name}' is already registered.",
+                hint="Pick another name, or pass replace=True to override it.",
+            )
+        self._entries[spec.name] = _Entry(spec, factory)
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def specs(self) -> list[ToolSpec]:
+        """Every tool's spec, by name: what ``jarvis tools`` lists."""
+        return [self._entries[name].spec for name in self.names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def validate(self, names: Sequence[str]) -> tuple[str, ...]:
+        """``names`` trimmed and without repeats; an unknown name raises ConfigurationError."""
+        chosen: list[str] = []
+        unknown: list[str] = []
+        for raw in names:
+            name = raw.strip()
+            if not name or name in chosen:
+                continue
+            (chosen if name in self._entries else unknown).append(name)
+        if unknown:
+            plural = "s" if len(unknown) > 1 else ""
+            raise ConfigurationError(
+                f"Unknown tool{plural}: " + ", ".join(f"'{n}'" for n in unknown) + ".",
+                hint="Known tools: " + ", ".join(self.names()),
+            )
+        return tuple(chosen)
+
+    def build(
+        self, names: Sequence[str], *, inference: InferencePort, model: str
+    ) -> list[ToolPort]:
+        """The tools for ``names``, in order; an unknown name raises ConfigurationError."""
+        context = ToolContext(inference=inference, model=model)
+        return [self._entries[name].factory(context) for name in self.validate(names)]
+
+
+def _as_tool(candidate: ToolPort | Callable[..., object]) -> ToolPort:
+    if hasattr(candidate, "spec") and hasattr(candidate, "execute"):
+        return cast(ToolPort, candidate)
+    if callable(candidate):
+        return FunctionTool.from_function(candidate)
+    raise ConfigurationError(f"{candidate!r} is neither a tool nor a function.")

@@ -1,0 +1,73 @@
+"""Which file paths are secrets that no tool may read, whatever the folder rules allow.
+
+The rules are matched against every component of a path (case-insensitively, for
+case-insensitive filesystems), so a secret deep inside an allowed folder is still refused.
+Tools check both the path as given and the path it resolves to, so a symlink with an
+innocent name that points at a key is refused too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from typing import Final
+
+SECRET_NAMES: Final = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".password-store",
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_*",
+    "credentials*",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".htpasswd",
+    ".vault-token",
+    ".secret",
+    "*.secret",
+    "*.secrets",
+    "*_history",
+    ".histfile",
+    ".history",
+    "shadow",
+    "gshadow",
+)
+"""fnmatch patterns for one path component (a file or a folder anywhere in the path)."""
+
+SECRET_SEQUENCES: Final = (
+    (".config", "gcloud"),
+    (".kube", "config"),
+    (".docker", "config.json"),
+    (".config", "gh", "hosts.yml"),
+)
+"""Consecutive components that together name a secret (a folder or a file in a folder)."""
+
+
+def secret_rule(components: Sequence[str]) -> str | None:
+    """The rule that makes ``components`` a secret path, or None when it is not one."""
+    folded = [part.casefold() for part in components if part]
+    for part in folded:
+        for pattern in SECRET_NAMES:
+            if fnmatch.fnmatchcase(part, pattern):
+                return pattern
+    for sequence in SECRET_SEQUENCES:
+        width = len(sequence)
+        for start in range(len(folded) - width + 1):
+            if tuple(folded[start : start + width]) == sequence:
+                return "/".join(sequence)
+    return None

@@ -1,0 +1,45 @@
+"""The run budget of a tool-using agent: turns, wall-clock time and tokens.
+
+When any of them runs out the loop does not fail: it makes one last call without tools that
+asks for the best final answer, and the result says which limit was hit
+(``metadata["budget_exhausted"]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+BudgetKind = Literal["turns", "time", "tokens", "loop"]
+"""Which limit ended the run; ``loop`` means the loop guard refused every call of several
+consecutive turns."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunBudget:
+    """Limits of one run. ``max_turns`` counts tool-enabled inferences; the final tool-less
+    call comes on top. ``None`` means no limit."""
+
+    max_turns: int = 10
+    max_seconds: float | None = None
+    max_total_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError("max_seconds must be positive")
+        if self.max_total_tokens is not None and self.max_total_tokens <= 0:
+            raise ValueError("max_total_tokens must be positive")
+
+    def exhausted(
+        self, *, turns: int, tokens: int, now: float, deadline: float | None
+    ) -> BudgetKind | None:
+        """The first limit reached before the next turn, or ``None``."""
+        if turns >= self.max_turns:
+            return "turns"
+        if deadline is not None and now >= deadline:
+            return "time"
+        if self.max_total_tokens is not None and tokens >= self.max_total_tokens:
+            return "tokens"
+        return None

@@ -1,0 +1,68 @@
+"""``orchestrator``: the tool loop over native function calling, or over structured output.
+
+``mode="function_calling"`` (default) sends the tool definitions natively and runs every call
+the model returns. ``mode="structured"`` drives the same loop through one JSON step per reply
+(see :mod:`~jarvis.domain.agents.structured`), for engines without native tool calls.
+
+When the engine refuses tool definitions (``ToolsNotSupportedError``, e.g. Ollama's "does
+not support tools"), the run switches to structured mode and says so in its metadata
+(``mode = "structured"``, ``fallback = "tools_not_supported"``): the tools are never silently
+dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from jarvis.domain.agents.function_calling import FunctionCallingProtocol
+from jarvis.domain.agents.protocol import ToolProtocol
+from jarvis.domain.agents.structured import StructuredOutput, StructuredProtocol
+from jarvis.domain.agents.tool_loop import ToolUsingAgent
+from jarvis.domain.errors import ConfigurationError, InferenceError, ToolsNotSupportedError
+from jarvis.domain.ports import InferencePort
+from jarvis.domain.tools import ToolSpec
+
+OrchestratorMode = Literal["function_calling", "structured"]
+_MODES = ("function_calling", "structured")
+_OUTPUTS = ("json_schema", "text")
+
+
+class OrchestratorAgent(ToolUsingAgent):
+    """Function-calling tool loop with a structured-output mode and automatic fallback."""
+
+    agent_id: ClassVar[str] = "orchestrator"
+
+    def __init__(
+        self,
+        inference: InferencePort,
+        model: str,
+        *,
+        mode: OrchestratorMode = "function_calling",
+        structured_output: StructuredOutput = "json_schema",
+        **kwargs: Any,
+    ) -> None:
+        if mode not in _MODES:
+            raise ConfigurationError(
+                f"Unknown orchestrator mode '{mode}'.", hint="Modes: " + ", ".join(_MODES)
+            )
+        if structured_output not in _OUTPUTS:
+            raise ConfigurationError(
+                f"Unknown structured output '{structured_output}'.",
+                hint="Choose one of: " + ", ".join(_OUTPUTS),
+            )
+        self.mode: OrchestratorMode = mode
+        self.structured_output: StructuredOutput = structured_output
+        super().__init__(inference, model, **kwargs)
+
+    def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
+        if self.mode == "structured":
+            return StructuredProtocol(specs, output=self.structured_output)
+        return FunctionCallingProtocol(specs)
+
+    def fallback_protocol(
+        self, error: InferenceError, current: ToolProtocol
+    ) -> ToolProtocol | None:
+        if isinstance(error, ToolsNotSupportedError) and current.native_tools:
+            return StructuredProtocol(current.specs, output=self.structured_output)
+        return None

@@ -1,0 +1,201 @@
+"""The pluggable part of the one agent loop: how tools are offered and replies understood.
+
+The loop (:mod:`jarvis.domain.agents.tool_loop`) owns everything that must behave the same
+for every tool-using agent — the run budget, usage, the loop guard, events, streaming,
+cancellation. A :class:`ToolProtocol` owns only the conversation format:
+
+* the section it adds to the system prompt (:meth:`~ToolProtocol.instructions`),
+* what each request carries (:meth:`~ToolProtocol.request_shape`: native tool definitions,
+  a tool choice, a response format),
+* how a completion is read (:meth:`~ToolProtocol.interpret` →
+  :class:`FinalAnswer` | :class:`ToolCalls` | :class:`ParseFailure`),
+* how the turn is written back into the conversation (assistant message, observations,
+  parse-error feedback, the final "answer now" request).
+
+Other action kinds (running code for CodeAct, a REPL cell for RLM) are tool calls to a tool
+the agent adds itself (see ``ToolUsingAgent.internal_tools``), so they reuse the executor's
+validation, timeouts, events and the loop guard unchanged.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, TypeAlias
+
+from jarvis.domain.completion import Completion, ResponseFormat, ToolChoice
+from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.tools import ToolResult, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The model answered; the run is over."""
+
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The model asked for these calls (at least one); ``thought`` is its stated reason."""
+
+    calls: tuple[ToolCall, ...]
+    thought: str = ""
+    text: str | None = None
+    """The assistant text to record for this turn when it differs from the raw reply (text
+    protocols drop what the model wrote after its action, e.g. an imagined observation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """The reply follows the protocol badly; ``error`` tells the model what to fix."""
+
+    error: str
+
+
+Decision: TypeAlias = FinalAnswer | ToolCalls | ParseFailure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestShape:
+    """The protocol-specific fields of an inference request."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    response_format: ResponseFormat | None = None
+
+
+class TextFilter(Protocol):
+    """Chooses which streamed text the user sees while a turn is generated."""
+
+    def feed(self, piece: str) -> str:
+        """The part of ``piece`` to show now (possibly empty). Whatever is held back and
+        belongs to the final answer is shown by the loop once the turn is read."""
+        ...
+
+
+class ThinkFilter:
+    """Shows streamed text without ``<think>…</think>`` blocks (tags split across pieces
+    included) and without the whitespace that leads the visible answer."""
+
+    __slots__ = ("_held", "_inside", "_started")
+
+    _OPEN = "<think>"
+    _CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._inside = False
+        self._started = False
+
+    def feed(self, piece: str) -> str:
+        text = self._held + piece
+        self._held = ""
+        out: list[str] = []
+        while text:
+            tag = self._CLOSE if self._inside else self._OPEN
+            index = text.lower().find(tag)
+            if index < 0:
+                keep = _partial_suffix(text, tag)
+                if not self._inside:
+                    out.append(text[: len(text) - keep])
+                self._held = text[len(text) - keep :] if keep else ""
+                break
+            if not self._inside:
+                out.append(text[:index])
+            text = text[index + len(tag) :]
+            self._inside = not self._inside
+        return self._visible("".join(out))
+
+    def _visible(self, text: str) -> str:
+        if not self._started:
+            text = text.lstrip()
+            self._started = bool(text)
+        return text
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of ``tag``."""
+    lowered = text[-(len(tag) - 1) :].lower()
+    for size in range(min(len(lowered), len(tag) - 1), 0, -1):
+        if tag.startswith(lowered[-size:]):
+            return size
+    return 0
+
+
+class SilentFilter:
+    """Shows nothing while streaming; the final answer is shown once parsed."""
+
+    __slots__ = ()
+
+    def feed(self, piece: str) -> str:
+        return ""
+
+
+BUDGET_WORDS = {
+    "turns": "the maximum number of steps",
+    "time": "the time limit",
+    "tokens": "the token budget",
+    "loop": "the limit on repeated tool calls",
+}
+
+
+class ToolProtocol(ABC):
+    """A conversation format for tool use. Instances are bound to one agent's tool specs
+    and are stateless across runs, so they compute their prompt section and request shape
+    once."""
+
+    name: ClassVar[str]
+    native_tools: ClassVar[bool] = False
+    """True when tools travel as native function definitions (an engine may refuse them
+    with ``ToolsNotSupportedError``)."""
+
+    def __init__(self, specs: Sequence[ToolSpec]) -> None:
+        self.specs = tuple(specs)
+
+    @abstractmethod
+    def instructions(self) -> str:
+        """The protocol's section of the system prompt ("" when none is needed). It is
+        always part of the system prompt, whatever ``system_prompt`` or persona is set."""
+
+    @abstractmethod
+    def request_shape(self) -> RequestShape:
+        """Tools, tool choice and response format of a normal turn."""
+
+    def final_shape(self) -> RequestShape:
+        """Request fields of the one tool-less call made when the budget runs out."""
+        return RequestShape()
+
+    @abstractmethod
+    def interpret(self, completion: Completion, *, turn: int) -> Decision:
+        """Read a completion. Never raises: bad replies are :class:`ParseFailure`."""
+
+    @abstractmethod
+    def assistant_message(self, completion: Completion, decision: Decision) -> Message:
+        """The assistant message recording a turn that called tools or failed to parse."""
+
+    @abstractmethod
+    def observations(self, results: Sequence[ToolResult]) -> list[Message]:
+        """The messages carrying a turn's tool results back to the model, in call order."""
+
+    def parse_error_messages(self, failure: ParseFailure) -> list[Message]:
+        """Feedback after a reply that could not be understood."""
+        return [Message.user(f"Your last reply could not be used: {failure.error}")]
+
+    def final_request(self, budget: str) -> Message:
+        """The message asking for the best final answer once ``budget`` ran out."""
+        what = BUDGET_WORDS.get(budget, "the run budget")
+        return Message.user(
+            f"You have reached {what} for this task. Do not call any more tools. Using the "
+            "information gathered so far, give your best final answer now."
+        )
+
+    def final_answer(self, completion: Completion) -> str:
+        """The answer text of the tool-less final call."""
+        decision = self.interpret(completion, turn=0)
+        return decision.content if isinstance(decision, FinalAnswer) else ""
+
+    def text_filter(self) -> TextFilter:
+        """A fresh filter for one streamed turn."""
+        return ThinkFilter()

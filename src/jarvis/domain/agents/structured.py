@@ -1,0 +1,137 @@
+"""The structured protocol: each reply is one JSON step, for engines without native tools.
+
+With ``output="json_schema"`` the engine's structured-output feature forces every reply into
+``{"thought", "tool", "arguments"}`` or ``{"thought", "final_answer"}`` (one ``anyOf``
+schema; the tool name is an ``enum`` of the offered tools). With ``output="text"`` — engines
+with no schema support — the model is asked for a strict labelled text format
+(``THOUGHT:`` / ``TOOL:`` / ``ARGUMENTS:`` or ``THOUGHT:`` / ``FINAL_ANSWER:``). Either way
+the reader accepts both forms, since models drift between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from jarvis.domain.agents.protocol import (
+    ParseFailure,
+    RequestShape,
+    SilentFilter,
+    TextFilter,
+)
+from jarvis.domain.agents.react_parser import STRUCTURED_LABELS
+from jarvis.domain.agents.text_protocol import LabelledTextProtocol
+from jarvis.domain.completion import ResponseFormat
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.messages import Message
+from jarvis.domain.tool_descriptions import build_tool_descriptions
+from jarvis.domain.tools import ToolSpec
+
+StructuredOutput = Literal["json_schema", "text"]
+
+_JSON_FORMAT = """Reply with exactly one JSON object and nothing else.
+To call a tool:
+{"thought": "<your reasoning>", "tool": "<tool name>", "arguments": {<the tool's arguments>}}
+To finish:
+{"thought": "<your reasoning>", "final_answer": "<your answer>"}
+After a tool call you receive its result as "Observation: ..."."""
+
+_TEXT_FORMAT = """Reply in exactly one of these two forms and nothing else.
+To call a tool:
+THOUGHT: <your reasoning>
+TOOL: <tool name>
+ARGUMENTS: <the tool's arguments as one JSON object>
+To finish:
+THOUGHT: <your reasoning>
+FINAL_ANSWER: <your answer>
+After a tool call you receive its result as "Observation: ..."."""
+
+
+def final_step_schema() -> JSONObject:
+    """The schema of a finishing step."""
+    return {
+        "type": "object",
+        "properties": {"thought": {"type": "string"}, "final_answer": {"type": "string"}},
+        "required": ["thought", "final_answer"],
+        "additionalProperties": False,
+    }
+
+
+def step_schema(specs: Sequence[ToolSpec]) -> JSONObject:
+    """The schema of one step: a tool call (tool name restricted to ``specs``) or a final
+    answer."""
+    if not specs:
+        return final_step_schema()
+    names: list[JSONValue] = [s.name for s in specs]
+    tool_step: JSONObject = {
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "tool": {"type": "string", "enum": names},
+            "arguments": {"type": "object"},
+        },
+        "required": ["thought", "tool", "arguments"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [tool_step, final_step_schema()]}
+
+
+class StructuredProtocol(LabelledTextProtocol):
+    """One JSON (or labelled text) step per reply; tool calls get ids ``step_<turn>``."""
+
+    name = "structured"
+    labels = STRUCTURED_LABELS
+    call_prefix = "step"
+
+    def __init__(
+        self, specs: Sequence[ToolSpec], *, output: StructuredOutput = "json_schema"
+    ) -> None:
+        super().__init__(specs)
+        self.output: StructuredOutput = output
+        if output == "json_schema":
+            self._shape = RequestShape(
+                response_format=ResponseFormat(schema=step_schema(self.specs), name="agent_step")
+            )
+            self._final_shape = RequestShape(
+                response_format=ResponseFormat(schema=final_step_schema(), name="final_step")
+            )
+        else:
+            self._shape = self._final_shape = RequestShape()
+        form = _JSON_FORMAT if output == "json_schema" else _TEXT_FORMAT
+        tools = build_tool_descriptions(self.specs)
+        self._instructions = (
+            "Solve the task step by step, using the tools below when they help.\n\n"
+            f"## Tools\n\n{tools}\n\n## Format\n\n{form}"
+        )
+
+    def instructions(self) -> str:
+        return self._instructions
+
+    def request_shape(self) -> RequestShape:
+        return self._shape
+
+    def final_shape(self) -> RequestShape:
+        return self._final_shape
+
+    def explain(self, error: str) -> str:
+        if self.output == "json_schema":
+            return (
+                f"{error}. Reply with one JSON object: either "
+                '{"thought": ..., "tool": ..., "arguments": {...}} or '
+                '{"thought": ..., "final_answer": ...}.'
+            )
+        return f"{error}. Reply with THOUGHT/TOOL/ARGUMENTS lines or THOUGHT/FINAL_ANSWER lines."
+
+    def parse_error_messages(self, failure: ParseFailure) -> list[Message]:
+        return [Message.user(f"Observation: Your reply could not be parsed: {failure.error}")]
+
+    def final_request(self, budget: str) -> Message:
+        base = super().final_request(budget).content
+        if self.output == "json_schema":
+            return Message.user(f'{base} Reply with {{"thought": ..., "final_answer": ...}}.')
+        return Message.user(f"{base} Reply with a FINAL_ANSWER line.")
+
+    def text_filter(self) -> TextFilter:
+        if self.output == "json_schema":
+            return SilentFilter()
+        return super().text_filter()

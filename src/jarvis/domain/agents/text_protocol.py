@@ -1,0 +1,156 @@
+"""What the text protocols (ReAct, structured JSON/text) share: one call per reply, read by
+:mod:`~jarvis.domain.agents.react_parser`, results returned as ``Observation:`` messages."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+
+from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agents.protocol import (
+    Decision,
+    FinalAnswer,
+    ParseFailure,
+    TextFilter,
+    ThinkFilter,
+    ToolCalls,
+    ToolProtocol,
+)
+from jarvis.domain.agents.react_parser import (
+    ActionLabels,
+    ParsedAction,
+    ParsedFinal,
+    find_labels,
+    parse_reply,
+)
+from jarvis.domain.completion import Completion
+from jarvis.domain.json_schema import validate
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.tools import ToolResult, ToolSpec
+
+
+class LabelledTextProtocol(ToolProtocol):
+    """A protocol whose replies are labelled text or JSON envelopes, one action per reply."""
+
+    labels: ActionLabels
+    call_prefix: str = "call"
+
+    def __init__(self, specs: Sequence[ToolSpec]) -> None:
+        super().__init__(specs)
+        self._by_name = {s.name.lower(): s for s in self.specs}
+
+    def interpret(self, completion: Completion, *, turn: int) -> Decision:
+        parsed = parse_reply(completion.content, self.labels)
+        if isinstance(parsed, ParsedFinal):
+            return FinalAnswer(parsed.answer)
+        if isinstance(parsed, ParsedAction):
+            call = self.to_call(parsed, call_id=f"{self.call_prefix}_{turn}")
+            text = parsed.text[: parsed.end].strip()
+            return ToolCalls(calls=(call,), thought=parsed.thought, text=text)
+        return ParseFailure(self.explain(parsed.error))
+
+    def explain(self, error: str) -> str:
+        """The parse error as the model reads it, with a reminder of the format."""
+        return error
+
+    def to_call(self, parsed: ParsedAction, *, call_id: str) -> ToolCall:
+        """The tool call for a parsed action: the tool's own spelling of its name, and
+        non-object input given to a tool with a single parameter as that parameter."""
+        spec = self._by_name.get(parsed.tool.lower())
+        name = spec.name if spec is not None else parsed.tool
+        if parsed.arguments is not None:
+            return ToolCall(id=call_id, name=name, arguments=parsed.arguments)
+        arguments = _single_parameter(spec, parsed.raw_input) if spec is not None else None
+        if arguments is not None:
+            return ToolCall(id=call_id, name=name, arguments=arguments)
+        return ToolCall(id=call_id, name=name, raw_arguments=parsed.raw_input)
+
+    def assistant_message(self, completion: Completion, decision: Decision) -> Message:
+        if isinstance(decision, ToolCalls) and decision.text is not None:
+            return Message.assistant(decision.text)
+        return Message.assistant(strip_think(completion.content))
+
+    def observations(self, results: Sequence[ToolResult]) -> list[Message]:
+        lines = [
+            f"Observation: {r.content}" if r.success else f"Observation: Error: {r.content}"
+            for r in results
+        ]
+        return [Message.user("\n\n".join(lines))]
+
+    def final_answer(self, completion: Completion) -> str:
+        parsed = parse_reply(completion.content, self.labels)
+        if isinstance(parsed, ParsedFinal):
+            return parsed.answer
+        if isinstance(parsed, ParsedAction):
+            return parsed.thought
+        return ""
+
+    def text_filter(self) -> TextFilter:
+        return LabelledAnswerFilter(self.labels)
+
+
+def _single_parameter(spec: ToolSpec, raw: str) -> JSONObject | None:
+    """``{"param": value}`` when the tool has exactly one parameter (or one required) and
+    ``raw`` is a valid value for it."""
+    properties = spec.parameters.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return None
+    required = spec.parameters.get("required")
+    names = list(properties)
+    if len(names) != 1 and isinstance(required, list) and len(required) == 1:
+        names = [str(required[0])]
+    if len(names) != 1:
+        return None
+    name = names[0]
+    candidates: list[JSONValue] = []
+    with contextlib.suppress(ValueError, RecursionError):
+        candidates.append(json.loads(raw))
+    candidates.append(raw)
+    for value in candidates:
+        arguments: JSONObject = {name: value}
+        if not validate(arguments, spec.parameters):
+            return arguments
+    return None
+
+
+class LabelledAnswerFilter:
+    """Streams only the final answer: nothing until a line-anchored final-answer label
+    appears (and never when an action label comes first), then everything after it."""
+
+    __slots__ = ("_buffer", "_closed", "_labels", "_open", "_shown", "_think")
+
+    def __init__(self, labels: ActionLabels) -> None:
+        self._labels = labels
+        self._think = ThinkFilter()
+        self._buffer = ""
+        self._open = False
+        self._closed = False
+        self._shown = False
+
+    def feed(self, piece: str) -> str:
+        visible = self._think.feed(piece)
+        if self._open:
+            return self._show(visible)
+        if self._closed or not visible:
+            return ""
+        self._buffer += visible
+        if ":" not in visible:
+            return ""
+        for kind, _start, end in find_labels(self._buffer, self._labels):
+            if kind == "action":
+                self._closed = True
+                return ""
+            if kind == "final":
+                self._open = True
+                rest = self._buffer[end:]
+                self._buffer = ""
+                return self._show(rest)
+        return ""
+
+    def _show(self, text: str) -> str:
+        if not self._shown:
+            text = text.lstrip()
+            self._shown = bool(text)
+        return text

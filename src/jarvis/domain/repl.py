@@ -1,0 +1,204 @@
+"""Value objects of code execution: the limits a REPL runs under, the isolation in force,
+and the typed outcome of one execution.
+
+Model-written code is untrusted. The REPL port (:class:`~jarvis.domain.ports.ReplPort`)
+runs it somewhere else (another process, with its own limits); these types are what the
+domain sees of that, so agents and tools can report failures to the model in plain words
+instead of crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.tools import ToolResult
+
+ReplErrorKind = Literal[
+    "exception",
+    "syntax",
+    "timeout",
+    "cpu_limit",
+    "memory_limit",
+    "crashed",
+    "final_var_missing",
+    "unavailable",
+]
+"""Why an execution failed: the code raised (``exception``/``syntax``), hit a limit
+(``timeout``, ``cpu_limit``, ``memory_limit``), the interpreter died (``crashed``),
+``FINAL_VAR`` named a variable that does not exist, or no interpreter could be started
+(``unavailable``)."""
+
+NetworkIsolation = Literal["namespace", "audit_hook", "none"]
+ProcessIsolation = Literal["pid_namespace", "refused", "none"]
+
+TRUNCATION_MARKER = "\n... [output truncated: {dropped} more characters]"
+"""Appended where captured output was cut; ``{dropped}`` is how much was left out."""
+
+RESTART_NOTE = (
+    "[The REPL was restarted before this execution: variables and imports from earlier "
+    "executions were lost. Variables provided by the host (such as `context`) were restored.]"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplLimits:
+    """What one REPL session may use.
+
+    ``timeout_seconds`` is the wall-clock time one execution may take, not counting the time
+    the host spends answering its ``llm_query``/``tool_call`` callbacks; past it the
+    interpreter is killed. ``cpu_seconds`` is the CPU time of one execution and
+    ``session_cpu_seconds`` that of the whole session. ``memory_mb`` bounds the address
+    space, ``file_size_mb`` any one file written, ``max_processes`` the processes (threads
+    included) the code may have at once. ``max_output_chars`` bounds each captured stream
+    and the rendered value of the last expression.
+    """
+
+    timeout_seconds: float = 30.0
+    cpu_seconds: float = 30.0
+    session_cpu_seconds: int = 600
+    memory_mb: int = 512
+    file_size_mb: int = 64
+    max_processes: int = 32
+    max_output_chars: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in (
+            "timeout_seconds",
+            "cpu_seconds",
+            "session_cpu_seconds",
+            "memory_mb",
+            "file_size_mb",
+            "max_processes",
+            "max_output_chars",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ReplLimits.{name} must be positive")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplIsolation:
+    """What actually confines the code, as found on this machine.
+
+    ``network``: ``namespace`` (a network namespace with no interfaces but a downed
+    loopback), ``audit_hook`` (socket operations refused inside the interpreter), ``none``.
+    ``processes``: ``pid_namespace`` (the code may fork, bounded by ``max_processes``, and
+    every process dies with the session), ``refused`` (starting processes is refused),
+    ``none``. ``user`` names the account the code runs as.
+    """
+
+    network: NetworkIsolation
+    processes: ProcessIsolation
+    user: str
+    environment_scrubbed: bool
+    writes_confined: bool
+
+    @property
+    def isolated(self) -> bool:
+        """True when the code is kept off the network and out of the host's files."""
+        return self.network != "none" and self.writes_confined and self.environment_scrubbed
+
+    def describe(self) -> str:
+        """One line for logs, ``--json`` metadata and the README."""
+        network = {
+            "namespace": "network namespace (no network)",
+            "audit_hook": "network refused by an audit hook",
+            "none": "NETWORK NOT ISOLATED",
+        }[self.network]
+        processes = {
+            "pid_namespace": "own PID namespace",
+            "refused": "process creation refused",
+            "none": "processes not confined",
+        }[self.processes]
+        parts = [network, processes, f"runs as {self.user}"]
+        parts.append("scrubbed environment" if self.environment_scrubbed else "HOST ENVIRONMENT")
+        parts.append(
+            "writes confined to the working directory"
+            if self.writes_confined
+            else "WRITES NOT CONFINED"
+        )
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionResult:
+    """The outcome of running one piece of code.
+
+    ``value`` is the ``repr`` of the last expression when it was not ``None`` (as an
+    interactive interpreter shows it). ``error`` is a one-line summary
+    (``"ZeroDivisionError: division by zero"``, ``"Execution timed out after 5 s ..."``) and
+    ``traceback`` the details. ``final`` is set when the code called ``FINAL``/``FINAL_VAR``:
+    the value, as text, that ends an RLM run (only the first call counts). ``restarted``
+    says a fresh interpreter had to be started for this execution, so earlier variables
+    are gone. ``truncated`` says some output was cut to the session's ``max_output_chars``.
+    """
+
+    stdout: str = ""
+    stderr: str = ""
+    value: str | None = None
+    error: str | None = None
+    error_kind: ReplErrorKind | None = None
+    traceback: str = ""
+    final: str | None = None
+    truncated: bool = False
+    restarted: bool = False
+    duration_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def has_final(self) -> bool:
+        return self.final is not None
+
+    def observation(self, max_chars: int = 10_000) -> str:
+        """The text shown to the model: output, value and error, cut to ``max_chars``."""
+        parts: list[str] = []
+        if self.restarted:
+            parts.append(RESTART_NOTE)
+        if self.stdout:
+            parts.append(self.stdout.rstrip("\n"))
+        if self.stderr:
+            parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
+        if self.value is not None:
+            parts.append(self.value)
+        if self.error is not None:
+            detail = self.traceback.rstrip("\n") if self.traceback else ""
+            if detail and self.error not in detail:
+                detail = f"{detail}\n{self.error}"
+            parts.append("[error] " + (detail or self.error))
+        text = "\n".join(parts) if parts else "(no output)"
+        return truncate_text(text, max_chars)
+
+
+def truncate_text(text: str, max_chars: int) -> str:
+    """``text`` cut to at most ``max_chars`` characters plus a marker saying how much went."""
+    if len(text) <= max_chars:
+        return text
+    dropped = len(text) - max_chars
+    return text[:max_chars] + TRUNCATION_MARKER.format(dropped=dropped)
+
+
+class ReplCallbacks(Protocol):
+    """How code running in a REPL reaches back to the host.
+
+    The host answers ``llm_query``/``llm_batch`` through its inference port and
+    ``tool_call`` through its tool executor. A method that raises makes the call fail
+    inside the code (a ``ReplCallbackError`` with the message), never the session.
+    """
+
+    async def llm_query(self, prompt: str) -> str:
+        """One sub-model completion of ``prompt``."""
+        ...
+
+    async def llm_batch(self, prompts: Sequence[str]) -> list[str]:
+        """One completion per prompt, in order, computed concurrently. A prompt whose call
+        failed gets an ``"Error: ..."`` string in its place."""
+        ...
+
+    async def tool_call(self, name: str, arguments: JSONObject) -> ToolResult:
+        """Run tool ``name``; a failed tool is a result with ``success=False``."""
+        ...

@@ -1,0 +1,211 @@
+"""Runs the tool calls a model asks for, turning every failure into a result it can read.
+
+A tool call can go wrong in many ways — an unknown name, arguments that are not JSON,
+arguments that break the schema, a tool that hangs or raises, an answer far too long for the
+context window. None of them may crash a run: each becomes a failed :class:`ToolResult`
+whose text tells the model what to fix, and ``metadata["error"]`` tells programs what went
+wrong (``unknown_tool``, ``invalid_json``, ``invalid_arguments``, ``timeout``,
+``exception``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from time import perf_counter
+
+from jarvis.domain.events import EventBus, ToolCallEnded, ToolCallStarted
+from jarvis.domain.json_schema import validate
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import ToolCall
+from jarvis.domain.ports import ToolPort
+from jarvis.domain.tools import ToolResult, ToolSpec
+
+TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
+
+
+def truncate_output(content: str, limit: int) -> tuple[str, bool]:
+    """``content`` cut to ``limit`` characters with a visible marker, and whether it was cut."""
+    if limit <= 0 or len(content) <= limit:
+        return content, False
+    return content[:limit] + TRUNCATION_MARKER.format(shown=limit, total=len(content)), True
+
+
+class ToolExecutor:
+    """Looks calls up by name (case-insensitively), validates, runs and bounds them.
+
+    Order of checks: unknown tool → unparsed arguments → schema validation → run with the
+    tool's timeout → bound the output. ``TOOL_CALL_START``/``TOOL_CALL_END`` are published
+    for every call, failed ones included, when the bus has subscribers.
+
+    A timeout really stops waiting: the tool runs as its own task and is cancelled and
+    abandoned when its time is up, even if it ignores the cancellation. Synchronous work
+    inside a tool is the tool's business (it must run it in a thread or process).
+    """
+
+    __slots__ = ("_agent", "_bus", "_by_name", "_max_output_chars", "_names", "_running", "_specs")
+
+    def __init__(
+        self,
+        tools: Sequence[ToolPort],
+        *,
+        bus: EventBus | None = None,
+        agent: str = "",
+        max_output_chars: int = 20_000,
+    ) -> None:
+        by_name: dict[str, tuple[ToolPort, ToolSpec]] = {}
+        specs: list[ToolSpec] = []
+        for tool in tools:
+            spec = tool.spec
+            key = spec.name.lower()
+            if key in by_name:
+                raise ValueError(f"Two tools share the name '{spec.name}'.")
+            by_name[key] = (tool, spec)
+            specs.append(spec)
+        self._by_name = by_name
+        self._specs = tuple(specs)
+        self._names = tuple(s.name for s in specs)
+        self._bus = bus
+        self._agent = agent
+        self._max_output_chars = max_output_chars
+        self._running: set[asyncio.Task[ToolResult]] = set()
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self._specs
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    def spec_for(self, name: str) -> ToolSpec | None:
+        """The spec of the tool called ``name`` (any case), or ``None``."""
+        entry = self._by_name.get(name.strip().lower())
+        return entry[1] if entry is not None else None
+
+    async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run ``calls`` concurrently; the results come back in call order."""
+        if len(calls) == 1:
+            return [await self.execute(calls[0])]
+        if not calls:
+            return []
+        return list(await asyncio.gather(*(self.execute(c) for c in calls)))
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        """Run one call. Never raises, except ``asyncio.CancelledError``."""
+        started = perf_counter()
+        entry = self._by_name.get(call.name.strip().lower())
+        bus = self._bus if self._bus is not None and self._bus.has_subscribers else None
+        if bus is not None:
+            bus.publish(
+                ToolCallStarted(
+                    tool=call.name, call_id=call.id, arguments=call.arguments, agent=self._agent
+                )
+            )
+        if entry is None:
+            result = self._failure(call, self._unknown_message(call.name), "unknown_tool")
+        elif call.raw_arguments is not None:
+            result = self._failure(call, self._invalid_json_message(call, entry[1]), "invalid_json")
+        else:
+            tool, spec = entry
+            errors = validate(call.arguments, spec.parameters)
+            if errors:
+                result = self._failure(
+                    call, self._invalid_arguments_message(spec, errors), "invalid_arguments"
+                )
+            else:
+                result = await self._run(tool, spec, call)
+        result = self._finish(call, result, entry[1] if entry is not None else None, started)
+        if bus is not None:
+            bus.publish(
+                ToolCallEnded(
+                    tool=result.tool_name,
+                    call_id=call.id,
+                    success=result.success,
+                    latency_seconds=result.latency_seconds,
+                    result=result.content,
+                    agent=self._agent,
+                )
+            )
+        return result
+
+    async def _run(self, tool: ToolPort, spec: ToolSpec, call: ToolCall) -> ToolResult:
+        task = asyncio.ensure_future(tool.execute(call.arguments))
+        timeout = spec.timeout_seconds if spec.timeout_seconds > 0 else None
+        try:
+            await asyncio.wait((task,), timeout=timeout)
+        except asyncio.CancelledError:
+            self._abandon(task)
+            raise
+        if not task.done():
+            self._abandon(task)
+            return self._failure(
+                call, f"Tool '{spec.name}' timed out after {spec.timeout_seconds:g}s.", "timeout"
+            )
+        if task.cancelled():
+            return self._failure(call, f"Tool '{spec.name}' was cancelled.", "exception")
+        exc = task.exception()
+        if exc is not None:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return self._failure(call, f"Tool '{spec.name}' failed: {detail}", "exception")
+        return task.result()
+
+    def _abandon(self, task: asyncio.Task[ToolResult]) -> None:
+        """Cancel ``task`` without waiting for it; keep it referenced until it ends."""
+        task.cancel()
+        if not task.done():
+            self._running.add(task)
+            task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[ToolResult]) -> None:
+        self._running.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+    def _finish(
+        self, call: ToolCall, result: ToolResult, spec: ToolSpec | None, started: float
+    ) -> ToolResult:
+        content, cut = truncate_output(result.content, self._max_output_chars)
+        return replace(
+            result,
+            tool_name=spec.name if spec is not None else call.name,
+            content=content,
+            call_id=call.id,
+            latency_seconds=perf_counter() - started,
+            truncated=result.truncated or cut,
+        )
+
+    @staticmethod
+    def _failure(call: ToolCall, message: str, kind: str) -> ToolResult:
+        metadata: JSONObject = {"error": kind}
+        return ToolResult(tool_name=call.name, content=message, success=False, metadata=metadata)
+
+    def _unknown_message(self, name: str) -> str:
+        available = ", ".join(self._names) if self._names else "none"
+        return f"Unknown tool '{name}'. Available tools: {available}."
+
+    @staticmethod
+    def _invalid_json_message(call: ToolCall, spec: ToolSpec) -> str:
+        raw = call.raw_arguments or ""
+        try:
+            json.loads(raw)
+            problem = "they are not a JSON object"
+        except (ValueError, RecursionError) as exc:
+            problem = f"they are not valid JSON ({exc})"
+        shown = raw if len(raw) <= 200 else raw[:200] + "..."
+        return (
+            f"Invalid arguments for tool '{spec.name}': {problem}. Received: {shown}\n"
+            "Send the arguments as one JSON object matching this schema: "
+            + json.dumps(spec.parameters, ensure_ascii=False)
+        )
+
+    @staticmethod
+    def _invalid_arguments_message(spec: ToolSpec, errors: list[str]) -> str:
+        return (
+            f"Invalid arguments for tool '{spec.name}':\n"
+            + "\n".join(f"- {e}" for e in errors)
+            + "\nExpected parameters: "
+            + json.dumps(spec.parameters, ensure_ascii=False)
+        )

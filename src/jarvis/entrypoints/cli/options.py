@@ -1,0 +1,97 @@
+"""Options shared by several commands, and how a command gets its runtime.
+
+Commands import only typer at module level; configuration, the container and the engines
+are imported inside :func:`open_runtime`, when a command actually runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from jarvis.entrypoints.runtime import Runtime
+
+
+class EngineName(StrEnum):
+    auto = "auto"
+    ollama = "ollama"
+    vllm = "vllm"
+    openai = "openai"
+    llamacpp = "llamacpp"
+
+
+EngineOption = Annotated[
+    EngineName | None,
+    typer.Option(
+        "--engine",
+        "-e",
+        help="Engine to use (default: [engine] name, else auto: a local Ollama, "
+        "else the embedded model).",
+        show_default=False,
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="URL of the engine's server (without --engine: an OpenAI-compatible server).",
+        show_default=False,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Model name (default: [engine] model, else the engine's first)."
+    ),
+]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Config file to read instead of <config dir>/config.toml.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+VerboseOption = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Say which engine is used and why; tracebacks on errors."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def stderr_line(line: str) -> None:
+    sys.stderr.write(line.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def open_runtime(
+    ctx: typer.Context,
+    *,
+    config: Path | None,
+    engine: EngineName | None,
+    base_url: str | None,
+    model: str | None,
+    verbose: bool,
+) -> Runtime:
+    """The runtime for one command: configuration loaded and the container chosen.
+
+    The container is ``ctx.obj`` when the caller provided one (tests pass a container
+    whose providers are overridden with fakes), else a fresh one.
+    """
+    from jarvis.entrypoints.container import container_or_new
+    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.settings import EngineOverrides, load_config
+
+    settings = load_config(
+        config,
+        overrides=EngineOverrides(
+            engine=engine.value if engine is not None else None, base_url=base_url, model=model
+        ),
+    )
+    return Runtime(container_or_new(ctx.obj), settings, notice=stderr_line if verbose else None)

@@ -1,0 +1,231 @@
+"""``jarvis persona show`` and ``jarvis persona edit``: see and change what every agent is
+told about itself (SOUL.md), what it remembers (MEMORY.md) and who the user is (USER.md).
+
+``--persona NAME`` of ``jarvis ask`` lives in the ask command; :func:`persona_warnings`
+is how that command shows file warnings (bad UTF-8, skipped files) with ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
+
+if TYPE_CHECKING:
+    from jarvis.application.system_prompt import PersonaPromptReport
+    from jarvis.entrypoints.container import Container
+
+app = typer.Typer(
+    name="persona",
+    help="Show or edit the persona files (SOUL.md, MEMORY.md, USER.md) every agent is given.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+PersonaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--persona",
+        "-p",
+        help="A named persona (<config dir>/personas/NAME/), or 'none' for no persona "
+        "(default: [memory_files] persona_name, else the default files).",
+        show_default=False,
+    ),
+]
+
+FALLBACK_EDITORS = ("vi", "nano")
+
+
+class FileKind(StrEnum):
+    soul = "soul"
+    memory = "memory"
+    user = "user"
+
+
+@contextmanager
+def persona_warnings(verbose: bool) -> Iterator[None]:
+    """While a command runs, print persona file warnings on stderr with ``--verbose`` and
+    keep them quiet otherwise (they are always shown by ``jarvis persona show``)."""
+    logger = logging.getLogger("jarvis.persona")
+    handler: logging.Handler
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("jarvis: warning: %(message)s"))
+    else:
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def _configured(ctx: typer.Context, config: Path | None) -> Container:
+    from jarvis.entrypoints.container import configure, container_or_new
+    from jarvis.entrypoints.settings import load_config
+
+    container = container_or_new(ctx.obj)
+    configure(container, load_config(config))
+    return container
+
+
+def _table(report: PersonaPromptReport) -> list[str]:
+    if report.persona == "none":
+        return ["persona: none (no persona sections are added)"]
+    name = "default files" if report.persona is None else f"'{report.persona}'"
+    lines = [f"persona: {name}"]
+    width = max(len(section.kind.name) for section in report.sections)
+    for section in report.sections:
+        used = f"{section.used_chars:,}" if section.present else "-"
+        notes: list[str] = []
+        if not section.present:
+            notes.append("skipped" if section.warnings else "missing or empty")
+        if section.cut_chars or section.unread_bytes:
+            cut = f"truncated: {section.cut_chars:,} chars cut"
+            if section.unread_bytes:
+                cut += f", {section.unread_bytes:,} bytes not read"
+            notes.append(cut)
+        note = f"  [{'; '.join(notes)}]" if notes else ""
+        lines.append(
+            f"  {section.kind.name:<{width}}  {used:>7}/{section.budget:,} chars  "
+            f"({section.source}){note}"
+        )
+    lines.extend(f"  warning: {warning}" for warning in report.warnings)
+    return lines
+
+
+def show(
+    ctx: typer.Context,
+    persona: PersonaOption = None,
+    json_output: JsonOption = False,
+    config: ConfigOption = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Print the persona part of the system prompt and each section's budget use.
+
+    It is appended after every agent's own instructions, exactly as shown.
+    """
+
+    def body() -> None:
+        report = _configured(ctx, config).prompt_builder().report(persona)
+        if json_output:
+            data = {
+                "persona": report.persona,
+                "prompt": report.prompt,
+                "sections": [
+                    {
+                        "kind": section.kind.value,
+                        "heading": section.heading,
+                        "source": section.source,
+                        "present": section.present,
+                        "used_chars": section.used_chars,
+                        "budget": section.budget,
+                        "file_chars": section.file_chars,
+                        "truncated": section.truncated,
+                        "cut_chars": section.cut_chars,
+                        "unread_bytes": section.unread_bytes,
+                        "warnings": list(section.warnings),
+                    }
+                    for section in report.sections
+                ],
+            }
+            sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            return
+        lines = _table(report)
+        if report.prompt:
+            lines += ["", "--- appended to every agent's system prompt ---", report.prompt]
+        elif report.persona != "none":
+            lines += ["", "(no persona files yet: `jarvis persona edit soul` creates SOUL.md)"]
+        sys.stdout.write("\n".join(lines) + "\n")
+
+    code = guarded(body, verbose=verbose)
+    if code:
+        raise typer.Exit(code)
+
+
+def editor_command(env: dict[str, str] | None = None) -> list[str]:
+    """``$EDITOR``, else ``$VISUAL``, else the first of vi / nano on the PATH, as argv."""
+    from jarvis.domain.errors import ConfigurationError
+
+    env = dict(os.environ) if env is None else env
+    for variable in ("EDITOR", "VISUAL"):
+        value = env.get(variable, "").strip()
+        if not value:
+            continue
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise ConfigurationError(f"${variable} cannot be parsed: {exc}.") from None
+        if shutil.which(argv[0], path=env.get("PATH")) is None:
+            raise ConfigurationError(
+                f"The editor '{argv[0]}' (from ${variable}) was not found.",
+                hint=f"Set ${variable} to an installed editor, e.g. export {variable}=nano",
+            )
+        return argv
+    for fallback in FALLBACK_EDITORS:
+        found = shutil.which(fallback, path=env.get("PATH"))
+        if found:
+            return [found]
+    raise ConfigurationError(
+        "No editor found: $EDITOR and $VISUAL are not set, and neither vi nor nano is installed.",
+        hint="Set $EDITOR, e.g. export EDITOR=nano",
+    )
+
+
+def edit(
+    ctx: typer.Context,
+    which: Annotated[FileKind, typer.Argument(help="Which default file to edit.")],
+    config: ConfigOption = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Open a default persona file in $EDITOR (created empty if needed).
+
+    The change applies to the next conversation; no restart is needed.
+    """
+    status = 0
+
+    def body() -> None:
+        nonlocal status
+        from jarvis.domain.errors import JarvisError
+        from jarvis.domain.ports import PersonaFile
+
+        argv = editor_command()
+        container = _configured(ctx, config)
+        path = container.persona_store().ensure(PersonaFile(which.value))
+        try:
+            status = subprocess.run([*argv, path], check=False).returncode
+        except OSError as exc:
+            raise JarvisError(f"Cannot start the editor {argv[0]}: {exc}.") from None
+        if status:
+            sys.stderr.write(f"jarvis: the editor exited with status {status}\n")
+            return
+        report = container.prompt_builder().report_for(None)
+        for section in report.sections:
+            if section.kind.value == which.value and section.source == path:
+                used = f"{section.used_chars:,}/{section.budget:,} chars"
+                cut = ", truncated in the prompt" if section.truncated else ""
+                sys.stderr.write(f"jarvis: {path}: {used}{cut}\n")
+
+    code = guarded(body, verbose=verbose)
+    if code or status:
+        raise typer.Exit(code or 1)
+
+
+app.command("show")(show)
+app.command("edit")(edit)

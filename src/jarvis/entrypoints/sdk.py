@@ -1,0 +1,435 @@
+"""The SDK: ``from jarvis import Jarvis``.
+
+::
+
+    from jarvis import Jarvis
+
+    with Jarvis() as j:
+        print(j.ask("What is the capital of France?"))
+        answer = j.ask_full("And of Italy?")          # content, turns, usage, model...
+        for piece in j.ask_stream("Tell me a story"):
+            print(piece, end="", flush=True)
+
+    async with Jarvis(engine="ollama", model="qwen3:8b") as j:
+        texts = await asyncio.gather(*(j.aask(q) for q in questions))
+
+Each instance owns one event loop, run by a private thread, and every call (synchronous or
+``await``-ed) runs there: the engine and its pooled HTTP connections are built once and
+reused by every call, from any thread or event loop, and calls can run concurrently.
+
+For tests: ``Jarvis(inference=fake)`` runs on an in-memory engine (see
+:mod:`jarvis.testing`), and ``jarvis.container`` is the dependency-injector container, whose
+providers can be overridden before the first question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Sequence
+from concurrent.futures import Future
+from os import PathLike
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
+
+from jarvis.domain.updates import TextDelta
+from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.runtime import Runtime
+from jarvis.entrypoints.settings import EngineOverrides, load_config
+
+if TYPE_CHECKING:
+    from jarvis.application.ask import Answer, AskQuestion
+    from jarvis.domain.ports import InferencePort
+
+T = TypeVar("T")
+
+_END = object()
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ready,), name="jarvis-sdk-loop", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(ready.set)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[object, object, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        if self.thread is threading.current_thread():
+            raise RuntimeError("Jarvis.close() cannot run on the Jarvis loop itself.")
+        with contextlib.suppress(Exception):
+            self.submit(self.loop.shutdown_asyncgens()).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class Jarvis:
+    """Ask questions through jarvis agents from Python.
+
+    ``engine`` (auto, ollama, vllm, openai, llamacpp), ``model`` and ``base_url`` override
+    the configuration file (``config_path``, default ``<config dir>/config.toml``) and the
+    environment, exactly as the CLI options do. ``inference`` replaces the engine altogether
+    (an in-memory fake in tests, or an engine the application built itself; jarvis does not
+    close an engine it did not build). ``agent`` is the default agent of this instance
+    (else ``[agent] default``, else ``simple``, as on the command line).
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        config_path: str | PathLike[str] | None = None,
+        inference: InferencePort | None = None,
+        agent: str | None = None,
+    ) -> None:
+        self.config = load_config(
+            config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
+        )
+        self.container = Container()
+        """The dependency-injector container; override providers before the first call."""
+        if inference is not None:
+            self.container.inference.override(inference)
+        self.agent = agent
+        self._runtime = Runtime(self.container, self.config)
+        self._loop: _LoopThread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _loop_thread(self) -> _LoopThread:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("This Jarvis instance is closed.")
+            if self._loop is None:
+                self._loop = _LoopThread()
+            return self._loop
+
+    def _call(self, coro: Coroutine[object, object, T]) -> T:
+        """Run ``coro`` on the instance's loop and wait for it (synchronous callers)."""
+        try:
+            runner = self._loop_thread()
+        except RuntimeError:
+            coro.close()
+            raise
+        if runner.thread is threading.current_thread():
+            coro.close()
+            raise RuntimeError("Synchronous Jarvis methods cannot be called from its own loop.")
+        future = runner.submit(coro)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    async def _acall(self, coro: Coroutine[object, object, T]) -> T:
+        """Run ``coro`` on the instance's loop and await it (asynchronous callers)."""
+        try:
+            runner = self._loop_thread()
+        except RuntimeError:
+            coro.close()
+            raise
+        if asyncio.get_running_loop() is runner.loop:
+            return await coro
+        return await asyncio.wrap_future(runner.submit(coro))
+
+    # -- building a question -----------------------------------------------------------------
+
+    def _question(
+        self,
+        question: str,
+        *,
+        agent: str | None,
+        model: str | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        system: str | None,
+        tools: Sequence[str] | None,
+        persona: str | None,
+    ) -> AskQuestion:
+        return self._runtime.question(
+            question,
+            agent=agent or self.agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+
+    async def _ask(self, command: AskQuestion) -> Answer:
+        service = await self._runtime.service()
+        return await service.ask(command)
+
+    async def _stream(self, command: AskQuestion) -> AsyncGenerator[str, None]:
+        service = await self._runtime.service()
+        async for update in service.stream(command):
+            if isinstance(update, TextDelta):
+                yield update.text
+
+    # -- synchronous API ---------------------------------------------------------------------
+
+    def ask(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> str:
+        """The answer's text."""
+        return self.ask_full(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        ).content
+
+    def ask_full(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> Answer:
+        """The whole answer: content, turns, tool results, usage, model, engine, stop reason."""
+        command = self._question(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+        return self._call(self._ask(command))
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> Iterator[str]:
+        """The answer's text as it is generated. Stop iterating to cancel the run."""
+        command = self._question(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+        stream = self._stream(command)
+
+        async def next_piece() -> object:
+            try:
+                return await anext(stream)
+            except StopAsyncIteration:
+                return _END
+
+        try:
+            while True:
+                piece = self._call(next_piece())
+                if piece is _END:
+                    return
+                assert isinstance(piece, str)
+                yield piece
+        finally:
+            if not self._closed:
+                with contextlib.suppress(RuntimeError):
+                    self._call(stream.aclose())
+
+    def close(self) -> None:
+        """Close the engines this instance built and stop its loop. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            runner, self._loop = self._loop, None
+        if runner is not None:
+            try:
+                runner.submit(self._runtime.aclose()).result()
+            finally:
+                runner.stop()
+
+    def __enter__(self) -> Jarvis:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- asynchronous API --------------------------------------------------------------------
+
+    async def aask(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> str:
+        """``await``-able :meth:`ask`."""
+        answer = await self.aask_full(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+        return answer.content
+
+    async def aask_full(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> Answer:
+        """``await``-able :meth:`ask_full`."""
+        command = self._question(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+        return await self._acall(self._ask(command))
+
+    async def aask_stream(
+        self,
+        question: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[str] | None = None,
+        persona: str | None = None,
+    ) -> AsyncIterator[str]:
+        """:meth:`ask_stream` for ``async for``. Stop iterating to cancel the run."""
+        command = self._question(
+            question,
+            agent=agent,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            persona=persona,
+        )
+        runner = self._loop_thread()
+        if asyncio.get_running_loop() is runner.loop:
+            async for piece in self._stream(command):
+                yield piece
+            return
+        # pieces cross from the Jarvis loop to the caller's loop through a queue
+        caller = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for piece in self._stream(command):
+                    caller.call_soon_threadsafe(queue.put_nowait, piece)
+            except BaseException as exc:
+                caller.call_soon_threadsafe(queue.put_nowait, exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                caller.call_soon_threadsafe(queue.put_nowait, _END)
+
+        task = runner.submit(pump())
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, str)
+                yield item
+        finally:
+            task.cancel()
+
+    async def aclose(self) -> None:
+        """``await``-able :meth:`close`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            runner, self._loop = self._loop, None
+        if runner is not None:
+            try:
+                await asyncio.wrap_future(runner.submit(self._runtime.aclose()))
+            finally:
+                await asyncio.to_thread(runner.stop)
+
+    async def __aenter__(self) -> Jarvis:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,181 @@
+"""Loading the configuration: file, then environment, then options, validated once.
+
+The config dir is ``$OPENJARVIS_HOME``, else ``$XDG_DATA_HOME/openjarvis``, else
+``~/.openjarvis``; the file is ``<config dir>/config.toml``. A missing file means defaults.
+``OLLAMA_HOST``, ``VLLM_HOST``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` override the
+file's values for those engines; command-line options (or SDK arguments) override both.
+Everything is merged first and validated once, so an invalid value is reported with the
+file and the dotted key it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
+
+from jarvis.domain.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from jarvis.application.config import JarvisConfig
+
+ENGINE_NAMES = ("auto", "ollama", "vllm", "openai", "llamacpp")
+"""The values ``[engine] name`` and ``--engine`` accept."""
+
+_URL_KEYS = {"ollama": "host", "vllm": "base_url", "openai": "base_url", "llamacpp": None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineOverrides:
+    """Engine choices given on the command line or to the SDK; ``None`` = keep."""
+
+    engine: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$OPENJARVIS_HOME``, else ``$XDG_DATA_HOME/openjarvis``, else ``~/.openjarvis``."""
+    env = os.environ if env is None else env
+    if home := env.get("OPENJARVIS_HOME"):
+        return Path(home).expanduser()
+    if xdg := env.get("XDG_DATA_HOME"):
+        return Path(xdg).expanduser() / "openjarvis"
+    return Path.home() / ".openjarvis"
+
+
+def config_file(env: Mapping[str, str] | None = None) -> Path:
+    """Where ``config.toml`` is looked for."""
+    return config_dir(env) / "config.toml"
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: EngineOverrides | None = None,
+    env: Mapping[str, str] | None = None,
+) -> JarvisConfig:
+    """Read, merge and validate the configuration.
+
+    ``path`` names the file to read; when given it must exist. Without it the default
+    location is used and a missing file means the defaults. Raises
+    :class:`~jarvis.domain.errors.ConfigurationError` naming the file and the bad key.
+    """
+    env = os.environ if env is None else env
+    explicit = path is not None
+    file = Path(path).expanduser() if path is not None else config_file(env)
+    raw = _read_toml(file, must_exist=explicit)
+    _apply_environment(raw, env)
+    _apply_overrides(raw, overrides or EngineOverrides())
+    return _validate(raw, file)
+
+
+def _read_toml(file: Path, *, must_exist: bool) -> dict[str, object]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if must_exist:
+            raise ConfigurationError(
+                f"Config file not found: {file}",
+                hint="Create it, or leave the path out to use the default location.",
+            ) from None
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"Cannot read config file {file}: {exc}") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(
+            f"Invalid config file {file}: not valid TOML ({exc}).",
+            hint="Fix the syntax; see the configuration example in the README.",
+        ) from exc
+
+
+def _section(raw: dict[str, object], *keys: str) -> dict[str, object]:
+    """The nested table at ``keys``, created when absent (a non-table is left to validation)."""
+    node = raw
+    for key in keys:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            return {}  # validation will report the bad value under its own key
+        node = cast("dict[str, object]", child)
+    return node
+
+
+def normalize_ollama_host(value: str) -> str:
+    """``OLLAMA_HOST`` as Ollama reads it: a bare ``host[:port]`` means http, port 11434."""
+    value = value.strip().rstrip("/")
+    if "://" in value:
+        return value
+    parts = urlsplit("http://" + value)
+    netloc = parts.netloc if parts.port is not None else f"{parts.netloc}:11434"
+    return f"http://{netloc}{parts.path}".rstrip("/")
+
+
+def normalize_vllm_host(value: str) -> str:
+    """``VLLM_HOST`` may be a bare host; the OpenAI-compatible API lives under ``/v1``."""
+    value = value.strip().rstrip("/")
+    if "://" not in value:
+        value = "http://" + value
+    if not urlsplit(value).path:
+        value += "/v1"
+    return value
+
+
+def _apply_environment(raw: dict[str, object], env: Mapping[str, str]) -> None:
+    if host := env.get("OLLAMA_HOST", "").strip():
+        _section(raw, "engine", "ollama")["host"] = normalize_ollama_host(host)
+    if host := env.get("VLLM_HOST", "").strip():
+        _section(raw, "engine", "vllm")["base_url"] = normalize_vllm_host(host)
+    if url := env.get("OPENAI_BASE_URL", "").strip():
+        _section(raw, "engine", "openai")["base_url"] = url.rstrip("/")
+    if key := env.get("OPENAI_API_KEY", "").strip():
+        _section(raw, "engine", "openai")["api_key"] = key
+
+
+def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None:
+    engine = _section(raw, "engine")
+    if overrides.engine is not None:
+        if overrides.engine not in ENGINE_NAMES:
+            raise ConfigurationError(
+                f"Unknown engine '{overrides.engine}'.",
+                hint="Known engines: " + ", ".join(ENGINE_NAMES),
+            )
+        engine["name"] = overrides.engine
+    if overrides.model:
+        engine["model"] = overrides.model
+    if overrides.base_url:
+        name = engine.get("name", "auto")
+        if name == "auto":
+            # a URL without an engine means "the OpenAI-compatible server at this URL"
+            name = engine["name"] = "openai"
+        if name == "llamacpp":
+            raise ConfigurationError(
+                "--base-url does not apply to the embedded llamacpp engine.",
+                hint="Drop --base-url, or choose --engine openai|vllm|ollama.",
+            )
+        key = _URL_KEYS.get(str(name))
+        if key is not None:
+            _section(raw, "engine", str(name))[key] = overrides.base_url.rstrip("/")
+
+
+def _validate(raw: dict[str, object], file: Path) -> JarvisConfig:
+    from pydantic import ValidationError
+
+    from jarvis.application.config import JarvisConfig
+
+    try:
+        return JarvisConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
+            for error in exc.errors()
+        ]
+        raise ConfigurationError(
+            f"Invalid config file {file}: " + "; ".join(problems),
+            hint="Fix or remove the key named; see the configuration example in the README.",
+        ) from None

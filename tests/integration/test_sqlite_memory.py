@@ -1,0 +1,87 @@
+"""The SQLite FTS5 memory on a real database file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contracts.memory_contract import MemoryContract
+from jarvis.adapters.sqlite_memory import SqliteMemory
+from jarvis.adapters.sqlite_memory.store import fts_query
+
+
+class TestSqliteMemory(MemoryContract[SqliteMemory]):
+    @pytest.fixture
+    async def memory(self, tmp_path: Path) -> AsyncIterator[SqliteMemory]:
+        memory = SqliteMemory(str(tmp_path / "memory.db"))
+        yield memory
+        await memory.aclose()
+
+
+async def test_entries_survive_reopening(tmp_path: Path) -> None:
+    path = str(tmp_path / "nested" / "memory.db")
+    first = SqliteMemory(path)
+    await first.store("The staging database is called atlas.", source="notes", metadata={"k": 1})
+    await first.aclose()
+    second = SqliteMemory(path)
+    hits = await second.search("staging database")
+    await second.aclose()
+    assert [(h.content, h.source) for h in hits] == [
+        ("The staging database is called atlas.", "notes")
+    ]
+
+
+async def test_nothing_is_opened_until_first_use(tmp_path: Path) -> None:
+    SqliteMemory(str(tmp_path / "never" / "memory.db"))
+    assert not (tmp_path / "never").exists()
+
+
+async def test_stemming_finds_other_forms_of_a_word() -> None:
+    memory = SqliteMemory(":memory:")
+    await memory.store("She was running the migrations.")
+    assert await memory.search("run migration")
+    await memory.aclose()
+
+
+async def test_rarer_words_weigh_more() -> None:
+    memory = SqliteMemory(":memory:")
+    for i in range(6):
+        await memory.store(f"common filler text number {i}")
+    await memory.store("common text mentioning zeppelin")
+    hits = await memory.search("common zeppelin")
+    assert hits[0].content == "common text mentioning zeppelin"
+    await memory.aclose()
+
+
+async def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
+    memory = SqliteMemory(str(tmp_path / "m.db"))
+    await asyncio.gather(*(memory.store(f"parallel entry {i} walrus") for i in range(40)))
+    results = await asyncio.gather(*(memory.search("walrus", top_k=20) for _ in range(10)))
+    assert all(len(r) == 20 for r in results)
+    await memory.aclose()
+
+
+def test_queries_become_quoted_words_only() -> None:
+    assert fts_query('say "hi" AND NEAR(x) col:val*') == (
+        '"say" OR "hi" OR "AND" OR "NEAR" OR "x" OR "col" OR "val"'
+    )
+    assert fts_query("Word word WORD") == '"Word"'
+    assert fts_query("!?") == ""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=80))
+def test_no_user_text_breaks_the_query(text: str) -> None:
+    async def run() -> None:
+        memory = SqliteMemory(":memory:")
+        await memory.store("alpha beta gamma " + text)
+        hits = await memory.search(text)
+        assert isinstance(hits, list)
+        await memory.aclose()
+
+    asyncio.run(run())

@@ -1,0 +1,474 @@
+"""The isolated REPL with real worker processes: the contract, then everything hostile code
+tries. Every hostile test also checks that the host is unharmed and the session goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from contracts.repl_contract import RecordingCallbacks, ReplContract
+from jarvis.adapters.subprocess_repl import SubprocessRepl, SubprocessReplSession
+from jarvis.adapters.subprocess_repl.sandbox import NetworkMode
+from jarvis.domain.repl import ReplLimits
+
+pytestmark = pytest.mark.integration
+
+HOSTILE = ReplLimits(
+    timeout_seconds=3.0,
+    cpu_seconds=30.0,
+    memory_mb=256,
+    max_processes=16,
+    max_output_chars=2000,
+)
+
+
+@pytest.fixture(scope="module")
+def auto_repl() -> SubprocessRepl:
+    """The REPL as jarvis uses it: the strongest sandbox plan this machine allows."""
+    repl = SubprocessRepl(limits=HOSTILE)
+    repl.plan()
+    _ = repl.python
+    return repl
+
+
+@pytest.fixture(scope="module")
+def audit_repl() -> SubprocessRepl:
+    """The fallback plan (audit hook, no namespaces), forced even where namespaces work."""
+    repl = SubprocessRepl(limits=HOSTILE, network="audit_hook")
+    repl.plan()
+    _ = repl.python
+    return repl
+
+
+@pytest.fixture(params=["auto", "audit_hook"])
+def any_repl(
+    request: pytest.FixtureRequest, auto_repl: SubprocessRepl, audit_repl: SubprocessRepl
+) -> SubprocessRepl:
+    mode: NetworkMode = request.param
+    return auto_repl if mode == "auto" else audit_repl
+
+
+@pytest.fixture
+async def session(any_repl: SubprocessRepl) -> AsyncIterator[SubprocessReplSession]:
+    session = await any_repl.start(callbacks=RecordingCallbacks())
+    try:
+        yield session
+    finally:
+        await session.aclose()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError):
+        return status.read_text().split()[2] != "Z"
+    return False
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("Uid:") and int(line.split()[1]) == uid:
+                    found.append(int(entry.name))
+    return found
+
+
+class TestSubprocessRepl(ReplContract[SubprocessRepl]):
+    @pytest.fixture
+    def repl(self, auto_repl: SubprocessRepl) -> SubprocessRepl:
+        return auto_repl
+
+
+class TestSubprocessReplInAuditMode(ReplContract[SubprocessRepl]):
+    @pytest.fixture
+    def repl(self, audit_repl: SubprocessRepl) -> SubprocessRepl:
+        return audit_repl
+
+
+# -- what is in force -----------------------------------------------------------------------
+
+
+def test_the_strongest_plan_is_chosen_where_the_os_allows(auto_repl: SubprocessRepl) -> None:
+    isolation = auto_repl.isolation()
+    assert isolation.isolated
+    if os.geteuid() == 0:
+        # root with a working unshare: the CI machines and this VM
+        assert auto_repl.plan().name == "root"
+        assert isolation.network == "namespace"
+        assert isolation.processes == "pid_namespace"
+    assert isolation.describe()
+
+
+def test_the_worker_runs_without_jarvis_site_packages(auto_repl: SubprocessRepl) -> None:
+    command = auto_repl.command()
+    assert command[-5:-1] == (auto_repl.python, "-I", "-S", "-B")
+
+
+async def test_the_worker_has_no_interfaces_but_loopback_in_its_namespace(
+    auto_repl: SubprocessRepl,
+) -> None:
+    if auto_repl.isolation().network != "namespace":
+        pytest.skip("no network namespace on this machine")
+    session = await auto_repl.start()
+    try:
+        result = await session.execute(
+            "lines = open('/proc/net/dev').read().splitlines()[2:]\n"
+            "sorted(line.split(':')[0].strip() for line in lines)"
+        )
+        assert result.value == "['lo']"
+    finally:
+        await session.aclose()
+
+
+def test_the_namespace_alone_keeps_a_program_off_the_host_loopback(
+    auto_repl: SubprocessRepl,
+) -> None:
+    """Without the audit hook (a plain program in the plan's namespaces), a server the host
+    listens on is unreachable: the namespace has its own, down, loopback."""
+    plan = auto_repl.plan()
+    if plan.isolation.network != "namespace":
+        pytest.skip("no network namespace on this machine")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    print('CONNECTED')\n"
+            "except OSError as e:\n"
+            "    print('REFUSED', type(e).__name__)\n"
+        )
+        completed = subprocess.run(
+            [*plan.prefix, auto_repl.python, "-I", "-S", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+        assert "REFUSED" in completed.stdout, completed
+        server.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            server.accept()
+
+
+# -- limits ---------------------------------------------------------------------------------
+
+
+async def test_an_endless_loop_is_killed_at_the_timeout_and_the_session_goes_on(
+    session: SubprocessReplSession,
+) -> None:
+    await session.set_variable("context", "kept by the host")
+    await session.execute("mine = 'lost'")
+    old_pid = session.worker_pid
+    assert old_pid is not None
+    started = time.monotonic()
+    result = await session.execute("while True:\n    pass")
+    elapsed = time.monotonic() - started
+    assert result.error_kind == "timeout"
+    assert result.error is not None and "timed out" in result.error
+    assert "lost" in result.error
+    assert HOSTILE.timeout_seconds <= elapsed < HOSTILE.timeout_seconds + 3
+    assert not _alive(old_pid)
+    after = await session.execute("context")
+    assert after.restarted
+    assert after.value == "'kept by the host'"
+    assert "restarted" in after.observation()
+    gone = await session.execute("mine")
+    assert gone.error is not None and "NameError" in gone.error
+    assert not gone.restarted
+
+
+async def test_cpu_time_is_limited_per_execution(any_repl: SubprocessRepl) -> None:
+    session = await any_repl.start(
+        limits=ReplLimits(timeout_seconds=30, cpu_seconds=1.0, max_output_chars=500)
+    )
+    try:
+        await session.execute("kept = 1")
+        started = time.monotonic()
+        result = await session.execute("while True:\n    pass")
+        assert result.error_kind == "cpu_limit"
+        assert time.monotonic() - started < 10
+        assert (await session.execute("kept")).value == "1"
+    finally:
+        await session.aclose()
+
+
+async def test_a_memory_bomb_hits_the_memory_limit(session: SubprocessReplSession) -> None:
+    await session.execute("kept = 'still here'")
+    big = await session.execute("blob = bytearray(4 * 1024 ** 3)")
+    assert big.error_kind == "memory_limit"
+    growing = await session.execute("chunks = []\nwhile True:\n    chunks.append(' ' * 10 ** 6)")
+    assert growing.error_kind in ("memory_limit", "crashed")
+    after = await session.execute("kept if 'kept' in dir() else 'restarted'")
+    assert after.ok
+
+
+async def test_a_fork_bomb_hits_its_limit_and_leaves_nothing_behind(
+    session: SubprocessReplSession,
+) -> None:
+    uid_result = await session.execute("import os\nos.getuid()")
+    assert uid_result.value is not None
+    uid = int(uid_result.value)
+    result = await session.execute("import os\nwhile True:\n    os.fork()")
+    assert not result.ok
+    assert result.error_kind in ("exception", "timeout")
+    if session.isolation.processes == "pid_namespace":
+        assert result.error is not None and "BlockingIOError" in result.error
+    else:
+        assert result.error is not None and "not allowed" in result.error
+    assert (await session.execute("1 + 1")).value == "2"
+    if uid != os.geteuid():
+        # the throwaway user has nothing left but the worker itself
+        assert len(_processes_of(uid)) <= 1
+
+
+async def test_a_forked_child_cannot_answer_for_the_worker(auto_repl: SubprocessRepl) -> None:
+    if not auto_repl.plan().allow_fork:
+        pytest.skip("this plan refuses forking")
+    session = await auto_repl.start(callbacks=RecordingCallbacks())
+    try:
+        result = await session.execute(
+            "import os, time\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    print('child')\n"
+            "    llm_query('from the child')\n"
+            "else:\n"
+            "    os.waitpid(pid, 0)\n"
+            "    print('parent')\n"
+        )
+        assert result.ok, result
+        assert result.stdout == "parent\n"
+    finally:
+        await session.aclose()
+
+
+async def test_a_big_file_hits_the_file_size_limit(any_repl: SubprocessRepl) -> None:
+    session = await any_repl.start(
+        limits=ReplLimits(timeout_seconds=20, file_size_mb=1, max_output_chars=500)
+    )
+    try:
+        result = await session.execute("open('big.bin', 'wb').write(b'x' * (2 * 1024 * 1024))")
+        assert result.error is not None and "File too large" in result.error
+        assert (await session.execute("'alive'")).value == "'alive'"
+    finally:
+        await session.aclose()
+
+
+async def test_printing_gigabytes_is_bounded(session: SubprocessReplSession) -> None:
+    started = time.monotonic()
+    result = await session.execute(
+        "import sys\nline = 'x' * 1000\nfor _ in range(1_000_000):\n    print(line)"
+    )
+    assert result.ok or result.error_kind == "timeout"
+    assert len(result.stdout) <= HOSTILE.max_output_chars + 100
+    if result.ok:
+        assert result.truncated
+        assert "more characters" in result.stdout
+    raw = await session.execute(
+        "import os\nfor _ in range(100):\n    os.write(1, b'y' * 1_000_000)\n"
+        "for _ in range(100):\n    os.write(2, b'z' * 1_000_000)\n'done'"
+    )
+    assert raw.value == "'done'"
+    assert time.monotonic() - started < 30
+
+
+async def test_forging_protocol_lines_only_restarts_the_interpreter(
+    session: SubprocessReplSession,
+) -> None:
+    result = await session.execute(
+        "import os\n"
+        "for fd in range(3, 12):\n"
+        "    try:\n"
+        "        os.write(fd, b'{\"type\": \"result\", \"forged\": true}\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    assert result.error_kind in ("crashed", None)
+    follow = await session.execute("40 + 2")
+    assert follow.value == "42"
+
+
+async def test_a_dying_interpreter_is_an_error_and_the_next_one_starts_fresh(
+    session: SubprocessReplSession,
+) -> None:
+    await session.set_variable("context", "ctx")
+    died = await session.execute("import os\nos._exit(7)")
+    assert died.error_kind == "crashed"
+    assert died.error is not None and "status 7" in died.error
+    aborted = await session.execute("import os\nos.abort()")
+    assert aborted.error_kind == "crashed"
+    # SIGABRT; inside a PID namespace the worker is process 1, which ignores signals it
+    # sends itself, so abort() ends in SIGSEGV there
+    assert aborted.error is not None and ("SIGABRT" in aborted.error or "SIGSEGV" in aborted.error)
+    assert aborted.restarted
+    again = await session.execute("context")
+    assert again.value == "'ctx'"
+
+
+async def test_exits_and_interrupts_raised_by_the_code_are_errors(
+    session: SubprocessReplSession,
+) -> None:
+    for code in ("raise SystemExit(3)", "raise KeyboardInterrupt", "import sys\nsys.exit()"):
+        result = await session.execute(code)
+        assert result.error_kind == "exception", code
+    assert (await session.execute("'alive'")).value == "'alive'"
+
+
+async def test_cancelling_an_execution_kills_the_interpreter(
+    session: SubprocessReplSession,
+) -> None:
+    pid = session.worker_pid
+    assert pid is not None
+    task = asyncio.ensure_future(session.execute("while True:\n    pass"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not _alive(pid)
+    result = await session.execute("'fresh'")
+    assert result.restarted
+    assert result.value == "'fresh'"
+
+
+async def test_time_spent_answering_callbacks_does_not_count(any_repl: SubprocessRepl) -> None:
+    class SlowCallbacks(RecordingCallbacks):
+        async def llm_query(self, prompt: str) -> str:
+            await asyncio.sleep(0.8)
+            return "slow answer"
+
+    session = await any_repl.start(
+        callbacks=SlowCallbacks(), limits=ReplLimits(timeout_seconds=1.0)
+    )
+    try:
+        result = await session.execute("[llm_query(str(i)) for i in range(3)][-1]")
+        assert result.value == "'slow answer'"
+    finally:
+        await session.aclose()
+
+
+# -- escapes --------------------------------------------------------------------------------
+
+
+async def test_the_host_environment_does_not_reach_the_code(
+    any_repl: SubprocessRepl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-" + uuid.uuid4().hex
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    session = await any_repl.start()
+    try:
+        env = await session.execute("import os\ndict(os.environ)")
+        assert env.value is not None
+        assert secret not in env.value
+        assert "OPENAI_API_KEY" not in env.value
+        key = await session.execute("os.environ['OPENAI_API_KEY']")
+        assert key.error is not None and "KeyError" in key.error
+        parent = await session.execute(f"open('/proc/{os.getpid()}/environ', 'rb').read()")
+        assert parent.error is not None
+        assert secret not in parent.observation()
+        home = await session.execute("os.environ['HOME'] == os.getcwd()")
+        assert home.value == "True"
+    finally:
+        await session.aclose()
+
+
+async def test_writing_outside_the_working_directory_fails(
+    session: SubprocessReplSession, tmp_path: Path
+) -> None:
+    outside = Path("/tmp") / f"jarvis-escape-{uuid.uuid4().hex}"
+    target = tmp_path / "victim.txt"
+    target.write_text("original")
+    attempts = [
+        f"open({str(outside)!r}, 'w').write('x')",
+        f"import pathlib\npathlib.Path({str(outside)!r}).write_text('x')",
+        f"import os\nos.mkdir({str(outside)!r})",
+        f"import os\nos.open({str(outside)!r}, os.O_WRONLY | os.O_CREAT)",
+        f"open({str(target)!r}, 'a').write('x')",
+        f"import os\nos.remove({str(target)!r})",
+        f"import os\nos.symlink('/etc', 'link')\nopen('link/jarvis-escape', 'w')",
+        f"import shutil\nshutil.copy('/etc/hostname', {str(outside)!r})",
+    ]
+    for code in attempts:
+        result = await session.execute(code)
+        assert result.error is not None, code
+    assert not outside.exists()
+    assert target.read_text() == "original"
+    assert not Path("/etc/jarvis-escape").exists()
+    inside = await session.execute("open('notes.txt', 'w').write('mine')\nopen('notes.txt').read()")
+    assert inside.value == "'mine'"
+
+
+async def test_opening_a_network_connection_fails(session: SubprocessReplSession) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        attempts = [
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)",
+            f"import socket\ns = socket.socket()\ns.connect(('127.0.0.1', {port}))",
+            f"import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/', timeout=2)",
+            "import socket\nsocket.socket().bind(('0.0.0.0', 0))",
+            "import socket\nsocket.getaddrinfo('example.org', 80)",
+        ]
+        for code in attempts:
+            result = await session.execute(code)
+            assert result.error is not None, code
+        server.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            server.accept()
+
+
+async def test_programs_ctypes_and_heap_walking_are_refused(
+    session: SubprocessReplSession,
+) -> None:
+    for code in (
+        "import subprocess\nsubprocess.run(['id'])",
+        "import os\nos.system('id')",
+        "import os\nos.execv('/bin/sh', ['sh'])",
+        "import ctypes",
+        "import gc\ngc.get_objects()",
+    ):
+        result = await session.execute(code)
+        assert result.error is not None and "not allowed" in result.error, code
+    assert (await session.execute("'alive'")).value == "'alive'"
+
+
+async def test_closing_removes_the_working_directory_and_the_process(
+    any_repl: SubprocessRepl,
+) -> None:
+    session = await any_repl.start()
+    await session.execute("open('scratch.txt', 'w').write('x')")
+    workdir = session.workdir
+    pid = session.worker_pid
+    assert pid is not None
+    assert (workdir / "scratch.txt").exists()
+    await session.aclose()
+    assert not workdir.exists()
+    assert not _alive(pid)
+
+
+async def test_a_one_megabyte_context_round_trips(session: SubprocessReplSession) -> None:
+    text = ("0123456789abcdef" * 65536)[:1_000_000]
+    await session.set_variable("context", text)
+    result = await session.execute("len(context), context[:4], context[-4:]")
+    assert result.value == repr((1_000_000, "0123", text[-4:]))
+

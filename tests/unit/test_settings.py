@@ -1,0 +1,165 @@
+"""Loading config.toml: where it lives, what overrides it, and how bad files are reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.settings import (
+    EngineOverrides,
+    config_dir,
+    config_file,
+    load_config,
+    normalize_ollama_host,
+    normalize_vllm_host,
+)
+
+
+def write(home: Path, text: str) -> Path:
+    path = home / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class TestConfigDir:
+    def test_openjarvis_home_wins(self, tmp_path: Path) -> None:
+        env = {"OPENJARVIS_HOME": str(tmp_path / "a"), "XDG_DATA_HOME": str(tmp_path / "x")}
+        assert config_dir(env) == tmp_path / "a"
+
+    def test_xdg_data_home_next(self, tmp_path: Path) -> None:
+        assert config_dir({"XDG_DATA_HOME": str(tmp_path)}) == tmp_path / "openjarvis"
+
+    def test_home_dot_openjarvis_last(self) -> None:
+        assert config_dir({}) == Path.home() / ".openjarvis"
+
+    def test_file_is_config_toml(self, tmp_path: Path) -> None:
+        assert config_file({"OPENJARVIS_HOME": str(tmp_path)}) == tmp_path / "config.toml"
+
+
+class TestLoading:
+    def test_missing_default_file_means_defaults(self, jarvis_home: Path) -> None:
+        config = load_config()
+        assert config.engine.name == "auto"
+        assert config.agent.default == "simple"
+
+    def test_file_values_are_read(self, jarvis_home: Path) -> None:
+        write(
+            jarvis_home,
+            '[engine]\nname = "vllm"\nmodel = "qwen"\ntimeout = 5\n'
+            '[engine.vllm]\nbase_url = "http://gpu:8000/v1"\n[agent]\ndefault = "simple"\n',
+        )
+        config = load_config()
+        assert config.engine.name == "vllm"
+        assert config.engine.model == "qwen"
+        assert config.engine.timeout == 5
+        assert config.engine.vllm.base_url == "http://gpu:8000/v1"
+
+    def test_explicit_path_must_exist(self, tmp_path: Path) -> None:
+        missing = tmp_path / "nope.toml"
+        with pytest.raises(ConfigurationError, match="not found") as info:
+            load_config(missing)
+        assert str(missing) in str(info.value)
+
+    def test_explicit_path_is_read(self, tmp_path: Path) -> None:
+        path = tmp_path / "other.toml"
+        path.write_text('[engine]\nname = "ollama"\n', encoding="utf-8")
+        assert load_config(path).engine.name == "ollama"
+
+
+class TestInvalidFiles:
+    def test_unknown_key_names_file_and_key(self, jarvis_home: Path) -> None:
+        path = write(jarvis_home, "[engine]\ntimout = 5\n")
+        with pytest.raises(ConfigurationError) as info:
+            load_config()
+        message = str(info.value)
+        assert str(path) in message
+        assert "engine.timout: Extra inputs are not permitted" in message
+
+    def test_bad_value_names_nested_key(self, jarvis_home: Path) -> None:
+        write(jarvis_home, "[engine.ollama]\nnum_ctx = -1\n")
+        with pytest.raises(ConfigurationError, match=r"engine\.ollama\.num_ctx"):
+            load_config()
+
+    def test_unknown_engine_name(self, jarvis_home: Path) -> None:
+        write(jarvis_home, '[engine]\nname = "gpt"\n')
+        with pytest.raises(ConfigurationError, match=r"engine\.name"):
+            load_config()
+
+    def test_section_that_is_not_a_table(self, jarvis_home: Path) -> None:
+        write(jarvis_home, 'engine = "ollama"\n')
+        with pytest.raises(ConfigurationError, match=r"config\.toml.*engine"):
+            load_config()
+
+    def test_bad_toml_names_file(self, jarvis_home: Path) -> None:
+        path = write(jarvis_home, "[engine\nname = 1\n")
+        with pytest.raises(ConfigurationError, match="not valid TOML") as info:
+            load_config()
+        assert str(path) in str(info.value)
+
+
+class TestEnvironment:
+    def test_engine_hosts_from_environment(self) -> None:
+        env = {
+            "OLLAMA_HOST": "gpu-box",
+            "VLLM_HOST": "http://gpu:8001",
+            "OPENAI_BASE_URL": "https://llm.example/v1/",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENJARVIS_HOME": "/nonexistent-jarvis-home",
+        }
+        config = load_config(env=env)
+        assert config.engine.ollama.host == "http://gpu-box:11434"
+        assert config.engine.vllm.base_url == "http://gpu:8001/v1"
+        assert config.engine.openai.base_url == "https://llm.example/v1"
+        assert config.engine.openai.api_key == "sk-test"
+
+    def test_environment_overrides_file(self, jarvis_home: Path) -> None:
+        write(jarvis_home, '[engine.ollama]\nhost = "http://file:11434"\n')
+        env = {"OPENJARVIS_HOME": str(jarvis_home), "OLLAMA_HOST": "http://env:1234"}
+        assert load_config(env=env).engine.ollama.host == "http://env:1234"
+
+    def test_options_override_environment(self, jarvis_home: Path) -> None:
+        env = {"OPENJARVIS_HOME": str(jarvis_home), "OPENAI_BASE_URL": "http://env/v1"}
+        overrides = EngineOverrides(engine="openai", base_url="http://flag/v1", model="m")
+        config = load_config(env=env, overrides=overrides)
+        assert config.engine.openai.base_url == "http://flag/v1"
+        assert config.engine.model == "m"
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [
+            ("localhost", "http://localhost:11434"),
+            ("0.0.0.0:9999", "http://0.0.0.0:9999"),
+            ("https://ollama.example", "https://ollama.example"),
+            ("http://h:1/", "http://h:1"),
+        ],
+    )
+    def test_ollama_host_forms(self, value: str, expected: str) -> None:
+        assert normalize_ollama_host(value) == expected
+
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [("gpu:8000", "http://gpu:8000/v1"), ("http://gpu:8000/v1/", "http://gpu:8000/v1")],
+    )
+    def test_vllm_host_forms(self, value: str, expected: str) -> None:
+        assert normalize_vllm_host(value) == expected
+
+
+class TestOverrides:
+    def test_base_url_applies_to_the_chosen_engine(self) -> None:
+        config = load_config(overrides=EngineOverrides(engine="ollama", base_url="http://o:1"))
+        assert config.engine.ollama.host == "http://o:1"
+
+    def test_base_url_without_engine_means_openai_compatible(self) -> None:
+        config = load_config(overrides=EngineOverrides(base_url="http://127.0.0.1:9/v1"))
+        assert config.engine.name == "openai"
+        assert config.engine.openai.base_url == "http://127.0.0.1:9/v1"
+
+    def test_base_url_with_embedded_engine_is_refused(self) -> None:
+        with pytest.raises(ConfigurationError, match="llamacpp"):
+            load_config(overrides=EngineOverrides(engine="llamacpp", base_url="http://x"))
+
+    def test_unknown_engine_override(self) -> None:
+        with pytest.raises(ConfigurationError, match="Known engines"):
+            load_config(overrides=EngineOverrides(engine="gpt"))

@@ -1,0 +1,194 @@
+"""The tool executor: every way a call can go wrong ends as a result the model can read."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from jarvis.domain.events import Event, EventBus, EventType, ToolCallEnded
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import ToolCall
+from jarvis.domain.tool_executor import ToolExecutor
+from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.testing import InMemoryTool
+
+ADD_SCHEMA: JSONObject = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+
+
+def adder() -> InMemoryTool:
+    def add(arguments: JSONObject) -> str:
+        a, b = arguments["a"], arguments["b"]
+        assert isinstance(a, int) and isinstance(b, int)
+        return str(a + b)
+
+    return InMemoryTool(ToolSpec(name="Add", description="Add two integers.", parameters=ADD_SCHEMA), add)
+
+
+def tool(name: str, handler: object, *, timeout: float = 30.0) -> InMemoryTool:
+    spec = ToolSpec(name=name, description=name, timeout_seconds=timeout)
+    return InMemoryTool(spec, handler)  # type: ignore[arg-type]
+
+
+async def test_runs_a_valid_call_and_sets_id_latency_and_name() -> None:
+    add = adder()
+    result = await ToolExecutor([add]).execute(ToolCall(id="c1", name="add", arguments={"a": 2, "b": 3}))
+    assert result == ToolResult(
+        tool_name="Add", content="5", call_id="c1", latency_seconds=result.latency_seconds
+    )
+    assert result.latency_seconds > 0
+    assert add.calls == [{"a": 2, "b": 3}]
+
+
+async def test_unknown_tool_lists_the_available_ones() -> None:
+    executor = ToolExecutor([adder(), tool("think", lambda a: "ok")])
+    result = await executor.execute(ToolCall(id="c", name="multiply"))
+    assert not result.success
+    assert result.content == "Unknown tool 'multiply'. Available tools: Add, think."
+    assert result.metadata == {"error": "unknown_tool"}
+    assert result.call_id == "c"
+
+
+async def test_unparsed_arguments_report_the_json_error_and_the_schema() -> None:
+    add = adder()
+    call = ToolCall.from_json_text(id="c", name="add", text='{"a": 1, "b": ')
+    result = await ToolExecutor([add]).execute(call)
+    assert not result.success
+    assert result.metadata == {"error": "invalid_json"}
+    assert "not valid JSON" in result.content
+    assert '"required": ["a", "b"]' in result.content
+    assert add.calls == []
+    not_object = await ToolExecutor([add]).execute(
+        ToolCall.from_json_text(id="c", name="add", text="[1, 2]")
+    )
+    assert "not a JSON object" in not_object.content
+
+
+async def test_schema_violations_are_returned_and_the_tool_does_not_run() -> None:
+    add = adder()
+    result = await ToolExecutor([add]).execute(
+        ToolCall(id="c", name="add", arguments={"a": "2", "c": 1})
+    )
+    assert not result.success
+    assert result.metadata == {"error": "invalid_arguments"}
+    assert "- a: expected integer, got string" in result.content
+    assert "- $: missing required property 'b'" in result.content
+    assert "- c: unexpected property" in result.content
+    assert add.calls == []
+
+
+async def test_exceptions_become_failed_results() -> None:
+    def boom(arguments: JSONObject) -> str:
+        raise ValueError("bad input")
+
+    result = await ToolExecutor([tool("x", boom)]).execute(ToolCall(id="c", name="x"))
+    assert not result.success
+    assert result.content == "Tool 'x' failed: ValueError: bad input"
+    assert result.metadata == {"error": "exception"}
+
+
+async def test_a_hanging_tool_times_out_and_the_executor_stops_waiting() -> None:
+    stubborn_started = asyncio.Event()
+
+    async def stubborn(arguments: JSONObject) -> str:
+        stubborn_started.set()
+        while True:  # ignores cancellation, like a badly written tool
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                continue
+
+    executor = ToolExecutor([tool("hang", stubborn, timeout=0.2)])
+    started = time.perf_counter()
+    result = await executor.execute(ToolCall(id="c", name="hang"))
+    elapsed = time.perf_counter() - started
+    assert stubborn_started.is_set()
+    assert 0.2 <= elapsed < 0.5
+    assert not result.success
+    assert result.content == "Tool 'hang' timed out after 0.2s."
+    assert result.metadata == {"error": "timeout"}
+
+
+async def test_output_is_bounded_with_a_visible_marker() -> None:
+    executor = ToolExecutor([tool("big", lambda a: "x" * 500)], max_output_chars=100)
+    result = await executor.execute(ToolCall(id="c", name="big"))
+    assert result.truncated
+    assert result.content.startswith("x" * 100)
+    assert result.content.endswith("[output truncated: 100 of 500 characters shown]")
+    small = await ToolExecutor([tool("s", lambda a: "short")], max_output_chars=100).execute(
+        ToolCall(id="c", name="s")
+    )
+    assert not small.truncated
+
+
+async def test_parallel_calls_run_concurrently_and_keep_call_order() -> None:
+    async def sleepy(arguments: JSONObject) -> str:
+        delay = arguments["delay"]
+        assert isinstance(delay, float)
+        await asyncio.sleep(delay)
+        return f"slept {delay}"
+
+    executor = ToolExecutor([tool("sleep", sleepy)])
+    calls = [ToolCall(id=f"c{i}", name="sleep", arguments={"delay": d}) for i, d in enumerate([0.3, 0.1, 0.2])]
+    started = time.perf_counter()
+    results = await executor.execute_all(calls)
+    assert time.perf_counter() - started < 0.45
+    assert [r.call_id for r in results] == ["c0", "c1", "c2"]
+    assert [r.content for r in results] == ["slept 0.3", "slept 0.1", "slept 0.2"]
+
+
+async def test_events_bracket_every_call_including_failures() -> None:
+    bus = EventBus()
+    seen: list[Event] = []
+    bus.subscribe(seen.append)
+    executor = ToolExecutor([adder()], bus=bus, agent="orchestrator")
+    await executor.execute(ToolCall(id="ok", name="add", arguments={"a": 1, "b": 1}))
+    await executor.execute(ToolCall(id="bad", name="nope"))
+    assert [e.type for e in seen] == [
+        EventType.TOOL_CALL_START,
+        EventType.TOOL_CALL_END,
+        EventType.TOOL_CALL_START,
+        EventType.TOOL_CALL_END,
+    ]
+    ended = [e for e in seen if isinstance(e, ToolCallEnded)]
+    assert [(e.call_id, e.success, e.agent) for e in ended] == [
+        ("ok", True, "orchestrator"),
+        ("bad", False, "orchestrator"),
+    ]
+    assert ended[0].latency_seconds > 0
+
+
+async def test_cancelling_the_caller_cancels_the_tool() -> None:
+    cancelled = asyncio.Event()
+
+    async def slow(arguments: JSONObject) -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    executor = ToolExecutor([tool("slow", slow)])
+    task = asyncio.ensure_future(executor.execute(ToolCall(id="c", name="slow")))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert cancelled.is_set()
+
+
+def test_specs_names_and_duplicate_names() -> None:
+    executor = ToolExecutor([adder(), tool("think", lambda a: "")])
+    assert executor.names == ("Add", "think")
+    assert [s.name for s in executor.specs] == ["Add", "think"]
+    assert executor.spec_for("ADD") is executor.specs[0]
+    with pytest.raises(ValueError, match="share the name"):
+        ToolExecutor([tool("x", lambda a: ""), tool("X", lambda a: "")])
