@@ -150,7 +150,10 @@ class InferenceContract(Generic[EngineT]):
         self, engine: EngineT, model: str
     ) -> None:
         request = self.request(
-            model, Message.user("What is the weather in Paris?"), tools=(WEATHER_TOOL,), max_tokens=48
+            model,
+            Message.user("What is the weather in Paris?"),
+            tools=(WEATHER_TOOL,),
+            max_tokens=48,
         )
         try:
             completion = await engine.generate(request)

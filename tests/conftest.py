@@ -11,7 +11,14 @@ from bench.stub_server import StubServer
 from tests.support.llama_server import LlamaServer, missing_requirement, running_llama_server
 from tests.support.ollama_server import OllamaProtocolServer, running_ollama_server
 
-_ENGINE_ENV = ("OLLAMA_HOST", "VLLM_HOST", "OPENAI_BASE_URL", "OPENAI_API_KEY", "XDG_DATA_HOME")
+_ENGINE_ENV = (
+    "OLLAMA_HOST",
+    "VLLM_HOST",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "XDG_DATA_HOME",
+    "JARVIS_SEARCH_URL",
+)
 
 
 @pytest.fixture(autouse=True)

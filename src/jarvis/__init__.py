@@ -1,7 +1,8 @@
 """jarvis: a local-first agent runtime.
 
-``from jarvis import Jarvis`` gives the SDK. The package imports nothing heavy until a name
-is used, so ``import jarvis`` and the command line start fast.
+``from jarvis import Jarvis`` gives the SDK, ``from jarvis import tool`` the decorator that
+turns a typed function into a tool. The package imports nothing heavy until a name is used,
+so ``import jarvis`` and the command line start fast.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
+    from jarvis.application.tools.function_tool import FunctionTool, tool
     from jarvis.entrypoints.sdk import Jarvis
 
-__all__ = ["Answer", "Jarvis"]
+__all__ = ["Answer", "FunctionTool", "Jarvis", "tool"]
 
 
 def __getattr__(name: str) -> object:
@@ -24,4 +26,8 @@ def __getattr__(name: str) -> object:
         from jarvis.application.ask import Answer
 
         return Answer
+    if name in ("tool", "FunctionTool"):
+        from jarvis.application.tools import function_tool
+
+        return getattr(function_tool, name)
     raise AttributeError(f"module 'jarvis' has no attribute {name!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,11 +24,10 @@ N_CTX = 1024
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _needs_llama_cpp() -> Iterator[None]:
+def _needs_llama_cpp() -> None:
     reason = missing_requirement()
     if reason is not None:
         pytest.skip(reason)
-    yield
 
 
 class TestLlamaCppEngine(InferenceContract[LlamaCppEngine]):
@@ -115,7 +114,7 @@ async def test_a_prompt_longer_than_the_context_is_context_too_long(
 async def test_a_missing_model_file_is_a_configuration_error(tmp_path: Path) -> None:
     engine = LlamaCppEngine(str(tmp_path / "missing.gguf"))
     assert await engine.health() is False
-    with pytest.raises(ConfigurationError, match="missing.gguf"):
+    with pytest.raises(ConfigurationError, match=r"missing\.gguf"):
         await engine.generate(_ask())
 
 

@@ -21,6 +21,7 @@ from jarvis.domain.errors import (
     ToolsNotSupportedError,
 )
 from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort
 from tests.support.llama_server import LlamaServer
@@ -90,7 +91,11 @@ async def test_a_host_without_scheme_reaches_the_server(
 async def test_the_request_is_ollamas_native_shape(
     engine: OllamaEngine, ollama_server: OllamaProtocolServer
 ) -> None:
-    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    schema: JSONObject = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+    }
     call = ToolCall(id="call_7", name="get_weather", arguments={"city": "Paris"})
     request = _ask(
         Message.system("Be brief."),

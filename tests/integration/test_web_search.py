@@ -15,9 +15,11 @@ import httpx
 import pytest
 
 from contracts.tool_contract import ToolContract
-from jarvis.adapters.httpx_web import PageFetcher, SearxngSearch, WebSearchTool, address_refusal
-from jarvis.adapters.httpx_web.addresses import system_resolver
-from jarvis.adapters.httpx_web.web_search import NO_PROVIDER
+from jarvis.adapters.httpx_web.addresses import address_refusal, system_resolver
+from jarvis.adapters.httpx_web.page_fetch import PageFetcher
+from jarvis.adapters.httpx_web.search_provider import SearxngSearch
+from jarvis.adapters.httpx_web.tool_spec import NO_PROVIDER
+from jarvis.adapters.httpx_web.web_search import WebSearchTool
 from jarvis.domain.json_types import JSONObject
 from tests.integration.local_site import LocalSite
 

@@ -63,7 +63,10 @@ def test_nested_objects_refs_and_combinators() -> None:
             "either": {"type": ["string", "integer"]},
         },
     }
-    assert validate({"at": {"x": 1.5}, "id": None, "kind": "a", "code": "AB", "either": 3}, schema) == []
+    assert (
+        validate({"at": {"x": 1.5}, "id": None, "kind": "a", "code": "AB", "either": 3}, schema)
+        == []
+    )
     errors = validate({"at": {"x": "1"}, "id": 3, "kind": "c", "code": "ab", "either": []}, schema)
     assert "at.x: expected number, got string" in errors
     assert any(e.startswith("id: matches none") for e in errors)
@@ -80,13 +83,34 @@ def test_additional_properties_schema_and_unknown_keywords() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
 
-@given(value=json_values, schema=st.dictionaries(st.sampled_from(
-    ["type", "properties", "required", "items", "enum", "minimum", "pattern", "$ref", "anyOf",
-     "additionalProperties", "maxLength"]), json_values, max_size=4))
+@given(
+    value=json_values,
+    schema=st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "properties",
+                "required",
+                "items",
+                "enum",
+                "minimum",
+                "pattern",
+                "$ref",
+                "anyOf",
+                "additionalProperties",
+                "maxLength",
+            ]
+        ),
+        json_values,
+        max_size=4,
+    ),
+)
 def test_never_raises_whatever_the_schema(value: object, schema: JSONObject) -> None:
     assert isinstance(validate(value, schema), list)  # type: ignore[arg-type]

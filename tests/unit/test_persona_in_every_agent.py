@@ -9,7 +9,7 @@ from jarvis.application.registry import builtin_agents
 from jarvis.application.system_prompt import SystemPromptBuilder
 from jarvis.domain.messages import Role
 from jarvis.domain.ports import PersonaFile
-from jarvis.testing import InMemoryPersonaStore, ScriptedInference
+from jarvis.testing import InMemoryPersonaStore, InMemoryRepl, ScriptedInference
 
 AGENTS = builtin_agents().keys()
 PERSONA = "## Agent Persona\n\nAlways answer in French.\n\n## Agent Memory\n\n- likes tea"
@@ -30,6 +30,7 @@ async def system_prompt_sent(
         registry=builtin_agents(),
         inference=engine,
         persona=persona_builder() if with_persona else None,
+        repl=InMemoryRepl(),  # the agents that run code need one
     )
     await service.ask(
         AskQuestion(question="hi", agent=agent, persona=persona, system_prompt=system)

@@ -11,6 +11,7 @@ import pytest
 
 import jarvis
 from jarvis.application.ask import Answer
+from jarvis.application.tools import function_tool
 from jarvis.domain.completion import StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
@@ -52,7 +53,8 @@ class Concurrent(ScriptedInference):
 def test_package_exports_the_sdk_lazily() -> None:
     assert jarvis.Jarvis is jarvis.entrypoints.sdk.Jarvis
     assert jarvis.Answer is Answer
-    assert sorted(jarvis.__all__) == ["Answer", "Jarvis"]
+    assert sorted(jarvis.__all__) == ["Answer", "FunctionTool", "Jarvis", "tool"]
+    assert jarvis.tool is function_tool.tool
     with pytest.raises(AttributeError):
         _ = jarvis.nothing_here  # type: ignore[attr-defined]
 

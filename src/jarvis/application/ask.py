@@ -13,7 +13,7 @@ from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
 from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
 
@@ -110,16 +110,22 @@ class AskService:
         default_agent: str = "simple",
         default_model: str | None = None,
         tools: ToolProvider | None = None,
+        default_tools: Sequence[str] = (),
         persona: PersonaPrompt | None = None,
         bus: EventBus | None = None,
+        repl: ReplPort | None = None,
     ) -> None:
         self.registry = registry
         self.inference = inference
         self.default_agent = default_agent
         self.default_model = default_model
         self.tools = tools
+        self.default_tools = tuple(default_tools)
+        """``[tools] enabled``: what tool-using agents get when a question names no tools."""
         self.persona = persona
         self.bus = bus
+        self.repl = repl
+        """The REPL factory handed to agents that run code (``uses_repl``)."""
         self._resolved_model: str | None = default_model or None
 
     async def resolve_model(self, requested: str | None) -> str:
@@ -162,14 +168,17 @@ class AskService:
         if self.persona is not None:
             kwargs["persona_prompt"] = self.persona(command.persona)
         if agent_cls.accepts_tools:
-            if command.tools and self.tools is None:
+            names = command.tools or self.default_tools
+            if names and self.tools is None:
                 raise ConfigurationError("No tool catalogue is configured.")
             built = (
-                self.tools.build(command.tools, inference=self.inference, model=model)
-                if self.tools is not None and command.tools
+                self.tools.build(names, inference=self.inference, model=model)
+                if self.tools is not None and names
                 else []
             )
             kwargs["tools"] = built
+        if agent_cls.uses_repl and self.repl is not None:
+            kwargs["repl"] = self.repl
         return self.registry.create(key, self.inference, model, **kwargs), model
 
     async def ask(self, command: AskQuestion) -> Answer:

@@ -59,9 +59,34 @@ class AgentSettings(_Section):
     max_tokens: int | None = Field(default=None, gt=0)
 
 
+class FileReadSettings(_Section):
+    roots: tuple[str, ...] = ()
+    """Folders ``file_read`` may read (``~`` expanded); empty = the current directory."""
+
+
+class WebSearchSettings(_Section):
+    provider_url: str = ""
+    """A SearXNG-compatible JSON search endpoint (also ``$JARVIS_SEARCH_URL``); empty = no
+    search, only fetching URLs."""
+
+
+class RetrievalSettings(_Section):
+    db_path: str = ""
+    """The SQLite memory database; empty = ``<config dir>/memory.db``."""
+
+
+class LlmToolSettings(_Section):
+    model: str = ""
+    """The model the ``llm`` tool asks; empty = the run's model."""
+
+
 class ToolSettings(_Section):
     enabled: tuple[str, ...] = ()
     """Tools given to tool-using agents when ``--tools`` is not passed."""
+    file_read: FileReadSettings = FileReadSettings()
+    web_search: WebSearchSettings = WebSearchSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    llm: LlmToolSettings = LlmToolSettings()
 
 
 class MemoryFilesSettings(_Section):

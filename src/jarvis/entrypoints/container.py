@@ -9,7 +9,9 @@ Everything jarvis runs on is built here, from the validated configuration:
 * ``inference``: the engine selected by ``config.engine.name``. Tests and embedding apps
   replace it with ``container.inference.override(fake)``.
 * ``bus``, ``agents``: the event bus and the agent registry.
-* ``tools``: the tool catalogue hook (``None`` until wired).
+* ``memory``, ``user_tools``, ``tools``: the SQLite memory behind ``retrieval``, the tools an
+  embedding app registered, and the tool catalogue (built-ins, ``file_read`` confined to
+  ``[tools.file_read] roots``, ``web_search`` built on first use, persona and user tools).
 * ``persona_store``, ``prompt_builder``, ``persona``: the persona files in the config dir
   and the builder of the SOUL / MEMORY / USER sections every agent gets.
 * ``ask_service``: the use case the CLI and the SDK call.
@@ -43,9 +45,12 @@ with skipping(
     from dependency_injector import containers, providers
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from jarvis.application.config import JarvisConfig
     from jarvis.application.system_prompt import SystemPromptBuilder
-    from jarvis.domain.ports import InferencePort, PersonaStorePort, ToolPort
+    from jarvis.application.tools.catalogue import ToolContext
+    from jarvis.domain.ports import InferencePort, MemoryPort, PersonaStorePort, ToolPort
 
 OLLAMA_PROBE_TIMEOUT = 0.3
 """Seconds ``auto`` waits for a local Ollama before using the embedded model."""
@@ -158,13 +163,73 @@ def _persona_tools(*, store: PersonaStorePort, system_prompt: dict[str, object])
     ]
 
 
-def _tool_catalogue(*, persona_tools: list[ToolPort]) -> ToolProvider:
+def _memory(*, retrieval: dict[str, object]) -> MemoryPort:
+    """The SQLite FTS5 memory behind ``retrieval`` (opened on first use, not here)."""
+    from pathlib import Path
+
+    from jarvis.adapters.sqlite_memory.store import SqliteMemory
+    from jarvis.application.config import RetrievalSettings
+    from jarvis.entrypoints.settings import config_dir
+
+    configured = RetrievalSettings.model_validate(retrieval).db_path
+    path = config_dir() / (Path(configured).expanduser() if configured else Path("memory.db"))
+    return SqliteMemory(str(path))
+
+
+def _web_search_tool(provider_url: str, _context: ToolContext) -> ToolPort:
+    """Built when a run asks for ``web_search``, so httpx is imported only then."""
+    import_httpx()
+    from jarvis.adapters.httpx_web.web_search import WebSearchTool
+
+    return WebSearchTool.from_settings(provider_url)
+
+
+def _tool_catalogue(
+    *,
+    persona_tools: list[ToolPort],
+    user_tools: list[ToolPort],
+    memory: MemoryPort,
+    settings: dict[str, object],
+) -> ToolProvider:
+    """calculator, think, llm, retrieval, file_read, web_search, the persona tools and the
+    tools an embedding app registered."""
+    from functools import partial
+
+    from jarvis.adapters.filesystem_tools.file_read import FileReadTool
+    from jarvis.adapters.httpx_web.tool_spec import WEB_SEARCH_SPEC
+    from jarvis.application.config import ToolSettings
     from jarvis.application.tools.catalogue import ToolCatalogue
 
-    catalogue = ToolCatalogue.with_builtins()
-    for tool in persona_tools:
+    tools = ToolSettings.model_validate(settings)
+    catalogue = ToolCatalogue.with_builtins(
+        memory=memory,
+        file_read=FileReadTool(tools.file_read.roots),
+        llm_model=tools.llm.model or None,
+    )
+    catalogue.register_factory(
+        WEB_SEARCH_SPEC, partial(_web_search_tool, tools.web_search.provider_url)
+    )
+    for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
     return catalogue
+
+
+class _ToolsOnDemand:
+    """The tool catalogue, resolved when a question needs tools (and only then).
+
+    Asking an agent that takes no tools never builds the catalogue nor imports any tool.
+    """
+
+    def __init__(self, provide: Callable[[], ToolProvider | None]) -> None:
+        self._provide = provide
+
+    def build(
+        self, names: Sequence[str], *, inference: InferencePort, model: str
+    ) -> list[ToolPort]:
+        catalogue = self._provide()
+        if catalogue is None:
+            raise ConfigurationError("No tool catalogue is configured.")
+        return catalogue.build(names, inference=inference, model=model)
 
 
 class Container(containers.DeclarativeContainer):
@@ -223,8 +288,18 @@ class Container(containers.DeclarativeContainer):
         _persona_tools, store=persona_store, system_prompt=config.system_prompt
     )
     """``memory_manage`` and ``user_profile_manage`` (always the default files)."""
+    memory: providers.Provider[MemoryPort] = providers.Singleton(
+        _memory, retrieval=config.tools.retrieval
+    )
+    """The searchable memory of the ``retrieval`` tool (``[tools.retrieval] db_path``)."""
+    user_tools: providers.Provider[list[ToolPort]] = providers.Singleton(list)
+    """Tools an embedding app registered (``Jarvis(tools=...)``) before the first question."""
     tools: providers.Provider[ToolProvider | None] = providers.Singleton(
-        _tool_catalogue, persona_tools=persona_tools
+        _tool_catalogue,
+        persona_tools=persona_tools,
+        user_tools=user_tools,
+        memory=memory,
+        settings=config.tools,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
@@ -246,7 +321,8 @@ class Container(containers.DeclarativeContainer):
         inference=inference,
         default_agent=config.agent.default,
         default_model=config.engine.model,
-        tools=tools,
+        tools=providers.Factory(_ToolsOnDemand, tools.provider),
+        default_tools=config.tools.enabled,
         persona=persona,
         bus=bus,
     )

@@ -27,7 +27,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Sequence,
+)
 from concurrent.futures import Future
 from os import PathLike
 from types import TracebackType
@@ -40,7 +47,8 @@ from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
-    from jarvis.domain.ports import InferencePort
+    from jarvis.application.config import JarvisConfig
+    from jarvis.domain.ports import InferencePort, ToolPort
 
 T = TypeVar("T")
 
@@ -86,6 +94,11 @@ class Jarvis:
     (an in-memory fake in tests, or an engine the application built itself; jarvis does not
     close an engine it did not build). ``agent`` is the default agent of this instance
     (else ``[agent] default``, else ``simple``, as on the command line).
+
+    ``tools`` adds the application's own tools — :func:`jarvis.tool` functions, plain typed
+    functions with a docstring, or any ``ToolPort`` — and gives them, with ``[tools]
+    enabled``, to every tool-using agent of this instance when a question names no tools.
+    :meth:`register_tool` adds one later, available by name (``tools=["name"]``).
     """
 
     def __init__(
@@ -97,6 +110,7 @@ class Jarvis:
         config_path: str | PathLike[str] | None = None,
         inference: InferencePort | None = None,
         agent: str | None = None,
+        tools: Sequence[ToolPort | Callable[..., object]] = (),
     ) -> None:
         self.config = load_config(
             config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
@@ -106,10 +120,40 @@ class Jarvis:
         if inference is not None:
             self.container.inference.override(inference)
         self.agent = agent
+        if tools:
+            self.config = _with_default_tools(self.config, [self._add_tool(t) for t in tools])
         self._runtime = Runtime(self.container, self.config)
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _add_tool(self, tool: ToolPort | Callable[..., object]) -> ToolPort:
+        from jarvis.application.tools.function_tool import as_tool
+        from jarvis.domain.errors import ConfigurationError
+
+        port = as_tool(tool)
+        registered = self.container.user_tools()
+        if any(other.spec.name == port.spec.name for other in registered):
+            raise ConfigurationError(f"A tool named '{port.spec.name}' is already registered.")
+        registered.append(port)
+        return port
+
+    def register_tool(self, tool: ToolPort | Callable[..., object]) -> ToolPort:
+        """Add a tool (or a typed function with a docstring) that questions can name.
+
+        Returns the tool. Its name must not be taken; a function without type annotations
+        or a docstring is refused with a ``ToolError`` saying what is missing.
+        """
+        if self._runtime.choice is None:
+            return self._add_tool(tool)
+        from jarvis.application.tools.catalogue import ToolCatalogue
+
+        catalogue = self.container.tools()
+        if not isinstance(catalogue, ToolCatalogue):
+            raise RuntimeError("This Jarvis instance has no tool catalogue.")
+        return catalogue.register(tool)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -433,3 +477,9 @@ class Jarvis:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _with_default_tools(config: JarvisConfig, tools: Sequence[ToolPort]) -> JarvisConfig:
+    """``config`` with ``tools`` added to ``[tools] enabled``."""
+    enabled = tuple(dict.fromkeys([*config.tools.enabled, *(t.spec.name for t in tools)]))
+    return config.model_copy(update={"tools": config.tools.model_copy(update={"enabled": enabled})})

@@ -135,6 +135,8 @@ def _apply_environment(raw: dict[str, object], env: Mapping[str, str]) -> None:
         _section(raw, "engine", "openai")["base_url"] = url.rstrip("/")
     if key := env.get("OPENAI_API_KEY", "").strip():
         _section(raw, "engine", "openai")["api_key"] = key
+    if url := env.get("JARVIS_SEARCH_URL", "").strip():
+        _section(raw, "tools", "web_search")["provider_url"] = url
 
 
 def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None:

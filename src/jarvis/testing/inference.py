@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -30,7 +31,8 @@ class ScriptedInference:
     Every request is recorded in :attr:`requests`, so tests assert on what the agent asked.
     With ``models`` and ``strict_models=True`` an unknown model raises
     ``ModelNotFoundError`` like a real engine would. ``healthy=False`` makes every call
-    raise ``EngineUnavailableError``.
+    raise ``EngineUnavailableError``. ``latency`` (seconds) delays every reply, like a slow
+    engine, so time limits and cancellation can be tested.
     """
 
     def __init__(
@@ -42,8 +44,10 @@ class ScriptedInference:
         models: Sequence[str] = ("scripted-model",),
         strict_models: bool = False,
         healthy: bool = True,
+        latency: float = 0.0,
     ) -> None:
         self._script: deque[ScriptedReply] = deque(replies)
+        self.latency = latency
         self._last: ScriptedReply = "OK"
         self._engine_id = engine_id
         self._base_url = base_url
@@ -118,10 +122,15 @@ class ScriptedInference:
         )
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        return self._completion(request, self._next(request))
+        reply = self._next(request)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        return self._completion(request, reply)
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         reply = self._next(request)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         if isinstance(reply, Exception):
             raise reply
         if not isinstance(reply, (str, Completion)):

@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.repl import (
     TRUNCATION_MARKER,
     ExecutionResult,
@@ -121,8 +122,10 @@ class InMemoryReplSession:
         try:
             tree = ast.parse(code, filename, "exec")
             last: ast.Expression | None = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
+            tail = tree.body[-1] if tree.body else None
+            if isinstance(tail, ast.Expr):
+                tree.body.pop()
+                last = ast.Expression(tail.value)
             exec(compile(tree, filename, "exec"), self._namespace)
             if last is not None:
                 result = eval(compile(last, filename, "eval"), self._namespace)
@@ -137,8 +140,9 @@ class InMemoryReplSession:
             kind = "memory_limit" if isinstance(exc, MemoryError) else "exception"
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             details = "".join(traceback.format_exception(exc))
-        if self._final_error is not None:
-            kind, error = "final_var_missing", self._final_error
+        final_error = self._pending_final_error()
+        if final_error is not None:
+            kind, error = "final_var_missing", final_error
         truncated = out.dropped > 0
         if value is not None and len(value) > limit:
             value, truncated = value[:limit] + "\n... [value truncated]", True
@@ -152,6 +156,9 @@ class InMemoryReplSession:
             truncated=truncated,
             duration_seconds=loop.time() - started,
         )
+
+    def _pending_final_error(self) -> str | None:
+        return self._final_error
 
     def _install(self, out: _Capture, loop: asyncio.AbstractEventLoop) -> None:
         session = self
@@ -173,23 +180,29 @@ class InMemoryReplSession:
             out.write((sep if sep is not None else " ").join(map(str, args)))
             out.write(end if end is not None else "\n")
 
-        def llm_query(prompt: str) -> str:
+        def llm_query(prompt: object) -> str:
             if not isinstance(prompt, str):
                 raise TypeError(f"llm_query(prompt) needs a str, got {type(prompt).__name__}")
             callbacks = session._callbacks
-            return call(lambda: callbacks.llm_query(prompt), "llm_query")  # type: ignore[union-attr]
+            if callbacks is None:
+                raise ReplCallbackError("llm_query is not available here: no callbacks were given")
+            return call(lambda: callbacks.llm_query(prompt), "llm_query")
 
-        def llm_batch(prompts: list[str]) -> list[str]:
-            items = list(prompts) if not isinstance(prompts, str) else [prompts]
-            if isinstance(prompts, str) or not all(isinstance(p, str) for p in items):
+        def llm_batch(prompts: object) -> list[str]:
+            if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, str) for p in prompts):
                 raise TypeError("llm_batch(prompts) needs a list of str")
+            items = [str(p) for p in prompts]
             callbacks = session._callbacks
-            return call(lambda: callbacks.llm_batch(items), "llm_batch")  # type: ignore[union-attr]
+            if callbacks is None:
+                raise ReplCallbackError("llm_batch is not available here: no callbacks were given")
+            return call(lambda: callbacks.llm_batch(items), "llm_batch")
 
         def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> str:
-            merged = {**(arguments or {}), **kwargs}
+            merged: JSONObject = {**(arguments or {}), **kwargs}
             callbacks = session._callbacks
-            result = call(lambda: callbacks.tool_call(name, merged), "tool_call")  # type: ignore[union-attr]
+            if callbacks is None:
+                raise ReplCallbackError("tool_call is not available here: no callbacks were given")
+            result = call(lambda: callbacks.tool_call(name, merged), "tool_call")
             if not result.success:
                 raise ReplCallbackError(result.content)
             return result.content

@@ -52,7 +52,6 @@ from jarvis.domain.errors import (
     ToolsNotSupportedError,
 )
 from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONValue
 from jarvis.domain.messages import Message, Role
 
 ENGINE_ID = "llamacpp"
@@ -184,28 +183,30 @@ class LlamaCppEngine:
         with self._lock:
             return work(self._loaded())
 
-    def _arguments(self, request: InferenceRequest, *, stream: bool) -> dict[str, object]:
+    @staticmethod
+    def _check(request: InferenceRequest) -> None:
+        """Refuse, before any work, what llama.cpp cannot do with this request."""
+        if request.tools and request.tool_choice == "required" and len(request.tools) > 1:
+            raise ToolsNotSupportedError(
+                "The embedded engine cannot force a call among several tools "
+                "(tool_choice='required' with more than one tool).",
+                engine=ENGINE_ID,
+                hint="Offer a single tool to force it, or use tool_choice='auto'.",
+            )
+
+    def _complete(self, llama: _Llama, request: InferenceRequest, *, stream: bool) -> object:
+        """One ``create_chat_completion`` call (worker thread, lock held, model loaded)."""
         function_calling = bool(request.tools) and self._chatml
         messages = request.messages
         if function_calling:
             messages = tuple(_tool_result_as_user(message) for message in messages)
-        wire = messages_to_openai(messages)
-        if not function_calling:
-            wire = [_content_never_null(entry) for entry in wire]
         arguments: dict[str, object] = {
-            "messages": wire,
+            "messages": messages_to_openai(messages),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "stream": stream,
         }
         if request.tools:
-            if request.tool_choice == "required" and len(request.tools) > 1:
-                raise ToolsNotSupportedError(
-                    "The embedded engine cannot force a call among several tools "
-                    "(tool_choice='required' with more than one tool).",
-                    engine=ENGINE_ID,
-                    hint="Offer a single tool to force it, or use tool_choice='auto'.",
-                )
             arguments["tools"] = tools_to_openai(request.tools)
             arguments["tool_choice"] = tool_choice_to_openai(request.tool_choice, request.tools)
         if request.response_format is not None:
@@ -215,10 +216,7 @@ class LlamaCppEngine:
         for key, value in request.options.items():
             if key in LLAMACPP_OPTION_KEYS:
                 arguments[key] = value
-        return arguments
-
-    def _complete(self, llama: _Llama, arguments: Mapping[str, object], tools: bool) -> object:
-        llama.chat_format = FUNCTION_CALLING_FORMAT if tools and self._chatml else self._own_format
+        llama.chat_format = FUNCTION_CALLING_FORMAT if function_calling else self._own_format
         try:
             return llama.create_chat_completion(**arguments)
         except ValueError as exc:
@@ -227,10 +225,9 @@ class LlamaCppEngine:
     # --- the port ------------------------------------------------------------------------
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        arguments = self._arguments(request, stream=False)
-        tools = bool(request.tools)
+        self._check(request)
         data = await asyncio.to_thread(
-            self._run_locked, lambda llama: self._complete(llama, arguments, tools)
+            self._run_locked, lambda llama: self._complete(llama, request, stream=False)
         )
         try:
             completion = parse_completion(data, model=self.model_name)
@@ -256,8 +253,7 @@ class LlamaCppEngine:
                 model=completion.model,
             )
             return
-        arguments = self._arguments(request, stream=True)
-        tools = bool(request.tools)
+        self._check(request)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         stop = threading.Event()
@@ -269,7 +265,7 @@ class LlamaCppEngine:
                 stop.set()
 
         def produce(llama: _Llama) -> None:
-            chunks = self._complete(llama, arguments, tools)
+            chunks = self._complete(llama, request, stream=True)
             if not isinstance(chunks, Iterator):
                 raise EngineProtocolError("llama.cpp did not stream", engine=ENGINE_ID)
             try:
@@ -286,7 +282,7 @@ class LlamaCppEngine:
         def work() -> None:
             try:
                 self._run_locked(produce)
-            except BaseException as exc:
+            except Exception as exc:
                 put("error", exc)
 
         worker = asyncio.ensure_future(asyncio.to_thread(work))
@@ -298,7 +294,7 @@ class LlamaCppEngine:
                 if kind == "error":
                     if isinstance(payload, ValueError):
                         raise _engine_error(payload) from payload
-                    if isinstance(payload, BaseException):
+                    if isinstance(payload, Exception):
                         raise payload
                 if kind == "end":
                     n_tokens = payload if isinstance(payload, int) else 0
@@ -338,13 +334,14 @@ class LlamaCppEngine:
         """True when the model file and llama-cpp-python are there (loads nothing)."""
         if self._llama is not None:
             return True
+        return await asyncio.to_thread(self._installed)
+
+    def _installed(self) -> bool:
         try:
             path = Path(self.model_path)
         except ConfigurationError:
             return False
-        if importlib.util.find_spec("llama_cpp") is None:
-            return False
-        return await asyncio.to_thread(path.is_file)
+        return path.is_file() and importlib.util.find_spec("llama_cpp") is not None
 
     async def aclose(self) -> None:
         """Free the model (after any running generation). Idempotent; reloads on next use."""
@@ -381,10 +378,3 @@ def _tool_result_as_user(message: Message) -> Message:
     if message.role is not Role.TOOL:
         return message
     return Message.user(f"Result of the tool {message.name or 'call'}:\n{message.content}")
-
-
-def _content_never_null(entry: JSONValue) -> JSONValue:
-    """Model chat templates concatenate ``content``: a null one would break them."""
-    if isinstance(entry, dict) and entry.get("content") is None:
-        return {**entry, "content": ""}
-    return entry

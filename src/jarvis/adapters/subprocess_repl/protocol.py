@@ -142,17 +142,37 @@ HOST_MESSAGE: TypeAdapter[HostMessage] = TypeAdapter(HostMessage)
 WORKER_MESSAGE: TypeAdapter[WorkerMessage] = TypeAdapter(WorkerMessage)
 
 
+def _type_required(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """Mark ``type`` required in every message: it is the discriminator, always sent (the
+    models only give it a default so that Python code need not repeat it)."""
+    definitions = schema.get("$defs")
+    if isinstance(definitions, dict):
+        for definition in definitions.values():
+            if not isinstance(definition, dict):
+                continue
+            properties = definition.get("properties")
+            required = definition.setdefault("required", [])
+            if isinstance(properties, dict) and "type" in properties and isinstance(required, list):
+                if "type" not in required:
+                    required.insert(0, "type")
+    return schema
+
+
 def schemas() -> dict[str, dict[str, JsonValue]]:
     """The JSON Schemas of both directions, by file name under ``contracts/schemas/repl/``."""
     return {
-        "host_to_worker.schema.json": {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "jarvis REPL protocol: host to worker",
-            **HOST_MESSAGE.json_schema(),
-        },
-        "worker_to_host.schema.json": {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "jarvis REPL protocol: worker to host",
-            **WORKER_MESSAGE.json_schema(),
-        },
+        "host_to_worker.schema.json": _type_required(
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "title": "jarvis REPL protocol: host to worker",
+                **HOST_MESSAGE.json_schema(),
+            }
+        ),
+        "worker_to_host.schema.json": _type_required(
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "title": "jarvis REPL protocol: worker to host",
+                **WORKER_MESSAGE.json_schema(),
+            }
+        ),
     }

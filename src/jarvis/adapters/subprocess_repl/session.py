@@ -59,7 +59,9 @@ class SubprocessReplSession:
         self._workdir = workdir
         self._limits = limits
         self._callbacks = callbacks
-        self._uid, self._gid = plan.throwaway_ids()
+        ids: tuple[int, int] | tuple[None, None] = plan.throwaway_ids()
+        self._uid: int | None = ids[0]
+        self._gid: int | None = ids[1]
         self._worker: WorkerProcess | None = None
         self._variables: dict[str, str] = {}
         self._lost_state = False

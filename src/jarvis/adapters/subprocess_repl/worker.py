@@ -316,14 +316,14 @@ class _Session:
     def _install_functions(self) -> None:
         session = self
 
-        def llm_query(prompt: str) -> str:
+        def llm_query(prompt: object) -> str:
             """Ask the sub-model one question; returns its answer as a string."""
             if not isinstance(prompt, str):
                 raise TypeError(f"llm_query(prompt) needs a str, got {type(prompt).__name__}")
             value = session.call("llm_query", {"prompt": _clean(prompt)})
             return str(value)
 
-        def llm_batch(prompts: list[str]) -> list[str]:
+        def llm_batch(prompts: object) -> list[str]:
             """Ask the sub-model several questions at once (answered concurrently), in order."""
             if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__iter__"):
                 raise TypeError("llm_batch(prompts) needs a list of str")
@@ -337,7 +337,7 @@ class _Session:
             value = session.call("llm_batch", {"prompts": [_clean(p) for p in items]})
             return [str(v) for v in value] if isinstance(value, list) else []
 
-        def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> str:
+        def tool_call(name: object, arguments: object = None, /, **kwargs: Any) -> str:
             """Run one of the host's tools: tool_call("calculator", expression="2+2")."""
             if not isinstance(name, str):
                 raise TypeError(f"tool_call(name, ...) needs a str name, got {type(name).__name__}")
@@ -359,7 +359,7 @@ class _Session:
                 session.final = _clean(value if isinstance(value, str) else str(value))
             raise _FinalSignal
 
-        def final_var(name: str) -> NoReturn:
+        def final_var(name: object) -> NoReturn:
             """End the run with the value of the variable called ``name`` as the answer."""
             if session.final is None and session.final_error is None:
                 key = name.strip().strip("'\"") if isinstance(name, str) else name
@@ -424,8 +424,10 @@ class _Session:
                 error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             else:
                 last: ast.Expression | None = None
-                if tree.body and isinstance(tree.body[-1], ast.Expr):
-                    last = ast.Expression(tree.body.pop().value)
+                tail = tree.body[-1] if tree.body else None
+                if isinstance(tail, ast.Expr):
+                    tree.body.pop()
+                    last = ast.Expression(tail.value)
                 exec(compile(tree, filename, "exec"), self.namespace)
                 if last is not None:
                     result = eval(compile(last, filename, "eval"), self.namespace)
@@ -446,9 +448,10 @@ class _Session:
             os._exit(0)  # a process the code forked: it never reports
         if self.forked:
             self._reap_forked()
-        if self.final_error is not None:
+        final_error = self.pending_final_error()
+        if final_error is not None:
             error_kind = "final_var_missing"
-            error = self.final_error
+            error = final_error
         out, err = stdout.getvalue(), stderr.getvalue()
         truncated = bool(stdout.dropped or stderr.dropped)
         if stdout.dropped:
@@ -471,6 +474,10 @@ class _Session:
             "truncated": truncated,
             "duration_seconds": time.perf_counter() - started,
         }
+
+    def pending_final_error(self) -> str | None:
+        """The FINAL_VAR error the code left (read after the code ran)."""
+        return self.final_error
 
     def _bounded_repr(self, value: Any) -> str:
         try:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from jarvis.application.tools.calculator import CalculatorTool
-from jarvis.application.tools.function_tool import FunctionTool
+from jarvis.application.tools.function_tool import as_tool
 from jarvis.application.tools.llm import LLM_SPEC, LlmTool
 from jarvis.application.tools.retrieval import RetrievalTool
 from jarvis.application.tools.think import ThinkTool
@@ -79,7 +78,7 @@ class ToolCatalogue:
 
         A name that is already taken is an error unless ``replace=True``.
         """
-        port = _as_tool(tool)
+        port = as_tool(tool)
         self._add(port.spec, lambda _context: port, replace=replace)
         return port
 
@@ -130,11 +129,3 @@ class ToolCatalogue:
         """The tools for ``names``, in order; an unknown name raises ConfigurationError."""
         context = ToolContext(inference=inference, model=model)
         return [self._entries[name].factory(context) for name in self.validate(names)]
-
-
-def _as_tool(candidate: ToolPort | Callable[..., object]) -> ToolPort:
-    if hasattr(candidate, "spec") and hasattr(candidate, "execute"):
-        return cast(ToolPort, candidate)
-    if callable(candidate):
-        return FunctionTool.from_function(candidate)
-    raise ConfigurationError(f"{candidate!r} is neither a tool nor a function.")

@@ -32,15 +32,16 @@ import json
 import re
 import typing
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from jarvis.application.tools.docstrings import parse_docstring
-from jarvis.domain.errors import ToolError
+from jarvis.domain.errors import ConfigurationError, ToolError
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.ports import ToolPort
 from jarvis.domain.tools import ToolResult, ToolSpec
 
 P = ParamSpec("P")
@@ -202,6 +203,15 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def as_tool(candidate: ToolPort | Callable[..., object]) -> ToolPort:
+    """``candidate`` if it already is a tool, else the typed function turned into one."""
+    if hasattr(candidate, "spec") and hasattr(candidate, "execute"):
+        return cast(ToolPort, candidate)
+    if callable(candidate):
+        return FunctionTool.from_function(candidate)
+    raise ConfigurationError(f"{candidate!r} is neither a tool nor a function.")
 
 
 def render_result(value: object) -> str:

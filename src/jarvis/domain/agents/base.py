@@ -51,6 +51,8 @@ class BaseAgent(ABC):
 
     agent_id: ClassVar[str] = "base"
     accepts_tools: ClassVar[bool] = False
+    uses_repl: ClassVar[bool] = False
+    """True for agents that run code: they take a REPL factory as ``repl=``."""
     default_temperature: ClassVar[float] = 0.7
     default_max_tokens: ClassVar[int] = 1024
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from jarvis.domain.agents.base import strip_think
 from jarvis.domain.agents.protocol import (
+    Decision,
+    FinalAnswer,
     ParseFailure,
     RequestShape,
     SilentFilter,
@@ -21,7 +24,7 @@ from jarvis.domain.agents.protocol import (
 )
 from jarvis.domain.agents.react_parser import STRUCTURED_LABELS
 from jarvis.domain.agents.text_protocol import LabelledTextProtocol
-from jarvis.domain.completion import ResponseFormat
+from jarvis.domain.completion import Completion, ResponseFormat
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message
 from jarvis.domain.tool_descriptions import build_tool_descriptions
@@ -112,6 +115,19 @@ class StructuredProtocol(LabelledTextProtocol):
 
     def final_shape(self) -> RequestShape:
         return self._final_shape
+
+    def interpret(self, completion: Completion, *, turn: int) -> Decision:
+        decision = super().interpret(completion, turn=turn)
+        # a JSON object that is neither step kind is a broken step, not an answer
+        if (
+            isinstance(decision, FinalAnswer)
+            and decision.content.startswith(("{", "```"))
+            and decision.content == strip_think(completion.content)
+        ):
+            return ParseFailure(
+                self.explain("the JSON step has neither a 'tool' nor a 'final_answer'")
+            )
+        return decision
 
     def explain(self, error: str) -> str:
         if self.output == "json_schema":

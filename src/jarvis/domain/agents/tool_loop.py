@@ -162,6 +162,17 @@ class ToolUsingAgent(BaseAgent):
         """Tools the agent brings itself, offered beside the user's."""
         return ()
 
+    def answer_from_results(self, results: Sequence[ToolResult]) -> str | None:
+        """An answer found in a turn's tool results that ends the run at once (stop reason
+        ``final_answer``), e.g. the RLM's ``FINAL(value)`` inside a REPL cell; ``None``
+        (the default) goes on with the next turn."""
+        return None
+
+    def fit_context(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The messages actually sent on each turn; agents with a context-window policy
+        (e.g. CodeAct) shorten them here. The default sends them all."""
+        return tuple(messages)
+
     def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
         """The conversation format of this agent."""
         return FunctionCallingProtocol(specs)
@@ -194,11 +205,8 @@ class ToolUsingAgent(BaseAgent):
             raise RuntimeError("the agent loop ended without a result")
         return result
 
-    async def astream(
-        self, input: str, context: AgentContext | None = None
-    ) -> AsyncIterator[RunUpdate]:
-        async for update in self._drive(input, context, streaming=True):
-            yield update
+    def astream(self, input: str, context: AgentContext | None = None) -> AsyncIterator[RunUpdate]:
+        return self._drive(input, context, streaming=True)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -282,6 +290,12 @@ class ToolUsingAgent(BaseAgent):
                         yield ToolResultReady(result=result)
                 run.messages.extend(run.protocol.observations(results))
                 run.results.extend(results)
+                answer = self.answer_from_results(results)
+                if answer is not None:
+                    if streaming:
+                        yield TextDelta(text=answer)
+                    yield RunFinished(result=self._finish(run, answer, "final_answer"))
+                    return
                 if run.time_ran_out:
                     exhausted = "time"
                     break
@@ -303,7 +317,7 @@ class ToolUsingAgent(BaseAgent):
 
     def _request(self, run: _Run, shape: RequestShape) -> InferenceRequest:
         return InferenceRequest(
-            messages=tuple(run.messages),
+            messages=self.fit_context(run.messages),
             model=self.model,
             temperature=self.temperature,
             max_tokens=self.max_tokens,

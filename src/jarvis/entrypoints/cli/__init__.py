@@ -14,6 +14,7 @@ import typer
 from jarvis.entrypoints.cli import ask as _ask
 from jarvis.entrypoints.cli import listing as _listing
 from jarvis.entrypoints.cli import persona as _persona
+from jarvis.entrypoints.cli import tools as _tools
 from jarvis.entrypoints.cli.errors import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
 app.command("ask", epilog=EXIT_CODES_HELP)(_ask.ask)
 app.command("agents")(_listing.agents)
 app.command("models")(_listing.models)
+app.command("tools")(_tools.tools)
 app.add_typer(_persona.app, name="persona")
 
 

@@ -20,7 +20,13 @@ from jarvis.entrypoints.cli.options import (
     open_runtime,
 )
 from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
-from jarvis.entrypoints.cli.render import StreamRenderer, is_tty
+from jarvis.entrypoints.cli.render import (
+    StreamRenderer,
+    is_tty,
+    tool_call_line,
+    tool_result_line,
+)
+from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
@@ -77,6 +83,7 @@ def ask(
         str | None,
         typer.Option("--system", help="Replace the agent's system prompt.", show_default=False),
     ] = None,
+    tools: ToolsOption = None,
     persona: PersonaOption = None,
     json_output: JsonOption = False,
     no_stream: Annotated[
@@ -101,6 +108,7 @@ def ask(
             temperature=temperature,
             max_tokens=max_tokens,
             system=system,
+            tools=parse_tool_names(tools),
             persona=persona,
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
@@ -129,10 +137,10 @@ async def _answer(
                     renderer.text(update.text)
                 elif isinstance(update, ToolCallsRequested):
                     for call in update.calls:
-                        renderer.notice(f"· {call.name} {call.arguments_json()}")
+                        renderer.notice(tool_call_line(call.name, call.arguments_json()))
                 elif isinstance(update, ToolResultReady):
-                    status = "ok" if update.result.success else "failed"
-                    renderer.notice(f"· {update.result.tool_name} {status}")
+                    result = update.result
+                    renderer.notice(tool_result_line(result.content, success=result.success))
                 elif isinstance(update, Answer):
                     answer = update
             renderer.finish()

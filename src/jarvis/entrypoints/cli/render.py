@@ -17,6 +17,21 @@ _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _CLEAR_LINE = "\r\x1b[K"
 
 
+def tool_call_line(name: str, arguments_json: str, *, limit: int = 200) -> str:
+    """``→ calculator({"expression": "2+2"})``: a tool call as it starts."""
+    return f"→ {name}({_clip(arguments_json, limit)})"
+
+
+def tool_result_line(content: str, *, success: bool, limit: int = 200) -> str:
+    """``← 4`` (or ``← failed: ...``): a tool result as it arrives, on one line."""
+    shown = _clip(" ".join(content.split()), limit)
+    return f"← {shown}" if success else f"← failed: {shown}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_tty(stream: TextIO) -> bool:
     try:
         return stream.isatty()

@@ -1,0 +1,108 @@
+"""What every benchmark shares: the context it runs in and the rows it reports.
+
+A benchmark module is any ``bench/bench_*.py`` exposing ``run(ctx: BenchContext) ->
+list[Row]`` (a plain or an ``async`` function); :mod:`bench.run` discovers and runs it after
+the built-in measurements, against the same stub server, and prints its rows in the same
+table. Each row carries its same-run baseline so that ratios are never compared across runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One measured figure, with its baseline and goal when it has them."""
+
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    goal: str = ""
+    ok: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline is None or self.baseline == 0:
+            return None
+        return self.value / self.baseline
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchContext:
+    """Where the benchmarks run: the stub server and the Python that runs jarvis."""
+
+    stub_url: str
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    quick: bool = False
+
+    def jarvis_command(self, *args: str) -> list[str]:
+        """The ``jarvis`` console script of this Python (``python -m jarvis`` if absent)."""
+        script = Path(self.python).parent / "jarvis"
+        if script.exists():
+            return [str(script), *args]
+        return [self.python, "-m", "jarvis", *args]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRun:
+    seconds: float
+    max_rss_kb: int
+    returncode: int
+
+
+# Linux counts a child's pre-exec image (a copy of its parent) in its peak RSS, so a child
+# of this (large) process would report this process's size. A small launcher process starts
+# the command instead, and times it.
+_LAUNCHER = """
+import os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+elapsed = time.perf_counter() - started
+print(elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_process(command: Sequence[str], *, env: dict[str, str] | None = None) -> ProcessRun:
+    """Run a command to the end; its wall time and its own peak RSS (in KiB)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.split()
+    return ProcessRun(float(out[0]), int(out[1]), int(out[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    median: float
+    best: float
+    max_rss_kb: int
+
+
+def time_process(
+    command: Sequence[str], *, runs: int, env: dict[str, str] | None = None, warmup: int = 1
+) -> Timing:
+    """Median and best wall time of ``runs`` runs (after ``warmup`` unmeasured ones)."""
+    for _ in range(warmup):
+        run_process(command, env=env)
+    results = [run_process(command, env=env) for _ in range(runs)]
+    failed = [r for r in results if r.returncode != 0]
+    if failed:
+        raise RuntimeError(f"{' '.join(command)} exited with {failed[0].returncode}")
+    seconds = [r.seconds for r in results]
+    return Timing(statistics.median(seconds), min(seconds), max(r.max_rss_kb for r in results))

@@ -1,0 +1,377 @@
+"""Benchmarks of jarvis against a loopback fake OpenAI-compatible server, with same-run baselines.
+
+    python -m bench.run            # full run, prints the table
+    python -m bench.run --quick    # fewer iterations (a smoke run)
+    python -m bench.run --readme   # also writes the table into README.md
+
+Measured in one run, each against its own baseline:
+
+* framework overhead per ``simple`` turn: ``Jarvis.aask`` vs a raw ``httpx`` call with the
+  same payload to the same stub (wall time and client CPU per call);
+* 50 concurrent runs through the SDK's async API vs 50 concurrent raw ``httpx`` calls;
+* ``jarvis --help``, ``jarvis ask`` end to end and ``import jarvis`` as processes, against
+  the bare interpreter start-up; the peak RSS of ``jarvis ask``.
+
+The stub runs in its own process so that it does not share the client's GIL. Further
+benchmarks (e.g. the tool loop) are modules ``bench/bench_*.py`` with a ``run(ctx)``
+function returning :class:`bench.common.Row` objects; they run after these, against the
+same stub, and appear in the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import cast
+
+import httpx
+
+from bench.common import ROOT, BenchContext, Row, time_process
+
+README_START = "<!-- bench:start -->"
+README_END = "<!-- bench:end -->"
+QUESTION = "What is the capital of France?"
+SYSTEM = (
+    "You are Jarvis, a helpful AI assistant running locally on the user's own hardware. "
+    "Respond helpfully, concisely, and accurately."
+)
+
+
+@contextmanager
+def stub_process() -> Iterator[str]:
+    """The stub server in a child process; yields its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "stub_server.py"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"stub server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+# --- in-process: overhead per turn and concurrency ---------------------------------------
+
+
+def _payload() -> dict[str, object]:
+    return {
+        "model": "stub-model",
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+        ],
+        "temperature": 0.7,
+        "max_tokens": 1024,
+        "stream": False,
+    }
+
+
+async def _per_call(call: Callable[[], Awaitable[str]], n: int) -> tuple[float, float]:
+    """Mean wall seconds and mean CPU seconds per call over ``n`` sequential calls."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        await call()
+    return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
+
+
+async def overhead_rows(ctx: BenchContext) -> list[Row]:
+    from jarvis import Jarvis
+
+    n, blocks = (30, 3) if ctx.quick else (200, 7)
+    async with httpx.AsyncClient(base_url=ctx.stub_url) as raw_client:
+
+        async def raw() -> str:
+            response = await raw_client.post("/chat/completions", json=_payload())
+            return str(response.json()["choices"][0]["message"]["content"])
+
+        async with Jarvis(engine="openai", base_url=ctx.stub_url, model="stub-model") as j:
+
+            async def sdk() -> str:
+                return await j.aask(QUESTION)
+
+            def sdk_sync() -> str:
+                return j.ask(QUESTION)
+
+            await _per_call(raw, 20)
+            await _per_call(sdk, 20)
+            raw_walls, raw_cpus, sdk_walls, sdk_cpus, sync_walls = [], [], [], [], []
+            for _ in range(blocks):  # interleaved blocks: drift hits both sides alike
+                wall, cpu = await _per_call(raw, n)
+                raw_walls.append(wall)
+                raw_cpus.append(cpu)
+                wall, cpu = await _per_call(sdk, n)
+                sdk_walls.append(wall)
+                sdk_cpus.append(cpu)
+                started = time.perf_counter()
+                for _ in range(n):
+                    await asyncio.to_thread(sdk_sync)
+                sync_walls.append((time.perf_counter() - started) / n)
+
+    raw_wall, sdk_wall = statistics.median(raw_walls), statistics.median(sdk_walls)
+    raw_cpu, sdk_cpu = statistics.median(raw_cpus), statistics.median(sdk_cpus)
+    sync_wall = statistics.median(sync_walls)
+    overhead = (sdk_wall - raw_wall) * 1000
+    return [
+        Row(
+            name="simple turn, Jarvis.aask",
+            value=sdk_wall * 1000,
+            unit="ms",
+            baseline=raw_wall * 1000,
+            baseline_name="raw httpx",
+        ),
+        Row(
+            name="framework overhead per simple turn",
+            value=overhead,
+            unit="ms",
+            goal="<= 1 ms",
+            ok=overhead <= 1.0,
+            note="aask minus raw httpx, same stub",
+        ),
+        Row(
+            name="client CPU per simple turn",
+            value=sdk_cpu * 1000,
+            unit="ms",
+            baseline=raw_cpu * 1000,
+            baseline_name="raw httpx",
+            note="both event loops of the process",
+        ),
+        Row(
+            name="simple turn, Jarvis.ask (sync)",
+            value=sync_wall * 1000,
+            unit="ms",
+            baseline=raw_wall * 1000,
+            baseline_name="raw httpx",
+        ),
+    ]
+
+
+async def concurrency_rows(ctx: BenchContext) -> list[Row]:
+    from jarvis import Jarvis
+
+    width, rounds = 50, (3 if ctx.quick else 12)
+
+    async def rate(batch: Callable[[], Awaitable[object]]) -> float:
+        await batch()  # warm the pool
+        started = time.perf_counter()
+        for _ in range(rounds):
+            await batch()
+        return width * rounds / (time.perf_counter() - started)
+
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=50)
+    async with httpx.AsyncClient(base_url=ctx.stub_url, limits=limits) as raw_client:
+
+        async def raw_one() -> str:
+            response = await raw_client.post("/chat/completions", json=_payload())
+            return str(response.json()["choices"][0]["message"]["content"])
+
+        async def raw_batch() -> object:
+            return await asyncio.gather(*(raw_one() for _ in range(width)))
+
+        raw_rate = await rate(raw_batch)
+
+    async with Jarvis(engine="openai", base_url=ctx.stub_url, model="stub-model") as j:
+
+        async def sdk_batch() -> object:
+            return await asyncio.gather(*(j.aask(QUESTION) for _ in range(width)))
+
+        sdk_rate = await rate(sdk_batch)
+
+    return [
+        Row(
+            name="50 concurrent runs, Jarvis.aask",
+            value=sdk_rate,
+            unit="runs/s",
+            baseline=raw_rate,
+            baseline_name="raw httpx",
+            goal=">= 180 runs/s",
+            ok=sdk_rate >= 180,
+        )
+    ]
+
+
+# --- processes: start-up, end to end, memory ----------------------------------------------
+
+
+def process_rows(ctx: BenchContext) -> list[Row]:
+    runs = 3 if ctx.quick else 15
+    bare = time_process([ctx.python, "-c", "pass"], runs=runs, env=ctx.env)
+    help_ = time_process(ctx.jarvis_command("--help"), runs=runs, env=ctx.env)
+    imported = time_process([ctx.python, "-c", "import jarvis"], runs=runs, env=ctx.env)
+    httpx_alone = time_process([ctx.python, "-c", "import httpx"], runs=runs, env=ctx.env)
+    ask = time_process(
+        ctx.jarvis_command("ask", "--base-url", ctx.stub_url, "-m", "stub-model", QUESTION),
+        runs=runs,
+        env=ctx.env,
+    )
+    rss_mb = ask.max_rss_kb / 1024
+    return [
+        Row(
+            name="jarvis --help",
+            value=help_.median,
+            unit="s",
+            baseline=bare.median,
+            baseline_name="python -c pass",
+            goal="<= 0.2 s",
+            ok=help_.median <= 0.2,
+        ),
+        Row(
+            name="jarvis ask, end to end (stub)",
+            value=ask.median,
+            unit="s",
+            baseline=bare.median,
+            baseline_name="python -c pass",
+            goal="<= 0.3 s",
+            ok=ask.median <= 0.3,
+        ),
+        Row(
+            name="import jarvis",
+            value=imported.median,
+            unit="s",
+            baseline=bare.median,
+            baseline_name="python -c pass",
+            goal="<= 0.15 s",
+            ok=imported.median <= 0.15,
+        ),
+        Row(
+            name="import httpx (reference)",
+            value=httpx_alone.median,
+            unit="s",
+            baseline=bare.median,
+            baseline_name="python -c pass",
+        ),
+        Row(
+            name="peak RSS of jarvis ask",
+            value=rss_mb,
+            unit="MB",
+            baseline=bare.max_rss_kb / 1024,
+            baseline_name="python -c pass",
+            goal="<= 60 MB",
+            ok=rss_mb <= 60,
+        ),
+    ]
+
+
+# --- plug-in benchmarks -------------------------------------------------------------------
+
+
+def plugin_modules() -> list[str]:
+    """``bench/bench_*.py`` modules, in name order."""
+    return sorted(f"bench.{p.stem}" for p in (ROOT / "bench").glob("bench_*.py"))
+
+
+async def plugin_rows(ctx: BenchContext) -> list[Row]:
+    rows: list[Row] = []
+    for name in plugin_modules():
+        run = getattr(importlib.import_module(name), "run", None)
+        if run is None:
+            continue
+        result = run(ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        rows.extend(cast("list[Row]", result))
+    return rows
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def _figure(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "ms":
+        return f"{value:.3f} ms"
+    if unit == "MB":
+        return f"{value:.1f} MB"
+    return f"{value:.0f} {unit}"
+
+
+def table(rows: list[Row]) -> str:
+    header = ["benchmark", "jarvis", "baseline (same run)", "ratio", "goal", "met"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        baseline = (
+            f"{_figure(row.baseline, row.unit)} ({row.baseline_name})"
+            if row.baseline is not None
+            else ""
+        )
+        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
+        met = "" if row.ok is None else ("yes" if row.ok else "**no**")
+        name = f"{row.name} ({row.note})" if row.note else row.name
+        cells = [name, _figure(row.value, row.unit), baseline, ratio, row.goal, met]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpus = os.cpu_count() or 0
+    return (
+        f"{cpus} CPU(s), Python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.2f} at the start"
+    )
+
+
+def write_readme(text: str) -> None:
+    readme = ROOT / "README.md"
+    content = readme.read_text(encoding="utf-8")
+    start, end = content.find(README_START), content.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"README.md has no {README_START} ... {README_END} section")
+    content = content[: start + len(README_START)] + "\n" + text + "\n" + content[end:]
+    readme.write_text(content, encoding="utf-8")
+
+
+async def measure(ctx: BenchContext) -> list[Row]:
+    rows = await overhead_rows(ctx)
+    rows += await concurrency_rows(ctx)
+    rows += process_rows(ctx)
+    rows += await plugin_rows(ctx)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="jarvis benchmarks against a loopback stub")
+    parser.add_argument("--quick", action="store_true", help="few iterations (smoke run)")
+    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as home, stub_process() as url:
+        env = {k: v for k, v in os.environ.items() if not k.endswith(("_HOST", "_BASE_URL"))}
+        env["OPENJARVIS_HOME"] = home  # an empty config dir: the defaults
+        os.environ["OPENJARVIS_HOME"] = home
+        ctx = BenchContext(stub_url=url, env=env, quick=args.quick)
+        where = machine()
+        rows = asyncio.run(measure(ctx))
+
+    text = f"Measured by `python -m bench.run` on {where}.\n\n{table(rows)}"
+    print(text)
+    if args.json:
+        args.json.write_text(
+            json.dumps([asdict(row) | {"ratio": row.ratio} for row in rows], indent=2),
+            encoding="utf-8",
+        )
+    if args.readme:
+        write_readme(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""``native_openhands``: CodeAct — the model acts by writing Python that runs in an isolated
+REPL, or by calling tools with ``Action:`` / ``Action Input:``.
+
+How a reply is read (the rule, in this order; ``<think>`` blocks are stripped first):
+
+1. A line starting with ``Final Answer:`` (outside code blocks) makes the reply final:
+   everything after the label is the answer, and any code block in it is shown to the user,
+   never run.
+2. Otherwise the first ```` ```python ```` block (also ``py``/``python3``) is executed and
+   its output comes back as ``Execution output:``; the rest of the reply (typically an
+   imagined output) is dropped. Blocks in other languages are never run.
+3. Otherwise an ``Action:`` / ``Action Input:`` pair calls that tool; the result comes
+   back as ``Observation:``.
+4. Otherwise the whole reply is the final answer.
+
+Before the first turn, the URLs of the request (up to three) are fetched through the
+``web_search`` tool when the run has it (its private-address checks apply to every
+redirect) and appended to the request; the conversation, persona and tools stay.
+
+The conversation is kept inside ``max_prompt_tokens`` (see
+:mod:`~jarvis.domain.agents.context_window`); when the engine still reports the context
+as too long, the budget is halved and the turn retried (twice at most).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
+from typing import ClassVar
+
+from typing_extensions import Unpack
+
+from jarvis.domain.agent import AgentContext
+from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agents.code_blocks import (
+    PYTHON_LANGUAGES,
+    first_block,
+    mask_blocks,
+    without_blocks,
+)
+from jarvis.domain.agents.context_window import fit_messages
+from jarvis.domain.agents.protocol import (
+    Decision,
+    FinalAnswer,
+    ParseFailure,
+    RequestShape,
+    TextFilter,
+    ToolCalls,
+    ToolProtocol,
+)
+from jarvis.domain.agents.react_parser import (
+    REACT_LABELS,
+    ParsedAction,
+    ParsedFinal,
+    find_labels,
+    parse_reply,
+)
+from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
+from jarvis.domain.agents.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
+from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import ContextTooLongError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.repl import truncate_text
+from jarvis.domain.tool_descriptions import describe_tool
+from jarvis.domain.tools import ToolResult, ToolSpec
+
+OPENHANDS_TEMPLATE = (
+    "You are Jarvis, an agent that completes tasks by writing and running Python code and "
+    "by using tools. Work step by step; check results before you answer."
+)
+WEB_TOOLS = ("web_search", "web_fetch")
+
+_CODE_SECTION = """To run Python code, write ONE ```python block and stop. It runs in a
+persistent interpreter: variables, functions and imports persist between blocks. Only the
+standard library is available, there is no network, and files can be written only in the
+working directory. print() what you need to see: the output, the value of the last
+expression and any error come back to you as "Execution output:". Never write that
+output yourself.{callbacks}"""
+
+_CALLBACKS_WITH_TOOLS = """
+Inside code you may also call tool_call("tool_name", argument=value) to use a tool and
+llm_query("prompt") to ask a language model a question (both return text)."""
+_CALLBACKS_MODEL_ONLY = """
+Inside code you may also call llm_query("prompt") to ask a language model a question (it
+returns text)."""
+
+_FORMAT = """Each reply does exactly ONE of these:
+{options}
+- Answer: write "Final Answer:" followed by your complete answer. A reply with
+  "Final Answer:" is final: code blocks in it are shown to the user, never run.
+
+A reply with no code block, no Action and no "Final Answer:" is also taken as your final
+answer. Do not write <think> tags."""
+
+_ACTION = """- Use a tool: write
+  Action: <tool name>
+  Action Input: <one JSON object with the tool's arguments>
+  and stop; the result comes back as "Observation:"."""
+
+_RULES = """Rules: for a web page, call web_search with the FULL URL; for arithmetic, use the
+calculator (or Python); to read a file, use file_read when it is available."""
+
+
+def _example(spec: ToolSpec) -> str:
+    """An ``Action`` example for ``spec`` built from its required parameters."""
+    properties = spec.parameters.get("properties")
+    required = spec.parameters.get("required")
+    arguments: dict[str, str] = {}
+    if isinstance(properties, Mapping) and isinstance(required, list):
+        for name in required:
+            if isinstance(name, str) and name in properties:
+                arguments[name] = f"<{name}>"
+    return f"Example:\nAction: {spec.name}\nAction Input: {json.dumps(arguments)}"
+
+
+def describe_tools_for_codeact(specs: Sequence[ToolSpec]) -> str:
+    """Each tool with its category, typed parameters and an ``Action`` example."""
+    if not specs:
+        return "No tools available."
+    return "\n\n".join(f"{describe_tool(s)}\n{_example(s)}" for s in specs)
+
+
+class CodeActProtocol(LabelledTextProtocol):
+    """The CodeAct conversation format; see the module docstring for how replies are read.
+
+    ``code_tool`` is the name of the internal code-running tool, or ``None`` when the run
+    has no REPL (then code blocks are never run and count as answer text).
+    """
+
+    name = "codeact"
+    labels = REACT_LABELS
+    call_prefix = "action"
+
+    def __init__(self, specs: Sequence[ToolSpec], *, code_tool: str | None) -> None:
+        super().__init__(specs)
+        self.code_tool = code_tool
+        self.tool_specs = tuple(s for s in self.specs if s.name != code_tool)
+        self._instructions = self._render()
+
+    def _render(self) -> str:
+        options: list[str] = []
+        if self.code_tool is not None:
+            callbacks = _CALLBACKS_WITH_TOOLS if self.tool_specs else _CALLBACKS_MODEL_ONLY
+            options.append(
+                "- Run code: " + _CODE_SECTION.format(callbacks=callbacks).replace("\n", "\n  ")
+            )
+        if self.tool_specs:
+            options.append(_ACTION)
+        sections = ["## How to act", _FORMAT.format(options="\n".join(options))]
+        if self.tool_specs:
+            names = ", ".join(s.name for s in self.tool_specs)
+            sections.append(_RULES)
+            sections.append(
+                f"## Tools\n\nAvailable tools: {names}\n\n"
+                + describe_tools_for_codeact(self.tool_specs)
+            )
+        return "\n\n".join(sections)
+
+    def instructions(self) -> str:
+        return self._instructions
+
+    def request_shape(self) -> RequestShape:
+        return RequestShape()
+
+    def interpret(self, completion: Completion, *, turn: int) -> Decision:
+        text = strip_think(completion.content)
+        labels = find_labels(mask_blocks(text), self.labels)
+        for kind, _start, end in labels:
+            if kind == "final":
+                return FinalAnswer(text[end:].strip())
+        if self.code_tool is not None:
+            block = first_block(text, PYTHON_LANGUAGES)
+            if block is not None:
+                call = ToolCall(
+                    id=f"code_{turn}", name=self.code_tool, arguments={"code": block.code}
+                )
+                return ToolCalls(
+                    calls=(call,),
+                    thought=text[: block.start].strip(),
+                    text=text[: block.end].strip(),
+                )
+        if self.tool_specs and any(kind == "action" for kind, _s, _e in labels):
+            parsed = parse_reply(text, self.labels)
+            if isinstance(parsed, ParsedAction):
+                call = self.to_call(parsed, call_id=f"{self.call_prefix}_{turn}")
+                return ToolCalls(
+                    calls=(call,), thought=parsed.thought, text=text[: parsed.end].strip()
+                )
+            if isinstance(parsed, ParsedFinal):
+                return FinalAnswer(parsed.answer)
+            return ParseFailure(self.explain(parsed.error))
+        return FinalAnswer(text)
+
+    def explain(self, error: str) -> str:
+        return (
+            f"{error}. Write one ```python block, or 'Action: <tool name>' with 'Action Input: "
+            "<JSON object>', or 'Final Answer: <answer>'."
+        )
+
+    def observations(self, results: Sequence[ToolResult]) -> list[Message]:
+        parts: list[str] = []
+        for result in results:
+            if result.tool_name == self.code_tool:
+                parts.append(f"Execution output:\n{result.content}")
+            elif result.success:
+                parts.append(f"Observation: {result.content}")
+            else:
+                parts.append(f"Observation: Error: {result.content}")
+        return [Message.user("\n\n".join(parts))]
+
+    def parse_error_messages(self, failure: ParseFailure) -> list[Message]:
+        return [Message.user(f"Observation: Your reply could not be used: {failure.error}")]
+
+    def final_request(self, budget: str) -> Message:
+        base = ToolProtocol.final_request(self, budget).content
+        return Message.user(f"{base} Do not run code. Reply with 'Final Answer: <your answer>'.")
+
+    def final_answer(self, completion: Completion) -> str:
+        decision = self.interpret(completion, turn=0)
+        if isinstance(decision, FinalAnswer):
+            return decision.content
+        return without_blocks(strip_think(completion.content))
+
+    def text_filter(self) -> TextFilter:
+        return LabelledAnswerFilter(self.labels)
+
+
+class NativeOpenHandsAgent(ReplUsingAgent):
+    """CodeAct. Extra options: ``max_prompt_tokens`` (3000: the context budget of each
+    request), ``prefetch_urls`` (True), ``max_prefetch_urls`` (3), ``prefetch_max_chars``
+    (4000 characters of each fetched page)."""
+
+    agent_id: ClassVar[str] = "native_openhands"
+    default_max_turns: ClassVar[int] = 3
+    default_max_tokens: ClassVar[int] = 2048
+    repl_tool_name: ClassVar[str] = "python"
+
+    def __init__(
+        self,
+        inference: InferencePort,
+        model: str,
+        *,
+        max_prompt_tokens: int = 3000,
+        prefetch_urls: bool = True,
+        max_prefetch_urls: int = 3,
+        prefetch_max_chars: int = 4000,
+        **options: Unpack[ReplAgentOptions],
+    ) -> None:
+        super().__init__(inference, model, **options)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.prefetch_urls = prefetch_urls
+        self.max_prefetch_urls = max_prefetch_urls
+        self.prefetch_max_chars = prefetch_max_chars
+        self._task_index = 0
+        self._prompt_budget = max_prompt_tokens
+
+    def template(self) -> str:
+        return OPENHANDS_TEMPLATE
+
+    def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
+        code_tool = (
+            self.repl_tool_name if any(s.name == self.repl_tool_name for s in specs) else None
+        )
+        return CodeActProtocol(specs, code_tool=code_tool)
+
+    # -- before the first turn ------------------------------------------------------------
+
+    def _web_tool(self) -> ToolPort | None:
+        for tool in self.user_tools:
+            if tool.spec.name.lower() in WEB_TOOLS:
+                return tool
+        return None
+
+    async def prepare_input(
+        self, input: str, context: AgentContext | None
+    ) -> tuple[str, list[ToolResult]]:
+        if not self.prefetch_urls:
+            return input, []
+        urls = find_urls(input, limit=self.max_prefetch_urls)
+        web = self._web_tool()
+        if not urls or web is None:
+            return input, []
+        calls = [
+            ToolCall(id=f"prefetch_{n}", name=web.spec.name, arguments={"query": url})
+            for n, url in enumerate(urls, start=1)
+        ]
+        results = await self.tool_runner.execute_all(calls)
+        pages = [
+            (url, truncate_text(result.content, self.prefetch_max_chars), result.success)
+            for url, result in zip(urls, results, strict=True)
+        ]
+        return inline_pages(input, pages), results
+
+    def begin_run(self, input: str, context: AgentContext | None) -> None:
+        self._task_index = len(self.build_messages(input, context)) - 1
+        self._prompt_budget = self.max_prompt_tokens
+
+    # -- the context window ---------------------------------------------------------------
+
+    def fit_context(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return fit_messages(messages, max_tokens=self._prompt_budget, task_index=self._task_index)
+
+    def _shrink(self, request: InferenceRequest) -> InferenceRequest | None:
+        """The request refitted to half the budget, or ``None`` when it cannot shrink."""
+        if self._prompt_budget <= 256:
+            return None
+        self._prompt_budget //= 2
+        return replace(request, messages=self.fit_context(request.messages))
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        for _ in range(2):
+            try:
+                return await super().generate(request)
+            except ContextTooLongError:
+                smaller = self._shrink(request)
+                if smaller is None:
+                    raise
+                request = smaller
+        return await super().generate(request)
+
+    async def stream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        for attempt in range(3):
+            started = False
+            try:
+                async for chunk in super().stream_inference(request):
+                    started = True
+                    yield chunk
+                return
+            except ContextTooLongError:
+                smaller = self._shrink(request) if not started and attempt < 2 else None
+                if smaller is None:
+                    raise
+                request = smaller

@@ -1,0 +1,125 @@
+"""The internal tool through which CodeAct and the RLM run code: one persistent REPL session
+per run, started on first use (a run that never writes code never starts an interpreter)
+and closed when the run ends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jarvis.domain.errors import SandboxError
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.ports import ReplPort, ReplSession
+from jarvis.domain.repl import ReplCallbacks, ReplLimits
+from jarvis.domain.tools import ToolResult, ToolSpec
+
+CODE_PARAMETERS: JSONObject = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "Python code to execute."}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+
+class ReplCellTool:
+    """Runs one cell of code in the run's REPL session.
+
+    The result's content is the observation the model reads (output, value, error; cut to
+    ``max_output_chars``); ``success`` is false when the code failed; ``metadata`` carries
+    ``error_kind``, ``restarted`` and, when the code called ``FINAL``/``FINAL_VAR``,
+    ``final`` (the answer that ends an RLM run).
+    """
+
+    def __init__(
+        self,
+        *,
+        repl: ReplPort,
+        name: str,
+        description: str,
+        limits: ReplLimits | None = None,
+        max_output_chars: int = 10_000,
+    ) -> None:
+        self.repl = repl
+        self.limits = limits
+        self.max_output_chars = max_output_chars
+        timeout = (limits.timeout_seconds if limits is not None else 30.0) * 4 + 600
+        self._spec = ToolSpec(
+            name=name,
+            description=description,
+            parameters=CODE_PARAMETERS,
+            category="code",
+            timeout_seconds=timeout,
+        )
+        self._callbacks: ReplCallbacks | None = None
+        self._variables: dict[str, str] = {}
+        self._session: ReplSession | None = None
+        self.executions = 0
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    def begin(
+        self, *, callbacks: ReplCallbacks | None, variables: Mapping[str, str] | None = None
+    ) -> None:
+        """Prepare a run: its callbacks and the variables its session starts with."""
+        self._callbacks = callbacks
+        self._variables = dict(variables or {})
+        self._session = None
+        self.executions = 0
+
+    async def end(self) -> None:
+        """Close the run's session, if one was started."""
+        session, self._session = self._session, None
+        self._callbacks = None
+        if session is not None:
+            await session.aclose()
+
+    @property
+    def session_started(self) -> bool:
+        return self._session is not None
+
+    async def _ensure_session(self) -> ReplSession:
+        if self._session is None:
+            session = await self.repl.start(callbacks=self._callbacks, limits=self.limits)
+            try:
+                for name, value in self._variables.items():
+                    await session.set_variable(name, value)
+            except BaseException:
+                await session.aclose()
+                raise
+            self._session = session
+        return self._session
+
+    async def execute(self, arguments: JSONObject) -> ToolResult:
+        code = arguments.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return ToolResult(
+                tool_name=self._spec.name,
+                content="Error: 'code' must be a non-empty string of Python code.",
+                success=False,
+            )
+        try:
+            session = await self._ensure_session()
+        except SandboxError as exc:
+            return ToolResult(
+                tool_name=self._spec.name,
+                content=f"Error: the code could not be run: {exc}",
+                success=False,
+                metadata={"error": "sandbox"},
+            )
+        self.executions += 1
+        result = await session.execute(code)
+        metadata: JSONObject = {
+            "error_kind": result.error_kind,
+            "restarted": result.restarted,
+            "duration_seconds": round(result.duration_seconds, 6),
+        }
+        if result.final is not None:
+            metadata["final"] = result.final
+        return ToolResult(
+            tool_name=self._spec.name,
+            content=result.observation(self.max_output_chars),
+            success=result.ok,
+            truncated=result.truncated,
+            metadata=metadata,
+        )

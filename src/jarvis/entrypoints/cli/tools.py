@@ -1,0 +1,116 @@
+"""``jarvis tools`` (what tools exist and what they take) and the ``--tools`` option of ask."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
+
+if TYPE_CHECKING:
+    from jarvis.domain.json_types import JSONObject
+    from jarvis.domain.tools import ToolSpec
+
+ToolsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tools",
+        help="Comma-separated tools for a tool-using agent, e.g. calculator,think "
+        "(default: [tools] enabled). `jarvis tools` lists them.",
+        show_default=False,
+    ),
+]
+
+
+def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
+    """``"calculator, think"`` → ``("calculator", "think")``; None when the option is absent."""
+    from jarvis.domain.errors import ConfigurationError
+
+    if value is None:
+        return None
+    names: list[str] = []
+    for part in value.split(","):
+        name = part.strip()
+        if name and name not in names:
+            names.append(name)
+    if not names:
+        raise ConfigurationError(
+            "--tools names no tool.", hint="Example: --tools calculator,think (see `jarvis tools`)."
+        )
+    return tuple(names)
+
+
+def _parameters(spec: ToolSpec) -> list[JSONObject]:
+    from jarvis.domain.tool_descriptions import describe_type
+
+    properties = spec.parameters.get("properties")
+    required = spec.parameters.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    rows: list[JSONObject] = []
+    if isinstance(properties, dict):
+        for name, schema in properties.items():
+            description = schema.get("description", "") if isinstance(schema, dict) else ""
+            rows.append(
+                {
+                    "name": name,
+                    "type": describe_type(schema),
+                    "required": name in needed,
+                    "description": description if isinstance(description, str) else "",
+                }
+            )
+    return rows
+
+
+def _describe(spec: ToolSpec) -> str:
+    heading = f"{spec.name} [{spec.category}]" if spec.category else spec.name
+    lines = [heading, f"  {spec.description.strip()}"]
+    rows = _parameters(spec)
+    for row in rows:
+        flag = ", required" if row["required"] else ""
+        line = f"  - {row['name']} ({row['type']}{flag})"
+        if row["description"]:
+            line += f": {row['description']}"
+        lines.append(line)
+    if not rows:
+        lines.append("  (no parameters)")
+    return "\n".join(lines)
+
+
+def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOption = None) -> None:
+    """List the tools agents can be given with --tools, with their parameters."""
+
+    def body() -> None:
+        from jarvis.application.tools.catalogue import ToolCatalogue
+        from jarvis.entrypoints.container import configure, container_or_new
+        from jarvis.entrypoints.settings import load_config
+
+        container = container_or_new(ctx.obj)
+        configure(container, load_config(config))
+        catalogue = container.tools()
+        specs = catalogue.specs() if isinstance(catalogue, ToolCatalogue) else []
+        if json_output:
+            rows = [
+                {
+                    "name": spec.name,
+                    "category": spec.category,
+                    "description": spec.description,
+                    "side_effects": spec.side_effects,
+                    "timeout_seconds": spec.timeout_seconds,
+                    "parameters": _parameters(spec),
+                    "schema": spec.parameters,
+                }
+                for spec in specs
+            ]
+            sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        elif specs:
+            sys.stdout.write("\n\n".join(_describe(spec) for spec in specs) + "\n")
+        else:
+            sys.stderr.write("jarvis: no tools are configured\n")
+
+    code = guarded(body, verbose=False)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,315 @@
+"""The exact requests the engines send, and how fragments and events are read back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+
+from jarvis.adapters.inference._sse import ServerSentEvent, server_sent_events
+from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
+from jarvis.adapters.inference.ollama import OllamaEngine
+from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+from jarvis.adapters.inference.vllm import VllmEngine
+from jarvis.domain.completion import ResponseFormat
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.tools import ToolSpec
+
+SEARCH = ToolSpec(
+    name="search",
+    description="Search the web.",
+    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
+CLOCK = ToolSpec(name="clock", description="The time.")
+SCHEMA: JSONObject = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+CONVERSATION = (
+    Message.system("Be brief."),
+    Message.user("Find cats"),
+    Message.assistant(
+        "",
+        (
+            ToolCall(id="c1", name="search", arguments={"q": "cats"}),
+            ToolCall(id="c2", name="search", raw_arguments='{"q": "dogs'),
+        ),
+    ),
+    Message.tool("3 results", tool_call_id="c1", name="search"),
+)
+COMPLETION = {
+    "model": "m",
+    "choices": [{"index": 0, "message": {"content": "ok"}, "finish_reason": "stop"}],
+}
+
+
+class Capture:
+    def __init__(self, reply: object = COMPLETION) -> None:
+        self.bodies: list[dict[str, object]] = []
+        self.headers: list[httpx.Headers] = []
+        self.reply = reply
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.bodies.append(json.loads(request.content))
+        self.headers.append(request.headers)
+        return httpx.Response(200, json=self.reply)
+
+
+async def test_the_openai_request_carries_tools_choice_format_and_tool_messages() -> None:
+    capture = Capture()
+    engine = OpenAICompatibleEngine(
+        "http://e.test/v1", api_key="sk-test", transport=httpx.MockTransport(capture)
+    )
+    request = InferenceRequest(
+        messages=CONVERSATION,
+        model="gpt",
+        temperature=0.2,
+        max_tokens=50,
+        tools=(SEARCH,),
+        tool_choice="required",
+        response_format=ResponseFormat(schema=SCHEMA, name="verdict"),
+        options={"seed": 1, "top_p": 0.9, "num_ctx": 4096},
+    )
+    await engine.generate(request)
+    [body] = capture.bodies
+    assert body == {
+        "model": "gpt",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Find cats"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": '{"q":"cats"}'},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": '{"q": "dogs'},
+                    },
+                ],
+            },
+            {"role": "tool", "content": "3 results", "tool_call_id": "c1"},
+        ],
+        "temperature": 0.2,
+        "max_tokens": 50,
+        "stream": False,
+        "tools": [SEARCH.to_openai()],
+        "tool_choice": {"type": "function", "function": {"name": "search"}},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": SCHEMA},
+        },
+        "seed": 1,
+        "top_p": 0.9,
+    }
+    assert capture.headers[0]["authorization"] == "Bearer sk-test"
+
+
+async def test_required_with_several_tools_and_auto_are_sent_as_such() -> None:
+    capture = Capture()
+    engine = OpenAICompatibleEngine("http://e.test/v1", transport=httpx.MockTransport(capture))
+    for choice in ("required", "auto", "none"):
+        request = InferenceRequest(
+            messages=(Message.user("x"),), model="m", tools=(SEARCH, CLOCK), tool_choice=choice
+        )
+        await engine.generate(request)
+    assert [body["tool_choice"] for body in capture.bodies] == ["required", "auto", "none"]
+    assert "authorization" not in capture.headers[0]
+
+
+async def test_streaming_asks_for_usage_and_json_object_needs_no_schema() -> None:
+    bodies: list[dict[str, object]] = []
+    events = [
+        {"choices": [{"index": 0, "delta": {"content": "{}"}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2}},
+    ]
+    stream = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, text=stream)
+
+    engine = OpenAICompatibleEngine("http://e.test/v1", transport=httpx.MockTransport(handler))
+    request = InferenceRequest(
+        messages=(Message.user("x"),),
+        model="m",
+        response_format=ResponseFormat(type="json_object"),
+    )
+    chunks = [chunk async for chunk in engine.stream(request)]
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == 6  # the usage-only chunk after the finish reason
+    [body] = bodies
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["response_format"] == {"type": "json_object"}
+
+
+async def test_a_refused_json_schema_is_asked_again_inline_and_remembered() -> None:
+    bodies: list[dict[str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return httpx.Response(500, json={"error": {"message": "response_format.type: literal"}})
+        return httpx.Response(200, json=COMPLETION)
+
+    engine = OpenAICompatibleEngine("http://e.test/v1", transport=httpx.MockTransport(handler))
+    request = InferenceRequest(
+        messages=(Message.user("x"),), model="m", response_format=ResponseFormat(schema=SCHEMA)
+    )
+    await engine.generate(request)
+    await engine.generate(request)
+    assert [b["response_format"] for b in bodies] == [
+        {"type": "json_schema", "json_schema": {"name": "response", "schema": SCHEMA}},
+        {"type": "json_object", "schema": SCHEMA},
+        {"type": "json_object", "schema": SCHEMA},
+    ]
+
+
+async def test_vllm_falls_back_to_guided_json_and_forwards_its_sampling_options() -> None:
+    bodies: list[dict[str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "response_format" in body:
+            return httpx.Response(400, json={"message": "extra fields: response_format.schema"})
+        return httpx.Response(200, json=COMPLETION)
+
+    engine = VllmEngine("http://v.test/v1", transport=httpx.MockTransport(handler))
+    request = InferenceRequest(
+        messages=(Message.user("x"),),
+        model="m",
+        response_format=ResponseFormat(schema=SCHEMA),
+        options={"top_k": 5, "min_p": 0.1, "num_ctx": 1},
+    )
+    await engine.generate(request)
+    assert len(bodies) == 3
+    assert bodies[-1]["guided_json"] == SCHEMA
+    assert "response_format" not in bodies[-1]
+    assert (bodies[-1]["top_k"], bodies[-1]["min_p"]) == (5, 0.1)
+    assert "num_ctx" not in bodies[-1]
+
+
+async def test_the_ollama_request_is_the_native_shape() -> None:
+    reply = {
+        "model": "m",
+        "message": {"role": "assistant", "content": "ok"},
+        "done": True,
+        "done_reason": "stop",
+    }
+    capture = Capture(reply)
+    engine = OllamaEngine("ollama.test", num_ctx=8192, transport=httpx.MockTransport(capture))
+    request = InferenceRequest(
+        messages=CONVERSATION,
+        model="qwen3",
+        temperature=0.1,
+        max_tokens=64,
+        tools=(SEARCH,),
+        response_format=ResponseFormat(type="json_object"),
+        options={"top_k": 10, "keep_alive": "10m", "parallel_tool_calls": True},
+    )
+    await engine.generate(request)
+    [body] = capture.bodies
+    assert body == {
+        "model": "qwen3",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Find cats"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"index": 0, "name": "search", "arguments": {"q": "cats"}},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"index": 1, "name": "search", "arguments": {}},
+                    },
+                ],
+            },
+            {"role": "tool", "content": "3 results", "tool_name": "search", "tool_call_id": "c1"},
+        ],
+        "stream": False,
+        "options": {"temperature": 0.1, "num_predict": 64, "num_ctx": 8192, "top_k": 10},
+        "think": False,
+        "keep_alive": "10m",
+        "tools": [SEARCH.to_openai()],
+        "format": "json",
+    }
+
+
+async def test_ollama_tool_calls_get_ids_and_string_arguments_are_parsed() -> None:
+    reply = {
+        "model": "m",
+        "message": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"function": {"name": "search", "arguments": {"q": "cats"}}},
+                {"id": "given", "function": {"name": "search", "arguments": '{"q": "dogs"}'}},
+                {"function": {"name": "search", "arguments": "{broken"}},
+            ],
+        },
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 12,
+        "eval_count": 7,
+    }
+    engine = OllamaEngine("http://o.test", transport=httpx.MockTransport(Capture(reply)))
+    completion = await engine.generate(InferenceRequest(messages=(Message.user("x"),), model="m"))
+    assert completion.finish_reason == "tool_calls"
+    assert [(c.id, c.arguments, c.raw_arguments) for c in completion.tool_calls] == [
+        ("call_0", {"q": "cats"}, None),
+        ("given", {"q": "dogs"}, None),
+        ("call_2", {}, "{broken"),
+    ]
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (12, 7)
+
+
+# --- fragments and events ----------------------------------------------------------------------
+
+
+def test_fragments_are_assembled_by_index_with_names_never_doubled() -> None:
+    assembler = ToolCallAssembler()
+    assembler.add([{"index": 0, "id": "a", "function": {"name": "search", "arguments": ""}}])
+    assembler.add([{"index": 1, "id": "b", "function": {"name": "clock", "arguments": "{}"}}])
+    assembler.add([{"index": 0, "id": "a", "function": {"name": "search", "arguments": '{"q":'}}])
+    assembler.add([{"index": 0, "function": {"arguments": ' "cats"}'}}])
+    first, second = assembler.calls()
+    assert (first.id, first.name, first.arguments) == ("a", "search", {"q": "cats"})
+    assert (second.id, second.name, second.arguments) == ("b", "clock", {})
+
+
+def test_malformed_assembled_arguments_are_kept_raw() -> None:
+    assembler = ToolCallAssembler()
+    assembler.add([{"index": 0, "function": {"name": "search", "arguments": '{"q": "ca'}}])
+    [call] = assembler.calls()
+    assert call.id == "call_0"
+    assert call.raw_arguments == '{"q": "ca'
+    assert call.arguments == {}
+
+
+async def _lines(*lines: str) -> AsyncIterator[str]:
+    for line in lines:
+        yield line
+
+
+async def test_server_sent_events_join_data_lines_and_skip_comments() -> None:
+    events = [
+        event
+        async for event in server_sent_events(
+            _lines(": ping", "event: tool_calls", "data: a", "data: b", "", "data: [DONE]")
+        )
+    ]
+    assert events == [ServerSentEvent(data="a\nb", event="tool_calls"), ServerSentEvent("[DONE]")]
