@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +29,7 @@ class _QuietServer(ThreadingHTTPServer):
 class LocalSite:
     """Serves on a free loopback port; ``hits`` records (path, Host header) of each request."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.hits: list[tuple[str, str]] = []
         site = self
 
@@ -41,6 +42,8 @@ class LocalSite:
                 site.route(self)
 
         self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

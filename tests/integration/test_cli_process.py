@@ -131,7 +131,7 @@ def test_ctrl_c_while_streaming(jarvis_home: Path, slow_stub_server: StubServer)
         env=env_for(jarvis_home),
     )
     assert process.stdout is not None
-    first = process.stdout.read1(64)  # blocks until the first streamed words arrive
+    first = os.read(process.stdout.fileno(), 64)  # blocks until the first words arrive
     assert first, "nothing was streamed before the interrupt"
     time.sleep(0.1)
     process.send_signal(signal.SIGINT)

@@ -298,7 +298,7 @@ async def test_forging_protocol_lines_only_restarts_the_interpreter(
         "import os\n"
         "for fd in range(3, 12):\n"
         "    try:\n"
-        "        os.write(fd, b'{\"type\": \"result\", \"forged\": true}\\n')\n"
+        '        os.write(fd, b\'{"type": "result", "forged": true}\\n\')\n'
         "    except OSError:\n"
         "        pass\n"
     )
@@ -471,4 +471,3 @@ async def test_a_one_megabyte_context_round_trips(session: SubprocessReplSession
     await session.set_variable("context", text)
     result = await session.execute("len(context), context[:4], context[-4:]")
     assert result.value == repr((1_000_000, "0123", text[-4:]))
-

@@ -8,8 +8,12 @@ checks, the redirect loop) is the real code.
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -35,8 +39,8 @@ def site() -> Iterator[LocalSite]:
 class PublicToLoopback(httpx.AsyncBaseTransport):
     """Connections to PUBLIC_IP reach the local site instead (the only thing simulated)."""
 
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
+    def __init__(self, verify: ssl.SSLContext | bool = True) -> None:
+        self.inner = httpx.AsyncHTTPTransport(verify=verify)
         self.connected_to: list[str] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -338,3 +342,54 @@ def test_non_public_addresses_are_named(address: str, reason: str) -> None:
 @pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "100.128.0.1"])
 def test_public_addresses_pass(address: str) -> None:
     assert address_refusal(address) is None
+
+
+# -- https: the pinned address is verified against the host name -------------------------
+
+
+def _certificate(folder: Path, host: str) -> tuple[Path, Path]:
+    cert, key = folder / f"{host}.crt", folder / f"{host}.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            f"/CN={host}",
+            "-addext",
+            f"subjectAltName=DNS:{host}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+@pytest.mark.parametrize(("served_as", "ok"), [("public.test", True), ("other.test", False)])
+async def test_https_checks_the_certificate_of_the_host_not_of_the_address(
+    tmp_path: Path, served_as: str, ok: bool
+) -> None:
+    cert, key = _certificate(tmp_path, served_as)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    transport = PublicToLoopback(verify=ssl.create_default_context(cafile=str(cert)))
+    tool = WebSearchTool(fetcher=PageFetcher(resolver=fake_dns, transport=transport))
+    with LocalSite(tls=server_tls) as site:
+        result = await tool.execute({"query": f"https://public.test:{site.port}/plain"})
+    assert transport.connected_to == [PUBLIC_IP]
+    assert result.success is ok, result.content
+    if ok:
+        assert result.content.endswith("just text\n")
+    else:
+        assert "CERTIFICATE_VERIFY_FAILED" in result.content
+        assert site.hits == []

@@ -30,6 +30,7 @@ from typing import IO
 
 import httpx
 
+from tests.support.lifetime import die_with_parent
 from tests.support.ports import free_port
 
 MODEL_ALIAS = "smollm2"
@@ -95,7 +96,9 @@ def running_llama_server(
         "False",
     ]
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+        )
         try:
             _wait_ready(process, root + "/v1/models", log)
             yield LlamaServer(

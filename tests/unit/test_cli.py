@@ -45,9 +45,8 @@ class StreamOnly(ScriptedInference):
 class GenerateOnly(ScriptedInference):
     """Refuses streaming: proves --no-stream and --json do not stream."""
 
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         raise AssertionError("stream() called, generate() expected")
-        yield StreamChunk()  # pragma: no cover - makes this an async generator
 
 
 class Interrupting(ScriptedInference):
@@ -59,9 +58,8 @@ class Interrupting(ScriptedInference):
 
 
 class Exploding(ScriptedInference):
-    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         raise RuntimeError("boom")
-        yield StreamChunk()  # pragma: no cover
 
 
 class ToolAgent(BaseAgent):

@@ -11,7 +11,10 @@ from jarvis.domain.messages import Role
 from jarvis.domain.ports import PersonaFile
 from jarvis.testing import InMemoryPersonaStore, InMemoryRepl, ScriptedInference
 
-AGENTS = builtin_agents().keys()
+EXTERNAL_RUNTIMES = {"claude_code", "opencode", "openhands", "sandboxed"}
+"""Agents that hand the question to another runtime instead of calling the engine; they
+pass the persona on in their own way and are tested with their adapters."""
+AGENTS = [key for key, _ in builtin_agents() if key not in EXTERNAL_RUNTIMES]
 PERSONA = "## Agent Persona\n\nAlways answer in French.\n\n## Agent Memory\n\n- likes tea"
 
 

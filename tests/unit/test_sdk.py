@@ -11,10 +11,12 @@ import pytest
 
 import jarvis
 from jarvis.application.ask import Answer
+from jarvis.domain.completion import Completion
 from jarvis.application.tools import function_tool
 from jarvis.domain.completion import StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
+from jarvis.entrypoints.sdk import Jarvis as SdkJarvis
 from jarvis.testing import ScriptedInference
 
 
@@ -42,7 +44,7 @@ class Concurrent(ScriptedInference):
         self.active = 0
         self.peak = 0
 
-    async def generate(self, request: InferenceRequest) -> object:  # type: ignore[override]
+    async def generate(self, request: InferenceRequest) -> Completion:
         self.active += 1
         self.peak = max(self.peak, self.active)
         await asyncio.sleep(0.05)
@@ -51,12 +53,12 @@ class Concurrent(ScriptedInference):
 
 
 def test_package_exports_the_sdk_lazily() -> None:
-    assert jarvis.Jarvis is jarvis.entrypoints.sdk.Jarvis
+    assert jarvis.Jarvis is SdkJarvis
     assert jarvis.Answer is Answer
     assert sorted(jarvis.__all__) == ["Answer", "FunctionTool", "Jarvis", "tool"]
     assert jarvis.tool is function_tool.tool
     with pytest.raises(AttributeError):
-        _ = jarvis.nothing_here  # type: ignore[attr-defined]
+        _ = jarvis.nothing_here
 
 
 class TestSync:

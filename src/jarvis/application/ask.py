@@ -179,7 +179,16 @@ class AskService:
             kwargs["tools"] = built
         if agent_cls.uses_repl and self.repl is not None:
             kwargs["repl"] = self.repl
-        return self.registry.create(key, self.inference, model, **kwargs), model
+        try:
+            agent = self.registry.create(key, self.inference, model, **kwargs)
+        except (TypeError, ValueError) as exc:
+            if not command.agent_options:
+                raise
+            raise ConfigurationError(
+                f"Agent '{key}' cannot be built with these options: {exc}",
+                hint="Options given: " + ", ".join(sorted(command.agent_options)),
+            ) from exc
+        return agent, model
 
     async def ask(self, command: AskQuestion) -> Answer:
         agent, model = await self.build_agent(command)

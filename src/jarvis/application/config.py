@@ -114,6 +114,21 @@ class SystemPromptSettings(_Section):
     entries are at the end); ``head`` keeps the first 90 %."""
 
 
+class ReplSettings(_Section):
+    """The isolated Python REPL of ``code_interpreter``, ``native_openhands`` and ``rlm``."""
+
+    network: Literal["auto", "namespace", "audit_hook"] = "auto"
+    """``auto``: a network namespace where the OS allows it, else the audit hook;
+    ``namespace``: refuse to run code without one; ``audit_hook``: the in-interpreter guard."""
+    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    """Wall-clock time of one execution (time spent answering its llm_query/tool_call
+    callbacks excluded); the interpreter is killed after it."""
+    cpu_seconds: float = Field(default=30.0, gt=0, le=3600)
+    memory_mb: int = Field(default=512, ge=64, le=65536)
+    max_processes: int = Field(default=32, ge=1, le=4096)
+    file_size_mb: int = Field(default=64, ge=1, le=65536)
+
+
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -122,3 +137,4 @@ class JarvisConfig(_Section):
     tools: ToolSettings = ToolSettings()
     memory_files: MemoryFilesSettings = MemoryFilesSettings()
     system_prompt: SystemPromptSettings = SystemPromptSettings()
+    repl: ReplSettings = ReplSettings()

@@ -14,6 +14,8 @@ Everything jarvis runs on is built here, from the validated configuration:
   ``[tools.file_read] roots``, ``web_search`` built on first use, persona and user tools).
 * ``persona_store``, ``prompt_builder``, ``persona``: the persona files in the config dir
   and the builder of the SOUL / MEMORY / USER sections every agent gets.
+* ``repl``: the isolated Python REPL (``[repl]``) of ``code_interpreter``,
+  ``native_openhands`` and ``rlm``, built on first use.
 * ``ask_service``: the use case the CLI and the SDK call.
 
 Engine choice ``auto`` is resolved before anything is built (:func:`choose_engine`): the
@@ -50,7 +52,15 @@ if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
-    from jarvis.domain.ports import InferencePort, MemoryPort, PersonaStorePort, ToolPort
+    from jarvis.domain.ports import (
+        InferencePort,
+        MemoryPort,
+        PersonaStorePort,
+        ReplPort,
+        ReplSession,
+        ToolPort,
+    )
+    from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
 
 OLLAMA_PROBE_TIMEOUT = 0.3
 """Seconds ``auto`` waits for a local Ollama before using the embedded model."""
@@ -184,21 +194,64 @@ def _web_search_tool(provider_url: str, _context: ToolContext) -> ToolPort:
     return WebSearchTool.from_settings(provider_url)
 
 
+def _repl_limits(settings: dict[str, object]) -> ReplLimits:
+    from jarvis.application.config import ReplSettings
+    from jarvis.domain.repl import ReplLimits
+
+    repl = ReplSettings.model_validate(settings)
+    return ReplLimits(
+        timeout_seconds=repl.timeout_seconds,
+        cpu_seconds=repl.cpu_seconds,
+        memory_mb=repl.memory_mb,
+        max_processes=repl.max_processes,
+        file_size_mb=repl.file_size_mb,
+    )
+
+
+class _ReplOnDemand:
+    """The isolated REPL (a ``ReplPort``), built on first use: a question that runs no code
+    never imports the REPL adapter nor probes the OS for namespaces."""
+
+    def __init__(self, settings: dict[str, object]) -> None:
+        self._settings = settings
+        self._repl: ReplPort | None = None
+
+    def _get(self) -> ReplPort:
+        if self._repl is None:
+            from jarvis.adapters.subprocess_repl import SubprocessRepl
+            from jarvis.application.config import ReplSettings
+
+            network = ReplSettings.model_validate(self._settings).network
+            self._repl = SubprocessRepl(limits=_repl_limits(self._settings), network=network)
+        return self._repl
+
+    def isolation(self) -> ReplIsolation:
+        return self._get().isolation()
+
+    async def start(
+        self, *, callbacks: ReplCallbacks | None = None, limits: ReplLimits | None = None
+    ) -> ReplSession:
+        return await self._get().start(callbacks=callbacks, limits=limits)
+
+
 def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
     user_tools: list[ToolPort],
     memory: MemoryPort,
     settings: dict[str, object],
+    repl: ReplPort,
+    repl_settings: dict[str, object],
 ) -> ToolProvider:
-    """calculator, think, llm, retrieval, file_read, web_search, the persona tools and the
-    tools an embedding app registered."""
+    """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
+    persona tools and the tools an embedding app registered."""
     from functools import partial
 
     from jarvis.adapters.filesystem_tools.file_read import FileReadTool
     from jarvis.adapters.httpx_web.tool_spec import WEB_SEARCH_SPEC
     from jarvis.application.config import ToolSettings
     from jarvis.application.tools.catalogue import ToolCatalogue
+    from jarvis.application.tools.code_interpreter import CodeInterpreterTool
 
     tools = ToolSettings.model_validate(settings)
     catalogue = ToolCatalogue.with_builtins(
@@ -209,6 +262,7 @@ def _tool_catalogue(
     catalogue.register_factory(
         WEB_SEARCH_SPEC, partial(_web_search_tool, tools.web_search.provider_url)
     )
+    catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(repl_settings)))
     for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
     return catalogue
@@ -294,12 +348,17 @@ class Container(containers.DeclarativeContainer):
     """The searchable memory of the ``retrieval`` tool (``[tools.retrieval] db_path``)."""
     user_tools: providers.Provider[list[ToolPort]] = providers.Singleton(list)
     """Tools an embedding app registered (``Jarvis(tools=...)``) before the first question."""
+    repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, settings=config.repl)
+    """The isolated Python REPL factory (``[repl]``); tests may override it with
+    ``jarvis.testing.InMemoryRepl``."""
     tools: providers.Provider[ToolProvider | None] = providers.Singleton(
         _tool_catalogue,
         persona_tools=persona_tools,
         user_tools=user_tools,
         memory=memory,
         settings=config.tools,
+        repl=repl,
+        repl_settings=config.repl,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
@@ -325,6 +384,7 @@ class Container(containers.DeclarativeContainer):
         default_tools=config.tools.enabled,
         persona=persona,
         bus=bus,
+        repl=repl,
     )
 
 

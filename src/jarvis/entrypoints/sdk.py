@@ -32,7 +32,7 @@ from collections.abc import (
     AsyncIterator,
     Callable,
     Coroutine,
-    Iterator,
+    Generator,
     Sequence,
 )
 from concurrent.futures import Future
@@ -48,6 +48,7 @@ from jarvis.entrypoints.settings import EngineOverrides, load_config
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
+    from jarvis.domain.agent import AgentContext
     from jarvis.domain.ports import InferencePort, ToolPort
 
 T = TypeVar("T")
@@ -206,8 +207,9 @@ class Jarvis:
         system: str | None,
         tools: Sequence[str] | None,
         persona: str | None,
+        context: str | AgentContext | None = None,
     ) -> AskQuestion:
-        return self._runtime.question(
+        command = self._runtime.question(
             question,
             agent=agent or self.agent,
             model=model,
@@ -217,6 +219,15 @@ class Jarvis:
             tools=tools,
             persona=persona,
         )
+        if context is None:
+            return command
+        from dataclasses import replace
+
+        from jarvis.domain.agent import AgentContext as Context
+
+        if isinstance(context, str):
+            context = Context(metadata={"context": context})
+        return replace(command, context=context)
 
     async def _ask(self, command: AskQuestion) -> Answer:
         service = await self._runtime.service()
@@ -241,6 +252,7 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
+        context: str | AgentContext | None = None,
     ) -> str:
         """The answer's text."""
         return self.ask_full(
@@ -252,6 +264,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         ).content
 
     def ask_full(
@@ -265,8 +278,13 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
+        context: str | AgentContext | None = None,
     ) -> Answer:
-        """The whole answer: content, turns, tool results, usage, model, engine, stop reason."""
+        """The whole answer: content, turns, tool results, usage, model, engine, stop reason.
+
+        ``context`` is text the agent works on (the ``rlm`` agent keeps it in its REPL as
+        ``context``, never in the prompt), or a whole ``AgentContext``.
+        """
         command = self._question(
             question,
             agent=agent,
@@ -276,6 +294,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         )
         return self._call(self._ask(command))
 
@@ -290,8 +309,9 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
-    ) -> Iterator[str]:
-        """The answer's text as it is generated. Stop iterating to cancel the run."""
+        context: str | AgentContext | None = None,
+    ) -> Generator[str, None, None]:
+        """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel."""
         command = self._question(
             question,
             agent=agent,
@@ -301,6 +321,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         )
         stream = self._stream(command)
 
@@ -359,6 +380,7 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
+        context: str | AgentContext | None = None,
     ) -> str:
         """``await``-able :meth:`ask`."""
         answer = await self.aask_full(
@@ -370,6 +392,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         )
         return answer.content
 
@@ -384,6 +407,7 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
+        context: str | AgentContext | None = None,
     ) -> Answer:
         """``await``-able :meth:`ask_full`."""
         command = self._question(
@@ -395,6 +419,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         )
         return await self._acall(self._ask(command))
 
@@ -409,6 +434,7 @@ class Jarvis:
         system: str | None = None,
         tools: Sequence[str] | None = None,
         persona: str | None = None,
+        context: str | AgentContext | None = None,
     ) -> AsyncIterator[str]:
         """:meth:`ask_stream` for ``async for``. Stop iterating to cancel the run."""
         command = self._question(
@@ -420,6 +446,7 @@ class Jarvis:
             system=system,
             tools=tools,
             persona=persona,
+            context=context,
         )
         runner = self._loop_thread()
         if asyncio.get_running_loop() is runner.loop:

@@ -41,6 +41,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 PERSONAS_FOLDER = "personas"
 
 _T = TypeVar("_T")
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -270,7 +271,7 @@ class FilesystemPersonaStore:
                 mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
             except FileNotFoundError:
                 mode = None
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            fd = os.open(temp, _CREATE_FLAGS, 0o666)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(text.encode("utf-8"))

@@ -18,15 +18,13 @@ Before the first turn, the URLs of the request (up to three) are fetched through
 redirect) and appended to the request; the conversation, persona and tools stay.
 
 The conversation is kept inside ``max_prompt_tokens`` (see
-:mod:`~jarvis.domain.agents.context_window`); when the engine still reports the context
-as too long, the budget is halved and the turn retried (twice at most).
+:class:`~jarvis.domain.agents.repl_agent.ReplUsingAgent`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from typing_extensions import Unpack
@@ -39,7 +37,6 @@ from jarvis.domain.agents.code_blocks import (
     mask_blocks,
     without_blocks,
 )
-from jarvis.domain.agents.context_window import fit_messages
 from jarvis.domain.agents.protocol import (
     Decision,
     FinalAnswer,
@@ -59,9 +56,7 @@ from jarvis.domain.agents.react_parser import (
 from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
 from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.errors import ContextTooLongError
-from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.completion import Completion
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.repl import truncate_text
@@ -230,13 +225,14 @@ class CodeActProtocol(LabelledTextProtocol):
 
 
 class NativeOpenHandsAgent(ReplUsingAgent):
-    """CodeAct. Extra options: ``max_prompt_tokens`` (3000: the context budget of each
-    request), ``prefetch_urls`` (True), ``max_prefetch_urls`` (3), ``prefetch_max_chars``
-    (4000 characters of each fetched page)."""
+    """CodeAct. Extra options: ``prefetch_urls`` (True), ``max_prefetch_urls`` (3),
+    ``prefetch_max_chars`` (4000 characters of each fetched page); ``max_prompt_tokens``
+    defaults to 3000."""
 
     agent_id: ClassVar[str] = "native_openhands"
     default_max_turns: ClassVar[int] = 3
     default_max_tokens: ClassVar[int] = 2048
+    default_max_prompt_tokens: ClassVar[int | None] = 3000
     repl_tool_name: ClassVar[str] = "python"
 
     def __init__(
@@ -244,19 +240,15 @@ class NativeOpenHandsAgent(ReplUsingAgent):
         inference: InferencePort,
         model: str,
         *,
-        max_prompt_tokens: int = 3000,
         prefetch_urls: bool = True,
         max_prefetch_urls: int = 3,
         prefetch_max_chars: int = 4000,
         **options: Unpack[ReplAgentOptions],
     ) -> None:
         super().__init__(inference, model, **options)
-        self.max_prompt_tokens = max_prompt_tokens
         self.prefetch_urls = prefetch_urls
         self.max_prefetch_urls = max_prefetch_urls
         self.prefetch_max_chars = prefetch_max_chars
-        self._task_index = 0
-        self._prompt_budget = max_prompt_tokens
 
     def template(self) -> str:
         return OPENHANDS_TEMPLATE
@@ -295,43 +287,3 @@ class NativeOpenHandsAgent(ReplUsingAgent):
         ]
         return inline_pages(input, pages), results
 
-    def begin_run(self, input: str, context: AgentContext | None) -> None:
-        self._task_index = len(self.build_messages(input, context)) - 1
-        self._prompt_budget = self.max_prompt_tokens
-
-    # -- the context window ---------------------------------------------------------------
-
-    def fit_context(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        return fit_messages(messages, max_tokens=self._prompt_budget, task_index=self._task_index)
-
-    def _shrink(self, request: InferenceRequest) -> InferenceRequest | None:
-        """The request refitted to half the budget, or ``None`` when it cannot shrink."""
-        if self._prompt_budget <= 256:
-            return None
-        self._prompt_budget //= 2
-        return replace(request, messages=self.fit_context(request.messages))
-
-    async def generate(self, request: InferenceRequest) -> Completion:
-        for _ in range(2):
-            try:
-                return await super().generate(request)
-            except ContextTooLongError:
-                smaller = self._shrink(request)
-                if smaller is None:
-                    raise
-                request = smaller
-        return await super().generate(request)
-
-    async def stream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        for attempt in range(3):
-            started = False
-            try:
-                async for chunk in super().stream_inference(request):
-                    started = True
-                    yield chunk
-                return
-            except ContextTooLongError:
-                smaller = self._shrink(request) if not started and attempt < 2 else None
-                if smaller is None:
-                    raise
-                request = smaller

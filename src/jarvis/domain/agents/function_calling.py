@@ -13,7 +13,7 @@ from jarvis.domain.agents.protocol import (
     ToolCalls,
     ToolProtocol,
 )
-from jarvis.domain.completion import Completion
+from jarvis.domain.completion import Completion, ToolChoice
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.tools import ToolResult, ToolSpec
 
@@ -32,15 +32,27 @@ class FunctionCallingProtocol(ToolProtocol):
     name = "function_calling"
     native_tools = True
 
-    def __init__(self, specs: Sequence[ToolSpec]) -> None:
+    def __init__(
+        self, specs: Sequence[ToolSpec], *, first_tool_choice: ToolChoice = "auto"
+    ) -> None:
         super().__init__(specs)
         self._shape = RequestShape(tools=self.specs)
+        self._first_shape = (
+            RequestShape(tools=self.specs, tool_choice=first_tool_choice)
+            if self.specs and first_tool_choice != "auto"
+            else self._shape
+        )
 
     def instructions(self) -> str:
         return FUNCTION_CALLING_INSTRUCTIONS if self.specs else ""
 
     def request_shape(self) -> RequestShape:
         return self._shape
+
+    def request_shape_for(self, turn: int) -> RequestShape:
+        """``first_tool_choice`` (e.g. ``required``: force a call) holds for the first turn
+        only; later turns are ``auto``, so a forced model can still answer."""
+        return self._first_shape if turn == 1 else self._shape
 
     def interpret(self, completion: Completion, *, turn: int) -> Decision:
         if completion.tool_calls:

@@ -1,8 +1,10 @@
 """``orchestrator``: the tool loop over native function calling, or over structured output.
 
 ``mode="function_calling"`` (default) sends the tool definitions natively and runs every call
-the model returns. ``mode="structured"`` drives the same loop through one JSON step per reply
-(see :mod:`~jarvis.domain.agents.structured`), for engines without native tool calls.
+the model returns; ``tool_choice="required"`` forces a call on the first turn (later turns
+are ``auto``, so the model can answer). ``mode="structured"`` drives the same loop through
+one JSON step per reply (see :mod:`~jarvis.domain.agents.structured`), for engines without
+native tool calls.
 
 When the engine refuses tool definitions (``ToolsNotSupportedError``, e.g. Ollama's "does
 not support tools"), the run switches to structured mode and says so in its metadata
@@ -19,6 +21,7 @@ from jarvis.domain.agents.function_calling import FunctionCallingProtocol
 from jarvis.domain.agents.protocol import ToolProtocol
 from jarvis.domain.agents.structured import StructuredOutput, StructuredProtocol
 from jarvis.domain.agents.tool_loop import ToolUsingAgent
+from jarvis.domain.completion import ToolChoice
 from jarvis.domain.errors import ConfigurationError, InferenceError, ToolsNotSupportedError
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.tools import ToolSpec
@@ -26,6 +29,7 @@ from jarvis.domain.tools import ToolSpec
 OrchestratorMode = Literal["function_calling", "structured"]
 _MODES = ("function_calling", "structured")
 _OUTPUTS = ("json_schema", "text")
+_TOOL_CHOICES = ("auto", "required", "none")
 
 
 class OrchestratorAgent(ToolUsingAgent):
@@ -40,6 +44,7 @@ class OrchestratorAgent(ToolUsingAgent):
         *,
         mode: OrchestratorMode = "function_calling",
         structured_output: StructuredOutput = "json_schema",
+        tool_choice: ToolChoice = "auto",
         **kwargs: Any,
     ) -> None:
         if mode not in _MODES:
@@ -51,6 +56,12 @@ class OrchestratorAgent(ToolUsingAgent):
                 f"Unknown structured output '{structured_output}'.",
                 hint="Choose one of: " + ", ".join(_OUTPUTS),
             )
+        if tool_choice not in _TOOL_CHOICES:
+            raise ConfigurationError(
+                f"Unknown tool choice '{tool_choice}'.",
+                hint="Choose one of: " + ", ".join(_TOOL_CHOICES),
+            )
+        self.tool_choice: ToolChoice = tool_choice
         self.mode: OrchestratorMode = mode
         self.structured_output: StructuredOutput = structured_output
         super().__init__(inference, model, **kwargs)
@@ -58,7 +69,7 @@ class OrchestratorAgent(ToolUsingAgent):
     def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
         if self.mode == "structured":
             return StructuredProtocol(specs, output=self.structured_output)
-        return FunctionCallingProtocol(specs)
+        return FunctionCallingProtocol(specs, first_tool_choice=self.tool_choice)
 
     def fallback_protocol(
         self, error: InferenceError, current: ToolProtocol

@@ -163,6 +163,11 @@ class ToolProtocol(ABC):
     def request_shape(self) -> RequestShape:
         """Tools, tool choice and response format of a normal turn."""
 
+    def request_shape_for(self, turn: int) -> RequestShape:
+        """The request fields of turn ``turn`` (1 = the first inference); by default the
+        same every turn."""
+        return self.request_shape()
+
     def final_shape(self) -> RequestShape:
         """Request fields of the one tool-less call made when the budget runs out."""
         return RequestShape()

@@ -7,6 +7,11 @@ piece of code and closed when the run ends, and its own :class:`SubModelCallback
 code's ``llm_query``/``llm_batch``/``tool_call`` reach the sub-model and the user's tools.
 The sub-calls' usage is added to the run's usage and their tool results to its results.
 
+Context window: with ``max_prompt_tokens`` set, every request is fitted to it (oldest steps
+first, see :mod:`~jarvis.domain.agents.context_window`); whatever the setting, when the engine
+reports the prompt as too long, the request is refitted to half its size and the turn
+retried (three times at most), and the smaller budget holds for the rest of the run.
+
 Runs of one agent instance are serialised (the REPL session belongs to the running run).
 """
 
@@ -16,6 +21,13 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import ClassVar, TypedDict
+
+from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.agents.context_window import estimate_tokens, fit_messages
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import ContextTooLongError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.messages import Message
 
 from jarvis.domain.agent import AgentContext, AgentResult
 from jarvis.domain.agents.loop_guard import LoopGuardConfig
@@ -31,6 +43,12 @@ from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
 
 
+OVERFLOW_RETRIES = 3
+"""How many times a turn is retried, each time at half the size, when the engine reports
+that the prompt does not fit its context window."""
+MIN_PROMPT_TOKENS = 256
+
+
 class ReplAgentOptions(TypedDict, total=False):
     """Every keyword option of :class:`ReplUsingAgent` (what subclasses pass through)."""
 
@@ -41,6 +59,7 @@ class ReplAgentOptions(TypedDict, total=False):
     sub_max_tokens: int
     sub_concurrency: int
     max_sub_calls: int
+    max_prompt_tokens: int | None
     tools: Sequence[ToolPort]
     max_turns: int | None
     max_seconds: float | None
@@ -63,7 +82,9 @@ class ReplUsingAgent(ToolUsingAgent):
     may pass :class:`jarvis.testing.InMemoryRepl`). ``sub_model`` (default: ``model``),
     ``sub_temperature``, ``sub_max_tokens`` configure ``llm_query``/``llm_batch``;
     ``sub_concurrency`` bounds a batch's parallel calls and ``max_sub_calls`` the run's
-    total. ``max_output_chars`` bounds what one execution (or tool) shows the model.
+    total. ``max_output_chars`` bounds what one execution (or tool) shows the model;
+    ``max_prompt_tokens`` the estimated size of each request (``None``: no limit of its own,
+    only the engine's).
     """
 
     uses_repl: ClassVar[bool] = True
@@ -73,6 +94,7 @@ class ReplUsingAgent(ToolUsingAgent):
         "no network); returns stdout, stderr, the value of the last expression and errors."
     )
     default_max_output_chars: ClassVar[int] = 10_000
+    default_max_prompt_tokens: ClassVar[int | None] = None
 
     def __init__(
         self,
@@ -86,6 +108,7 @@ class ReplUsingAgent(ToolUsingAgent):
         sub_max_tokens: int = 1024,
         sub_concurrency: int = 8,
         max_sub_calls: int = 100,
+        max_prompt_tokens: int | None = None,
         tools: Sequence[ToolPort] = (),
         max_turns: int | None = None,
         max_seconds: float | None = None,
@@ -139,6 +162,11 @@ class ReplUsingAgent(ToolUsingAgent):
         self.sub_max_tokens = sub_max_tokens
         self.sub_concurrency = sub_concurrency
         self.max_sub_calls = max_sub_calls
+        self.max_prompt_tokens = (
+            self.default_max_prompt_tokens if max_prompt_tokens is None else max_prompt_tokens
+        )
+        self._prompt_budget: int | None = self.max_prompt_tokens
+        self._task_index = 0
         self.tool_runner = ToolExecutor(
             self.user_tools, bus=bus, agent=self.agent_id, max_output_chars=output_chars
         )
@@ -168,9 +196,14 @@ class ReplUsingAgent(ToolUsingAgent):
 
     # -- the run --------------------------------------------------------------------------
 
+    async def _generate_sub_call(self, request: InferenceRequest) -> Completion:
+        """A sub-model call: events published, but none of the run's context-window policy
+        (a prompt that does not fit fails that call inside the code)."""
+        return await BaseAgent.generate(self, request)
+
     def _callbacks(self) -> SubModelCallbacks:
         return SubModelCallbacks(
-            generate=self.generate,
+            generate=self._generate_sub_call,
             model=self.sub_model,
             temperature=self.sub_temperature,
             max_tokens=self.sub_max_tokens,
@@ -187,6 +220,8 @@ class ReplUsingAgent(ToolUsingAgent):
         callbacks = self._callbacks()
         if self.cell is not None:
             self.cell.begin(callbacks=callbacks, variables=self.repl_variables(input, context))
+        self._task_index = len(self.build_messages(prepared, context)) - 1
+        self._prompt_budget = self.max_prompt_tokens
         self.begin_run(prepared, context)
         return prepared, early, callbacks
 
@@ -232,3 +267,46 @@ class ReplUsingAgent(ToolUsingAgent):
                     yield update
             finally:
                 await self._stop()
+
+    # -- the context window ---------------------------------------------------------------
+
+    def fit_context(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        if self._prompt_budget is None:
+            return tuple(messages)
+        return fit_messages(messages, max_tokens=self._prompt_budget, task_index=self._task_index)
+
+    def _shrink(self, request: InferenceRequest) -> InferenceRequest | None:
+        """The request refitted to half its estimated size (the budget stays there for the
+        rest of the run), or ``None`` when it is already as small as it can usefully be."""
+        size = estimate_tokens(request.messages)
+        budget = min(size, self._prompt_budget or size) // 2
+        if budget < MIN_PROMPT_TOKENS:
+            return None
+        self._prompt_budget = budget
+        return replace(request, messages=self.fit_context(request.messages))
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        for attempt in range(OVERFLOW_RETRIES + 1):
+            try:
+                return await super().generate(request)
+            except ContextTooLongError:
+                smaller = self._shrink(request) if attempt < OVERFLOW_RETRIES else None
+                if smaller is None:
+                    raise
+                request = smaller
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def stream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        for attempt in range(OVERFLOW_RETRIES + 1):
+            started = False
+            try:
+                async for chunk in super().stream_inference(request):
+                    started = True
+                    yield chunk
+                return
+            except ContextTooLongError:
+                retry = not started and attempt < OVERFLOW_RETRIES
+                smaller = self._shrink(request) if retry else None
+                if smaller is None:
+                    raise
+                request = smaller

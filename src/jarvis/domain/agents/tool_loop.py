@@ -50,7 +50,7 @@ from jarvis.domain.agents.protocol import (
     ToolProtocol,
 )
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
-from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
+from jarvis.domain.errors import EngineProtocolError, InferenceError, ToolsNotSupportedError
 from jarvis.domain.events import AgentTurnEnded, EventBus
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
@@ -235,7 +235,7 @@ class ToolUsingAgent(BaseAgent):
                 )
                 if exhausted is not None:
                     break
-                request = self._request(run, run.protocol.request_shape())
+                request = self._request(run, run.protocol.request_shape_for(run.turns + 1))
                 shown: list[str] = []
                 try:
                     if streaming:
@@ -359,6 +359,17 @@ class ToolUsingAgent(BaseAgent):
                             chunk = await anext(stream)
                 except StopAsyncIteration:
                     break
+                except EngineProtocolError:
+                    if parts or final is not None:
+                        raise
+                    # some servers cannot stream a turn with tools (they cut the stream
+                    # before the first token): ask once more without streaming
+                    completion = await self._generate_turn(run, request, deadline)
+                    visible = text_filter.feed(completion.content)
+                    if visible:
+                        yield TextDelta(text=visible)
+                    yield completion
+                    return
                 if chunk.content:
                     parts.append(chunk.content)
                     visible = text_filter.feed(chunk.content)

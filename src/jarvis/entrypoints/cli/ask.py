@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -30,7 +31,54 @@ from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
+    from jarvis.domain.json_types import JSONObject, JSONValue
     from jarvis.entrypoints.runtime import Runtime
+
+
+def parse_agent_options(values: list[str]) -> JSONObject:
+    """``KEY=VALUE`` pairs as agent keyword arguments; a value that is JSON (``5``,
+    ``true``, ``{"a": 1}``) is decoded, anything else stays a string."""
+    from jarvis.domain.errors import ConfigurationError
+
+    options: JSONObject = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ConfigurationError(
+                f"--agent-option '{item}' is not KEY=VALUE.", hint="Example: -O mode=structured"
+            )
+        try:
+            value: JSONValue = json.loads(raw)
+        except ValueError:
+            value = raw
+        options[key.strip()] = value
+    return options
+
+
+MAX_CONTEXT_FILE_BYTES = 100 * 1024 * 1024
+
+
+def read_context_file(path: Path) -> str:
+    """The text of ``--context-file`` (UTF-8); an unreadable file is a usage error."""
+    from jarvis.domain.errors import ConfigurationError
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONTEXT_FILE_BYTES:
+            raise ConfigurationError(
+                f"The context file '{path}' is too large ({size:,} bytes).",
+                hint=f"At most {MAX_CONTEXT_FILE_BYTES:,} bytes are accepted.",
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"Cannot read the context file '{path}': {reason}.") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"The context file '{path}' is not UTF-8 text ({exc.reason} at byte {exc.start})."
+        ) from exc
 
 
 def read_question(question: str | None) -> str:
@@ -84,7 +132,27 @@ def ask(
         typer.Option("--system", help="Replace the agent's system prompt.", show_default=False),
     ] = None,
     tools: ToolsOption = None,
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-option",
+            "-O",
+            help="KEY=VALUE passed to the agent (repeatable; JSON values allowed), "
+            "e.g. -O mode=structured -O max_turns=5.",
+            show_default=False,
+        ),
+    ] = None,
     persona: PersonaOption = None,
+    context_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--context-file",
+            help="A UTF-8 text file given to the agent as its context (the rlm agent keeps it "
+            "in its REPL as `context`, never in the prompt).",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -99,6 +167,7 @@ def ask(
         import asyncio
 
         text = read_question(question)
+        context_text = read_context_file(context_file) if context_file is not None else None
         runtime = open_runtime(
             ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
         )
@@ -111,6 +180,16 @@ def ask(
             tools=parse_tool_names(tools),
             persona=persona,
         )
+        if agent_option:
+            from dataclasses import replace
+
+            command = replace(command, agent_options=parse_agent_options(agent_option))
+        if context_text is not None:
+            from dataclasses import replace
+
+            from jarvis.domain.agent import AgentContext
+
+            command = replace(command, context=AgentContext(metadata={"context": context_text}))
         mode = "json" if json_output else "whole" if no_stream else "stream"
         with persona_warnings(verbose):
             asyncio.run(_answer(runtime, command, renderer, mode=mode, verbose=verbose))

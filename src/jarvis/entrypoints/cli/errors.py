@@ -32,7 +32,7 @@ Exit codes:
   0    success
   1    unexpected error (one line; --verbose shows the traceback)
   2    usage error: unknown agent, empty question, invalid config, tools on an
-       agent that takes none
+       agent that takes none, unknown persona, persona file not writable
   3    engine unavailable (the message names the engine, its URL and how to start it)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported

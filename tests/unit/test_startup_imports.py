@@ -1,0 +1,55 @@
+"""Start-up stays small: what importing the package and the CLI loads (not timed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("httpx", "pydantic", "dependency_injector", "rich", "llama_cpp", "docker", "asyncio")
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nprint(__import__('json').dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return {name.split(".")[0] for name in json.loads(out)} | set(json.loads(out))
+
+
+def test_import_jarvis_loads_nothing_heavy() -> None:
+    loaded = loaded_after("import jarvis")
+    assert not loaded & set(HEAVY)
+    assert not {m for m in loaded if m.startswith("jarvis.")}
+
+
+def test_cli_module_imports_only_typer() -> None:
+    loaded = loaded_after("import jarvis.entrypoints.cli")
+    assert "typer" in loaded
+    assert not loaded & set(HEAVY)
+    assert "jarvis.entrypoints.container" not in loaded
+
+
+def test_help_builds_no_runtime() -> None:
+    loaded = loaded_after(
+        "import contextlib, io\n"
+        "from jarvis.entrypoints.cli import app\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    app(['ask', '--help'])"
+    )
+    assert not loaded & set(HEAVY)
+
+
+def test_the_container_skips_unused_integrations() -> None:
+    loaded = loaded_after("import jarvis.entrypoints.container")
+    assert "dependency_injector" in loaded
+    assert not loaded & {"yaml", "pydantic_settings", "fastapi", "starlette", "flask", "httpx"}
+
+
+def test_httpx_is_imported_without_its_command_line_client() -> None:
+    loaded = loaded_after(
+        "from jarvis.entrypoints._lean_imports import import_httpx\nimport_httpx()\n"
+        "import httpx\nassert httpx.AsyncClient"
+    )
+    assert "httpx" in loaded
+    assert not loaded & {"httpx._main", "click", "rich"}
