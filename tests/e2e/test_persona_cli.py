@@ -224,6 +224,17 @@ class TestPersonaEdit:
         assert run(None, "persona", "edit", "memory", env=env).exit_code == 0
         assert (home / "MEMORY.md").read_text() == "- likes tea\n- more\n"
 
+    def test_without_editor_variables_nano_or_vi_is_used(self, home: Path, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        nano = bin_dir / "nano"
+        nano.write_text('#!/bin/sh\nprintf "%s\\n" "- via nano" >> "$1"\n')
+        nano.chmod(0o755)
+        env = {"EDITOR": "", "VISUAL": "", "PATH": str(bin_dir)}
+        result = run(None, "persona", "edit", "memory", env=env)
+        assert result.exit_code == 0, result.output
+        assert (home / "MEMORY.md").read_text() == "- likes tea\n- via nano\n"
+
     def test_never_edits_a_named_personas_copy(self, home: Path) -> None:
         (home / "config.toml").write_text('[memory_files]\npersona_name = "work"\n')
         env = {"EDITOR": _editor_appending("Warm.\n")}

@@ -199,3 +199,20 @@ async def test_max_turns_keeps_the_last_content_when_the_wrap_up_is_empty() -> N
 
 def _json(value: JSONObject) -> JSONObject:
     return value
+
+
+async def test_a_forced_tool_choice_holds_for_the_first_turn_only() -> None:
+    engine = ScriptedInference(
+        [
+            Completion(
+                content="",
+                tool_calls=(ToolCall(id="a", name="calculator", arguments={"expression": "1"}),),
+            ),
+            "1",
+        ]
+    )
+    agent = OrchestratorAgent(engine, "m", tools=[calculator()], tool_choice="required")
+    await agent.arun("q")
+    assert [r.tool_choice for r in engine.requests] == ["required", "auto"]
+    with pytest.raises(ConfigurationError, match="tool choice"):
+        OrchestratorAgent(engine, "m", tool_choice="always")  # type: ignore[arg-type]

@@ -71,3 +71,17 @@ async def test_persona_none_sends_only_the_agents_own_prompt(agent: str) -> None
 async def test_the_react_protocol_survives_the_persona() -> None:
     full = await system_prompt_sent("react")
     assert "Final Answer" in full.split("## Agent Persona")[0]
+
+
+async def test_the_structured_orchestrator_keeps_its_json_protocol_and_the_persona() -> None:
+    """The original dropped the structured-mode instructions when a persona was set."""
+    engine = ScriptedInference(['{"thought": "done", "final_answer": "bonjour"}'])
+    service = AskService(registry=builtin_agents(), inference=engine, persona=persona_builder())
+    answer = await service.ask(
+        AskQuestion(question="hi", agent="orchestrator", agent_options={"mode": "structured"})
+    )
+    assert answer.content == "bonjour"
+    system = engine.requests[0].messages[0].content
+    protocol, persona = system.split("## Agent Persona")
+    assert '"final_answer"' in protocol
+    assert persona.endswith("- likes tea")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -12,8 +13,9 @@ from jarvis.domain.agents.loop_guard import LoopGuardConfig
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
 from jarvis.domain.agents.tool_loop import ToolUsingAgent
 from jarvis.domain.completion import Completion, StreamChunk, Usage
-from jarvis.domain.errors import EngineUnavailableError
+from jarvis.domain.errors import EngineProtocolError, EngineUnavailableError
 from jarvis.domain.events import AgentTurnEnded, Event, EventBus, EventType
+from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Role, ToolCall
 from jarvis.domain.tools import ToolSpec
@@ -473,3 +475,33 @@ async def test_tool_results_in_tool_messages_are_json_safe_metadata() -> None:
     engine = ScriptedInference([calc("x", "1+1")])
     result = await ToolUsingAgent(engine, "m", tools=[calculator()], max_turns=3).arun("q")
     json.dumps(result.metadata)
+
+
+async def test_a_stream_cut_before_any_token_is_retried_once_without_streaming() -> None:
+    engine = ScriptedInference(
+        [EngineProtocolError("stream ended early", engine="x"), calc("a", "1+1"), text("2")]
+    )
+    updates = await collect(ToolUsingAgent(engine, "m", tools=[calculator()]))
+    final = updates[-1]
+    assert isinstance(final, RunFinished)
+    assert final.result.content == "2"
+    assert final.result.tool_results[0].content == "2"
+    assert len(engine.requests) == 3
+
+
+async def test_a_stream_cut_after_tokens_is_an_error() -> None:
+    chunks: list[StreamChunk | Exception] = [
+        StreamChunk(content="par"),
+        EngineProtocolError("cut", engine="x"),
+    ]
+
+    class Cut(ScriptedInference):
+        async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+            self.requests.append(request)
+            for item in chunks:
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+
+    with pytest.raises(EngineProtocolError):
+        await collect(ToolUsingAgent(Cut(), "m"))
