@@ -1,7 +1,8 @@
 """A loopback fake OpenAI-compatible server with canned answers, for benchmarks and tests.
 
 It answers ``GET /v1/models``, ``GET /health`` and ``POST /v1/chat/completions``
-(non-streaming JSON, or SSE when ``"stream": true``), over HTTP/1.1 keep-alive, on the
+(non-streaming JSON, or SSE when ``"stream": true``; ``--latency`` delays every completion
+to play a slow engine), over HTTP/1.1 keep-alive, on the
 standard library alone so that it costs as little as possible and measures the client,
 not itself. When tools are offered and the conversation has no tool result yet, the
 answer is a call of the first tool (``{"expression": "2+2"}`` when it takes an
@@ -67,8 +68,10 @@ def _tool_call(body: dict[str, object]) -> dict[str, object] | None:
 
 
 class _Handler:
-    def __init__(self, chunk_delay: float) -> None:
+    def __init__(self, chunk_delay: float, latency: float = 0.0) -> None:
         self.chunk_delay = chunk_delay
+        self.latency = latency
+        """Seconds every chat completion waits before it is answered (a slow engine)."""
         self.connections = 0
         self.requests = 0
 
@@ -119,6 +122,8 @@ class _Handler:
             self._send(writer, "200 OK", b"{}")
         elif method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             body = cast("dict[str, object]", json.loads(raw or b"{}"))
+            if self.latency:
+                await asyncio.sleep(self.latency)
             if body.get("stream"):
                 await self.stream(body, writer)
             else:
@@ -185,12 +190,13 @@ async def serve(
     port: int = 0,
     *,
     chunk_delay: float = 0.0,
+    latency: float = 0.0,
     started: asyncio.Future[int] | None = None,
     stop: asyncio.Event | None = None,
     handler: _Handler | None = None,
 ) -> None:
     """Serve until ``stop`` is set (forever without one)."""
-    handler = handler or _Handler(chunk_delay)
+    handler = handler or _Handler(chunk_delay, latency)
     server = await asyncio.start_server(handler.serve, "127.0.0.1", port, backlog=512)
     bound = server.sockets[0].getsockname()[1]
     if started is not None:
@@ -208,10 +214,10 @@ async def serve(
 class StubServer:
     """The stub in a background thread of this process: ``with StubServer() as stub: ...``."""
 
-    def __init__(self, *, chunk_delay: float = 0.0) -> None:
+    def __init__(self, *, chunk_delay: float = 0.0, latency: float = 0.0) -> None:
         self.chunk_delay = chunk_delay
         self.port = 0
-        self._handler = _Handler(chunk_delay)
+        self._handler = _Handler(chunk_delay, latency)
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -272,9 +278,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds before each completion is answered"
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.port, chunk_delay=args.chunk_delay))
+        asyncio.run(serve(args.port, chunk_delay=args.chunk_delay, latency=args.latency))
 
 
 if __name__ == "__main__":

@@ -105,7 +105,8 @@ class ReplContract(Generic[ReplT]):
         result = await session.execute("print('before')\n1 / 0\nprint('after')")
         assert not result.ok
         assert result.error_kind == "exception"
-        assert result.error is not None and "ZeroDivisionError" in result.error
+        assert result.error is not None
+        assert "ZeroDivisionError" in result.error
         assert result.stdout == "before\n"
         assert "ZeroDivisionError" in result.observation()
         assert (await session.execute("kept")).value == "'yes'"
@@ -113,7 +114,8 @@ class ReplContract(Generic[ReplT]):
     async def test_a_syntax_error_is_reported(self, session: ReplSession) -> None:
         result = await session.execute("def broken(:\n    pass")
         assert result.error_kind == "syntax"
-        assert result.error is not None and "SyntaxError" in result.error
+        assert result.error is not None
+        assert "SyntaxError" in result.error
         assert (await session.execute("1 + 1")).value == "2"
 
     # -- FINAL / FINAL_VAR ---------------------------------------------------------------
@@ -134,22 +136,19 @@ class ReplContract(Generic[ReplT]):
         result = await session.execute('FINAL_VAR("summary")')
         assert result.final == "long long long "
 
-    async def test_final_var_of_a_missing_variable_is_an_error(
-        self, session: ReplSession
-    ) -> None:
+    async def test_final_var_of_a_missing_variable_is_an_error(self, session: ReplSession) -> None:
         result = await session.execute('FINAL_VAR("nothing_here")')
         assert result.final is None
         assert not result.has_final
         assert result.error_kind == "final_var_missing"
-        assert result.error is not None and "nothing_here" in result.error
+        assert result.error is not None
+        assert "nothing_here" in result.error
 
     async def test_only_the_first_final_counts(self, session: ReplSession) -> None:
         code = "try:\n    FINAL('first')\nexcept BaseException:\n    FINAL('second')"
         assert (await session.execute(code)).final == "first"
 
-    async def test_final_does_not_leak_into_the_next_execution(
-        self, session: ReplSession
-    ) -> None:
+    async def test_final_does_not_leak_into_the_next_execution(self, session: ReplSession) -> None:
         assert (await session.execute("FINAL(1)")).final == "1"
         assert (await session.execute("2")).final is None
 
@@ -167,7 +166,8 @@ class ReplContract(Generic[ReplT]):
     ) -> None:
         result = await session.execute("llm_query(42)")
         assert result.error_kind == "exception"
-        assert result.error is not None and "TypeError" in result.error
+        assert result.error is not None
+        assert "TypeError" in result.error
         assert callbacks.queries == []
         assert (await session.execute("1")).value == "1"
 
@@ -180,7 +180,8 @@ class ReplContract(Generic[ReplT]):
 
     async def test_llm_batch_with_a_non_string_item_fails(self, session: ReplSession) -> None:
         result = await session.execute("llm_batch(['a', 2])")
-        assert result.error is not None and "TypeError" in result.error
+        assert result.error is not None
+        assert "TypeError" in result.error
 
     async def test_tool_call_reaches_the_host_tool(
         self, session: ReplSession, callbacks: RecordingCallbacks
@@ -188,7 +189,8 @@ class ReplContract(Generic[ReplT]):
         result = await session.execute("tool_call('calculator', expression='2+2')")
         assert result.ok
         assert callbacks.tool_calls == [("calculator", {"expression": "2+2"})]
-        assert result.value is not None and "calculator ran with" in result.value
+        assert result.value is not None
+        assert "calculator ran with" in result.value
         positional = await session.execute("tool_call('think', {'thought': 'hm'})")
         assert positional.ok
         assert callbacks.tool_calls[-1] == ("think", {"thought": "hm"})
@@ -204,7 +206,8 @@ class ReplContract(Generic[ReplT]):
         session = await repl.start(callbacks=RecordingCallbacks(fail_llm=True), limits=LIMITS)
         try:
             result = await session.execute("llm_query('hi')")
-            assert result.error is not None and "the engine is down" in result.error
+            assert result.error is not None
+            assert "the engine is down" in result.error
             assert (await session.execute("3")).value == "3"
         finally:
             await session.aclose()
@@ -215,7 +218,8 @@ class ReplContract(Generic[ReplT]):
         session = await repl.start(limits=LIMITS)
         try:
             result = await session.execute("llm_query('hi')")
-            assert result.error is not None and "not available" in result.error
+            assert result.error is not None
+            assert "not available" in result.error
         finally:
             await session.aclose()
 
@@ -231,7 +235,8 @@ class ReplContract(Generic[ReplT]):
     async def test_a_long_value_is_bounded(self, session: ReplSession) -> None:
         result = await session.execute("'y' * 50_000")
         assert result.truncated
-        assert result.value is not None and len(result.value) < LIMITS.max_output_chars + 100
+        assert result.value is not None
+        assert len(result.value) < LIMITS.max_output_chars + 100
 
     # -- variables from the host ---------------------------------------------------------
 
@@ -273,7 +278,8 @@ class ReplContract(Generic[ReplT]):
         try:
             await first.execute("secret = 1")
             result = await second.execute("secret")
-            assert result.error is not None and "NameError" in result.error
+            assert result.error is not None
+            assert "NameError" in result.error
         finally:
             await first.aclose()
             await second.aclose()

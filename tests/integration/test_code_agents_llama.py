@@ -80,13 +80,13 @@ def test_rlm_answers_over_a_context_far_larger_than_the_window(
     )
     assert data["stop_reason"] in ("final_answer", "max_turns")
     turns = data["turns"]
-    assert isinstance(turns, int) and 1 <= turns <= 4
-    assert isinstance(data["content"], str) and data["content"].strip()
+    assert isinstance(turns, int)
+    assert 1 <= turns <= 4
+    assert isinstance(data["content"], str)
+    assert data["content"].strip()
 
 
-def test_native_openhands_runs_to_a_bounded_end(
-    llama_server: LlamaServer, tmp_path: Path
-) -> None:
+def test_native_openhands_runs_to_a_bounded_end(llama_server: LlamaServer, tmp_path: Path) -> None:
     data = ask(
         llama_server,
         tmp_path,
@@ -100,5 +100,6 @@ def test_native_openhands_runs_to_a_bounded_end(
     )
     assert data["stop_reason"] in ("final_answer", "max_turns", "parse_error")
     turns = data["turns"]
-    assert isinstance(turns, int) and 1 <= turns <= 3
+    assert isinstance(turns, int)
+    assert 1 <= turns <= 3
     assert isinstance(data["content"], str)

@@ -35,12 +35,16 @@ def big_file(tmp_path: Path) -> Path:
 
 
 def test_rlm_reads_the_context_file_into_its_repl_not_its_prompt(tmp_path: Path) -> None:
-    engine = ScriptedInference(
-        ["```python\nFINAL(context.strip().splitlines()[-1])\n```"]
-    )
+    engine = ScriptedInference(["```python\nFINAL(context.strip().splitlines()[-1])\n```"])
     result = run(
-        wired(engine), "ask", "--agent", "rlm", "--context-file", str(big_file(tmp_path)),
-        "--json", "Where is the key?",
+        wired(engine),
+        "ask",
+        "--agent",
+        "rlm",
+        "--context-file",
+        str(big_file(tmp_path)),
+        "--json",
+        "Where is the key?",
     )
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)

@@ -53,7 +53,8 @@ async def test_empty_code_is_refused() -> None:
 
 def test_limits_are_explained() -> None:
     text = render(ExecutionResult(error="Execution timed out after 5 s", error_kind="timeout"), 100)
-    assert "timed out" in text and "faster" in text
+    assert "timed out" in text
+    assert "faster" in text
     memory = render(ExecutionResult(error="MemoryError", error_kind="memory_limit"), 100)
     assert "out of memory" in memory
 

@@ -55,7 +55,9 @@ async def test_variables_persist_across_blocks_of_one_run() -> None:
     engine = ScriptedInference(
         ["```python\ntotal = 40\n```", "```python\ntotal + 2\n```", "Final Answer: done"]
     )
-    await agent(engine).arun("go", )
+    await agent(engine).arun(
+        "go",
+    )
     assert engine.requests[2].messages[-1].content == "Execution output:\n42"
 
 
@@ -110,7 +112,9 @@ async def test_the_turn_budget_ends_with_a_final_request() -> None:
 async def test_the_system_prompt_has_tools_code_rules_and_the_persona() -> None:
     engine = ScriptedInference(["ok"])
     calculator = tool("calculator", "4", parameter="expression")
-    await agent(engine, tools=[calculator], persona_prompt="## Agent Persona\n\nBe kind.").arun("hi")
+    await agent(engine, tools=[calculator], persona_prompt="## Agent Persona\n\nBe kind.").arun(
+        "hi"
+    )
     system = engine.requests[0].messages[0].content
     assert "```python" in system
     assert "### calculator" in system
@@ -178,7 +182,8 @@ async def test_long_observations_are_cut_oldest_first_to_fit_the_budget() -> Non
     await codeact.arun("Produce output.")
     last = engine.requests[-1].messages
     assert estimate_tokens(last) <= 2600
-    assert last[0].role is Role.SYSTEM and "How to act" in last[0].content
+    assert last[0].role is Role.SYSTEM
+    assert "How to act" in last[0].content
     assert last[1].content == "Produce output."
     assert "Earlier output removed" in last[3].content
     assert "2222" in last[-1].content
@@ -227,13 +232,15 @@ def test_the_reading_rule() -> None:
         return protocol.interpret(Completion(content=text), turn=1)
 
     final = read("```python\nprint(1)\n```\nFinal Answer: 1")
-    assert isinstance(final, FinalAnswer) and final.content == "1"
+    assert isinstance(final, FinalAnswer)
+    assert final.content == "1"
     in_code = read("```python\nx = '''\nFinal Answer: not a label\n'''\n```")
     assert isinstance(in_code, ToolCalls)
     other = read("```bash\nls\n```")
     assert isinstance(other, FinalAnswer)
     first = read("```python\na = 1\n```\n```python\nb = 2\n```")
-    assert isinstance(first, ToolCalls) and first.calls[0].arguments == {"code": "a = 1\n"}
+    assert isinstance(first, ToolCalls)
+    assert first.calls[0].arguments == {"code": "a = 1\n"}
     unclosed = read("```python\nprint('cut off")
     assert isinstance(unclosed, ToolCalls)
     with_tools = CodeActProtocol(

@@ -38,7 +38,8 @@ def test_every_message_requires_its_type() -> None:
             properties = definition.get("properties")
             if isinstance(properties, dict) and "type" in properties:
                 required = definition["required"]
-                assert isinstance(required, list) and "type" in required
+                assert isinstance(required, list)
+                assert "type" in required
 
 
 def test_worker_lines_are_read_by_their_type() -> None:
@@ -77,4 +78,4 @@ def test_host_messages_round_trip() -> None:
 
 
 def test_the_schemas_live_under_contracts() -> None:
-    assert TARGET == Path(__file__).resolve().parents[2] / "contracts" / "schemas" / "repl"
+    assert Path(__file__).resolve().parents[2] / "contracts" / "schemas" / "repl" == TARGET

@@ -74,7 +74,9 @@ async def test_final_ends_the_run_at_once() -> None:
 
 
 async def test_final_var_of_a_missing_variable_is_an_observation_not_an_empty_answer() -> None:
-    engine = ScriptedInference([code('FINAL_VAR("missing")'), code("answer = 'ok'\nFINAL_VAR('answer')")])
+    engine = ScriptedInference(
+        [code('FINAL_VAR("missing")'), code("answer = 'ok'\nFINAL_VAR('answer')")]
+    )
     result = await rlm(engine).arun("q", with_context("x"))
     assert result.content == "ok"
     assert result.turns == 2
@@ -98,7 +100,9 @@ async def test_a_bare_final_line_is_the_answer() -> None:
 
 
 async def test_sub_calls_use_the_sub_model_settings() -> None:
-    engine = ScriptedInference([code("r = llm_query('summarise: ' + context[:5])\nprint(r)"), "sub answer", "Done."])
+    engine = ScriptedInference(
+        [code("r = llm_query('summarise: ' + context[:5])\nprint(r)"), "sub answer", "Done."]
+    )
     agent = rlm(engine, sub_model="small-model")
     result = await agent.arun("q", with_context("abcdefgh"))
     sub = [r for r in engine.requests if r.model == "small-model"]
@@ -145,7 +149,9 @@ class SlowEngine:
 
     async def generate(self, request: InferenceRequest) -> Completion:
         if request.model == "root-model":
-            return Completion(content=self.root.pop(0), usage=Usage(prompt_tokens=10, completion_tokens=5))
+            return Completion(
+                content=self.root.pop(0), usage=Usage(prompt_tokens=10, completion_tokens=5)
+            )
         self.sub_requests += 1
         self.running += 1
         self.peak = max(self.peak, self.running)
@@ -153,7 +159,10 @@ class SlowEngine:
             await asyncio.sleep(self.delay)
         finally:
             self.running -= 1
-        return Completion(content=f"sub:{request.messages[0].content}", usage=Usage(prompt_tokens=3, completion_tokens=2))
+        return Completion(
+            content=f"sub:{request.messages[0].content}",
+            usage=Usage(prompt_tokens=3, completion_tokens=2),
+        )
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         completion = await self.generate(request)

@@ -189,7 +189,9 @@ class InMemoryReplSession:
             return call(lambda: callbacks.llm_query(prompt), "llm_query")
 
         def llm_batch(prompts: object) -> list[str]:
-            if not isinstance(prompts, (list, tuple)) or not all(isinstance(p, str) for p in prompts):
+            if not isinstance(prompts, (list, tuple)) or not all(
+                isinstance(p, str) for p in prompts
+            ):
                 raise TypeError("llm_batch(prompts) needs a list of str")
             items = [str(p) for p in prompts]
             callbacks = session._callbacks

@@ -230,7 +230,8 @@ class FilesystemPersonaStore:
             raise PersonaError(
                 f"{path} is being edited elsewhere: no lock on {lock_path} after "
                 f"{self.lock_timeout:g} s.",
-                hint="Try again; if no jarvis process is running, the lock is stale.",
+                hint="Another process is editing it (the lock is released when that process "
+                "ends); try again.",
             ) from None
         except OSError as error:
             raise self._unwritable(path, error) from None

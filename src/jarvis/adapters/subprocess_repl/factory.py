@@ -24,8 +24,9 @@ class SubprocessRepl:
     ``python`` is the interpreter to run the code with, started with ``-I -S -B``: standard
     library only, none of jarvis's site-packages (default: the running interpreter, or
     another one whose standard library the sandbox user can read, see
-    :func:`~jarvis.adapters.subprocess_repl.sandbox.choose_interpreter`). ``network`` chooses the sandbox plan (see
-    :mod:`jarvis.adapters.subprocess_repl.sandbox`); the plan is found on first use and kept.
+    :func:`~jarvis.adapters.subprocess_repl.sandbox.choose_interpreter`). ``network``
+    chooses the sandbox plan (see :mod:`jarvis.adapters.subprocess_repl.sandbox`); the plan
+    is found on first use and kept.
     ``limits`` are the defaults for sessions started without their own.
     """
 

@@ -44,9 +44,7 @@ class WorkerProcess:
         self.killed_by_host = False
 
     @classmethod
-    async def spawn(
-        cls, command: Sequence[str], *, cwd: str, env: dict[str, str]
-    ) -> WorkerProcess:
+    async def spawn(cls, command: Sequence[str], *, cwd: str, env: dict[str, str]) -> WorkerProcess:
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
@@ -63,7 +61,9 @@ class WorkerProcess:
     def pid(self) -> int:
         return self._process.pid
 
-    async def send(self, message: SetupMessage | ExecuteRequest | SetVariableRequest | _Message) -> None:
+    async def send(
+        self, message: SetupMessage | ExecuteRequest | SetVariableRequest | _Message
+    ) -> None:
         """Write one message; raises ``ConnectionError`` when the worker is gone."""
         stdin = self._process.stdin
         if stdin is None or stdin.is_closing():
@@ -104,10 +104,8 @@ class WorkerProcess:
         if stdin is not None and not stdin.is_closing():
             stdin.close()
         if self._process.returncode is None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._process.wait(), grace)
-            except TimeoutError:
-                pass
         await self.kill()
 
     async def _finish(self) -> None:

@@ -93,7 +93,9 @@ class ResultMessage(_Message):
     stderr: str
     value: str | None
     error: str | None
-    error_kind: Literal["exception", "syntax", "cpu_limit", "memory_limit", "final_var_missing"] | None
+    error_kind: (
+        Literal["exception", "syntax", "cpu_limit", "memory_limit", "final_var_missing"] | None
+    )
     traceback: str
     final: str | None
     truncated: bool
@@ -152,9 +154,9 @@ def _type_required(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
                 continue
             properties = definition.get("properties")
             required = definition.setdefault("required", [])
-            if isinstance(properties, dict) and "type" in properties and isinstance(required, list):
-                if "type" not in required:
-                    required.insert(0, "type")
+            typed = isinstance(properties, dict) and "type" in properties
+            if typed and isinstance(required, list) and "type" not in required:
+                required.insert(0, "type")
     return schema
 
 

@@ -28,7 +28,6 @@ from jarvis.adapters.subprocess_repl.protocol import (
     SetVariableRequest,
     ToolCallRequest,
     VariableSetMessage,
-    WorkerMessage,
 )
 from jarvis.adapters.subprocess_repl.sandbox import SandboxPlan, scrubbed_environment
 from jarvis.domain.errors import SandboxError
@@ -37,8 +36,7 @@ from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, Re
 
 STARTUP_TIMEOUT = 10.0
 _NO_CALLBACKS = (
-    "{kind} is not available here: this REPL was started without a connection to a model "
-    "or tools"
+    "{kind} is not available here: this REPL was started without a connection to a model or tools"
 )
 
 
@@ -251,7 +249,9 @@ class SubprocessReplSession:
     async def _answer(self, request: CallbackRequest) -> CallbackReply:
         callbacks = self._callbacks
         if callbacks is None:
-            return CallbackReply(id=request.id, ok=False, error=_NO_CALLBACKS.format(kind=request.type))
+            return CallbackReply(
+                id=request.id, ok=False, error=_NO_CALLBACKS.format(kind=request.type)
+            )
         try:
             if isinstance(request, LlmQueryRequest):
                 answer = await callbacks.llm_query(request.prompt)
@@ -282,4 +282,3 @@ def _to_result(message: ResultMessage) -> ExecutionResult:
         truncated=message.truncated,
         duration_seconds=message.duration_seconds,
     )
-

@@ -18,6 +18,7 @@ round trips in between), ``set_variable`` -> ``variable_set``, until stdin close
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import json
 import linecache
@@ -115,7 +116,8 @@ class _Channel:
     """The JSON-lines protocol on two private descriptors."""
 
     def __init__(self, fd_in: int, fd_out: int) -> None:
-        self._reader = io.open(fd_in, "rb", buffering=1 << 16, closefd=True)  # noqa: UP020
+        # owned for the life of the process: closed by abandon() or at exit
+        self._reader = open(fd_in, "rb", buffering=1 << 16, closefd=True)  # noqa: SIM115
         self._fd_out = fd_out
         self.open = True
 
@@ -143,10 +145,8 @@ class _Channel:
         """Forget the descriptors (in a forked child, so it cannot speak for the worker)."""
         self.open = False
         for fd in (self._reader.fileno(), self._fd_out):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 class _BoundedText(io.TextIOBase):
@@ -258,9 +258,9 @@ def _install_guard(workdir: str, *, allow_fork: bool) -> None:
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
             path, mode, flags = args[0], args[1], args[2]
-            writing = (
-                isinstance(mode, str) and any(c in mode for c in "wax+")
-            ) or (isinstance(flags, int) and flags & _WRITE_FLAGS)
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
             if writing and not inside(path):
                 refuse(f"writing to {path!r} (outside the working directory)")
         elif event in _PATH_EVENTS:
@@ -287,9 +287,8 @@ def _install_guard(workdir: str, *, allow_fork: bool) -> None:
                 refuse("signalling other processes")
         elif event in _INTROSPECTION_EVENTS:
             refuse(event)
-        elif event == "import":
-            if args[0] in _BLOCKED_MODULES:
-                refuse(f"importing {args[0]}")
+        elif event == "import" and args[0] in _BLOCKED_MODULES:
+            refuse(f"importing {args[0]}")
 
     sys.addaudithook(hook)
 
@@ -506,10 +505,8 @@ class _Session:
         """
         self.forked = 0
         for _ in range(10_000):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(-1, signal.SIGKILL)  # every process of this throwaway user but us
-            except OSError:
-                pass
             try:
                 while os.waitpid(-1, os.WNOHANG)[0]:
                     pass

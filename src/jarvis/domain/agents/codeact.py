@@ -286,4 +286,3 @@ class NativeOpenHandsAgent(ReplUsingAgent):
             for url, result in zip(urls, results, strict=True)
         ]
         return inline_pages(input, pages), results
-

@@ -22,26 +22,24 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import ClassVar, TypedDict
 
+from jarvis.domain.agent import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.context_window import estimate_tokens, fit_messages
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.errors import ContextTooLongError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
-
-from jarvis.domain.agent import AgentContext, AgentResult
 from jarvis.domain.agents.loop_guard import LoopGuardConfig
 from jarvis.domain.agents.repl_cell import ReplCellTool
 from jarvis.domain.agents.sub_calls import SubModelCallbacks
 from jarvis.domain.agents.tool_loop import ToolUsingAgent
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import ContextTooLongError
 from jarvis.domain.events import EventBus
+from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.messages import Message
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.repl import ReplLimits
 from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
-
 
 OVERFLOW_RETRIES = 3
 """How many times a turn is retried, each time at half the size, when the engine reports
@@ -106,7 +104,7 @@ class ReplUsingAgent(ToolUsingAgent):
         sub_model: str | None = None,
         sub_temperature: float = 0.3,
         sub_max_tokens: int = 1024,
-        sub_concurrency: int = 8,
+        sub_concurrency: int = 16,
         max_sub_calls: int = 100,
         max_prompt_tokens: int | None = None,
         tools: Sequence[ToolPort] = (),

@@ -40,7 +40,7 @@ class SubModelCallbacks:
         max_tokens: int = 1024,
         options: JSONObject | None = None,
         tools: ToolExecutor | None = None,
-        max_concurrency: int = 8,
+        max_concurrency: int = 16,
         max_calls: int = 100,
     ) -> None:
         self._generate = generate
