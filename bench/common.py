@@ -60,6 +60,7 @@ class ProcessRun:
     seconds: float
     max_rss_kb: int
     returncode: int
+    cpu_seconds: float
 
 
 # Linux counts a child's pre-exec image (a copy of its parent) in its peak RSS, so a child
@@ -71,7 +72,8 @@ started = time.perf_counter()
 child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
 elapsed = time.perf_counter() - started
-print(elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+cpu = usage.ru_utime + usage.ru_stime
+print(elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status), cpu)
 """
 
 
@@ -84,7 +86,7 @@ def run_process(command: Sequence[str], *, env: dict[str, str] | None = None) ->
         env=env,
         check=True,
     ).stdout.split()
-    return ProcessRun(float(out[0]), int(out[1]), int(out[2]))
+    return ProcessRun(float(out[0]), int(out[1]), int(out[2]), float(out[3]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,8 @@ class Timing:
     median: float
     best: float
     max_rss_kb: int
+    cpu_median: float
+    """User + system CPU seconds of the process: what contention for the CPU cannot inflate."""
 
 
 def time_process(
@@ -105,4 +109,9 @@ def time_process(
     if failed:
         raise RuntimeError(f"{' '.join(command)} exited with {failed[0].returncode}")
     seconds = [r.seconds for r in results]
-    return Timing(statistics.median(seconds), min(seconds), max(r.max_rss_kb for r in results))
+    return Timing(
+        statistics.median(seconds),
+        min(seconds),
+        max(r.max_rss_kb for r in results),
+        statistics.median(r.cpu_seconds for r in results),
+    )

@@ -39,7 +39,7 @@ from typing import cast
 
 import httpx
 
-from bench.common import ROOT, BenchContext, Row, time_process
+from bench.common import ROOT, BenchContext, Row, Timing, time_process
 
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
@@ -223,6 +223,10 @@ def process_rows(ctx: BenchContext) -> list[Row]:
         env=ctx.env,
     )
     rss_mb = ask.max_rss_kb / 1024
+
+    def spent(timing: Timing) -> str:
+        return f"median of {runs}; best {timing.best:.3f} s, CPU {timing.cpu_median:.3f} s"
+
     return [
         Row(
             name="jarvis --help",
@@ -232,6 +236,7 @@ def process_rows(ctx: BenchContext) -> list[Row]:
             baseline_name="python -c pass",
             goal="<= 0.2 s",
             ok=help_.median <= 0.2,
+            note=spent(help_),
         ),
         Row(
             name="jarvis ask, end to end (stub)",
@@ -241,6 +246,7 @@ def process_rows(ctx: BenchContext) -> list[Row]:
             baseline_name="python -c pass",
             goal="<= 0.3 s",
             ok=ask.median <= 0.3,
+            note=spent(ask),
         ),
         Row(
             name="import jarvis",
@@ -250,6 +256,7 @@ def process_rows(ctx: BenchContext) -> list[Row]:
             baseline_name="python -c pass",
             goal="<= 0.15 s",
             ok=imported.median <= 0.15,
+            note=spent(imported),
         ),
         Row(
             name="import httpx (reference)",

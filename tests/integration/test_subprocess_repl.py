@@ -89,6 +89,17 @@ def _processes_of(uid: int) -> list[int]:
     return found
 
 
+def _host_untouched(outside: Path, target: Path) -> bool:
+    """Nothing was created outside the working directory and the victim file is intact."""
+    return (
+        not outside.exists()
+        and target.read_text() == "original"
+        and not Path("/etc/jarvis-escape").exists()
+        and not Path("/tmp/jarvis-escape").exists()
+        and not Path("/tmp/jarvis-escape-dir").exists()
+    )
+
+
 class TestSubprocessRepl(ReplContract[SubprocessRepl]):
     @pytest.fixture
     def repl(self, auto_repl: SubprocessRepl) -> SubprocessRepl:
@@ -356,6 +367,16 @@ async def test_cancelling_an_execution_kills_the_interpreter(
     assert result.value == "'fresh'"
 
 
+async def test_an_oversized_callback_is_an_error_in_the_code(
+    session: SubprocessReplSession,
+) -> None:
+    result = await session.execute("llm_query('x' * 9_000_000)")
+    assert result.error is not None
+    assert "too large" in result.error
+    assert not result.restarted
+    assert (await session.execute("'alive'")).value == "'alive'"
+
+
 async def test_time_spent_answering_callbacks_does_not_count(any_repl: SubprocessRepl) -> None:
     class SlowCallbacks(RecordingCallbacks):
         async def llm_query(self, prompt: str) -> str:
@@ -414,15 +435,23 @@ async def test_writing_outside_the_working_directory_fails(
         f"import os\nos.remove({str(target)!r})",
         "import os\nos.symlink('/etc', 'link')\nopen('link/jarvis-escape', 'w')",
         f"import shutil\nshutil.copy('/etc/hostname', {str(outside)!r})",
+        f"import sqlite3\nsqlite3.connect({str(outside)!r}).execute('create table t (x)')",
+        "import os\nfd = os.open('/tmp', os.O_RDONLY)\nos.mkdir('jarvis-escape-dir', dir_fd=fd)",
+        "import os\nfd = os.open('/tmp', os.O_RDONLY)\n"
+        "os.open('jarvis-escape', os.O_WRONLY | os.O_CREAT, dir_fd=fd)",
     ]
     for code in attempts:
         result = await session.execute(code)
         assert result.error is not None, code
-    assert not outside.exists()
-    assert target.read_text() == "original"
-    assert not os.path.exists("/etc/jarvis-escape")
+    assert _host_untouched(outside, target)
     inside = await session.execute("open('notes.txt', 'w').write('mine')\nopen('notes.txt').read()")
     assert inside.value == "'mine'"
+    tidy = await session.execute(
+        "import os, shutil, sqlite3\nos.makedirs('a/b')\nopen('a/b/c', 'w').close()\n"
+        "sqlite3.connect('db.sqlite').execute('create table t (x)')\n"
+        "shutil.rmtree('a')\nsorted(os.listdir('.')), len(os.listdir('/etc')) > 0"
+    )
+    assert tidy.value == "(['db.sqlite', 'link', 'notes.txt'], True)", tidy
 
 
 async def test_opening_a_network_connection_fails(session: SubprocessReplSession) -> None:

@@ -216,3 +216,12 @@ async def test_a_forced_tool_choice_holds_for_the_first_turn_only() -> None:
     assert [r.tool_choice for r in engine.requests] == ["required", "auto"]
     with pytest.raises(ConfigurationError, match="tool choice"):
         OrchestratorAgent(engine, "m", tool_choice="always")  # type: ignore[arg-type]
+
+
+async def test_a_truncated_json_step_still_yields_readable_text() -> None:
+    step = '{"thought": "again", "tool": "calculator", "arguments": {"expression": "1"}}'
+    engine = ScriptedInference([step, '{"thought": "I think the answer is \\"one\\" and'])
+    agent = OrchestratorAgent(engine, "m", tools=[calculator()], mode="structured", max_turns=1)
+    result = await agent.arun("q")
+    assert result.content == 'I think the answer is "one" and'
+    assert result.stop_reason == "max_turns"

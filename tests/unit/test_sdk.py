@@ -11,9 +11,8 @@ import pytest
 
 import jarvis
 from jarvis.application.ask import Answer
-from jarvis.domain.completion import Completion
 from jarvis.application.tools import function_tool
-from jarvis.domain.completion import StreamChunk
+from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
 from jarvis.entrypoints.sdk import Jarvis as SdkJarvis

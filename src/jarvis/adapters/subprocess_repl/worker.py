@@ -32,6 +32,8 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 PROTOCOL_VERSION = 1
+MAX_CALLBACK_BYTES = 8 * 1024 * 1024
+"""Largest callback message (an llm_query prompt, a batch, tool arguments) sent to the host."""
 _FILENAME = "<repl-{n}>"
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -53,6 +55,7 @@ _PATH_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
     "os.rename": ((0, 1), (2, 3)),
     "os.link": ((0, 1), (2, 3)),
     "os.symlink": ((1,), (2,)),
+    "sqlite3.connect": ((0,), ()),
 }
 _NETWORK_EVENTS = {
     "socket.connect",
@@ -242,14 +245,25 @@ def _install_guard(workdir: str, *, allow_fork: bool) -> None:
     allowed_devices = ("/dev/null",)
     own_pid = os.getpid()
 
-    def inside(path: object) -> bool:
-        if isinstance(path, int):
-            return True  # an already-open descriptor
+    def resolve(path: object, dir_fd: object = None) -> str | None:
+        """The real path ``path`` names (relative to ``dir_fd`` when given), or None."""
         try:
             text = os.fsdecode(path)  # type: ignore[arg-type]
         except TypeError:
+            return None
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
+            try:
+                text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+            except OSError:
+                return None
+        return os.path.realpath(text)
+
+    def inside(path: object, dir_fd: object = None) -> bool:
+        if isinstance(path, int):
+            return True  # an already-open descriptor
+        real = resolve(path, dir_fd)
+        if real is None:
             return False
-        real = os.path.realpath(text)
         return real == root or real.startswith(prefix) or real in allowed_devices
 
     def refuse(what: str) -> NoReturn:
@@ -263,13 +277,17 @@ def _install_guard(workdir: str, *, allow_fork: bool) -> None:
             )
             if writing and not inside(path):
                 refuse(f"writing to {path!r} (outside the working directory)")
+            if not writing and not isinstance(path, int) and not inside(path):
+                real = resolve(path)
+                if real is not None and os.path.isdir(real):
+                    # a directory descriptor would anchor dir_fd= writes the "open" event
+                    # cannot see; listing directories (os.listdir, os.scandir) still works
+                    refuse(f"opening the directory {path!r} (outside the working directory)")
         elif event in _PATH_EVENTS:
             paths, dir_fds = _PATH_EVENTS[event]
-            for index in dir_fds:
-                if index < len(args) and isinstance(args[index], int) and args[index] >= 0:
-                    refuse(f"{event} relative to a directory descriptor")
+            dir_fd = args[dir_fds[0]] if dir_fds and dir_fds[0] < len(args) else None
             for index in paths:
-                if index < len(args) and not inside(args[index]):
+                if index < len(args) and not inside(args[index], dir_fd):
                     refuse(f"{event} on {args[index]!r} (outside the working directory)")
         elif event in _NETWORK_EVENTS:
             refuse("network access")
@@ -387,6 +405,12 @@ class _Session:
             raise ReplCallbackError(f"{kind} is not available in a forked process")
         self.callback_ids += 1
         message = {"type": kind, "id": self.callback_ids, **payload}
+        size = len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_CALLBACK_BYTES:
+            raise ValueError(
+                f"{kind} payload is too large ({size:,} bytes, at most {MAX_CALLBACK_BYTES:,}): "
+                "send smaller pieces"
+            )
         self.channel.send(message)
         reply = self.channel.receive()
         if reply is None:

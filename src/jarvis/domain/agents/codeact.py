@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
-
-from typing_extensions import Unpack
+from typing import ClassVar, Unpack
 
 from jarvis.domain.agent import AgentContext
 from jarvis.domain.agents.base import strip_think

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeAlias
 
+from jarvis.domain.agents.base import strip_think as _strip_think
 from jarvis.domain.completion import Completion, ResponseFormat, ToolChoice
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.tools import ToolResult, ToolSpec
@@ -200,6 +201,11 @@ class ToolProtocol(ABC):
         """The answer text of the tool-less final call."""
         decision = self.interpret(completion, turn=0)
         return decision.content if isinstance(decision, FinalAnswer) else ""
+
+    def visible_text(self, completion: Completion) -> str:
+        """The readable text of a reply (kept as the run's last words, the answer of last
+        resort when the final call yields nothing)."""
+        return _strip_think(completion.content)
 
     def text_filter(self) -> TextFilter:
         """A fresh filter for one streamed turn."""

@@ -21,9 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import ClassVar
-
-from typing_extensions import Unpack
+from typing import ClassVar, Unpack
 
 from jarvis.domain.agent import AgentContext
 from jarvis.domain.agents.base import strip_think

@@ -2,14 +2,17 @@
 
 With ``output="json_schema"`` the engine's structured-output feature forces every reply into
 ``{"thought", "tool", "arguments"}`` or ``{"thought", "final_answer"}`` (one ``anyOf``
-schema; the tool name is an ``enum`` of the offered tools). With ``output="text"`` — engines
-with no schema support — the model is asked for a strict labelled text format
+schema with a branch per tool, whose ``arguments`` follow that tool's parameter schema).
+With ``output="text"`` — engines with no schema support — the model is asked for a strict
+labelled text format
 (``THOUGHT:`` / ``TOOL:`` / ``ARGUMENTS:`` or ``THOUGHT:`` / ``FINAL_ANSWER:``). Either way
 the reader accepts both forms, since models drift between them.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -50,33 +53,53 @@ FINAL_ANSWER: <your answer>
 After a tool call you receive its result as "Observation: ..."."""
 
 
+THOUGHT_SCHEMA: JSONObject = {"type": "string", "maxLength": 600}
+"""A bounded thought, so a rambling model cannot spend its whole token budget before acting."""
+
+
 def final_step_schema() -> JSONObject:
     """The schema of a finishing step."""
     return {
         "type": "object",
-        "properties": {"thought": {"type": "string"}, "final_answer": {"type": "string"}},
+        "properties": {"thought": dict(THOUGHT_SCHEMA), "final_answer": {"type": "string"}},
         "required": ["thought", "final_answer"],
         "additionalProperties": False,
     }
 
 
-def step_schema(specs: Sequence[ToolSpec]) -> JSONObject:
-    """The schema of one step: a tool call (tool name restricted to ``specs``) or a final
-    answer."""
-    if not specs:
-        return final_step_schema()
-    names: list[JSONValue] = [s.name for s in specs]
-    tool_step: JSONObject = {
+def _has_ref(value: JSONValue) -> bool:
+    if isinstance(value, dict):
+        return "$ref" in value or any(_has_ref(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_ref(v) for v in value)
+    return False
+
+
+def tool_step_schema(spec: ToolSpec) -> JSONObject:
+    """A call of one tool: its name fixed and its arguments held to the tool's own schema
+    (a schema with ``$ref`` cannot be inlined and is replaced by "any object")."""
+    arguments: JSONValue = (
+        {"type": "object"} if _has_ref(spec.parameters) else dict(spec.parameters)
+    )
+    return {
         "type": "object",
         "properties": {
-            "thought": {"type": "string"},
-            "tool": {"type": "string", "enum": names},
-            "arguments": {"type": "object"},
+            "thought": dict(THOUGHT_SCHEMA),
+            "tool": {"type": "string", "enum": [spec.name]},
+            "arguments": arguments,
         },
         "required": ["thought", "tool", "arguments"],
         "additionalProperties": False,
     }
-    return {"anyOf": [tool_step, final_step_schema()]}
+
+
+def step_schema(specs: Sequence[ToolSpec]) -> JSONObject:
+    """The schema of one step: a call of one of ``specs`` with arguments that fit that
+    tool's schema, or a final answer. Grammar-based engines (llama.cpp, Ollama) then cannot
+    produce a malformed call at all."""
+    branches: list[JSONValue] = [tool_step_schema(s) for s in specs]
+    branches.append(final_step_schema())
+    return {"anyOf": branches} if len(branches) > 1 else final_step_schema()
 
 
 class StructuredProtocol(LabelledTextProtocol):
@@ -128,6 +151,29 @@ class StructuredProtocol(LabelledTextProtocol):
                 self.explain("the JSON step has neither a 'tool' nor a 'final_answer'")
             )
         return decision
+
+    def final_answer(self, completion: Completion) -> str:
+        decision = self.interpret(completion, turn=0)
+        if isinstance(decision, FinalAnswer):
+            return decision.content
+        return self.visible_text(completion)
+
+    def visible_text(self, completion: Completion) -> str:
+        """What a person can read in a step, even a truncated one: its final answer or its
+        thought, never the raw JSON."""
+        text = strip_think(completion.content)
+        if not text.startswith(("{", "```")):
+            return text
+        for key in ("final_answer", "thought"):
+            match = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)', text)
+            if match is not None and match.group(1).strip():
+                try:
+                    value = json.loads(f'"{match.group(1)}"')
+                except ValueError:
+                    value = match.group(1)
+                if isinstance(value, str) and value.strip():
+                    return value.strip()
+        return ""
 
     def explain(self, error: str) -> str:
         if self.output == "json_schema":

@@ -336,6 +336,18 @@ class ToolUsingAgent(BaseAgent):
         async with asyncio.timeout_at(deadline):
             return await self.generate(request)
 
+    async def _regenerate(
+        self, run: _Run, request: InferenceRequest, deadline: float | None
+    ) -> Completion:
+        """The non-streamed retry of a cut stream. The cut may leave the server's connection
+        dead, so one retryable failure (engine unavailable) is tried once more."""
+        try:
+            return await self._generate_turn(run, request, deadline)
+        except InferenceError as error:
+            if not error.retryable:
+                raise
+            return await self._generate_turn(run, request, deadline)
+
     async def _stream_turn(
         self,
         run: _Run,
@@ -364,7 +376,7 @@ class ToolUsingAgent(BaseAgent):
                         raise
                     # some servers cannot stream a turn with tools (they cut the stream
                     # before the first token): ask once more without streaming
-                    completion = await self._generate_turn(run, request, deadline)
+                    completion = await self._regenerate(run, request, deadline)
                     visible = text_filter.feed(completion.content)
                     if visible:
                         yield TextDelta(text=visible)
@@ -395,7 +407,7 @@ class ToolUsingAgent(BaseAgent):
         run.finish_reason = completion.finish_reason
         if completion.model:
             run.model = completion.model
-        text = strip_think(completion.content)
+        text = run.protocol.visible_text(completion)
         if text:
             run.last_content = text
 
