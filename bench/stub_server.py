@@ -6,7 +6,8 @@ to play a slow engine), over HTTP/1.1 keep-alive, on the
 standard library alone so that it costs as little as possible and measures the client,
 not itself. When tools are offered and the conversation has no tool result yet, the
 answer is a call of the first tool (``{"expression": "2+2"}`` when it takes an
-``expression``, else ``{}``); otherwise it is :data:`ANSWER`.
+``expression``, else ``{}``); otherwise it is :data:`ANSWER`. ``--tool-rounds N`` keeps
+calling until N tool results have come back (a multi-turn tool loop).
 
 Run it with ``python bench/stub_server.py [--port 0] [--chunk-delay SECONDS]``; it prints
 ``PORT <n>`` on stdout once it listens. In-process, use :class:`StubServer` as a context
@@ -43,13 +44,15 @@ def _usage(body: dict[str, object], content: str) -> dict[str, int]:
     }
 
 
-def _tool_call(body: dict[str, object]) -> dict[str, object] | None:
-    """The tool call to make, when tools are offered and none has been answered yet."""
+def _tool_call(body: dict[str, object], rounds: int = 1) -> dict[str, object] | None:
+    """The tool call to make, when tools are offered and fewer than ``rounds`` tool results
+    have come back yet."""
     tools = body.get("tools")
     messages = body.get("messages")
     if not isinstance(tools, list) or not tools or not isinstance(messages, list):
         return None
-    if any(isinstance(m, dict) and m.get("role") == "tool" for m in messages):
+    answered = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+    if answered >= rounds:
         return None
     first = tools[0] if isinstance(tools[0], dict) else {}
     function = first.get("function") if isinstance(first.get("function"), dict) else {}
@@ -61,17 +64,19 @@ def _tool_call(body: dict[str, object]) -> dict[str, object] | None:
         {"expression": "2+2"} if isinstance(properties, dict) and "expression" in properties else {}
     )
     return {
-        "id": "call_stub_1",
+        "id": f"call_stub_{answered + 1}",
         "type": "function",
         "function": {"name": str(function.get("name", "tool")), "arguments": json.dumps(arguments)},
     }
 
 
 class _Handler:
-    def __init__(self, chunk_delay: float, latency: float = 0.0) -> None:
+    def __init__(self, chunk_delay: float, latency: float = 0.0, tool_rounds: int = 1) -> None:
         self.chunk_delay = chunk_delay
         self.latency = latency
         """Seconds every chat completion waits before it is answered (a slow engine)."""
+        self.tool_rounds = tool_rounds
+        """How many tool calls in a row a conversation with tools gets before the answer."""
         self.connections = 0
         self.requests = 0
 
@@ -133,9 +138,8 @@ class _Handler:
             self._send(writer, "404 Not Found", _json_bytes(error))
         await writer.drain()
 
-    @staticmethod
-    def completion(body: dict[str, object]) -> dict[str, object]:
-        call = _tool_call(body)
+    def completion(self, body: dict[str, object]) -> dict[str, object]:
+        call = _tool_call(body, self.tool_rounds)
         message: dict[str, object] = {"role": "assistant", "content": None if call else ANSWER}
         if call:
             message["tool_calls"] = [call]
@@ -156,7 +160,7 @@ class _Handler:
             b"transfer-encoding: chunked\r\n\r\n"
         )
         model = str(body.get("model") or MODEL)
-        call = _tool_call(body)
+        call = _tool_call(body, self.tool_rounds)
         base = {
             "id": "chatcmpl-stub",
             "object": "chat.completion.chunk",
@@ -191,12 +195,13 @@ async def serve(
     *,
     chunk_delay: float = 0.0,
     latency: float = 0.0,
+    tool_rounds: int = 1,
     started: asyncio.Future[int] | None = None,
     stop: asyncio.Event | None = None,
     handler: _Handler | None = None,
 ) -> None:
     """Serve until ``stop`` is set (forever without one)."""
-    handler = handler or _Handler(chunk_delay, latency)
+    handler = handler or _Handler(chunk_delay, latency, tool_rounds)
     server = await asyncio.start_server(handler.serve, "127.0.0.1", port, backlog=512)
     bound = server.sockets[0].getsockname()[1]
     if started is not None:
@@ -214,10 +219,12 @@ async def serve(
 class StubServer:
     """The stub in a background thread of this process: ``with StubServer() as stub: ...``."""
 
-    def __init__(self, *, chunk_delay: float = 0.0, latency: float = 0.0) -> None:
+    def __init__(
+        self, *, chunk_delay: float = 0.0, latency: float = 0.0, tool_rounds: int = 1
+    ) -> None:
         self.chunk_delay = chunk_delay
         self.port = 0
-        self._handler = _Handler(chunk_delay, latency)
+        self._handler = _Handler(chunk_delay, latency, tool_rounds)
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -281,9 +288,19 @@ def main() -> None:
     parser.add_argument(
         "--latency", type=float, default=0.0, help="seconds before each completion is answered"
     )
+    parser.add_argument(
+        "--tool-rounds", type=int, default=1, help="tool calls in a row before the answer"
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.port, chunk_delay=args.chunk_delay, latency=args.latency))
+        asyncio.run(
+            serve(
+                args.port,
+                chunk_delay=args.chunk_delay,
+                latency=args.latency,
+                tool_rounds=args.tool_rounds,
+            )
+        )
 
 
 if __name__ == "__main__":

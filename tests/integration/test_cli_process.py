@@ -141,3 +141,21 @@ def test_ctrl_c_while_streaming(jarvis_home: Path, slow_stub_server: StubServer)
     assert text.endswith("\n")  # the cursor is left on a fresh line
     assert len(text.strip()) < len(ANSWER)  # it really stopped mid-answer
     assert err.decode() == "jarvis: interrupted\n"
+
+
+def test_reader_closing_the_pipe_is_not_an_error(
+    jarvis_home: Path, slow_stub_server: StubServer
+) -> None:
+    process = subprocess.Popen(
+        [*JARVIS, "ask", "--base-url", slow_stub_server.url, "-m", "stub-model", "q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_for(jarvis_home),
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    assert os.read(process.stdout.fileno(), 3)
+    process.stdout.close()  # like `jarvis ask ... | head -c 3`
+    assert process.wait(timeout=30) == 0
+    assert process.stderr.read() == b""
+    process.stderr.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.application.ask import AskQuestion, AskService
-from jarvis.application.config import EngineSettings, JarvisConfig, OllamaSettings
+from jarvis.application.config import EngineSettings, JarvisConfig, OllamaSettings, validate
 from jarvis.application.registry import AgentRegistry
 from jarvis.application.system_prompt import SystemPromptBuilder
 from jarvis.application.tools.catalogue import ToolCatalogue
@@ -62,7 +62,7 @@ def fake_ollama() -> Iterator[str]:
 
 
 def config_with(**engine: object) -> JarvisConfig:
-    return JarvisConfig.model_validate({"engine": engine})
+    return validate(JarvisConfig, {"engine": engine})
 
 
 class TestSmoke:
@@ -83,6 +83,18 @@ class TestSmoke:
             assert isinstance(container.persona(), SystemPromptBuilder)
             assert service.bus is container.bus()
         container.check_dependencies()
+
+    async def test_every_provider_of_the_container_resolves(self) -> None:
+        container = Container()
+        configure(container, JarvisConfig(), engine="openai")
+        resolved = {
+            name: provider() for name, provider in container.providers.items() if name != "config"
+        }
+        assert resolved["inference"] is resolved["openai"]
+        for engine in ("ollama", "vllm", "openai", "llamacpp"):
+            assert resolved[engine].engine_id == engine
+        assert isinstance(resolved["ask_service"], AskService)
+        await aclose_engines(container)
 
     async def test_the_ask_service_runs_on_the_override(self) -> None:
         container = Container()
@@ -142,9 +154,7 @@ class TestSelector:
 
     def test_config_is_loaded_into_the_service(self) -> None:
         container = Container()
-        config = JarvisConfig.model_validate(
-            {"engine": {"model": "m1"}, "agent": {"default": "simple"}}
-        )
+        config = validate(JarvisConfig, {"engine": {"model": "m1"}, "agent": {"default": "simple"}})
         configure(container, config)
         container.inference.override(ScriptedInference())
         service = container.ask_service()

@@ -10,7 +10,6 @@ from jarvis.domain.agents.structured import step_schema
 from jarvis.domain.completion import Completion, ResponseFormat, Usage
 from jarvis.domain.errors import ConfigurationError, ToolsNotSupportedError
 from jarvis.domain.json_schema import validate
-from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Role, ToolCall
 from jarvis.domain.tools import ToolSpec
 from jarvis.domain.updates import RunFinished, TextDelta
@@ -195,10 +194,6 @@ async def test_max_turns_keeps_the_last_content_when_the_wrap_up_is_empty() -> N
     result = await OrchestratorAgent(engine, "m", tools=[calculator()], max_turns=1).arun("q")
     assert result.content == "Still checking."
     assert result.metadata["max_turns_exceeded"] is True
-
-
-def _json(value: JSONObject) -> JSONObject:
-    return value
 
 
 async def test_a_forced_tool_choice_holds_for_the_first_turn_only() -> None:

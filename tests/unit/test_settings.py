@@ -163,3 +163,43 @@ class TestOverrides:
     def test_unknown_engine_override(self) -> None:
         with pytest.raises(ConfigurationError, match="Known engines"):
             load_config(overrides=EngineOverrides(engine="gpt"))
+
+
+class TestSchema:
+    def test_every_section_validates_its_own_defaults(self) -> None:
+        from dataclasses import asdict
+
+        from jarvis.application.config import JarvisConfig, from_data, validate
+
+        defaults = JarvisConfig()
+        assert validate(JarvisConfig, asdict(defaults)) == defaults
+        assert from_data(JarvisConfig, asdict(defaults)) == defaults
+
+    def test_bounds_are_enforced(self, jarvis_home: Path) -> None:
+        write(jarvis_home, "[agent]\ntemperature = 2.5\n[engine]\nmax_retries = 11\n")
+        with pytest.raises(ConfigurationError) as info:
+            load_config()
+        message = str(info.value)
+        assert "agent.temperature: Input should be less than or equal to 2" in message
+        assert "engine.max_retries: Input should be less than or equal to 10" in message
+
+    def test_lists_become_tuples(self, jarvis_home: Path) -> None:
+        write(jarvis_home, '[tools]\nenabled = ["calculator", "think"]\n')
+        assert load_config().tools.enabled == ("calculator", "think")
+
+    def test_defaults_and_environment_need_no_pydantic(self, tmp_path: Path) -> None:
+        import subprocess
+        import sys
+
+        code = (
+            "import sys\n"
+            "from jarvis.entrypoints.settings import load_config\n"
+            f"config = load_config(env={{'OPENJARVIS_HOME': {str(tmp_path)!r}, "
+            "'OLLAMA_HOST': 'box'})\n"
+            "assert config.engine.ollama.host == 'http://box:11434'\n"
+            "print('pydantic' in sys.modules)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        assert out.strip() == "False"

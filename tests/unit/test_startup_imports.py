@@ -43,7 +43,17 @@ def test_help_builds_no_runtime() -> None:
 def test_the_container_skips_unused_integrations() -> None:
     loaded = loaded_after("import jarvis.entrypoints.container")
     assert "dependency_injector" in loaded
-    assert not loaded & {"yaml", "pydantic_settings", "fastapi", "starlette", "flask", "httpx"}
+    hidden = {"yaml", "pydantic", "pydantic_settings", "fastapi", "starlette", "flask", "httpx"}
+    assert not loaded & hidden
+
+
+def test_hidden_modules_import_normally_afterwards() -> None:
+    loaded = loaded_after(
+        "import jarvis.entrypoints.container\n"
+        "import pydantic\n"
+        "assert pydantic.BaseModel and pydantic.VERSION.startswith('2.')"
+    )
+    assert "pydantic" in loaded
 
 
 def test_httpx_is_imported_without_its_command_line_client() -> None:

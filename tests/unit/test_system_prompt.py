@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings
+from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings, validate
 from jarvis.application.system_prompt import (
     HEADINGS,
     SystemPromptBuilder,
@@ -27,7 +27,7 @@ def builder(
 ) -> SystemPromptBuilder:
     return SystemPromptBuilder(
         store,
-        SystemPromptSettings.model_validate(budgets),
+        validate(SystemPromptSettings, budgets),
         MemoryFilesSettings(persona_name=persona_name),
     )
 

@@ -1,32 +1,68 @@
 """Keep start-up fast: import a library without the optional integrations it probes for.
 
-Some libraries try to import every optional integration they support at import time
-(dependency-injector probes YAML, pydantic-settings and several web frameworks; httpx loads
-its command-line client, which pulls in click and rich). jarvis uses none of those code
-paths, and on a machine where the integrations happen to be installed they cost more than
-the whole ``jarvis ask`` budget. :func:`skipping` makes such probes fail fast, for modules
-that are not already imported, for the duration of one import only.
+Some libraries import every optional integration they support when they are imported:
+dependency-injector probes PyYAML, pydantic and pydantic-settings (for configuration
+loaders jarvis does not use) and several web frameworks (for wiring markers jarvis does not
+use); httpx loads its command-line client, which pulls in click and rich. On a machine
+where those happen to be installed they cost more than the whole ``jarvis ask`` budget.
+:func:`skipping` makes such probes fail fast, for modules that are not imported yet, for
+the duration of one import only. It holds the interpreter's import lock meanwhile, so no
+other thread can import one of those modules while it is hidden.
 """
 
 from __future__ import annotations
 
+import _imp
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import ModuleType
 
 
 @contextmanager
-def skipping(*names: str) -> Iterator[None]:
-    """Inside the block, ``import name`` raises ImportError for each not-yet-imported name."""
-    blocked = [name for name in names if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # the documented import block
+def skipping(*names: str, stand_ins: Mapping[str, ModuleType] | None = None) -> Iterator[None]:
+    """Inside the block, ``import name`` fails (or gets its stand-in) unless already imported.
+
+    ``stand_ins`` replace a module by a placeholder instead, for importers that read an
+    attribute of what they import rather than catching ``ImportError``.
+    """
+    hidden: dict[str, ModuleType | None] = dict.fromkeys(names)
+    hidden.update(stand_ins or {})
+    _imp.acquire_lock()
     try:
-        yield
+        placed = [name for name in hidden if name not in sys.modules]
+        for name in placed:
+            sys.modules[name] = hidden[name]  # type: ignore[assignment]  # None blocks it
+        try:
+            yield
+        finally:
+            for name in placed:
+                if name in sys.modules and sys.modules[name] is hidden[name]:
+                    del sys.modules[name]
     finally:
-        for name in blocked:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
+        _imp.release_lock()
+
+
+def import_dependency_injector() -> None:
+    """Import dependency-injector without its optional configuration and web integrations."""
+    if "dependency_injector.containers" in sys.modules:
+        return
+    # providers.pyx reads ``pydantic.VERSION`` after ``import pydantic`` (only to support
+    # ``Configuration.from_pydantic()``): a stand-in without a "1." version makes it skip.
+    pydantic = ModuleType("pydantic", "stand-in used while dependency-injector is imported")
+    pydantic.VERSION = "0 (not imported)"  # type: ignore[attr-defined]
+    with skipping(
+        "yaml",
+        "pydantic_settings",
+        "fastapi",
+        "fast_depends",
+        "starlette",
+        "werkzeug",
+        "flask",
+        stand_ins={"pydantic": pydantic},
+    ):
+        import dependency_injector.containers
+        import dependency_injector.providers  # noqa: F401
 
 
 def import_httpx() -> None:

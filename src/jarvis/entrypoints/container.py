@@ -25,26 +25,18 @@ chosen explicitly is never replaced by another one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
 from jarvis.domain.events import EventBus
-from jarvis.entrypoints._lean_imports import import_httpx, skipping
+from jarvis.entrypoints._lean_imports import import_dependency_injector, import_httpx
 
-with skipping(
-    # integrations dependency-injector probes for at import; jarvis uses none of them
-    "yaml",
-    "pydantic_settings",
-    "fastapi",
-    "fast_depends",
-    "starlette",
-    "werkzeug",
-    "flask",
-):
-    from dependency_injector import containers, providers
+import_dependency_injector()  # without the integrations it probes for (see _lean_imports)
+
+from dependency_injector import containers, providers  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -127,30 +119,30 @@ def _persona_store(
     *, memory_files: dict[str, object], system_prompt: dict[str, object]
 ) -> PersonaStorePort:
     from jarvis.adapters.persona_files.store import FilesystemPersonaStore
-    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings
+    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings, from_data
     from jarvis.application.system_prompt import read_limit_bytes
     from jarvis.entrypoints.settings import config_dir
 
-    files = MemoryFilesSettings.model_validate(memory_files)
+    files = from_data(MemoryFilesSettings, memory_files)
     return FilesystemPersonaStore(
         config_dir(),
         soul_path=files.soul_path or None,
         memory_path=files.memory_path or None,
         user_path=files.user_path or None,
-        max_read_bytes=read_limit_bytes(SystemPromptSettings.model_validate(system_prompt)),
+        max_read_bytes=read_limit_bytes(from_data(SystemPromptSettings, system_prompt)),
     )
 
 
 def _prompt_builder(
     *, store: PersonaStorePort, memory_files: dict[str, object], system_prompt: dict[str, object]
 ) -> SystemPromptBuilder:
-    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings
+    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings, from_data
     from jarvis.application.system_prompt import SystemPromptBuilder
 
     return SystemPromptBuilder(
         store,
-        SystemPromptSettings.model_validate(system_prompt),
-        MemoryFilesSettings.model_validate(memory_files),
+        from_data(SystemPromptSettings, system_prompt),
+        from_data(MemoryFilesSettings, memory_files),
     )
 
 
@@ -160,10 +152,10 @@ def _persona_prompt(builder: SystemPromptBuilder) -> PersonaPrompt:
 
 def _persona_tools(*, store: PersonaStorePort, system_prompt: dict[str, object]) -> list[ToolPort]:
     """``memory_manage`` and ``user_profile_manage`` over the default MEMORY.md / USER.md."""
-    from jarvis.application.config import SystemPromptSettings
+    from jarvis.application.config import SystemPromptSettings, from_data
     from jarvis.application.tools.persona_tools import persona_tools
 
-    budgets = SystemPromptSettings.model_validate(system_prompt)
+    budgets = from_data(SystemPromptSettings, system_prompt)
     return [
         *persona_tools(
             store,
@@ -178,10 +170,10 @@ def _memory(*, retrieval: dict[str, object]) -> MemoryPort:
     from pathlib import Path
 
     from jarvis.adapters.sqlite_memory.store import SqliteMemory
-    from jarvis.application.config import RetrievalSettings
+    from jarvis.application.config import RetrievalSettings, from_data
     from jarvis.entrypoints.settings import config_dir
 
-    configured = RetrievalSettings.model_validate(retrieval).db_path
+    configured = from_data(RetrievalSettings, retrieval).db_path
     path = config_dir() / (Path(configured).expanduser() if configured else Path("memory.db"))
     return SqliteMemory(str(path))
 
@@ -195,10 +187,10 @@ def _web_search_tool(provider_url: str, _context: ToolContext) -> ToolPort:
 
 
 def _repl_limits(settings: dict[str, object]) -> ReplLimits:
-    from jarvis.application.config import ReplSettings
+    from jarvis.application.config import ReplSettings, from_data
     from jarvis.domain.repl import ReplLimits
 
-    repl = ReplSettings.model_validate(settings)
+    repl = from_data(ReplSettings, settings)
     return ReplLimits(
         timeout_seconds=repl.timeout_seconds,
         cpu_seconds=repl.cpu_seconds,
@@ -219,9 +211,9 @@ class _ReplOnDemand:
     def _get(self) -> ReplPort:
         if self._repl is None:
             from jarvis.adapters.subprocess_repl import SubprocessRepl
-            from jarvis.application.config import ReplSettings
+            from jarvis.application.config import ReplSettings, from_data
 
-            network = ReplSettings.model_validate(self._settings).network
+            network = from_data(ReplSettings, self._settings).network
             self._repl = SubprocessRepl(limits=_repl_limits(self._settings), network=network)
         return self._repl
 
@@ -249,11 +241,11 @@ def _tool_catalogue(
 
     from jarvis.adapters.filesystem_tools.file_read import FileReadTool
     from jarvis.adapters.httpx_web.tool_spec import WEB_SEARCH_SPEC
-    from jarvis.application.config import ToolSettings
+    from jarvis.application.config import ToolSettings, from_data
     from jarvis.application.tools.catalogue import ToolCatalogue
     from jarvis.application.tools.code_interpreter import CodeInterpreterTool
 
-    tools = ToolSettings.model_validate(settings)
+    tools = from_data(ToolSettings, settings)
     catalogue = ToolCatalogue.with_builtins(
         memory=memory,
         file_read=FileReadTool(tools.file_read.roots),
@@ -467,7 +459,7 @@ async def choose_engine(config: JarvisConfig) -> EngineChoice:
 
 def configure(container: Container, config: JarvisConfig, *, engine: str | None = None) -> None:
     """Load ``config`` into the container, with ``engine`` as the (resolved) engine name."""
-    data = config.model_dump()
+    data = asdict(config)
     if engine is not None:
         data["engine"]["name"] = engine
     container.config.from_dict(data)

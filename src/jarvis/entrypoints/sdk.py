@@ -36,6 +36,7 @@ from collections.abc import (
     Sequence,
 )
 from concurrent.futures import Future
+from dataclasses import replace
 from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
@@ -509,4 +510,4 @@ class Jarvis:
 def _with_default_tools(config: JarvisConfig, tools: Sequence[ToolPort]) -> JarvisConfig:
     """``config`` with ``tools`` added to ``[tools] enabled``."""
     enabled = tuple(dict.fromkeys([*config.tools.enabled, *(t.spec.name for t in tools)]))
-    return config.model_copy(update={"tools": config.tools.model_copy(update={"enabled": enabled})})
+    return replace(config, tools=replace(config.tools, enabled=enabled))

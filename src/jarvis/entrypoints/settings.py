@@ -69,8 +69,15 @@ def load_config(
     explicit = path is not None
     file = Path(path).expanduser() if path is not None else config_file(env)
     raw = _read_toml(file, must_exist=explicit)
+    from_file = bool(raw)
     _apply_environment(raw, env)
     _apply_overrides(raw, overrides or EngineOverrides())
+    if not from_file:
+        # only environment and option values, all strings checked here: pydantic (and its
+        # import time) is needed only for a file
+        from jarvis.application.config import JarvisConfig, from_data
+
+        return from_data(JarvisConfig, raw)
     return _validate(raw, file)
 
 
@@ -165,16 +172,21 @@ def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None
             _section(raw, "engine", str(name))[key] = overrides.base_url.rstrip("/")
 
 
+_MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
+"""pydantic's wording for an unknown key of a dataclass section, said as for a model."""
+
+
 def _validate(raw: dict[str, object], file: Path) -> JarvisConfig:
     from pydantic import ValidationError
 
-    from jarvis.application.config import JarvisConfig
+    from jarvis.application.config import JarvisConfig, validate
 
     try:
-        return JarvisConfig.model_validate(raw)
+        return validate(JarvisConfig, raw)
     except ValidationError as exc:
         problems = [
-            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
+            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: "
+            + _MESSAGES.get(error["type"], error["msg"])
             for error in exc.errors()
         ]
         raise ConfigurationError(

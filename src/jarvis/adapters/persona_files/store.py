@@ -22,8 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from filelock import FileLock, Timeout
-
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.persona import (
     FILE_NAMES,
@@ -221,6 +219,8 @@ class FilesystemPersonaStore:
         return self._locked(path, apply)
 
     def _locked(self, path: Path, action: Callable[[], _T]) -> _T:
+        from filelock import FileLock, Timeout  # only edits lock: keeps reading start-up light
+
         lock_path = path.with_name(f".{path.name}.lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

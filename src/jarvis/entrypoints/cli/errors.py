@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -104,11 +105,27 @@ def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> i
 def guarded(
     body: Callable[[], None], *, verbose: bool, cleanup: Callable[[], None] | None = None
 ) -> int:
-    """Run a command body; any error becomes one message and its exit code."""
+    """Run a command body; any error becomes one message and its exit code.
+
+    A reader that stops reading (``jarvis ask ... | head -1``) is not an error: the rest of
+    the output is discarded quietly.
+    """
     try:
         body()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_OK
     except (Exception, KeyboardInterrupt) as exc:
         if cleanup is not None:
             cleanup()
         return report(exc, verbose=verbose)
     return EXIT_OK
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (e.g. under a test runner)
+        pass
