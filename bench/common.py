@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,3 +115,32 @@ def time_process(
         max(r.max_rss_kb for r in results),
         statistics.median(r.cpu_seconds for r in results),
     )
+
+
+def time_processes(
+    commands: Mapping[str, tuple[Sequence[str], dict[str, str] | None]],
+    *,
+    runs: int,
+    warmup: int = 1,
+) -> dict[str, Timing]:
+    """:func:`time_process` for several commands, run in turn (one of each per round), so
+    that a burst of load from elsewhere hits every command alike."""
+    for _ in range(warmup):
+        for command, env in commands.values():
+            run_process(command, env=env)
+    results: dict[str, list[ProcessRun]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, (command, env) in commands.items():
+            result = run_process(command, env=env)
+            if result.returncode != 0:
+                raise RuntimeError(f"{' '.join(command)} exited with {result.returncode}")
+            results[name].append(result)
+    return {
+        name: Timing(
+            statistics.median(r.seconds for r in runs_),
+            min(r.seconds for r in runs_),
+            max(r.max_rss_kb for r in runs_),
+            statistics.median(r.cpu_seconds for r in runs_),
+        )
+        for name, runs_ in results.items()
+    }

@@ -8,15 +8,17 @@ import pytest
 
 from contracts.inference_contract import QUESTION, WEATHER_TOOL, InferenceContract
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+from jarvis.application.tools.calculator import CalculatorTool
+from jarvis.domain.agents.orchestrator import OrchestratorAgent
 from jarvis.domain.errors import (
     ContextTooLongError,
-    EngineProtocolError,
     EngineUnavailableError,
     InferenceError,
 )
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.messages import Message
 from jarvis.domain.ports import InferencePort
+from jarvis.domain.updates import RunFinished
 from tests.support.llama_server import LlamaServer
 from tests.support.ports import free_port
 
@@ -111,14 +113,64 @@ async def test_a_prompt_longer_than_the_context_is_context_too_long(
     assert raised.value.url.endswith("/v1/chat/completions")
 
 
-async def test_a_stream_the_server_cuts_short_is_a_protocol_error(
+async def test_a_streamed_prompt_too_long_for_the_context_is_context_too_long(
     engine: OpenAICompatibleEngine, llama_server: LlamaServer
 ) -> None:
-    # llama.cpp answers 200 and closes the stream without a word when the prompt is too long
+    # llama.cpp answers 200 and ends the stream without a word when the prompt is too long;
+    # asked again without streaming, it says why
     huge = Message.user("hello " * (llama_server.n_ctx + 500))
-    with pytest.raises(EngineProtocolError, match="ended the stream"):
+    with pytest.raises(ContextTooLongError, match="context"):
         async for _ in engine.stream(_ask(huge, max_tokens=8)):
             pass
+
+
+async def test_a_streamed_automatic_tool_choice_then_plain_requests_all_succeed(
+    llama_server: LlamaServer,
+) -> None:
+    # llama.cpp's server cannot stream an automatic tool choice: it ends the stream empty
+    # and closes that connection a moment later. No retries here, so the requests after it
+    # succeed only if the cut connection never went back to the pool.
+    engine = OpenAICompatibleEngine(llama_server.base_url, max_retries=0)
+    try:
+        request = _ask(
+            Message.system("You can call tools."),
+            Message.user("What is the weather in Paris?"),
+            tools=(WEATHER_TOOL,),
+            max_tokens=48,
+        )
+        *before, final = [chunk async for chunk in engine.stream(request)]
+        assert all(chunk.finish_reason is None for chunk in before)
+        assert final.finish_reason == "tool_calls"
+        assert [call.name for call in final.tool_calls] == ["get_weather"]
+        assert (await engine.generate(_ask(max_tokens=8))).content
+        streamed = [chunk async for chunk in engine.stream(_ask(max_tokens=8))]
+        assert "".join(chunk.content for chunk in streamed)
+        assert streamed[-1].finish_reason in ("stop", "length")
+    finally:
+        await engine.aclose()
+
+
+async def test_a_streamed_orchestrator_run_with_tools_then_a_plain_request(
+    llama_server: LlamaServer,
+) -> None:
+    engine = OpenAICompatibleEngine(llama_server.base_url, max_retries=0)
+    try:
+        agent = OrchestratorAgent(
+            engine,
+            llama_server.model,
+            tools=[CalculatorTool()],
+            max_turns=2,
+            temperature=0.0,
+            max_tokens=48,
+        )
+        updates = [update async for update in agent.astream("What is 12*7? Use the calculator.")]
+        finished = updates[-1]
+        assert isinstance(finished, RunFinished)
+        assert finished.result.stop_reason in ("final_answer", "max_turns")
+        assert finished.result.turns >= 1
+        assert (await engine.generate(_ask(max_tokens=8))).content
+    finally:
+        await engine.aclose()
 
 
 async def test_a_base_url_without_the_api_prefix_is_explained(llama_server: LlamaServer) -> None:

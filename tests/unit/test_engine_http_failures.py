@@ -6,6 +6,7 @@ the engines is tested against real servers in ``tests/integration``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -148,6 +149,64 @@ async def test_a_read_timeout_is_engine_timeout_without_retry() -> None:
     assert len(recorder.requests) == 1
 
 
+BROKEN_CONNECTIONS = [
+    httpx.ReadError("connection reset by peer"),
+    httpx.WriteError("broken pipe"),
+    httpx.RemoteProtocolError("Server disconnected without sending a response."),
+]
+
+
+@pytest.mark.parametrize("error", BROKEN_CONNECTIONS, ids=lambda e: type(e).__name__)
+async def test_a_connection_broken_before_any_answer_is_retried_at_once(error: Exception) -> None:
+    # the stale keep-alive connection case: no wait, however long the backoff
+    recorder = Recorder(raises(error), ok())
+    engine = OpenAICompatibleEngine(BASE, transport=recorder.transport, backoff=30.0)
+    started = time.monotonic()
+    completion = await engine.generate(REQUEST)
+    assert time.monotonic() - started < 5
+    assert completion.content == "hello"
+    assert len(recorder.requests) == 2
+
+
+async def test_a_stream_broken_before_its_headers_is_retried_too() -> None:
+    done = b"data: [DONE]\n\n"
+    final = {"model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    recorder = Recorder(
+        raises(httpx.ReadError("reset")),
+        lambda _: httpx.Response(200, content=sse(delta("Hi"), final) + done),
+    )
+    chunks = [chunk async for chunk in openai(recorder).stream(REQUEST)]
+    assert [chunk.content for chunk in chunks] == ["Hi", ""]
+    assert chunks[-1].finish_reason == "stop"
+    assert len(recorder.requests) == 2
+
+
+async def test_broken_connections_again_and_again_back_off_and_count_against_max_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sleeps: list[float] = []
+    recorder = Recorder(raises(httpx.ReadError("reset")))
+    engine = openai(recorder, max_retries=3)
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    with pytest.raises(EngineUnavailableError, match="ReadError") as raised:
+        await engine.generate(REQUEST)
+    monkeypatch.undo()
+    assert len(recorder.requests) == 4
+    assert len(sleeps) == 2  # the first retry went at once, the two after it waited
+    assert raised.value.hint
+
+
+async def test_without_retries_a_broken_connection_is_engine_unavailable_at_once() -> None:
+    recorder = Recorder(raises(httpx.RemoteProtocolError("Server disconnected")), ok())
+    with pytest.raises(EngineUnavailableError, match="RemoteProtocolError"):
+        await openai(recorder, max_retries=0).generate(REQUEST)
+    assert len(recorder.requests) == 1
+
+
 def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
     policy = RetryPolicy(backoff=1.0, backoff_cap=4.0)
     for attempt, ceiling in [(0, 1.0), (1, 2.0), (2, 4.0), (5, 4.0)]:
@@ -219,6 +278,30 @@ async def test_a_stream_without_finish_or_done_marker_is_a_protocol_error() -> N
     with pytest.raises(EngineProtocolError, match="before the answer was complete"):
         async for _ in openai(recorder).stream(REQUEST):
             pass
+
+
+async def test_a_stream_accepted_then_ended_without_any_event_is_asked_for_whole() -> None:
+    # what llama.cpp's server does with an automatic tool choice it cannot stream
+    def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content)["stream"]:
+            return httpx.Response(200, content=b"", headers={"content-type": "text/event-stream"})
+        return httpx.Response(200, json=COMPLETION)
+
+    recorder = Recorder(handler)
+    chunks = [chunk async for chunk in openai(recorder).stream(REQUEST)]
+    assert [chunk.content for chunk in chunks] == ["hello", ""]
+    assert chunks[-1].finish_reason == "stop"
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 1
+    assert [json.loads(r.content)["stream"] for r in recorder.requests] == [True, False]
+
+
+async def test_a_stream_cut_after_an_event_is_never_asked_again() -> None:
+    recorder = Recorder(lambda _: httpx.Response(200, content=sse({"model": "m", "choices": []})))
+    with pytest.raises(EngineProtocolError, match="before the answer was complete"):
+        async for _ in openai(recorder).stream(REQUEST):
+            pass
+    assert len(recorder.requests) == 1
 
 
 # --- garbage --------------------------------------------------------------------------------

@@ -477,23 +477,10 @@ async def test_the_metadata_of_a_bounded_run_is_json_serialisable() -> None:
     json.dumps(result.metadata)
 
 
-async def test_a_stream_cut_before_any_token_is_retried_once_without_streaming() -> None:
-    engine = ScriptedInference(
-        [EngineProtocolError("stream ended early", engine="x"), calc("a", "1+1"), text("2")]
-    )
-    updates = await collect(ToolUsingAgent(engine, "m", tools=[calculator()]))
-    final = updates[-1]
-    assert isinstance(final, RunFinished)
-    assert final.result.content == "2"
-    assert final.result.tool_results[0].content == "2"
-    assert len(engine.requests) == 3
-
-
-async def test_a_stream_cut_after_tokens_is_an_error() -> None:
-    chunks: list[StreamChunk | Exception] = [
-        StreamChunk(content="par"),
-        EngineProtocolError("cut", engine="x"),
-    ]
+@pytest.mark.parametrize("before", [[], [StreamChunk(content="par")]], ids=["at once", "later"])
+async def test_a_stream_cut_is_an_error_the_loop_never_replays(before: list[StreamChunk]) -> None:
+    # replaying a request is the adapter's call (it knows whether anything was delivered)
+    chunks: list[StreamChunk | Exception] = [*before, EngineProtocolError("cut", engine="x")]
 
     class Cut(ScriptedInference):
         async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
@@ -503,5 +490,11 @@ async def test_a_stream_cut_after_tokens_is_an_error() -> None:
                     raise item
                 yield item
 
+    engine = Cut()
+    ended: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(ended.append, EventType.AGENT_TURN_END)
     with pytest.raises(EngineProtocolError):
-        await collect(ToolUsingAgent(Cut(), "m"))
+        await collect(ToolUsingAgent(engine, "m", bus=bus))
+    assert len(engine.requests) == 1
+    assert [e.stop_reason for e in ended if isinstance(e, AgentTurnEnded)] == ["error"]

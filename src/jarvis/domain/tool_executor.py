@@ -115,8 +115,10 @@ class ToolExecutor:
                 result = self._failure(
                     call, self._invalid_arguments_message(spec, errors), "invalid_arguments"
                 )
-            else:
+            elif spec.blocking:
                 result = await self._run(tool, spec, call)
+            else:
+                result = await self._run_directly(tool, spec, call)
         result = self._finish(call, result, entry[1] if entry is not None else None, started)
         if bus is not None:
             bus.publish(
@@ -151,6 +153,16 @@ class ToolExecutor:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return self._failure(call, f"Tool '{spec.name}' failed: {detail}", "exception")
         return task.result()
+
+    async def _run_directly(self, tool: ToolPort, spec: ToolSpec, call: ToolCall) -> ToolResult:
+        """A tool declared non-blocking: awaited here, without a task or a timeout."""
+        try:
+            return await tool.execute(call.arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return self._failure(call, f"Tool '{spec.name}' failed: {detail}", "exception")
 
     def _abandon(self, task: asyncio.Task[ToolResult]) -> None:
         """Cancel ``task`` without waiting for it; keep it referenced until it ends."""

@@ -14,6 +14,14 @@ class ToolSpec:
     ``parameters`` is a JSON Schema of type ``object``; the executor validates arguments
     against it before the tool runs. ``side_effects`` marks tools that change something
     outside the run (files, memory), so policies can treat them with more care.
+
+    ``blocking`` (the default) says the tool may take a while: it waits on I/O or computes
+    for long. The executor runs such a tool as a task of its own that it stops waiting for
+    after ``timeout_seconds`` (and a tool made from a sync function runs in a worker
+    thread). A tool that always finishes at once — a small in-process computation that
+    never waits, like the calculator — declares ``blocking=False`` and is simply awaited,
+    which saves a task (and a thread hop) per call; it gets no timeout, so never declare
+    it for anything that could hang.
     """
 
     name: str
@@ -22,6 +30,7 @@ class ToolSpec:
     category: str = ""
     timeout_seconds: float = 30.0
     side_effects: bool = False
+    blocking: bool = True
 
     def to_openai(self) -> JSONObject:
         """The OpenAI function-calling rendering of this spec."""

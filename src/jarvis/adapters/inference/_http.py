@@ -9,24 +9,35 @@ what httpx raises into the errors of :mod:`jarvis.domain.errors`:
   backoff and jitter (``Retry-After`` is honoured, capped at ``backoff_cap``); after that
   a connect error is an ``EngineUnavailableError`` naming the engine, the URL and how to
   start it, a 429 a ``RateLimitedError``, a 503 an ``EngineUnavailableError``;
+* a connection that breaks before any response arrived (read / write error, the peer
+  closing it) is retried too, counted against the same ``max_retries``: the first such
+  retry at once, on a new connection, because the usual cause is a pooled keep-alive
+  connection the server had closed while it sat idle; further ones back off like connect
+  errors. Nothing of the answer was received, so nothing can be delivered twice;
 * a read timeout is an ``EngineTimeoutError`` at once (the engine is up but slow: retrying
   would double the wait);
 * any other error status is raised as :class:`EngineStatusError` (status, body, URL) for
   the adapter to read: only it knows what its engine's error bodies mean.
 
 Streaming requests are retried only until the response headers arrive; once content has
-flowed, a dropped connection is reported, never silently replayed.
+flowed, a dropped connection is reported, never silently replayed. A streamed response is
+given back with :meth:`EngineHttp.release`: its connection returns to the pool only when
+the stream ended in good order and its body was read to the end; after anything else (a
+stream cut short, a server error mid-stream, a reader that stopped early) the connection
+is closed, so the next request never inherits a connection in an unknown state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
+import httpcore
 import httpx
 
 from jarvis.adapters.inference._error_bodies import error_message
@@ -41,7 +52,13 @@ from jarvis.domain.errors import (
 from jarvis.domain.json_types import JSONObject
 
 RETRIED_STATUSES = frozenset({429, 503})
-_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
+_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+_BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+"""Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
+that the server closed while it sat idle (the close was still on its way)."""
+DRAIN_SECONDS = 1.0
+"""How long the rest of a finished stream (normally only the end of the body) may take to
+arrive before its connection is given up instead of reused."""
 
 
 class EngineStatusError(Exception):
@@ -192,6 +209,7 @@ class EngineHttp:
         client = self._get_client()
         attempt = 0
         max_retries = self.retry.max_retries if retries else 0
+        broken_before = False
         while True:
             request = client.build_request(
                 method,
@@ -204,6 +222,16 @@ class EngineHttp:
             except _CONNECT_ERRORS as exc:
                 if attempt < max_retries:
                     await asyncio.sleep(self.retry.delay(attempt))
+                    attempt += 1
+                    continue
+                raise self.unavailable(url, _reason(exc)) from exc
+            except _BROKEN_CONNECTION_ERRORS as exc:
+                if attempt < max_retries:
+                    # the first one at once (a stale pooled connection, now discarded);
+                    # a second one means the server itself is in trouble: back off
+                    if broken_before:
+                        await asyncio.sleep(self.retry.delay(attempt))
+                    broken_before = True
                     attempt += 1
                     continue
                 raise self.unavailable(url, _reason(exc)) from exc
@@ -260,19 +288,20 @@ class EngineHttp:
             return False
         return response.is_success
 
-    async def lines(self, response: httpx.Response) -> AsyncIterator[str]:
+    async def lines(self, response: httpx.Response) -> AsyncGenerator[str, None]:
         """The response body line by line; a cut connection or a stall is a typed error."""
-        url = str(response.url)
         try:
             async for line in response.aiter_lines():
                 yield line
         except httpx.TimeoutException as exc:
+            url = str(response.url)
             raise EngineTimeoutError(
                 f"The {self.engine_id} engine at {url} stopped sending within {self.timeout:g} s.",
                 engine=self.engine_id,
                 url=url,
             ) from exc
         except httpx.TransportError as exc:
+            url = str(response.url)
             raise EngineUnavailableError(
                 f"The connection to the {self.engine_id} engine at {url} dropped mid-stream "
                 f"({_reason(exc)}).",
@@ -280,6 +309,36 @@ class EngineHttp:
                 url=url,
                 hint=self.start_hint,
             ) from exc
+        except httpx.DecodingError as exc:
+            raise self.protocol_error(
+                str(response.url), f"a stream that cannot be decoded ({_reason(exc)})"
+            ) from exc
+
+    @staticmethod
+    async def drain(rest: AsyncIterator[object]) -> bool:
+        """Read what is left of a stream whose answer is complete (normally just the end
+        of the body). True when the body ended in good order within ``DRAIN_SECONDS``, so
+        that its connection can be reused."""
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                async for _ in rest:
+                    pass
+        except (TimeoutError, httpx.HTTPError, InferenceError):
+            return False
+        return True
+
+    @staticmethod
+    async def release(response: httpx.Response, *, reusable: bool) -> None:
+        """Close a streamed response. Unless ``reusable`` (the stream ended in good order
+        and its body was read to the end), its connection is closed instead of going back
+        to the pool: a server that cut a stream short may close that connection a moment
+        later, and the next request sent on it would fail."""
+        if not reusable:
+            network = response.extensions.get("network_stream")
+            if isinstance(network, httpcore.AsyncNetworkStream):
+                with contextlib.suppress(Exception):
+                    await network.aclose()
+        await response.aclose()
 
     def protocol_error(self, url: str, what: str) -> EngineProtocolError:
         return EngineProtocolError(

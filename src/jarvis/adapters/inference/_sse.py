@@ -7,7 +7,7 @@ dispatched at each blank line or at the end of the stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 
 
@@ -17,7 +17,9 @@ class ServerSentEvent:
     event: str = "message"
 
 
-async def server_sent_events(lines: AsyncIterable[str]) -> AsyncIterator[ServerSentEvent]:
+async def server_sent_events(
+    lines: AsyncIterable[str],
+) -> AsyncGenerator[ServerSentEvent, None]:
     data: list[str] = []
     event = ""
     async for raw in lines:

@@ -254,8 +254,11 @@ class OllamaEngine:
         url = str(response.url)
         model = request.model
         calls: list[ToolCall] = []
+        lines = self._http.lines(response)
+        final: StreamChunk | None = None
+        reusable = False
         try:
-            async for line in self._http.lines(response):
+            async for line in lines:
                 if not line.strip():
                     continue
                 try:
@@ -275,20 +278,24 @@ class OllamaEngine:
                 if content:
                     yield StreamChunk(content=content, model=model)
                 if data.get("done") is True:
-                    yield StreamChunk(
+                    final = StreamChunk(
                         tool_calls=tuple(calls),
                         finish_reason=_finish_reason(get_str(data, "done_reason"), bool(calls)),
                         usage=_usage(data),
                         model=model,
                     )
-                    return
+                    reusable = await self._http.drain(lines)
+                    break
         finally:
-            await response.aclose()
-        raise EngineProtocolError(
-            f"The Ollama engine at {url} ended the stream without a final (done) line.",
-            engine="ollama",
-            url=url,
-        )
+            await lines.aclose()
+            await self._http.release(response, reusable=reusable)
+        if final is None:
+            raise EngineProtocolError(
+                f"The Ollama engine at {url} ended the stream without a final (done) line.",
+                engine="ollama",
+                url=url,
+            )
+        yield final
 
     async def list_models(self) -> list[str]:
         try:

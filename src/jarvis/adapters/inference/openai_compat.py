@@ -11,7 +11,11 @@ What this adapter guarantees beyond the wire format:
   ``schema``) is asked again, once, in its own dialect, which is then remembered. The
   schema constraint is never dropped;
 * streams request ``stream_options.include_usage``; tool-call fragments are assembled and
-  delivered, complete, in the one final chunk with the finish reason and the usage;
+  delivered, complete, in the one final chunk with the finish reason and the usage. A
+  stream that is accepted and then ends without a single event (llama.cpp's server cannot
+  stream an automatic tool choice) is asked for again without streaming; a stream cut
+  after content arrived is an ``EngineProtocolError`` (or ``EngineUnavailableError`` when
+  the connection dropped), never a shortened answer;
 * errors are typed: context overflow (from the error body's wording), unknown model
   (listing ``/models``), rate limiting, unreachable engine (with how to start one),
   timeouts, and answers that are not the documented JSON.
@@ -229,38 +233,60 @@ class OpenAICompatibleEngine:
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         response = await self._post_chat(request, stream=True)
         url = str(response.url)
+        lines = self._http.lines(response)
+        events = server_sent_events(lines)
+        reader = ChunkReader(request.model)
+        received = done = reusable = False
         try:
-            reader = ChunkReader(request.model)
-            finished = False
-            async for event in server_sent_events(self._http.lines(response)):
-                if event.data.strip() == "[DONE]":
-                    finished = True
+            async for event in events:
+                data = event.data
+                if data == "[DONE]" or data.strip() == "[DONE]":
+                    done = True
+                    reusable = await self._http.drain(events)
                     break
+                received = True
                 try:
-                    chunk = as_object(loads(event.data))
+                    chunk = as_object(loads(data))
                 except ValueError:
                     chunk = None
                 if chunk is None:
                     raise self._http.protocol_error(
-                        url, f"a stream event that is not a JSON object: {event.data[:200]!r}"
+                        url, f"a stream event that is not a JSON object: {data[:200]!r}"
                     )
                 if "error" in chunk and "choices" not in chunk:
                     raise await self._status_error(
-                        EngineStatusError(response.status_code, event.data, url), request
+                        EngineStatusError(response.status_code, data, url), request
                     )
                 piece = reader.feed(chunk)
                 if piece is not None:
                     yield piece
-            if not finished and reader.finish is None:
-                raise EngineProtocolError(
-                    f"The {self._engine_id} engine at {url} ended the stream before the "
-                    "answer was complete (no finish reason, no [DONE]).",
-                    engine=self._engine_id,
-                    url=url,
-                )
-            yield reader.final()
         finally:
-            await response.aclose()
+            await events.aclose()
+            await lines.aclose()
+            await self._http.release(response, reusable=reusable)
+        if not received and not done:
+            # Accepted, then ended without a single event: llama.cpp's server does that
+            # when it cannot stream the answer (an automatic tool choice, a prompt longer
+            # than its context). Nothing was delivered, so ask once more without
+            # streaming: the answer, or the error it was hiding, arrives whole.
+            completion = await self.generate(request)
+            if completion.content:
+                yield StreamChunk(content=completion.content, model=completion.model)
+            yield StreamChunk(
+                tool_calls=completion.tool_calls,
+                finish_reason=completion.finish_reason,
+                usage=completion.usage,
+                model=completion.model,
+            )
+            return
+        if not done and reader.finish is None:
+            raise EngineProtocolError(
+                f"The {self._engine_id} engine at {url} ended the stream before the "
+                "answer was complete (no finish reason, no [DONE]).",
+                engine=self._engine_id,
+                url=url,
+            )
+        yield reader.final()
 
     async def list_models(self) -> list[str]:
         try:

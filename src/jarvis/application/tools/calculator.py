@@ -37,6 +37,7 @@ CALCULATOR_SPEC: Final = ToolSpec(
     },
     category="math",
     timeout_seconds=5.0,
+    blocking=False,  # bounded work, never waits: awaited directly
 )
 
 

@@ -24,6 +24,7 @@ THINK_SPEC: Final = ToolSpec(
     },
     category="reasoning",
     timeout_seconds=5.0,
+    blocking=False,  # bounded work, never waits: awaited directly
 )
 
 

@@ -26,7 +26,10 @@ Cancellation: ``asyncio.CancelledError`` (and closing the stream early) publishe
 owns the outcome, and tool tasks in flight are cancelled with the run. Engine errors propagate
 as the typed :class:`~jarvis.domain.errors.InferenceError` subclasses, except
 ``ToolsNotSupportedError``, which an agent may answer by switching protocol
-(:meth:`ToolUsingAgent.fallback_protocol`).
+(:meth:`ToolUsingAgent.fallback_protocol`). A stream cut short is such an error too: the loop
+never replays an inference. Transport quirks are the adapters' business (a stale pooled
+connection is retried there before any byte arrived; a server that cannot stream a turn is
+asked again without streaming there, before anything was delivered).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from jarvis.domain.agents.protocol import (
     ToolProtocol,
 )
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
-from jarvis.domain.errors import EngineProtocolError, InferenceError, ToolsNotSupportedError
+from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
 from jarvis.domain.events import AgentTurnEnded, EventBus
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
@@ -336,18 +339,6 @@ class ToolUsingAgent(BaseAgent):
         async with asyncio.timeout_at(deadline):
             return await self.generate(request)
 
-    async def _regenerate(
-        self, run: _Run, request: InferenceRequest, deadline: float | None
-    ) -> Completion:
-        """The non-streamed retry of a cut stream. The cut may leave the server's connection
-        dead, so one retryable failure (engine unavailable) is tried once more."""
-        try:
-            return await self._generate_turn(run, request, deadline)
-        except InferenceError as error:
-            if not error.retryable:
-                raise
-            return await self._generate_turn(run, request, deadline)
-
     async def _stream_turn(
         self,
         run: _Run,
@@ -371,17 +362,6 @@ class ToolUsingAgent(BaseAgent):
                             chunk = await anext(stream)
                 except StopAsyncIteration:
                     break
-                except EngineProtocolError:
-                    if parts or final is not None:
-                        raise
-                    # some servers cannot stream a turn with tools (they cut the stream
-                    # before the first token): ask once more without streaming
-                    completion = await self._regenerate(run, request, deadline)
-                    visible = text_filter.feed(completion.content)
-                    if visible:
-                        yield TextDelta(text=visible)
-                    yield completion
-                    return
                 if chunk.content:
                     parts.append(chunk.content)
                     visible = text_filter.feed(chunk.content)

@@ -7,6 +7,7 @@ when they run, so ``jarvis --help`` stays fast.
 
 from __future__ import annotations
 
+import gc
 from typing import Annotated
 
 import typer
@@ -59,8 +60,16 @@ def _root(
 
 
 def main() -> None:
-    """The ``jarvis`` console script."""
-    app()
+    """The ``jarvis`` console script (and ``python -m jarvis``).
+
+    When the command is done, the objects still alive are frozen out of the garbage
+    collector: interpreter shutdown then skips a last scan of every one of them, which
+    otherwise costs a short command a quarter of its run time.
+    """
+    try:
+        app()
+    finally:
+        gc.freeze()
 
 
 __all__ = ["app", "main"]
