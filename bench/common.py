@@ -107,7 +107,7 @@ def time_process(
     results = [run_process(command, env=env) for _ in range(runs)]
     failed = [r for r in results if r.returncode != 0]
     if failed:
-        raise RuntimeError(f"{' '.join(command)} exited with {failed[0].returncode}")
+        raise RuntimeError(_failure(command, env, failed[0].returncode))
     seconds = [r.seconds for r in results]
     return Timing(
         statistics.median(seconds),
@@ -133,7 +133,7 @@ def time_processes(
         for name, (command, env) in commands.items():
             result = run_process(command, env=env)
             if result.returncode != 0:
-                raise RuntimeError(f"{' '.join(command)} exited with {result.returncode}")
+                raise RuntimeError(_failure(command, env, result.returncode))
             results[name].append(result)
     return {
         name: Timing(
@@ -144,3 +144,10 @@ def time_processes(
         )
         for name, runs_ in results.items()
     }
+
+
+def _failure(command: Sequence[str], env: dict[str, str] | None, code: int) -> str:
+    """What a failed measured command said, from one more run with its output kept."""
+    again = subprocess.run(list(command), capture_output=True, text=True, env=env, check=False)
+    said = (again.stderr or again.stdout).strip()[-2000:]
+    return f"{' '.join(command)} exited with {code}; once more: {again.returncode}\n{said}"

@@ -6,9 +6,14 @@ import pytest
 
 from jarvis.application.ask import Answer, AskQuestion, AskService
 from jarvis.application.registry import builtin_agents
+from jarvis.application.tools.catalogue import ToolCatalogue
+from jarvis.application.tools.think import ThinkTool
+from jarvis.domain.agents.tool_loop import ToolUsingAgent
+from jarvis.domain.completion import Completion
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, UnknownAgentError
+from jarvis.domain.messages import ToolCall
 from jarvis.domain.updates import TextDelta
-from jarvis.testing import ScriptedInference
+from jarvis.testing import InMemoryRepl, ScriptedInference
 
 
 def service(engine: ScriptedInference, **kwargs: object) -> AskService:
@@ -87,3 +92,56 @@ async def test_stream_yields_deltas_then_the_answer() -> None:
         "engine",
         "stop_reason",
     }
+
+
+# --- [agent] max_turns -------------------------------------------------------------------------
+
+
+def calls_forever() -> ScriptedInference:
+    call = Completion(
+        content="", tool_calls=(ToolCall(id="c", name="think", arguments={"thought": "hm"}),)
+    )
+    return ScriptedInference([call])  # the same call on every turn
+
+
+def tool_service(engine: ScriptedInference, **kwargs: object) -> AskService:
+    return service(engine, tools=ToolCatalogue([ThinkTool()]), repl=InMemoryRepl(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("agent", "own_default"),
+    [("orchestrator", 10), ("native_react", 10), ("native_openhands", 3), ("rlm", 10)],
+)
+async def test_configured_max_turns_is_the_default_of_every_tool_using_agent(
+    agent: str, own_default: int
+) -> None:
+    question = AskQuestion(question="q", agent=agent)
+    configured, _ = await tool_service(ScriptedInference(), default_max_turns=4).build_agent(
+        question
+    )
+    assert isinstance(configured, ToolUsingAgent)
+    assert configured.max_turns == 4
+    unset, _ = await tool_service(ScriptedInference()).build_agent(question)
+    assert isinstance(unset, ToolUsingAgent)
+    assert unset.max_turns == own_default
+
+
+async def test_an_explicit_max_turns_option_wins_over_the_configured_one() -> None:
+    question = AskQuestion(question="q", agent="orchestrator", agent_options={"max_turns": 2})
+    agent, _ = await tool_service(ScriptedInference(), default_max_turns=7).build_agent(question)
+    assert isinstance(agent, ToolUsingAgent)
+    assert agent.max_turns == 2
+
+
+async def test_configured_max_turns_bounds_a_real_run_and_leaves_simple_alone() -> None:
+    engine = calls_forever()
+    answer = await tool_service(engine, default_max_turns=2).ask(
+        AskQuestion(question="q", agent="orchestrator", tools=("think",))
+    )
+    assert answer.stop_reason == "max_turns"
+    assert answer.turns == 3  # two tool turns, then the one tool-less final call
+    assert [bool(request.tools) for request in engine.requests] == [True, True, False]
+    simple = await service(ScriptedInference(["hi"]), default_max_turns=2).ask(
+        AskQuestion(question="q")
+    )
+    assert simple.content == "hi"

@@ -154,12 +154,22 @@ class TestSelector:
 
     def test_config_is_loaded_into_the_service(self) -> None:
         container = Container()
-        config = validate(JarvisConfig, {"engine": {"model": "m1"}, "agent": {"default": "simple"}})
+        config = validate(
+            JarvisConfig,
+            {"engine": {"model": "m1"}, "agent": {"default": "simple", "max_turns": 4}},
+        )
         configure(container, config)
         container.inference.override(ScriptedInference())
         service = container.ask_service()
         assert service.default_model == "m1"
         assert service.default_agent == "simple"
+        assert service.default_max_turns == 4
+
+    def test_unset_max_turns_leaves_the_agents_their_own(self) -> None:
+        container = Container()
+        configure(container, JarvisConfig())
+        container.inference.override(ScriptedInference())
+        assert container.ask_service().default_max_turns is None
 
 
 class TestEngineChoice:

@@ -95,6 +95,40 @@ async def test_sync_functions_run_in_a_worker_thread() -> None:
     assert seen[0] != threading.get_ident()
 
 
+async def test_a_non_blocking_sync_function_runs_on_the_loop_in_the_callers_task() -> None:
+    seen: list[tuple[int, asyncio.Task[object] | None]] = []
+
+    @tool(blocking=False)
+    def here() -> str:
+        """Where I run."""
+        seen.append((threading.get_ident(), asyncio.current_task()))
+        return "done"
+
+    assert here.spec.blocking is False
+    assert tool(lambda_free).spec.blocking is True
+    executor = ToolExecutor([here])
+    result = await executor.execute(ToolCall(id="1", name="here"))
+    assert (result.content, result.success) == ("done", True)
+    # no worker thread, and no task of its own from the executor either
+    assert seen == [(threading.get_ident(), asyncio.current_task())]
+
+
+async def test_a_non_blocking_tool_that_raises_is_a_failed_result() -> None:
+    @tool(blocking=False)
+    def broken() -> str:
+        """Fails."""
+        raise RuntimeError("no luck")
+
+    result = await ToolExecutor([broken]).execute(ToolCall(id="1", name="broken"))
+    assert not result.success
+    assert "RuntimeError: no luck" in result.content
+
+
+def lambda_free() -> str:
+    """A plain function."""
+    return ""
+
+
 async def test_async_functions_are_awaited() -> None:
     @tool(name="slow-echo", description="Echo after a pause.")
     async def echo(text: str, pause: float = 0.01) -> str:

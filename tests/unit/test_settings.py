@@ -56,6 +56,11 @@ class TestLoading:
         assert config.engine.timeout == 5
         assert config.engine.vllm.base_url == "http://gpu:8000/v1"
 
+    def test_agent_max_turns_is_unset_by_default_and_read_when_set(self, jarvis_home: Path) -> None:
+        assert load_config().agent.max_turns is None  # each agent keeps its own default
+        write(jarvis_home, "[agent]\nmax_turns = 4\n")
+        assert load_config().agent.max_turns == 4
+
     def test_explicit_path_must_exist(self, tmp_path: Path) -> None:
         missing = tmp_path / "nope.toml"
         with pytest.raises(ConfigurationError, match="not found") as info:
@@ -80,6 +85,11 @@ class TestInvalidFiles:
     def test_bad_value_names_nested_key(self, jarvis_home: Path) -> None:
         write(jarvis_home, "[engine.ollama]\nnum_ctx = -1\n")
         with pytest.raises(ConfigurationError, match=r"engine\.ollama\.num_ctx"):
+            load_config()
+
+    def test_max_turns_must_be_positive(self, jarvis_home: Path) -> None:
+        write(jarvis_home, "[agent]\nmax_turns = 0\n")
+        with pytest.raises(ConfigurationError, match=r"agent\.max_turns"):
             load_config()
 
     def test_unknown_engine_name(self, jarvis_home: Path) -> None:

@@ -14,7 +14,7 @@ from jarvis.domain.agents.orchestrator import OrchestratorAgent
 from jarvis.domain.agents.tool_loop import ToolUsingAgent
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import EngineProtocolError, EngineUnavailableError
-from jarvis.domain.events import AgentTurnEnded, Event, EventBus, EventType
+from jarvis.domain.events import AgentTurnEnded, Event, EventBus, EventType, LoopGuardTriggered
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Role, ToolCall
@@ -307,6 +307,43 @@ async def test_a_model_that_repeats_itself_is_warned_then_blocked_then_stopped()
         {"tool": "calculator", "action": "block", "pattern": "identical_call"},
         {"tool": "calculator", "action": "block", "pattern": "identical_call"},
     ]
+
+
+async def test_every_warned_or_blocked_call_is_published_as_loop_guard_triggered() -> None:
+    events: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(events.append, EventType.LOOP_GUARD_TRIGGERED)
+    engine = ScriptedInference([calc("x", "1+1")])  # the same call, forever
+    agent = ToolUsingAgent(
+        engine,
+        "m",
+        tools=[calculator()],
+        loop_guard=LoopGuardConfig(max_identical_calls=2, max_blocked_turns=2),
+        bus=bus,
+    )
+    result = await agent.arun("q")
+    triggered = [e for e in events if isinstance(e, LoopGuardTriggered)]
+    assert len(triggered) == len(events) == 3
+    assert [(e.action, e.pattern, e.turn) for e in triggered] == [
+        ("warn", "identical_call", 3),
+        ("block", "identical_call", 4),
+        ("block", "identical_call", 5),
+    ]
+    first = triggered[0]
+    assert (first.agent, first.tool, first.call_id) == ("tool_loop", "calculator", "x")
+    assert first.arguments == {"expression": "1+1"}
+    assert first.type is EventType.LOOP_GUARD_TRIGGERED
+    assert first.message == result.tool_results[2].content  # what the model was told
+
+
+async def test_no_loop_guard_event_while_calls_are_allowed() -> None:
+    events: list[Event] = []
+    bus = EventBus()
+    bus.subscribe(events.append)
+    engine = ScriptedInference([calc("a", "1+1"), calc("b", "2+2"), text("done")])
+    await ToolUsingAgent(engine, "m", tools=[calculator()], bus=bus).arun("q")
+    assert events
+    assert not [e for e in events if e.type is EventType.LOOP_GUARD_TRIGGERED]
 
 
 async def test_each_run_gets_a_fresh_loop_guard() -> None:

@@ -114,6 +114,7 @@ class AskService:
         persona: PersonaPrompt | None = None,
         bus: EventBus | None = None,
         repl: ReplPort | None = None,
+        default_max_turns: int | None = None,
     ) -> None:
         self.registry = registry
         self.inference = inference
@@ -126,6 +127,9 @@ class AskService:
         self.bus = bus
         self.repl = repl
         """The REPL factory handed to agents that run code (``uses_repl``)."""
+        self.default_max_turns = default_max_turns
+        """``[agent] max_turns``: the turn budget of tool-using agents unless the question's
+        agent options set one; ``None`` leaves each agent its own default."""
         self._resolved_model: str | None = default_model or None
 
     async def resolve_model(self, requested: str | None) -> str:
@@ -177,6 +181,13 @@ class AskService:
                 else []
             )
             kwargs["tools"] = built
+        if self.default_max_turns is not None and "max_turns" not in command.agent_options:
+            # the agents that run the one tool loop (imported here: the everyday `simple`
+            # agent never needs it)
+            from jarvis.domain.agents.tool_loop import ToolUsingAgent
+
+            if issubclass(agent_cls, ToolUsingAgent):
+                kwargs["max_turns"] = self.default_max_turns
         if agent_cls.uses_repl and self.repl is not None:
             kwargs["repl"] = self.repl
         try:

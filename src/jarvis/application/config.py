@@ -118,7 +118,10 @@ class EngineSettings(_Section):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings(_Section):
     default: str = "simple"
-    max_turns: Annotated[int, Bounds(gt=0)] = 10
+    max_turns: Annotated[int, Bounds(gt=0)] | None = None
+    """The turn budget of every tool-using agent (orchestrator, native_react, CodeAct, RLM);
+    unset = each agent's own default (10, and 3 for native_openhands). An explicit
+    ``-O max_turns=N`` (or the SDK's agent options) wins over it."""
     temperature: Annotated[float, Bounds(ge=0, le=2)] | None = None
     max_tokens: Annotated[int, Bounds(gt=0)] | None = None
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from time import monotonic
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from jarvis.domain.completion import FinishReason, Usage
 from jarvis.domain.json_types import JSONObject
@@ -27,6 +27,7 @@ class EventType(StrEnum):
     TOOL_CALL_END = "tool_call_end"
     INFERENCE_START = "inference_start"
     INFERENCE_END = "inference_end"
+    LOOP_GUARD_TRIGGERED = "loop_guard_triggered"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +89,25 @@ class InferenceEnded:
     type: EventType = EventType.INFERENCE_END
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopGuardTriggered:
+    """The loop guard stopped a call from running: the first time a pattern trips it warns
+    the model (``action="warn"``), every later time it blocks the call (``"block"``).
+    ``pattern`` is ``identical_call`` or ``ping_pong``; ``turn`` counts from 1."""
+
+    agent: str
+    tool: str
+    call_id: str
+    action: Literal["warn", "block"]
+    pattern: Literal["identical_call", "ping_pong"]
+    arguments: JSONObject
+    turn: int
+    message: str = ""
+    """What the model was told instead of the tool's result."""
+    at: float = field(default_factory=monotonic)
+    type: EventType = EventType.LOOP_GUARD_TRIGGERED
+
+
 Event: TypeAlias = (
     AgentTurnStarted
     | AgentTurnEnded
@@ -95,6 +115,7 @@ Event: TypeAlias = (
     | ToolCallEnded
     | InferenceStarted
     | InferenceEnded
+    | LoopGuardTriggered
 )
 Subscriber: TypeAlias = Callable[[Event], None]
 

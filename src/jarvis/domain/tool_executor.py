@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from time import perf_counter
 
 from jarvis.domain.events import EventBus, ToolCallEnded, ToolCallStarted
@@ -42,7 +41,9 @@ class ToolExecutor:
 
     A timeout really stops waiting: the tool runs as its own task and is cancelled and
     abandoned when its time is up, even if it ignores the cancellation. Synchronous work
-    inside a tool is the tool's business (it must run it in a thread or process).
+    inside a tool is the tool's business (it must run it in a thread or process). A tool
+    whose spec says ``blocking=False`` finishes at once by its own declaration: it is
+    awaited directly, with no task and no timeout.
     """
 
     __slots__ = ("_agent", "_bus", "_by_name", "_max_output_chars", "_names", "_running", "_specs")
@@ -180,13 +181,14 @@ class ToolExecutor:
         self, call: ToolCall, result: ToolResult, spec: ToolSpec | None, started: float
     ) -> ToolResult:
         content, cut = truncate_output(result.content, self._max_output_chars)
-        return replace(
-            result,
+        return ToolResult(
             tool_name=spec.name if spec is not None else call.name,
             content=content,
+            success=result.success,
             call_id=call.id,
             latency_seconds=perf_counter() - started,
             truncated=result.truncated or cut,
+            metadata=result.metadata,
         )
 
     @staticmethod

@@ -377,6 +377,7 @@ class Container(containers.DeclarativeContainer):
         persona=persona,
         bus=bus,
         repl=repl,
+        default_max_turns=config.agent.max_turns,
     )
 
 

@@ -158,6 +158,9 @@ class EngineHttp:
         self._headers = dict(headers or {})
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
+        self._parsed: dict[str, httpx.URL] = {}
+        """Parsed request URLs by path: parsing one costs more than the rest of building a
+        request, and an engine asks the same few URLs again and again."""
 
     def url(self, path: str) -> str:
         """An absolute URL below the base URL (``path`` starts with ``/``) or as given."""
@@ -206,6 +209,11 @@ class EngineHttp:
         response. Raises :class:`EngineStatusError` for an error status that is not retried.
         """
         url = self.url(path)
+        target = self._parsed.get(path)
+        if target is None:
+            target = httpx.URL(url)
+            if len(self._parsed) < 32:
+                self._parsed[path] = target
         client = self._get_client()
         attempt = 0
         max_retries = self.retry.max_retries if retries else 0
@@ -213,7 +221,7 @@ class EngineHttp:
         while True:
             request = client.build_request(
                 method,
-                url,
+                target,
                 json=json,
                 timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
             )

@@ -20,8 +20,12 @@ def loads(text: str | bytes) -> object:
 
 
 def as_object(value: object) -> dict[str, object] | None:
-    """``value`` as a JSON object (string keys), or ``None``."""
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+    """``value`` as a JSON object, or ``None``.
+
+    Only for decoded JSON (``json.loads``, or llama-cpp-python's JSON-shaped answers), whose
+    object keys are strings by construction: the keys are not checked one by one.
+    """
+    if isinstance(value, dict):
         return cast("dict[str, object]", value)
     return None
 

@@ -8,6 +8,7 @@ no I/O, no third-party imports.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from jarvis.adapters.inference._json import (
     as_json_object,
@@ -30,6 +31,8 @@ from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
 from jarvis.domain.tools import ToolSpec
+
+T = TypeVar("T")
 
 OPENAI_OPTION_KEYS = frozenset(
     {
@@ -137,16 +140,73 @@ def response_format_with_inline_schema(response_format: ResponseFormat) -> JSONO
     return {"type": "json_object", "schema": response_format.schema}
 
 
+class WireRenderer:
+    """Renders messages and tool lists, reusing what an earlier request already rendered.
+
+    An agent sends its whole conversation again on every turn, one or two messages longer
+    each time, with the same tools. The renderer remembers the last rendering of each
+    conversation (recognised by its first message object) and of each tool tuple; a request
+    whose messages begin with the very same objects renders only the ones after them.
+    Messages and specs are immutable, so identity is proof enough. At most ``capacity``
+    conversations and tool lists are remembered, the least recently used forgotten first;
+    the rendered dicts are shared between bodies and must never be modified.
+    """
+
+    __slots__ = ("_capacity", "_conversations", "_tools")
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._capacity = max(1, capacity)
+        self._conversations: dict[int, tuple[tuple[Message, ...], list[JSONValue]]] = {}
+        self._tools: dict[int, tuple[tuple[ToolSpec, ...], list[JSONValue]]] = {}
+
+    def messages(self, messages: tuple[Message, ...]) -> list[JSONValue]:
+        if not messages:
+            return []
+        key = id(messages[0])
+        known = self._conversations.pop(key, None)  # (held there, so the same first message)
+        same = 0
+        if known is not None:
+            previous, rendered = known
+            for old, new in zip(previous, messages, strict=False):
+                if old is not new:
+                    break
+                same += 1
+            result = rendered[:same]
+        else:
+            result = []
+        result.extend(message_to_openai(message) for message in messages[same:])
+        _remember(self._conversations, key, (messages, result), self._capacity)
+        return result.copy()
+
+    def tools(self, tools: tuple[ToolSpec, ...]) -> list[JSONValue]:
+        key = id(tools)
+        known = self._tools.pop(key, None)
+        # the entry holds its tuple, so an id found here is that very tuple
+        rendered = known[1] if known is not None else tools_to_openai(tools)
+        _remember(self._tools, key, (tools, rendered), self._capacity)
+        return rendered.copy()
+
+
+def _remember(cache: dict[int, T], key: int, entry: T, capacity: int) -> None:
+    """Store ``entry`` as the most recently used; forget the oldest beyond ``capacity``."""
+    cache[key] = entry
+    if len(cache) > capacity:
+        del cache[next(iter(cache))]
+
+
 def chat_body(
     request: InferenceRequest,
     *,
     stream: bool,
     option_keys: frozenset[str] = OPENAI_OPTION_KEYS,
+    renderer: WireRenderer | None = None,
 ) -> JSONObject:
     """The request body for ``POST /chat/completions`` (without structured output)."""
     body: JSONObject = {
         "model": request.model,
-        "messages": messages_to_openai(request.messages),
+        "messages": renderer.messages(request.messages)
+        if renderer is not None
+        else messages_to_openai(request.messages),
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
         "stream": stream,
@@ -154,7 +214,11 @@ def chat_body(
     if stream:
         body["stream_options"] = {"include_usage": True}
     if request.tools:
-        body["tools"] = tools_to_openai(request.tools)
+        body["tools"] = (
+            renderer.tools(request.tools)
+            if renderer is not None
+            else tools_to_openai(request.tools)
+        )
         body["tool_choice"] = tool_choice_to_openai(request.tool_choice, request.tools)
     for key, value in request.options.items():
         if key in option_keys:

@@ -45,6 +45,7 @@ from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
     ChunkReader,
     WireError,
+    WireRenderer,
     chat_body,
     parse_completion,
     response_format_to_openai,
@@ -111,6 +112,7 @@ class OpenAICompatibleEngine:
             transport=transport,
         )
         self._dialect: StructuredDialect = self.structured_dialects[0]
+        self._renderer = WireRenderer()
 
     @property
     def engine_id(self) -> str:
@@ -143,27 +145,29 @@ class OpenAICompatibleEngine:
 
     async def _post_chat(self, request: InferenceRequest, *, stream: bool) -> httpx.Response:
         """POST the chat request and return the (streaming, when asked) response."""
-        dialects: list[StructuredDialect | None] = (
-            list(self._dialect_order()) if request.response_format is not None else [None]
-        )
+        if request.response_format is None:
+            body = chat_body(
+                request, stream=stream, option_keys=self.option_keys, renderer=self._renderer
+            )
+            try:
+                return await self._http.open("POST", "/chat/completions", json=body, stream=stream)
+            except EngineStatusError as exc:
+                raise await self._status_error(exc, request) from None
+        dialects = self._dialect_order()
         for position, dialect in enumerate(dialects):
-            body = chat_body(request, stream=stream, option_keys=self.option_keys)
-            if dialect is not None:
-                self.apply_structured_output(body, request, dialect)
+            body = chat_body(
+                request, stream=stream, option_keys=self.option_keys, renderer=self._renderer
+            )
+            self.apply_structured_output(body, request, dialect)
             try:
                 response = await self._http.open(
                     "POST", "/chat/completions", json=body, stream=stream
                 )
             except EngineStatusError as exc:
-                if (
-                    dialect is not None
-                    and position + 1 < len(dialects)
-                    and _rejects_structured_output(exc)
-                ):
+                if position + 1 < len(dialects) and _rejects_structured_output(exc):
                     continue
                 raise await self._status_error(exc, request) from None
-            if dialect is not None:
-                self._dialect = dialect
+            self._dialect = dialect
             return response
         raise AssertionError("the dialect list is never empty")
 
@@ -213,22 +217,22 @@ class OpenAICompatibleEngine:
 
     async def generate(self, request: InferenceRequest) -> Completion:
         response = await self._post_chat(request, stream=False)
-        url = str(response.url)
         try:
             data = loads(response.content)
         except ValueError as exc:
             raise self._http.protocol_error(
-                url, f"a body that is not JSON: {response.text[:200]!r}"
+                str(response.url), f"a body that is not JSON: {response.text[:200]!r}"
             ) from exc
         body = as_object(data)
         if body is not None and "error" in body and "choices" not in body:
             raise await self._status_error(
-                EngineStatusError(response.status_code, response.text, url), request
+                EngineStatusError(response.status_code, response.text, str(response.url)),
+                request,
             )
         try:
             return parse_completion(data, model=request.model)
         except WireError as exc:
-            raise self._http.protocol_error(url, str(exc)) from exc
+            raise self._http.protocol_error(str(response.url), str(exc)) from exc
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         response = await self._post_chat(request, stream=True)

@@ -15,7 +15,11 @@ The JSON schema comes from the signature (pydantic), the descriptions from the d
 (or ``Annotated[int, Field(description=...)]``). Arguments are validated and coerced by the
 same pydantic model before the function runs, so a model's ``"3"`` arrives as ``3`` and a
 wrong type comes back to the model as a failed result it can correct. Sync functions run in
-a worker thread, async ones are awaited. The result is text: a ``str`` as is, ``None`` as
+a worker thread, async ones are awaited. A sync function that always returns at once (a
+small computation, no I/O) can say so with ``@tool(blocking=False)``: it is then called
+directly on the event loop, which saves the thread hop (and the task the executor would
+give it) on every call — but gets no timeout, and would stall every concurrent run if it
+ever blocked. The result is text: a ``str`` as is, ``None`` as
 ``(no output)``, anything else as JSON (dicts, lists, dataclasses, pydantic models) or
 ``str()``; returning a :class:`ToolResult` gives full control. An exception raised by the
 function becomes a failed result naming it.
@@ -93,6 +97,7 @@ class FunctionTool(Generic[P, R]):
         category: str = "",
         timeout_seconds: float = 30.0,
         side_effects: bool = False,
+        blocking: bool = True,
     ) -> FunctionTool[P, R]:
         """Derive the spec and the argument validator from ``fn``'s signature and docstring.
 
@@ -120,6 +125,7 @@ class FunctionTool(Generic[P, R]):
             category=category,
             timeout_seconds=timeout_seconds,
             side_effects=side_effects,
+            blocking=blocking,
         )
         return cls(fn, spec=spec, arguments=model, parameters=parameters)
 
@@ -153,7 +159,10 @@ class FunctionTool(Generic[P, R]):
             if self._is_async:
                 value = await call(*positional, **keywords)
             else:
-                value = await asyncio.to_thread(call, *positional, **keywords)
+                if self._spec.blocking:
+                    value = await asyncio.to_thread(call, *positional, **keywords)
+                else:
+                    value = call(*positional, **keywords)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
@@ -177,6 +186,7 @@ def tool(
     category: str = "",
     timeout_seconds: float = 30.0,
     side_effects: bool = False,
+    blocking: bool = True,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -189,8 +199,12 @@ def tool(
     category: str = "",
     timeout_seconds: float = 30.0,
     side_effects: bool = False,
+    blocking: bool = True,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
-    """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., category=...)``."""
+    """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., category=...)``.
+
+    ``blocking=False`` declares that the function always returns at once (see the module
+    docstring): it then runs on the event loop instead of a worker thread."""
 
     def wrap(function: Callable[P, R]) -> FunctionTool[P, R]:
         return FunctionTool.from_function(
@@ -200,6 +214,7 @@ def tool(
             category=category,
             timeout_seconds=timeout_seconds,
             side_effects=side_effects,
+            blocking=blocking,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -34,6 +34,8 @@ _THINK_CLOSE = re.compile(r"^.*?</think>", re.IGNORECASE | re.DOTALL)
 
 def strip_think(text: str) -> str:
     """Remove ``<think>…</think>`` blocks and anything before a stray ``</think>``."""
+    if "</" not in text:  # no closing tag: nothing to remove (the common case)
+        return text.strip()
     text = _THINK_BLOCK.sub("", text)
     text = _THINK_CLOSE.sub("", text)
     return text.strip()

@@ -67,6 +67,8 @@ def canonical_call(call: ToolCall) -> str:
     """The identity of a call: lower-cased tool name plus canonical JSON arguments."""
     if call.raw_arguments is not None:
         args = call.raw_arguments.strip()
+    elif not call.arguments:
+        args = "{}"
     else:
         try:
             args = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"))

@@ -17,7 +17,8 @@ What the loop guarantees, identically for every protocol:
 * usage summed over every inference; ``<think>`` blocks stripped from answers;
 * a fresh loop guard per run;
 * ``AGENT_TURN_START`` / ``AGENT_TURN_END`` events (``INFERENCE_*`` from the base agent,
-  ``TOOL_CALL_*`` from the executor);
+  ``TOOL_CALL_*`` from the executor), and ``LOOP_GUARD_TRIGGERED`` for every call the loop
+  guard warned about or blocked;
 * ``arun`` and ``astream`` are the same code: streaming adds ``TextDelta`` (answer text as
   it is generated, filtered by the protocol), ``ToolCallsRequested`` and ``ToolResultReady``.
 
@@ -43,7 +44,7 @@ from jarvis.domain.agent import AgentContext, AgentResult, StopReason
 from jarvis.domain.agents.base import BaseAgent, strip_think
 from jarvis.domain.agents.budget import BudgetKind, RunBudget
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
-from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig
+from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
 from jarvis.domain.agents.protocol import (
     FinalAnswer,
     ParseFailure,
@@ -54,7 +55,7 @@ from jarvis.domain.agents.protocol import (
 )
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
-from jarvis.domain.events import AgentTurnEnded, EventBus
+from jarvis.domain.events import AgentTurnEnded, EventBus, LoopGuardTriggered
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
@@ -411,6 +412,7 @@ class ToolUsingAgent(BaseAgent):
                 run.loop_events.append(
                     {"tool": call.name, "action": verdict.action, "pattern": verdict.pattern}
                 )
+                self._publish_loop_guard(run, call, verdict)
                 result = ToolResult(
                     tool_name=call.name,
                     content=verdict.message,
@@ -421,6 +423,25 @@ class ToolUsingAgent(BaseAgent):
             results.append(result)
         run.blocked_turns = run.blocked_turns + 1 if blocked and not runnable else 0
         return results
+
+    def _publish_loop_guard(self, run: _Run, call: ToolCall, verdict: LoopVerdict) -> None:
+        bus = self.bus
+        if bus is None or not bus.has_subscribers:
+            return
+        if verdict.action == "allow" or verdict.pattern is None:  # pragma: no cover
+            return
+        bus.publish(
+            LoopGuardTriggered(
+                agent=self.agent_id,
+                tool=call.name,
+                call_id=call.id,
+                action=verdict.action,
+                pattern=verdict.pattern,
+                arguments=call.arguments,
+                turn=run.turns,
+                message=verdict.message,
+            )
+        )
 
     async def _execute(self, run: _Run, calls: list[ToolCall]) -> list[ToolResult]:
         """Run ``calls`` concurrently; with a deadline, calls still running when it passes
