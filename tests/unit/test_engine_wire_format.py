@@ -6,7 +6,9 @@ import json
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 
+from jarvis.adapters.inference._openai_wire import WireRenderer, messages_to_openai
 from jarvis.adapters.inference._sse import ServerSentEvent, server_sent_events
 from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
 from jarvis.adapters.inference.ollama import OllamaEngine
@@ -313,3 +315,80 @@ async def test_server_sent_events_join_data_lines_and_skip_comments() -> None:
         )
     ]
     assert events == [ServerSentEvent(data="a\nb", event="tool_calls"), ServerSentEvent("[DONE]")]
+
+
+# --- rendering a growing conversation once ------------------------------------------------------
+
+
+def test_a_growing_conversation_renders_like_the_plain_renderer_turn_after_turn() -> None:
+    renderer = WireRenderer()
+    call = ToolCall(id="c1", name="lookup", arguments={"q": "x"})
+    conversation: list[Message] = [Message.system("sys"), Message.user("hi")]
+    for turn in range(3):
+        rendered = renderer.messages(tuple(conversation))
+        assert rendered == messages_to_openai(conversation)
+        conversation += [
+            Message.assistant("", (call,)),
+            Message.tool(f"result {turn}", tool_call_id="c1", name="lookup"),
+        ]
+
+
+def counting_renders(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
+    """Every message rendered from now on, in order."""
+    import jarvis.adapters.inference._openai_wire as wire
+
+    rendered: list[Message] = []
+    plain = wire.message_to_openai
+
+    def counting(message: Message) -> JSONObject:
+        rendered.append(message)
+        return plain(message)
+
+    monkeypatch.setattr(wire, "message_to_openai", counting)
+    return rendered
+
+
+def test_only_new_messages_are_rendered_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered = counting_renders(monkeypatch)
+    renderer = WireRenderer()
+    first = (Message.system("sys"), Message.user("hi"))
+    renderer.messages(first)
+    grown = (*first, Message.assistant("hello"), Message.user("and?"))
+    renderer.messages(grown)
+    assert rendered == [*first, *grown[2:]]
+
+
+def test_a_conversation_that_changed_midway_is_rendered_from_the_change() -> None:
+    renderer = WireRenderer()
+    system = Message.system("sys")
+    renderer.messages((system, Message.user("a"), Message.assistant("b")))
+    # same first message object, different history after it (e.g. a shortened context)
+    other = (system, Message.user("c"))
+    assert renderer.messages(other) == messages_to_openai(other)
+    assert renderer.messages(()) == []
+
+
+def test_rendered_lists_are_the_callers_own() -> None:
+    renderer = WireRenderer()
+    tools = (ToolSpec(name="lookup", description="Look up."),)
+    renderer.tools(tools).clear()
+    assert renderer.tools(tools) == [tools[0].to_openai()]
+    conversation = (Message.system("s"), Message.user("u"))
+    renderer.messages(conversation).append({"role": "user", "content": "added by the caller"})
+    assert renderer.messages(conversation) == messages_to_openai(conversation)
+
+
+def test_only_the_most_recent_conversations_are_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rendered = counting_renders(monkeypatch)
+    renderer = WireRenderer(capacity=2)
+    kept, dropped = (Message.system("kept"),), (Message.system("dropped"),)
+    renderer.messages(dropped)
+    renderer.messages(kept)
+    renderer.messages(kept)  # used again: now the most recent
+    renderer.messages((Message.system("third"),))  # one too many: "dropped" goes
+    rendered.clear()
+    renderer.messages(kept)
+    renderer.messages(dropped)
+    assert rendered == [dropped[0]]

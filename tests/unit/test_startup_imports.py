@@ -63,3 +63,20 @@ def test_httpx_is_imported_without_its_command_line_client() -> None:
     )
     assert "httpx" in loaded
     assert not loaded & {"httpx._main", "click", "rich"}
+
+
+def test_a_failing_lean_import_falls_back_to_the_ordinary_one() -> None:
+    loaded = loaded_after(
+        "import contextlib\n"
+        "import jarvis.entrypoints._lean_imports as lean\n"
+        "@contextlib.contextmanager\n"
+        "def broken(*names, stand_ins=None):\n"
+        "    import dependency_injector.errors\n"
+        "    raise AttributeError('a release that probes differently')\n"
+        "    yield\n"
+        "lean.skipping = broken\n"
+        "lean.import_dependency_injector()\n"
+        "from dependency_injector import containers, providers\n"
+        "assert containers.DeclarativeContainer and providers.Selector"
+    )
+    assert "dependency_injector.containers" in loaded

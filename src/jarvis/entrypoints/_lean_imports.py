@@ -51,16 +51,24 @@ def import_dependency_injector() -> None:
     # ``Configuration.from_pydantic()``): a stand-in without a "1." version makes it skip.
     pydantic = ModuleType("pydantic", "stand-in used while dependency-injector is imported")
     pydantic.VERSION = "0 (not imported)"  # type: ignore[attr-defined]
-    with skipping(
-        "yaml",
-        "pydantic_settings",
-        "fastapi",
-        "fast_depends",
-        "starlette",
-        "werkzeug",
-        "flask",
-        stand_ins={"pydantic": pydantic},
-    ):
+    try:
+        with skipping(
+            "yaml",
+            "pydantic_settings",
+            "fastapi",
+            "fast_depends",
+            "starlette",
+            "werkzeug",
+            "flask",
+            stand_ins={"pydantic": pydantic},
+        ):
+            import dependency_injector.containers
+            import dependency_injector.providers
+    except Exception:
+        # A release that probes differently must cost start-up time, never correctness:
+        # forget the half-imported package and import it the ordinary way.
+        for name in [m for m in sys.modules if m.split(".")[0] == "dependency_injector"]:
+            del sys.modules[name]
         import dependency_injector.containers
         import dependency_injector.providers  # noqa: F401
 
