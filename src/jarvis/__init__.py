@@ -1,8 +1,9 @@
 """jarvis: a local-first agent runtime.
 
-``from jarvis import Jarvis`` gives the SDK, ``from jarvis import tool`` the decorator that
-turns a typed function into a tool. The package imports nothing heavy until a name is used,
-so ``import jarvis`` and the command line start fast.
+``from jarvis import Jarvis`` gives the SDK (``AskOptions``: the keyword options of its
+question methods), ``from jarvis import tool`` the decorator that turns a typed function
+into a tool. The package imports nothing heavy until a name is used, so ``import jarvis``
+and the command line start fast.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
     from jarvis.application.tools.function_tool import FunctionTool, tool
+    from jarvis.entrypoints.runtime import AskOptions
     from jarvis.entrypoints.sdk import Jarvis
 
-__all__ = ["Answer", "FunctionTool", "Jarvis", "tool"]
+__all__ = ["Answer", "AskOptions", "FunctionTool", "Jarvis", "tool"]
 
 
 def __getattr__(name: str) -> object:
@@ -26,6 +28,10 @@ def __getattr__(name: str) -> object:
         from jarvis.application.ask import Answer
 
         return Answer
+    if name == "AskOptions":
+        from jarvis.entrypoints.runtime import AskOptions
+
+        return AskOptions
     if name in ("tool", "FunctionTool"):
         from jarvis.application.tools import function_tool
 

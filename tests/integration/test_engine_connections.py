@@ -43,7 +43,8 @@ def _delta(text: str, finish: str | None = None) -> str:
 
 class CuttingServer:
     """Answers ``model: "cut"`` streams with one event and no end, and drops the connection
-    at the next request after such a stream or after a ``model: "stale"`` answer."""
+    at the next request after such a stream or after a ``model: "stale"`` answer;
+    ``model: "linger"`` streams get their ``[DONE]`` but their body never ends."""
 
     def __init__(self) -> None:
         self.connections = 0
@@ -89,6 +90,11 @@ class CuttingServer:
                     if body.get("model") == "cut":
                         writer.write(_event(_delta("Par")) + b"0\r\n\r\n")
                         poisoned = True
+                    elif body.get("model") == "linger":  # [DONE], then the body never ends
+                        writer.write(_event(_delta("Paris", "stop")) + _event("[DONE]"))
+                        await writer.drain()
+                        await reader.read()  # until the client hangs up
+                        return
                     else:
                         writer.write(
                             _event(_delta("Paris", "stop")) + _event("[DONE]") + b"0\r\n\r\n"
@@ -149,6 +155,22 @@ async def test_a_stream_cut_short_never_hands_its_connection_to_the_next_request
     finally:
         await engine.aclose()
     assert (server.connections, server.dropped) == (2, 0)
+
+
+async def test_a_finished_stream_whose_body_never_ends_is_delivered_and_its_connection_dropped(
+    server: CuttingServer,
+) -> None:
+    engine = OpenAICompatibleEngine(server.url, max_retries=0, timeout=30.0)
+    try:
+        started = asyncio.get_running_loop().time()
+        chunks = [chunk async for chunk in engine.stream(_request("linger"))]
+        assert asyncio.get_running_loop().time() - started < 5  # not the 30 s read timeout
+        assert "".join(c.content for c in chunks) == "Paris"
+        assert chunks[-1].finish_reason == "stop"
+        assert (await engine.generate(_request())).content == "hello"
+    finally:
+        await engine.aclose()
+    assert server.connections == 2
 
 
 @pytest.mark.parametrize("retries", [0, 1])

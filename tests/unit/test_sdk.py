@@ -12,11 +12,12 @@ import pytest
 import jarvis
 from jarvis.application.ask import Answer
 from jarvis.application.tools import function_tool
-from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.completion import Completion, ResponseFormat, StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
+from jarvis.entrypoints.runtime import AskOptions
 from jarvis.entrypoints.sdk import Jarvis as SdkJarvis
-from jarvis.testing import ScriptedInference
+from jarvis.testing import InMemoryRepl, ScriptedInference
 
 
 class SlowStream(ScriptedInference):
@@ -54,7 +55,8 @@ class Concurrent(ScriptedInference):
 def test_package_exports_the_sdk_lazily() -> None:
     assert jarvis.Jarvis is SdkJarvis
     assert jarvis.Answer is Answer
-    assert sorted(jarvis.__all__) == ["Answer", "FunctionTool", "Jarvis", "tool"]
+    assert jarvis.AskOptions is AskOptions
+    assert sorted(jarvis.__all__) == ["Answer", "AskOptions", "FunctionTool", "Jarvis", "tool"]
     assert jarvis.tool is function_tool.tool
     with pytest.raises(AttributeError):
         _ = jarvis.nothing_here
@@ -210,3 +212,94 @@ class TestAsync:
         with jarvis.Jarvis(inference=engine) as j:
             assert j.ask("q") == "sync"
             assert asyncio.run(j.aask("q")) == "async"
+
+
+STRUCTURED_ANSWER = '{"thought": "done", "final_answer": "4"}'
+
+QUESTION_METHODS = ["ask", "ask_full", "ask_stream", "aask", "aask_full", "aask_stream"]
+
+
+def answer_text(j: jarvis.Jarvis, method: str, options: AskOptions) -> str:
+    """The text of one answer to "q" through the question method ``method``."""
+
+    async def collect() -> str:
+        return "".join([piece async for piece in j.aask_stream("q", **options)])
+
+    match method:
+        case "ask":
+            return j.ask("q", **options)
+        case "ask_full":
+            return j.ask_full("q", **options).content
+        case "ask_stream":
+            return "".join(j.ask_stream("q", **options))
+        case "aask":
+            return asyncio.run(j.aask("q", **options))
+        case "aask_full":
+            return asyncio.run(j.aask_full("q", **options)).content
+        case "aask_stream":
+            return asyncio.run(collect())
+    raise AssertionError(f"not a question method: {method}")
+
+
+class TestOptions:
+    @pytest.mark.parametrize("method", QUESTION_METHODS)
+    def test_every_question_method_forwards_every_option(self, method: str) -> None:
+        engine = ScriptedInference([STRUCTURED_ANSWER])
+        options: AskOptions = {
+            "agent": "orchestrator",
+            "model": "m1",
+            "temperature": 0.3,
+            "max_tokens": 11,
+            "system": "S",
+            "tools": ["calculator"],
+            "persona": "none",
+            "agent_options": {"mode": "structured"},
+        }
+        with jarvis.Jarvis(inference=engine, model="m0") as j:
+            assert answer_text(j, method, options) == "4"
+        [request] = engine.requests
+        assert (request.model, request.temperature, request.max_tokens) == ("m1", 0.3, 11)
+        assert request.messages[0].content.startswith("S\n")
+        assert request.tools == ()
+        assert isinstance(request.response_format, ResponseFormat)
+
+    @pytest.mark.parametrize("method", QUESTION_METHODS)
+    def test_every_question_method_passes_the_context(self, method: str) -> None:
+        engine = ScriptedInference(["```python\nFINAL(len(context))\n```"])
+        j = jarvis.Jarvis(inference=engine)
+        j.container.repl.override(InMemoryRepl())
+        with j:
+            assert answer_text(j, method, {"agent": "rlm", "context": "x" * 123}) == "123"
+
+    def test_agent_options_reach_the_agent(self) -> None:
+        engine = ScriptedInference([STRUCTURED_ANSWER, "native"])
+        with jarvis.Jarvis(inference=engine) as j:
+            structured = j.ask(
+                "q",
+                agent="orchestrator",
+                tools=["calculator"],
+                agent_options={"mode": "structured"},
+            )
+            native = j.ask("q", agent="orchestrator", tools=["calculator"])
+        assert (structured, native) == ("4", "native")
+        first, second = engine.requests
+        assert isinstance(first.response_format, ResponseFormat)
+        assert first.response_format.type == "json_schema"
+        assert first.tools == ()
+        assert second.response_format is None  # without the option: native function calling
+        assert [spec.name for spec in second.tools] == ["calculator"]
+
+    def test_invalid_agent_options_are_clear_errors(self) -> None:
+        with jarvis.Jarvis(inference=ScriptedInference()) as j:
+            with pytest.raises(ConfigurationError, match="Unknown orchestrator mode 'bogus'"):
+                j.ask("q", agent="orchestrator", agent_options={"mode": "bogus"})
+            with pytest.raises(ConfigurationError, match="cannot be built") as info:
+                j.ask("q", agent="orchestrator", agent_options={"no_such_option": 1})
+            assert info.value.hint == "Options given: no_such_option"
+
+    def test_an_unknown_keyword_is_refused(self) -> None:
+        with (
+            jarvis.Jarvis(inference=ScriptedInference()) as j,
+            pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"),
+        ):
+            j.ask("q", temprature=0.3)  # type: ignore[call-arg]

@@ -10,16 +10,56 @@ and its connection pool. :meth:`Runtime.aclose` closes the engines it built.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
+from jarvis.domain.agent import AgentContext
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskService
     from jarvis.application.config import JarvisConfig
+    from jarvis.domain.json_types import JSONValue
     from jarvis.domain.ports import InferencePort
     from jarvis.entrypoints.container import Container, EngineChoice
+
+
+class AskOptions(TypedDict, total=False):
+    """How to answer one question: the keyword arguments of every ``Jarvis`` question method
+    (``ask``, ``ask_full``, ``ask_stream``, ``aask``, ``aask_full``, ``aask_stream``).
+
+    Every key is optional; a missing key or ``None`` falls back to the instance and the
+    configuration, as on the command line.
+    """
+
+    agent: str | None
+    """The agent to run (``simple``, ``orchestrator``, ``react``, ``rlm``...); default: the
+    instance's ``agent``, else ``[agent] default``, else ``simple``."""
+    model: str | None
+    """The model; default: the instance's ``model`` (else ``[engine] model``), else the
+    engine's first model."""
+    temperature: float | None
+    """Sampling temperature; default: ``[agent] temperature``."""
+    max_tokens: int | None
+    """The most tokens to generate per turn; default: ``[agent] max_tokens``."""
+    system: str | None
+    """Replaces the agent's system prompt."""
+    tools: Sequence[str] | None
+    """Tools for a tool-using agent, by name (``["calculator", "think"]``); default:
+    ``[tools] enabled`` and the instance's own tools."""
+    persona: str | None
+    """A named persona (``<config dir>/personas/NAME/``), or ``"none"`` for no persona;
+    default: ``[memory_files] persona_name``, else the default files."""
+    context: str | AgentContext | None
+    """Text the agent works on (the ``rlm`` agent keeps it in its REPL as ``context``, never
+    in the prompt), or a whole ``AgentContext``."""
+    agent_options: Mapping[str, JSONValue]
+    """Settings of the chosen agent, as ``-O KEY=VALUE`` on the command line: for the
+    ``orchestrator`` ``mode="structured"``, ``tool_choice="required"``, ``max_turns``...
+    An option the agent does not take is a ``ConfigurationError``."""
+
+
+_OPTION_NAMES = AskOptions.__optional_keys__
 
 
 class Runtime:
@@ -74,29 +114,32 @@ class Runtime:
             self.notice(f"engine: {self.choice.name}{where} ({self.choice.reason})")
         return service
 
-    def question(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-    ) -> AskQuestion:
-        """The command for one question; ``None`` falls back to the ``[agent]`` settings."""
+    def question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
+        """The command for one question and its :class:`AskOptions`; ``None`` falls back to
+        the ``[agent]`` settings. An option that is not one of them is a ``TypeError``."""
+        unknown = options.keys() - _OPTION_NAMES
+        if unknown:
+            raise TypeError(
+                f"unexpected keyword argument {min(unknown)!r}; the options are "
+                + ", ".join(sorted(_OPTION_NAMES))
+            )
         settings = self.config.agent
+        temperature = options.get("temperature")
+        max_tokens = options.get("max_tokens")
+        context = options.get("context")
+        if isinstance(context, str):
+            context = AgentContext(metadata={"context": context})
         return AskQuestion(
             question=question,
-            agent=agent,
-            model=model,
+            agent=options.get("agent"),
+            model=options.get("model"),
             temperature=settings.temperature if temperature is None else temperature,
             max_tokens=settings.max_tokens if max_tokens is None else max_tokens,
-            system_prompt=system,
-            tools=tuple(tools or ()),
-            persona=persona,
+            system_prompt=options.get("system"),
+            tools=tuple(options.get("tools") or ()),
+            persona=options.get("persona"),
+            context=context,
+            agent_options=dict(options.get("agent_options") or {}),
         )
 
     async def aclose(self) -> None:

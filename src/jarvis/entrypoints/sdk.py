@@ -39,17 +39,16 @@ from concurrent.futures import Future
 from dataclasses import replace
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from jarvis.domain.updates import TextDelta
 from jarvis.entrypoints.container import Container
-from jarvis.entrypoints.runtime import Runtime
+from jarvis.entrypoints.runtime import AskOptions, Runtime
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
-    from jarvis.domain.agent import AgentContext
     from jarvis.domain.ports import InferencePort, ToolPort
 
 T = TypeVar("T")
@@ -101,6 +100,11 @@ class Jarvis:
     functions with a docstring, or any ``ToolPort`` — and gives them, with ``[tools]
     enabled``, to every tool-using agent of this instance when a question names no tools.
     :meth:`register_tool` adds one later, available by name (``tools=["name"]``).
+
+    Every question method takes the question and the keyword options of
+    :class:`~jarvis.entrypoints.runtime.AskOptions` (``jarvis.AskOptions``): ``agent``,
+    ``model``, ``temperature``, ``max_tokens``, ``system``, ``tools``, ``persona``,
+    ``context`` and ``agent_options``.
     """
 
     def __init__(
@@ -167,13 +171,17 @@ class Jarvis:
                 self._loop = _LoopThread()
             return self._loop
 
-    def _call(self, coro: Coroutine[object, object, T]) -> T:
-        """Run ``coro`` on the instance's loop and wait for it (synchronous callers)."""
+    def _runner_for(self, coro: Coroutine[object, object, object]) -> _LoopThread:
+        """The loop thread that will run ``coro``; ``coro`` is closed if there is none."""
         try:
-            runner = self._loop_thread()
+            return self._loop_thread()
         except RuntimeError:
             coro.close()
             raise
+
+    def _call(self, coro: Coroutine[object, object, T]) -> T:
+        """Run ``coro`` on the instance's loop and wait for it (synchronous callers)."""
+        runner = self._runner_for(coro)
         if runner.thread is threading.current_thread():
             coro.close()
             raise RuntimeError("Synchronous Jarvis methods cannot be called from its own loop.")
@@ -186,49 +194,16 @@ class Jarvis:
 
     async def _acall(self, coro: Coroutine[object, object, T]) -> T:
         """Run ``coro`` on the instance's loop and await it (asynchronous callers)."""
-        try:
-            runner = self._loop_thread()
-        except RuntimeError:
-            coro.close()
-            raise
+        runner = self._runner_for(coro)
         if asyncio.get_running_loop() is runner.loop:
             return await coro
         return await asyncio.wrap_future(runner.submit(coro))
 
     # -- building a question -----------------------------------------------------------------
 
-    def _question(
-        self,
-        question: str,
-        *,
-        agent: str | None,
-        model: str | None,
-        temperature: float | None,
-        max_tokens: int | None,
-        system: str | None,
-        tools: Sequence[str] | None,
-        persona: str | None,
-        context: str | AgentContext | None = None,
-    ) -> AskQuestion:
-        command = self._runtime.question(
-            question,
-            agent=agent or self.agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-        )
-        if context is None:
-            return command
-        from dataclasses import replace
-
-        from jarvis.domain.agent import AgentContext as Context
-
-        if isinstance(context, str):
-            context = Context(metadata={"context": context})
-        return replace(command, context=context)
+    def _question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
+        options["agent"] = options.get("agent") or self.agent
+        return self._runtime.question(question, **options)
 
     async def _ask(self, command: AskQuestion) -> Answer:
         service = await self._runtime.service()
@@ -242,88 +217,20 @@ class Jarvis:
 
     # -- synchronous API ---------------------------------------------------------------------
 
-    def ask(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
-    ) -> str:
+    def ask(self, question: str, **options: Unpack[AskOptions]) -> str:
         """The answer's text."""
-        return self.ask_full(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        ).content
+        return self.ask_full(question, **options).content
 
-    def ask_full(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
-    ) -> Answer:
-        """The whole answer: content, turns, tool results, usage, model, engine, stop reason.
-
-        ``context`` is text the agent works on (the ``rlm`` agent keeps it in its REPL as
-        ``context``, never in the prompt), or a whole ``AgentContext``.
-        """
-        command = self._question(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        )
+    def ask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
+        """The whole answer: content, turns, tool results, usage, model, engine, stop reason."""
+        command = self._question(question, **options)
         return self._call(self._ask(command))
 
     def ask_stream(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
+        self, question: str, **options: Unpack[AskOptions]
     ) -> Generator[str, None, None]:
         """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel."""
-        command = self._question(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        )
+        command = self._question(question, **options)
         stream = self._stream(command)
 
         async def next_piece() -> object:
@@ -344,13 +251,18 @@ class Jarvis:
                 with contextlib.suppress(RuntimeError):
                     self._call(stream.aclose())
 
-    def close(self) -> None:
-        """Close the engines this instance built and stop its loop. Idempotent."""
+    def _mark_closed(self) -> _LoopThread | None:
+        """Mark the instance closed; its loop thread if it had one and was open."""
         with self._lock:
             if self._closed:
-                return
+                return None
             self._closed = True
             runner, self._loop = self._loop, None
+        return runner
+
+    def close(self) -> None:
+        """Close the engines this instance built and stop its loop. Idempotent."""
+        runner = self._mark_closed()
         if runner is not None:
             try:
                 runner.submit(self._runtime.aclose()).result()
@@ -370,85 +282,19 @@ class Jarvis:
 
     # -- asynchronous API --------------------------------------------------------------------
 
-    async def aask(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
-    ) -> str:
+    async def aask(self, question: str, **options: Unpack[AskOptions]) -> str:
         """``await``-able :meth:`ask`."""
-        answer = await self.aask_full(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        )
+        answer = await self.aask_full(question, **options)
         return answer.content
 
-    async def aask_full(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
-    ) -> Answer:
+    async def aask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
         """``await``-able :meth:`ask_full`."""
-        command = self._question(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        )
+        command = self._question(question, **options)
         return await self._acall(self._ask(command))
 
-    async def aask_stream(
-        self,
-        question: str,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        tools: Sequence[str] | None = None,
-        persona: str | None = None,
-        context: str | AgentContext | None = None,
-    ) -> AsyncIterator[str]:
+    async def aask_stream(self, question: str, **options: Unpack[AskOptions]) -> AsyncIterator[str]:
         """:meth:`ask_stream` for ``async for``. Stop iterating to cancel the run."""
-        command = self._question(
-            question,
-            agent=agent,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            persona=persona,
-            context=context,
-        )
+        command = self._question(question, **options)
         runner = self._loop_thread()
         if asyncio.get_running_loop() is runner.loop:
             async for piece in self._stream(command):
@@ -484,11 +330,7 @@ class Jarvis:
 
     async def aclose(self) -> None:
         """``await``-able :meth:`close`."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            runner, self._loop = self._loop, None
+        runner = self._mark_closed()
         if runner is not None:
             try:
                 await asyncio.wrap_future(runner.submit(self._runtime.aclose()))

@@ -11,9 +11,12 @@ what httpx raises into the errors of :mod:`jarvis.domain.errors`:
   start it, a 429 a ``RateLimitedError``, a 503 an ``EngineUnavailableError``;
 * a connection that breaks before any response arrived (read / write error, the peer
   closing it) is retried too, counted against the same ``max_retries``: the first such
-  retry at once, on a new connection, because the usual cause is a pooled keep-alive
-  connection the server had closed while it sat idle; further ones back off like connect
-  errors. Nothing of the answer was received, so nothing can be delivered twice;
+  retry at once, because the usual cause is a pooled keep-alive connection the server had
+  closed while it sat idle (the pool discards the broken connection, and one the server
+  closed long enough ago is seen as closed before use, so the retry goes out on a live or
+  a new connection); further ones back off like connect errors. Nothing of the answer was
+  received, so nothing can be delivered twice. (Connect errors never happen on a reused
+  connection: they keep their backoff from the first retry on — the server is not up.)
 * a read timeout is an ``EngineTimeoutError`` at once (the engine is up but slow: retrying
   would double the wait);
 * any other error status is raised as :class:`EngineStatusError` (status, body, URL) for
@@ -56,9 +59,9 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 """Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
 that the server closed while it sat idle (the close was still on its way)."""
-DRAIN_SECONDS = 1.0
-"""How long the rest of a finished stream (normally only the end of the body) may take to
-arrive before its connection is given up instead of reused."""
+DRAIN_SECONDS = 0.2
+"""How long the rest of a finished stream (normally only the end of the body, already on its
+way) may take to arrive before its connection is given up instead of reused."""
 
 
 class EngineStatusError(Exception):
@@ -341,7 +344,7 @@ class EngineHttp:
         and its body was read to the end), its connection is closed instead of going back
         to the pool: a server that cut a stream short may close that connection a moment
         later, and the next request sent on it would fail."""
-        if not reusable:
+        if not reusable and response.http_version == "HTTP/1.1":  # one request per connection
             network = response.extensions.get("network_stream")
             if isinstance(network, httpcore.AsyncNetworkStream):
                 with contextlib.suppress(Exception):

@@ -179,17 +179,9 @@ def ask(
             system=system,
             tools=parse_tool_names(tools),
             persona=persona,
+            context=context_text,
+            agent_options=parse_agent_options(agent_option or []),
         )
-        if agent_option:
-            from dataclasses import replace
-
-            command = replace(command, agent_options=parse_agent_options(agent_option))
-        if context_text is not None:
-            from dataclasses import replace
-
-            from jarvis.domain.agent import AgentContext
-
-            command = replace(command, context=AgentContext(metadata={"context": context_text}))
         mode = "json" if json_output else "whole" if no_stream else "stream"
         with persona_warnings(verbose):
             asyncio.run(_answer(runtime, command, renderer, mode=mode, verbose=verbose))
