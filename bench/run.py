@@ -40,14 +40,12 @@ from typing import cast
 import httpx
 
 from bench.common import ROOT, BenchContext, Row, Timing, time_processes
+from jarvis.domain.agents.base import DEFAULT_SYSTEM_PROMPT
 
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
 QUESTION = "What is the capital of France?"
-SYSTEM = (
-    "You are Jarvis, a helpful AI assistant running locally on the user's own hardware. "
-    "Respond helpfully, concisely, and accurately."
-)
+SYSTEM = DEFAULT_SYSTEM_PROMPT  # the raw baseline sends exactly what the agent sends
 
 
 @contextmanager

@@ -60,7 +60,8 @@ build_llama_wheel() {
     mkdir -p "$WHEEL_CACHE"
     local log="$WHEEL_CACHE/llama-cpp-python-build.log"
     say "Building llama-cpp-python $LLAMA_CPP_VERSION once (about 5 minutes on 2 cores); log: $log"
-    # pip -v shows CMake's "[ NN%] Building ..." lines: keep those as the progress display
+    # pip -v shows the build tool's progress: ninja's "[N/M] ..." or make's "[ NN%] ...";
+    # the latest of those lines is the progress display
     CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" \
         CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}" \
         "$VENV/bin/python" -m pip wheel -v --no-deps "llama-cpp-python==$LLAMA_CPP_VERSION" \
@@ -69,7 +70,9 @@ build_llama_wheel() {
     local last=""
     while kill -0 "$builder" 2>/dev/null; do
         local line
-        line="$(grep -aoE '\[ *[0-9]+%\] .*' "$log" 2>/dev/null | tail -n 1 | cut -c1-110 || true)"
+        line="$(grep -aoE '^ *\[[0-9]+/[0-9]+\]|\[ *[0-9]+%\]' "$log" 2>/dev/null | tail -n 1 || true)"
+        line="$(printf '%s' "$line" | tr -d ' []' | awk -F/ 'NF == 2 && $2 > 0 {
+            printf "compiled %d of %d steps (%d%%)", $1, $2, 100 * $1 / $2; next } { print "compiled " $0 }')"
         if [ -n "$line" ] && [ "$line" != "$last" ]; then
             printf '    %s\n' "$line" >&2
             last="$line"

@@ -67,7 +67,7 @@ class TestAskPersona:
         result = run(engine, "ask", "hello")
         assert result.exit_code == 0, result.output
         prompt = system_prompt(engine)
-        assert prompt.startswith("You are Jarvis")
+        assert prompt.startswith("You are a helpful AI assistant")
         assert prompt.endswith("## Agent Persona\n\nBe terse.\n\n## Agent Memory\n\n- likes tea")
 
     def test_a_named_persona_replaces_the_default_files(self, home: Path) -> None:

@@ -24,8 +24,11 @@ from jarvis.domain.ports import InferencePort
 from jarvis.domain.updates import RunFinished, RunUpdate
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are Jarvis, a helpful AI assistant running locally on the user's own hardware. "
-    "Respond helpfully, concisely, and accurately."
+    # Worded for small local models too: with SmolLM2-135M, naming the assistant (or the
+    # earlier "running locally on ..." phrasing) tipped answers into French nonsense, while
+    # this wording answers plain factual questions correctly even at temperature 0.7.
+    "You are a helpful AI assistant. You run locally, on the user's own hardware. "
+    "Answer helpfully, concisely and accurately."
 )
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
