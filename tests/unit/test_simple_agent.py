@@ -33,7 +33,11 @@ async def test_one_call_with_system_prompt_context_and_input() -> None:
     roles = [m.role for m in request.messages]
     assert roles == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.USER]
     system = request.messages[0].content
-    assert system.index("You are a helpful AI assistant") < system.index("Be brief.") < system.index("maps")
+    assert (
+        system.index("You are a helpful AI assistant")
+        < system.index("Be brief.")
+        < system.index("maps")
+    )
     assert request.messages[-1].content == "Capital of France?"
 
 
