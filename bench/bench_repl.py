@@ -16,37 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from bench.common import ROOT, BenchContext, Row
+from bench.common import BenchContext, Row, stub_process
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.subprocess_repl import SubprocessRepl
 from jarvis.domain.agents.sub_calls import SubModelCallbacks
 
 LATENCY = 0.25
-
-
-@contextmanager
-def slow_stub(latency: float) -> Iterator[str]:
-    """The stub server in its own process, answering every completion after ``latency``."""
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "stub_server.py"), "--latency", str(latency)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"stub server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 async def _bare_python(python: str, runs: int) -> float:
@@ -113,7 +91,7 @@ async def run(ctx: BenchContext) -> list[Row]:
     startup = await _startup(repl, runs)
     wall, inside = await _per_execution(repl, 50 if ctx.quick else 300)
     batch = "answers = llm_batch([f'question {i}' for i in range(16)])\nlen(answers)"
-    with slow_stub(LATENCY) as url:
+    with stub_process("--latency", str(LATENCY)) as url:
         single = await _batch(repl, url, 16, "llm_query('one question')")
         default = await _batch(repl, url, 16, batch)
         narrow = await _batch(repl, url, 8, batch)

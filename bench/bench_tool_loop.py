@@ -22,18 +22,15 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import httpx
 
-from bench.common import ROOT, BenchContext, Row
+from bench.common import BenchContext, Row, stub_process
 
 if TYPE_CHECKING:
     from jarvis.domain.ports import ToolPort
@@ -63,25 +60,6 @@ def raw_payload(tool: ToolPort) -> RawPayload:
         tool=dict(tool.spec.to_openai()),
         settings={"temperature": agent.temperature, "max_tokens": agent.max_tokens},
     )
-
-
-@contextmanager
-def stub_with_tool_rounds(rounds: int) -> Iterator[str]:
-    """A stub process whose conversations get ``rounds`` tool calls before the answer."""
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "stub_server.py"), "--tool-rounds", str(rounds)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"stub server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 # --- the raw baseline: a hand-written loop over httpx ----------------------------------------
@@ -218,7 +196,7 @@ async def ten_turn_rows(ctx: BenchContext) -> list[Row]:
     threaded_tick = _tick_tool(blocking=True)
     payload = raw_payload(tick)
     runs, blocks = (5, 3) if ctx.quick else (40, 7)
-    with stub_with_tool_rounds(9) as url:
+    with stub_process("--tool-rounds", "9") as url:
         engine = OpenAICompatibleEngine(url)
         async with (
             httpx.AsyncClient(base_url=url) as client,
@@ -374,7 +352,7 @@ async def run(ctx: BenchContext) -> list[Row]:
 
 
 def main() -> None:
-    from bench.run import stub_process, table
+    from bench.run import table
 
     parser = argparse.ArgumentParser(description="the tool-loop benchmarks alone")
     parser.add_argument("--quick", action="store_true")

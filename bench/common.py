@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,3 +152,23 @@ def _failure(command: Sequence[str], env: dict[str, str] | None, code: int) -> s
     again = subprocess.run(list(command), capture_output=True, text=True, env=env, check=False)
     said = (again.stderr or again.stdout).strip()[-2000:]
     return f"{' '.join(command)} exited with {code}; once more: {again.returncode}\n{said}"
+
+
+@contextmanager
+def stub_process(*options: str) -> Iterator[str]:
+    """The stub server (``bench/stub_server.py OPTIONS``) in a child process, so that it
+    does not share the client's GIL; yields its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "stub_server.py"), *options],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"stub server did not start: {line!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -27,44 +27,23 @@ import inspect
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
 import httpx
 
-from bench.common import ROOT, BenchContext, Row, Timing, time_processes
+from bench.common import ROOT, BenchContext, Row, Timing, stub_process, time_processes
 from jarvis.domain.agents.base import DEFAULT_SYSTEM_PROMPT
 
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"
 QUESTION = "What is the capital of France?"
 SYSTEM = DEFAULT_SYSTEM_PROMPT  # the raw baseline sends exactly what the agent sends
-
-
-@contextmanager
-def stub_process() -> Iterator[str]:
-    """The stub server in a child process; yields its base URL."""
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "stub_server.py"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"stub server did not start: {line!r}")
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 # --- in-process: overhead per turn and concurrency ---------------------------------------
