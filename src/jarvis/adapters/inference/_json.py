@@ -63,3 +63,24 @@ def get_int(data: Mapping[str, object], key: str) -> int | None:
 def dumps(value: JSONValue) -> str:
     """Compact JSON text, UTF-8 kept as is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def names_in(data: object, list_key: str, *name_keys: str) -> list[str] | None:
+    """The names listed under ``list_key`` (each entry's first non-empty ``name_keys``).
+
+    ``None`` when ``data`` is not a JSON object; entries that are not objects or carry no
+    name are skipped. Both model-list shapes (OpenAI's ``data[].id``, Ollama's
+    ``models[].name``) are read through this.
+    """
+    body = as_object(data)
+    if body is None:
+        return None
+    names: list[str] = []
+    for raw in get_list(body, list_key):
+        entry = as_object(raw)
+        if entry is None:
+            continue
+        name = next((n for n in (get_str(entry, k) for k in name_keys) if n), None)
+        if name:
+            names.append(name)
+    return names

@@ -51,6 +51,7 @@ from jarvis.adapters.inference._json import (
     get_object,
     get_str,
     loads,
+    names_in,
 )
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import (
@@ -302,19 +303,11 @@ class OllamaEngine:
             data = await self._http.request_json("GET", "/api/tags")
         except EngineStatusError as exc:
             raise default_status_error("ollama", exc.status, exc.body, exc.url) from None
-        body = as_object(data)
-        if body is None:
+        names = names_in(data, "models", "name", "model")
+        if names is None:
             raise self._http.protocol_error(
                 self._http.url("/api/tags"), "a model list that is not a JSON object"
             )
-        names: list[str] = []
-        for raw in get_list(body, "models"):
-            entry = as_object(raw)
-            if entry is None:
-                continue
-            name = get_str(entry, "name") or get_str(entry, "model")
-            if name:
-                names.append(name)
         return names
 
     async def health(self) -> bool:

@@ -40,7 +40,7 @@ from jarvis.adapters.inference._http import (
     RetryPolicy,
     default_status_error,
 )
-from jarvis.adapters.inference._json import as_object, get_list, get_str, loads
+from jarvis.adapters.inference._json import as_object, loads, names_in
 from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
     ChunkReader,
@@ -297,17 +297,11 @@ class OpenAICompatibleEngine:
             data = await self._http.request_json("GET", "/models")
         except EngineStatusError as exc:
             raise default_status_error(self._engine_id, exc.status, exc.body, exc.url) from None
-        body = as_object(data)
-        if body is None:
+        names = names_in(data, "data", "id")
+        if names is None:
             raise self._http.protocol_error(
                 self._http.url("/models"), "a model list that is not a JSON object"
             )
-        names: list[str] = []
-        for raw in get_list(body, "data"):
-            entry = as_object(raw)
-            name = get_str(entry, "id") if entry is not None else None
-            if name:
-                names.append(name)
         return names
 
     async def health(self) -> bool:
