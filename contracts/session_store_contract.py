@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 import pytest
 
+from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.ports import SessionStorePort
+from jarvis.domain.sessions import MAX_RECORD_BYTES, SessionMessage, SessionStoreError
 
 StoreT = TypeVar("StoreT", bound=SessionStorePort)
 
@@ -60,3 +64,77 @@ class SessionStoreContract(Generic[StoreT]):
     async def test_ids_that_could_escape_are_refused(self, store: StoreT, bad: str) -> None:
         with pytest.raises(ConfigurationError, match="Invalid session id"):
             await store.append(bad, [Message.user("x")])
+
+    async def test_records_replay_exactly(self, store: StoreT) -> None:
+        at = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+        calls = (
+            ToolCall(id="call_a", name="calculator", arguments={"expression": "6*7"}),
+            ToolCall(id="call_b", name="think", arguments={"thought": "nested", "n": [1, 2]}),
+        )
+        records = [
+            SessionMessage(message=Message.user("Compute"), created_at=at),
+            SessionMessage(
+                message=Message.assistant("", calls),
+                model="qwen3:8b",
+                usage=Usage(prompt_tokens=120, completion_tokens=17),
+                created_at=at,
+            ),
+            SessionMessage(message=Message.tool("42", tool_call_id="call_a", name="calculator")),
+            SessionMessage(message=Message.tool("ok", tool_call_id="call_b", name="think")),
+            SessionMessage(
+                message=Message.assistant("42."), model="qwen3:8b", usage=Usage(), created_at=at
+            ),
+        ]
+        await store.append_records("r", records)
+        assert await store.load_records("r") == tuple(records)
+        assert await store.load("r") == tuple(r.message for r in records)
+        assert await store.load_records("r", limit=1) == (records[-1],)
+
+    async def test_plain_appends_are_stamped_with_the_time(self, store: StoreT) -> None:
+        before = datetime.now(UTC)
+        await store.append("t", [Message.user("hi")])
+        [record] = await store.load_records("t")
+        assert before <= record.created_at <= datetime.now(UTC)
+        assert (record.model, record.usage) == ("", None)
+
+    async def test_an_empty_append_creates_nothing(self, store: StoreT) -> None:
+        await store.append_records("e", [])
+        await store.append("e", [])
+        assert await store.sessions() == []
+        assert await store.list_sessions() == []
+
+    async def test_listing_is_most_recent_first_with_counts_and_titles(self, store: StoreT) -> None:
+        await store.append("old", [Message.assistant("hello"), Message.user("first  question\nx")])
+        await store.append("new", [Message.user("y" * 200)])
+        await store.append("old", [Message.assistant("again")])
+        listed = await store.list_sessions()
+        assert [(i.id, i.message_count) for i in listed] == [("old", 3), ("new", 1)]
+        assert listed[0].title == "first question x"
+        assert listed[1].title == "y" * 79 + "…"
+        assert listed[0].created_at <= listed[0].updated_at
+        assert [i.id for i in await store.list_sessions(limit=1)] == ["old"]
+        await store.delete("old")
+        assert [i.id for i in await store.list_sessions()] == ["new"]
+
+    async def test_a_too_large_message_is_refused_and_nothing_is_stored(
+        self, store: StoreT
+    ) -> None:
+        await store.append("big", [Message.user("kept")])
+        huge = Message.tool("x" * (MAX_RECORD_BYTES + 1), tool_call_id="c", name="t")
+        with pytest.raises(SessionStoreError, match="too large"):
+            await store.append("big", [Message.user("lost with it"), huge])
+        assert [m.content for m in await store.load("big")] == ["kept"]
+
+    async def test_concurrent_appends_never_interleave_or_lose(self, store: StoreT) -> None:
+        async def turn(n: int) -> None:
+            await store.append("c", [Message.user(f"q{n}"), Message.assistant(f"a{n}")])
+
+        await asyncio.gather(*(turn(n) for n in range(40)))
+        loaded = await store.load("c")
+        assert len(loaded) == 80
+        pairs = [(loaded[i].content, loaded[i + 1].content) for i in range(0, 80, 2)]
+        assert sorted(pairs) == sorted((f"q{n}", f"a{n}") for n in range(40))
+
+    async def test_a_negative_limit_is_refused(self, store: StoreT) -> None:
+        with pytest.raises(ConfigurationError, match="limit"):
+            await store.load("s", limit=-1)

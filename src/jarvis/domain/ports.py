@@ -18,6 +18,7 @@ from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message
 from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, ReplLimits
+from jarvis.domain.sessions import SessionInfo, SessionMessage
 from jarvis.domain.tools import ToolResult, ToolSpec
 
 
@@ -167,18 +168,42 @@ class PersonaStorePort(Protocol):
 
 
 class SessionStorePort(Protocol):
-    """Conversation history by session id (managed agents, operatives)."""
+    """Conversation history by session id (conversations, managed agents, operatives).
+
+    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    exception) when the store fails: ``SessionStoreUnavailableError`` when it cannot be
+    reached or stayed locked, ``SessionStoreCorruptError`` when its data is damaged. A
+    failed call changes nothing. An invalid session id is a ``ConfigurationError``.
+    """
 
     async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
         """The session's messages, oldest first (the newest ``limit`` when given)."""
         ...
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Add messages at the end of the session, creating it when needed."""
+        """Add messages at the end of the session, creating it when needed (stamped now)."""
+        ...
+
+    async def load_records(
+        self, session_id: str, *, limit: int | None = None
+    ) -> tuple[SessionMessage, ...]:
+        """Like :meth:`load`, with each message's model, usage and time."""
+        ...
+
+    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+        """Add ``records`` at the end of the session as one unit: all of them or none.
+
+        Concurrent appends (other tasks, processes, machines) never interleave inside one
+        call and never lose a message; a crash during the call loses at most this call.
+        """
         ...
 
     async def sessions(self) -> list[str]:
-        """The ids of every stored session."""
+        """The ids of every stored session, sorted."""
+        ...
+
+    async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        """Every session (the ``limit`` most recent), most recently appended to first."""
         ...
 
     async def delete(self, session_id: str) -> None:

@@ -3,33 +3,91 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import SessionInfo, SessionMessage, encode_record, title_of, utc_now
+
+
+@dataclass(slots=True)
+class _Session:
+    created_at: datetime
+    updated_at: datetime
+    title: str = ""
+    order: int = 0
+    records: list[SessionMessage] = field(default_factory=list)
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ConfigurationError(f"limit must be >= 0, got {limit}.")
 
 
 class InMemorySessionStore:
-    """Behaves like the file-backed store, without touching the disk."""
+    """Behaves like the real stores, without touching the disk.
+
+    Each call runs without awaiting, so an append is one unit for every other task.
+    """
 
     def __init__(self) -> None:
-        self._sessions: dict[str, list[Message]] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._clock = 0
 
     async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
+        return tuple(r.message for r in await self.load_records(session_id, limit=limit))
+
+    async def load_records(
+        self, session_id: str, *, limit: int | None = None
+    ) -> tuple[SessionMessage, ...]:
         check_session_id(session_id)
-        messages = self._sessions.get(session_id, [])
+        _check_limit(limit)
+        session = self._sessions.get(session_id)
+        records = session.records if session else []
         if limit is not None:
-            if limit < 0:
-                raise ConfigurationError(f"limit must be >= 0, got {limit}.")
-            messages = messages[len(messages) - limit :] if limit else []
-        return tuple(messages)
+            records = records[len(records) - limit :] if limit else []
+        return tuple(records)
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
+        await self.append_records(session_id, [SessionMessage(message=m) for m in messages])
+
+    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
         check_session_id(session_id)
-        self._sessions.setdefault(session_id, []).extend(messages)
+        if not records:
+            return
+        for record in records:
+            encode_record(record)  # the same size bound as the real stores
+        now = utc_now()
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = _Session(created_at=now, updated_at=now)
+        session.records.extend(records)
+        session.updated_at = max(now, session.updated_at)
+        self._clock += 1
+        session.order = self._clock  # the latest append lists first, even within a tick
+        if not session.title:
+            session.title = title_of(list(records))
 
     async def sessions(self) -> list[str]:
         return sorted(self._sessions)
+
+    async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        _check_limit(limit)
+        items = sorted(self._sessions.items(), key=lambda item: -item[1].order)
+        if limit is not None:
+            items = items[:limit]
+        return [
+            SessionInfo(
+                id=session_id,
+                message_count=len(session.records),
+                created_at=session.created_at,
+                updated_at=session.updated_at,
+                title=session.title,
+            )
+            for session_id, session in items
+        ]
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)

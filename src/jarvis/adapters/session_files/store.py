@@ -8,7 +8,6 @@ half lines. A torn last line (a crash mid-write) is skipped on load, never fatal
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,49 +15,28 @@ from pathlib import Path
 from filelock import FileLock
 
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message, Role, ToolCall
+from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import (
+    SessionInfo,
+    SessionMessage,
+    SessionStoreUnavailableError,
+    decode_record,
+    encode_record,
+    title_of,
+)
 
 
-def _encode(message: Message) -> str:
-    record: JSONObject = {"role": message.role.value, "content": message.content}
-    if message.tool_calls:
-        calls: list[JSONValue] = []
-        for call in message.tool_calls:
-            entry: JSONObject = {"id": call.id, "name": call.name, "arguments": call.arguments}
-            if call.raw_arguments is not None:
-                entry["raw_arguments"] = call.raw_arguments
-            calls.append(entry)
-        record["tool_calls"] = calls
-    if message.tool_call_id is not None:
-        record["tool_call_id"] = message.tool_call_id
-    if message.name is not None:
-        record["name"] = message.name
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-
-
-def _decode(line: str) -> Message | None:
+def _decode(line: str) -> SessionMessage | None:
     try:
-        record = json.loads(line)
-        calls = tuple(
-            ToolCall(
-                id=str(c["id"]),
-                name=str(c["name"]),
-                arguments=dict(c.get("arguments") or {}),
-                raw_arguments=c.get("raw_arguments"),
-            )
-            for c in record.get("tool_calls", ())
-        )
-        return Message(
-            role=Role(record["role"]),
-            content=str(record.get("content", "")),
-            tool_calls=calls,
-            tool_call_id=record.get("tool_call_id"),
-            name=record.get("name"),
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
+        return decode_record(line)
+    except ValueError:
         return None
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ConfigurationError(f"limit must be >= 0, got {limit}.")
 
 
 class JsonlSessionStore:
@@ -70,43 +48,78 @@ class JsonlSessionStore:
     def _path(self, session_id: str) -> Path:
         return self.root / f"{check_session_id(session_id)}.jsonl"
 
-    def _read(self, path: Path) -> list[Message]:
+    def _read(self, path: Path) -> list[SessionMessage]:
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise SessionStoreUnavailableError(
+                f"Cannot read the session file {path}: {exc.strerror}.", location=str(path)
+            ) from exc
         return [m for m in map(_decode, text.splitlines()) if m is not None]
 
     def _write(self, path: Path, payload: str) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                os.write(fd, payload.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(path) + ".lock"):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                try:
+                    os.write(fd, payload.encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise SessionStoreUnavailableError(
+                f"Cannot write the session file {path}: {exc.strerror}.", location=str(path)
+            ) from exc
 
     async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
+        return tuple(r.message for r in await self.load_records(session_id, limit=limit))
+
+    async def load_records(
+        self, session_id: str, *, limit: int | None = None
+    ) -> tuple[SessionMessage, ...]:
         path = self._path(session_id)
-        if limit is not None and limit < 0:
-            raise ConfigurationError(f"limit must be >= 0, got {limit}.")
-        messages = await asyncio.to_thread(self._read, path)
+        _check_limit(limit)
+        records = await asyncio.to_thread(self._read, path)
         if limit is not None:
-            messages = messages[len(messages) - limit :] if limit else []
-        return tuple(messages)
+            records = records[len(records) - limit :] if limit else []
+        return tuple(records)
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
+        await self.append_records(session_id, [SessionMessage(message=m) for m in messages])
+
+    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
         path = self._path(session_id)
-        if not messages:
+        if not records:
             return
-        payload = "".join(_encode(m) + "\n" for m in messages)
+        payload = "".join(encode_record(r) + "\n" for r in records)
         await asyncio.to_thread(self._write, path, payload)
 
     def _list(self) -> list[str]:
         if not self.root.is_dir():
             return []
         return sorted(p.stem for p in self.root.glob("*.jsonl"))
+
+    def _infos(self) -> list[SessionInfo]:
+        infos = []
+        for session_id in self._list():
+            records = self._read(self._path(session_id))
+            if not records:
+                continue
+            infos.append(
+                SessionInfo(
+                    id=session_id,
+                    message_count=len(records),
+                    created_at=records[0].created_at,
+                    updated_at=max(r.created_at for r in records),
+                    title=title_of(records),
+                )
+            )
+        infos.sort(key=lambda i: i.id)
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        return infos
 
     def _delete(self, path: Path) -> None:
         lock = Path(str(path) + ".lock")
@@ -116,6 +129,11 @@ class JsonlSessionStore:
 
     async def sessions(self) -> list[str]:
         return await asyncio.to_thread(self._list)
+
+    async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        _check_limit(limit)
+        infos = await asyncio.to_thread(self._infos)
+        return infos if limit is None else infos[:limit]
 
     async def delete(self, session_id: str) -> None:
         await asyncio.to_thread(self._delete, self._path(session_id))
