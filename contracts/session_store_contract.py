@@ -135,6 +135,13 @@ class SessionStoreContract(Generic[StoreT]):
         pairs = [(loaded[i].content, loaded[i + 1].content) for i in range(0, 80, 2)]
         assert sorted(pairs) == sorted((f"q{n}", f"a{n}") for n in range(40))
 
+    async def test_any_text_survives(self, store: StoreT) -> None:
+        odd = "nul \x00, escape \x1b[0m, line\u2028separator, emoji 🦀, quote ' \" \\"
+        call = ToolCall(id="c\x00", name="t", arguments={"k": odd, "n": 1.5, "big": 2**70})
+        messages = (Message.user(odd), Message.assistant(odd, (call,)))
+        await store.append("odd", messages)
+        assert await store.load("odd") == messages
+
     async def test_a_negative_limit_is_refused(self, store: StoreT) -> None:
         with pytest.raises(ConfigurationError, match="limit"):
             await store.load("s", limit=-1)

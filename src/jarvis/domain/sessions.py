@@ -88,7 +88,8 @@ def title_of(records: tuple[SessionMessage, ...] | list[SessionMessage]) -> str:
     """The first user message, on one line and shortened: how listings name a session."""
     for record in records:
         if record.message.role is Role.USER and record.message.content.strip():
-            text = " ".join(record.message.content.split())
+            words = record.message.content.split()
+            text = "".join(c for c in " ".join(words) if c.isprintable())
             return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
     return ""
 

@@ -57,7 +57,9 @@ class JsonlSessionStore:
             raise SessionStoreUnavailableError(
                 f"Cannot read the session file {path}: {exc.strerror}.", location=str(path)
             ) from exc
-        return [m for m in map(_decode, text.splitlines()) if m is not None]
+        # "\n" only: str.splitlines() would also cut at U+2028 and others, which JSON
+        # text written with ensure_ascii=False holds raw
+        return [m for m in map(_decode, text.split("\n")) if m is not None]
 
     def _write(self, path: Path, payload: str) -> None:
         try:

@@ -1,0 +1,152 @@
+"""The PostgreSQL session store against a real server these tests start."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sys
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from contracts.session_store_contract import SessionStoreContract
+from jarvis.adapters.postgres_sessions import PostgresSessionStore, redact_url
+from jarvis.adapters.postgres_sessions.schema import SCHEMA_VERSION
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.messages import Message
+from jarvis.domain.sessions import SessionStoreCorruptError, SessionStoreUnavailableError
+from tests.support.ports import free_port
+from tests.support.postgres_server import PostgresServer, running_postgres
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    with running_postgres() as running:
+        yield running
+
+
+class TestPostgresSessionStore(SessionStoreContract[PostgresSessionStore]):
+    @pytest.fixture
+    def store(self, server: PostgresServer) -> Iterator[PostgresSessionStore]:
+        store = PostgresSessionStore(server.create_database())
+        yield store
+        store.close()
+
+
+def _writer(url: str, worker: int, start: multiprocessing.synchronize.Event) -> None:
+    store = PostgresSessionStore(url)
+    start.wait(60)
+
+    async def go() -> None:
+        for i in range(50):
+            await store.append(
+                "shared", [Message.user(f"{worker}-{i}"), Message.assistant(f"re {worker}-{i}")]
+            )
+
+    asyncio.run(go())
+    store.close()
+
+
+def test_eight_processes_appending_at_once_lose_nothing(server: PostgresServer) -> None:
+    url = server.create_database()  # fresh: the eight also race to create the schema
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    workers = [context.Process(target=_writer, args=(url, w, start)) for w in range(8)]
+    for process in workers:
+        process.start()
+    start.set()
+    for process in workers:
+        process.join(120)
+        assert process.exitcode == 0
+    store = PostgresSessionStore(url)
+    loaded = asyncio.run(store.load("shared"))
+    assert len(loaded) == 800
+    pairs = [(loaded[i].content, loaded[i + 1].content) for i in range(0, 800, 2)]
+    assert sorted(pairs) == sorted((f"{w}-{i}", f"re {w}-{i}") for w in range(8) for i in range(50))
+    [info] = asyncio.run(store.list_sessions())
+    assert info.message_count == 800
+    with psycopg.connect(url) as db:
+        seqs = [r[0] for r in db.execute("SELECT seq FROM jarvis_messages ORDER BY seq")]
+    assert seqs == list(range(800))
+
+
+def test_the_schema_is_versioned_with_state_and_lease_tables(server: PostgresServer) -> None:
+    url = server.create_database()
+    asyncio.run(PostgresSessionStore(url).sessions())
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT version FROM jarvis_schema").fetchall() == [(SCHEMA_VERSION,)]
+        tables = {
+            r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
+    assert {"jarvis_sessions", "jarvis_messages", "jarvis_operator_state", "jarvis_leases"} <= (
+        tables
+    )
+    asyncio.run(PostgresSessionStore(url).sessions())  # a second start migrates nothing
+
+
+def test_a_newer_schema_is_refused(server: PostgresServer) -> None:
+    url = server.create_database()
+    asyncio.run(PostgresSessionStore(url).sessions())
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("UPDATE jarvis_schema SET version = %s", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SessionStoreCorruptError, match="schema version"):
+        asyncio.run(PostgresSessionStore(url).sessions())
+
+
+def test_an_unreachable_server_names_the_url_without_the_password() -> None:
+    url = f"postgresql://jarvis:hunter2-secret@127.0.0.1:{free_port()}/sessions"
+    store = PostgresSessionStore(url, connect_timeout=2)
+    with pytest.raises(SessionStoreUnavailableError) as info:
+        asyncio.run(store.append("s", [Message.user("x")]))
+    text = str(info.value)
+    assert "Cannot reach PostgreSQL at postgresql://jarvis:***@127.0.0.1:" in text
+    assert "hunter2" not in text
+    assert "hunter2" not in info.value.location
+    assert info.value.__cause__ is None  # the driver's exception (and its URL) is not chained
+
+
+def test_a_wrong_password_is_refused_without_echoing_it(server: PostgresServer) -> None:
+    store = PostgresSessionStore(server.url(password="wrong-pass-123"))
+    with pytest.raises(SessionStoreUnavailableError, match="password authentication") as info:
+        asyncio.run(store.sessions())
+    assert "wrong-pass-123" not in str(info.value)
+
+
+def test_the_store_recovers_after_the_server_drops_it(server: PostgresServer) -> None:
+    url = server.create_database()
+    store = PostgresSessionStore(url)
+    asyncio.run(store.append("s", [Message.user("one")]))
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'jarvis'"
+        )
+    with pytest.raises(SessionStoreUnavailableError):
+        asyncio.run(store.append("s", [Message.user("lost: the connection was gone")]))
+    asyncio.run(store.append("s", [Message.user("two")]))
+    assert [m.content for m in asyncio.run(store.load("s"))] == ["one", "two"]
+
+
+def test_without_psycopg_the_error_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r"jarvis\[postgres\]"):
+        asyncio.run(PostgresSessionStore("postgresql://localhost/x").sessions())
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:p%40ss@db:5432/x", "postgresql://u:***@db:5432/x"),
+        ("postgresql://u@db/x?password=abc&sslmode=require", "postgresql://u@db/x?password=***&sslmode=require"),
+        ("postgres://db/x", "postgres://db/x"),
+        ("host=db password='a b' user=u", "host=db password=*** user=u"),
+        ("host=db password=abc", "host=db password=***"),
+    ],
+)  # fmt: skip
+def test_urls_are_shown_without_passwords(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
