@@ -87,8 +87,26 @@ build_llama_wheel() {
     say "Cached $(llama_wheel)"
 }
 
+ensure_postgresql() {  # the server binaries the PostgreSQL session-store tests start
+    command -v initdb >/dev/null 2>&1 && return 0
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "PostgreSQL (initdb) not found and no apt-get: its tests skip (and fail when CI=true)"
+        return 0
+    fi
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    say "Installing PostgreSQL (Debian's postgresql package) for the session-store tests"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            postgresql >&2 || die "installing postgresql failed (apt-get install postgresql)"
+}
+
 ensure_installed() {
     local mode="$1"
+    if [ "$mode" = dev ]; then
+        ensure_postgresql
+    fi
     if [ "$mode" = runtime ]; then
         installed runtime dev && return 0
     else
