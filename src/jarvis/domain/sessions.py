@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import JarvisError
@@ -41,15 +42,27 @@ class SessionMessage:
     created_at: datetime = field(default_factory=utc_now)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionInfo:
-    """A session as listed: no messages, only what a listing needs."""
+class SessionInfo(NamedTuple):
+    """A session as listed: no messages, only what a listing needs.
+
+    A named tuple with the times as integer microseconds since the epoch (UTC), because
+    listing ten thousand sessions must stay fast; :attr:`created_at` and
+    :attr:`updated_at` give them as datetimes.
+    """
 
     id: str
     message_count: int
-    created_at: datetime
-    updated_at: datetime
+    created_us: int
+    updated_us: int
     title: str = ""
+
+    @property
+    def created_at(self) -> datetime:
+        return from_micros(self.created_us)
+
+    @property
+    def updated_at(self) -> datetime:
+        return from_micros(self.updated_us)
 
 
 # --- errors -------------------------------------------------------------------------------
@@ -94,18 +107,19 @@ def title_of(records: tuple[SessionMessage, ...] | list[SessionMessage]) -> str:
     return ""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_micros(moment: datetime) -> int:
-    """``moment`` as integer microseconds since the epoch (exact, sortable)."""
+    """``moment`` as integer microseconds since the epoch (exact, sortable); naive is UTC."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def from_micros(micros: int) -> datetime:
     """The inverse of :func:`to_micros`, in UTC."""
-    seconds, rest = divmod(micros, 1_000_000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest)
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def message_to_record(record: SessionMessage) -> JSONObject:

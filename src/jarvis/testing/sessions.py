@@ -9,7 +9,14 @@ from datetime import datetime
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
-from jarvis.domain.sessions import SessionInfo, SessionMessage, encode_record, title_of, utc_now
+from jarvis.domain.sessions import (
+    SessionInfo,
+    SessionMessage,
+    encode_record,
+    title_of,
+    to_micros,
+    utc_now,
+)
 
 
 @dataclass(slots=True)
@@ -82,8 +89,8 @@ class InMemorySessionStore:
             SessionInfo(
                 id=session_id,
                 message_count=len(session.records),
-                created_at=session.created_at,
-                updated_at=session.updated_at,
+                created_us=to_micros(session.created_at),
+                updated_us=to_micros(session.updated_at),
                 title=session.title,
             )
             for session_id, session in items

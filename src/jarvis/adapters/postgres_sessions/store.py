@@ -37,7 +37,6 @@ from jarvis.domain.sessions import (
     SessionStoreUnavailableError,
     decode_record,
     encode_record,
-    from_micros,
     title_of,
     to_micros,
     utc_now,
@@ -271,16 +270,7 @@ class PostgresSessionStore:
                 (limit,),
             ).fetchall()
 
-        return [
-            SessionInfo(
-                id=str(session_id),
-                message_count=int(count),
-                created_at=from_micros(int(created)),
-                updated_at=from_micros(int(updated)),
-                title=str(title),
-            )
-            for session_id, count, created, updated, title in await self._call(work)
-        ]
+        return list(map(SessionInfo._make, await self._call(work)))
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)

@@ -24,6 +24,7 @@ from jarvis.domain.sessions import (
     decode_record,
     encode_record,
     title_of,
+    to_micros,
 )
 
 
@@ -114,13 +115,13 @@ class JsonlSessionStore:
                 SessionInfo(
                     id=session_id,
                     message_count=len(records),
-                    created_at=records[0].created_at,
-                    updated_at=max(r.created_at for r in records),
+                    created_us=to_micros(records[0].created_at),
+                    updated_us=max(to_micros(r.created_at) for r in records),
                     title=title_of(records),
                 )
             )
         infos.sort(key=lambda i: i.id)
-        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        infos.sort(key=lambda i: i.updated_us, reverse=True)
         return infos
 
     def _delete(self, path: Path) -> None:

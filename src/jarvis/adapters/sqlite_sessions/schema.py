@@ -4,6 +4,9 @@ Each entry of :data:`MIGRATIONS` moves the database one version up; they run in 
 ``BEGIN IMMEDIATE`` transaction, so two processes opening a new database at once cannot both
 create it, and a crash mid-migration leaves the previous version.
 
+``sessions.touched`` (the rowid) numbers appends across sessions: each append moves its
+session to the end, so listing the most recent sessions first reads the table in order.
+
 Besides sessions, version 1 holds two tables for what several processes will share later:
 ``operator_state`` (key -> value, e.g. ``operator:<id>:state``) and ``leases`` (a named
 lease with its holder and expiry, for schedulers that must run a tick exactly once).
@@ -18,14 +21,13 @@ from jarvis.domain.sessions import SessionStoreCorruptError
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE sessions (
-        id            TEXT PRIMARY KEY,
+        touched       INTEGER PRIMARY KEY,
+        id            TEXT NOT NULL UNIQUE,
         created_us    INTEGER NOT NULL,
         updated_us    INTEGER NOT NULL,
-        touched       INTEGER NOT NULL,
         message_count INTEGER NOT NULL,
         title         TEXT NOT NULL DEFAULT ''
     );
-    CREATE INDEX sessions_by_touched ON sessions (touched);
     CREATE TABLE messages (
         session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
         seq        INTEGER NOT NULL,
@@ -48,7 +50,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
-_OURS = {"sessions", "messages", "operator_state", "leases", "sessions_by_touched"}
+_OURS = {"sessions", "messages", "operator_state", "leases"}
 
 
 def _version(connection: sqlite3.Connection) -> int:

@@ -35,7 +35,6 @@ from jarvis.domain.sessions import (
     SessionStoreUnavailableError,
     decode_record,
     encode_record,
-    from_micros,
     title_of,
     to_micros,
     utc_now,
@@ -235,16 +234,7 @@ class SqliteSessionStore:
                 (-1 if limit is None else limit,),
             ).fetchall()
 
-        return [
-            SessionInfo(
-                id=session_id,
-                message_count=count,
-                created_at=from_micros(created),
-                updated_at=from_micros(updated),
-                title=title,
-            )
-            for session_id, count, created, updated, title in await self._call(work)
-        ]
+        return list(map(SessionInfo._make, await self._call(work)))
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
