@@ -19,6 +19,16 @@ what httpx raises into the errors of :mod:`jarvis.domain.errors`:
   connection: they keep their backoff from the first retry on — the server is not up.)
 * a read timeout is an ``EngineTimeoutError`` at once (the engine is up but slow: retrying
   would double the wait);
+* every request has one **deadline**, ``timeout`` seconds after it started: connecting,
+  retries and their waits, the answer's headers and every byte of its body or stream must
+  fit before it, or the request ends with an ``EngineTimeoutError`` (a retry whose wait
+  would pass the deadline is not made). ``timeout`` also bounds each single read, and
+  connecting to ``min(timeout, 10)`` s. An engine that keeps sending, slowly or forever,
+  is cut off at the deadline all the same;
+* every body and stream is read with a size cap (see :mod:`._bounds`): past it the request
+  ends with an ``EngineProtocolError``. Replies are asked for uncompressed
+  (``Accept-Encoding: identity``) and one that is compressed all the same is refused, so no
+  small body can expand into a large one behind the cap;
 * any other error status is raised as :class:`EngineStatusError` (status, body, URL) for
   the adapter to read: only it knows what its engine's error bodies mean.
 
@@ -43,6 +53,7 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
+from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._error_bodies import error_message
 from jarvis.adapters.inference._json import loads
 from jarvis.domain.errors import (
@@ -62,6 +73,27 @@ that the server closed while it sat idle (the close was still on its way)."""
 DRAIN_SECONDS = 0.2
 """How long the rest of a finished stream (normally only the end of the body, already on its
 way) may take to arrive before its connection is given up instead of reused."""
+
+
+class _BodyTooLarge(Exception):
+    """A body went past its cap (turned into an ``EngineProtocolError`` by the caller)."""
+
+
+class _Compressed(Exception):
+    """A body came compressed although it was asked for uncompressed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole (non-streamed) response with a success status: its body read, under its cap."""
+
+    status: int
+    url: str
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 class EngineStatusError(Exception):
@@ -158,7 +190,7 @@ class EngineHttp:
         self.start_hint = start_hint
         self.timeout = timeout
         self.retry = retry
-        self._headers = dict(headers or {})
+        self._headers = {"Accept-Encoding": "identity", **(headers or {})}
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._parsed: dict[str, httpx.URL] = {}
@@ -196,82 +228,174 @@ class EngineHttp:
             hint=self.start_hint,
         )
 
+    def deadline(self) -> float:
+        """The event-loop time by which a request started now must be over."""
+        return asyncio.get_running_loop().time() + self.timeout
+
+    def timed_out(self, url: str) -> EngineTimeoutError:
+        return EngineTimeoutError(
+            f"The {self.engine_id} engine at {url} did not finish answering within "
+            f"{self.timeout:g} s (the engine timeout bounds each request as a whole).",
+            engine=self.engine_id,
+            url=url,
+            hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
+        )
+
     async def open(
         self,
         method: str,
         path: str,
         *,
         json: JSONObject | None = None,
-        stream: bool = False,
-        timeout: float | None = None,
+        deadline: float | None = None,
         retries: bool = True,
     ) -> httpx.Response:
-        """Send a request; return a response with a success status.
+        """Send a request; return its streaming response, with a success status.
 
-        With ``stream`` the body is not read yet and the caller must ``aclose()`` the
-        response. Raises :class:`EngineStatusError` for an error status that is not retried.
+        The body is not read yet: read it with :meth:`lines` under the same ``deadline``
+        and give the response back with :meth:`release`. Raises :class:`EngineStatusError`
+        for an error status that is not retried.
         """
+        response, _ = await self._exchange(
+            method, path, json=json, deadline=deadline, retries=retries, max_bytes=None
+        )
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: JSONObject | None = None,
+        deadline: float | None = None,
+        retries: bool = True,
+        max_bytes: int = LIST_BYTES,
+    ) -> Reply:
+        """Send a request and read its whole body, at most ``max_bytes`` of it.
+
+        A body that breaks off is retried like a connection that broke (nothing of it was
+        delivered). Raises :class:`EngineStatusError` for an error status not retried.
+        """
+        response, body = await self._exchange(
+            method, path, json=json, deadline=deadline, retries=retries, max_bytes=max_bytes
+        )
+        return Reply(status=response.status_code, url=str(response.url), body=body or b"")
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: JSONObject | None,
+        deadline: float | None,
+        retries: bool,
+        max_bytes: int | None,
+    ) -> tuple[httpx.Response, bytes | None]:
+        """The retry loop under the request's deadline; reads the body unless streaming."""
         url = self.url(path)
         target = self._parsed.get(path)
         if target is None:
             target = httpx.URL(url)
             if len(self._parsed) < 32:
                 self._parsed[path] = target
+        if deadline is None:
+            deadline = self.deadline()
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._attempts(
+                    method,
+                    url,
+                    target,
+                    json=json,
+                    deadline=deadline,
+                    retries=retries,
+                    max_bytes=max_bytes,
+                )
+        except TimeoutError:
+            raise self.timed_out(url) from None
+
+    async def _attempts(
+        self,
+        method: str,
+        url: str,
+        target: httpx.URL,
+        *,
+        json: JSONObject | None,
+        deadline: float,
+        retries: bool,
+        max_bytes: int | None,
+    ) -> tuple[httpx.Response, bytes | None]:
         client = self._get_client()
+        loop = asyncio.get_running_loop()
         attempt = 0
         max_retries = self.retry.max_retries if retries else 0
+
+        def may_retry(delay: float) -> bool:
+            return attempt < max_retries and loop.time() + delay < deadline
+
         broken_before = False
         while True:
-            request = client.build_request(
-                method,
-                target,
-                json=json,
-                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
-            )
+            request = client.build_request(method, target, json=json)
             try:
-                response = await client.send(request, stream=stream)
+                response = await client.send(request, stream=True)
+                if response.status_code >= 400 or max_bytes is None:
+                    body = None
+                else:
+                    body = await _read_capped(response, max_bytes)
             except _CONNECT_ERRORS as exc:
-                if attempt < max_retries:
-                    await asyncio.sleep(self.retry.delay(attempt))
+                delay = self.retry.delay(attempt)
+                if may_retry(delay):
+                    await asyncio.sleep(delay)
                     attempt += 1
                     continue
                 raise self.unavailable(url, _reason(exc)) from exc
             except _BROKEN_CONNECTION_ERRORS as exc:
-                if attempt < max_retries:
-                    # the first one at once (a stale pooled connection, now discarded);
-                    # a second one means the server itself is in trouble: back off
-                    if broken_before:
-                        await asyncio.sleep(self.retry.delay(attempt))
+                # the first one at once (a stale pooled connection, now discarded);
+                # a second one means the server itself is in trouble: back off
+                delay = self.retry.delay(attempt) if broken_before else 0.0
+                if may_retry(delay):
+                    if delay:
+                        await asyncio.sleep(delay)
                     broken_before = True
                     attempt += 1
                     continue
                 raise self.unavailable(url, _reason(exc)) from exc
             except httpx.TimeoutException as exc:
-                limit = self.timeout if timeout is None else timeout
                 raise EngineTimeoutError(
-                    f"The {self.engine_id} engine at {url} did not answer within {limit:g} s.",
+                    f"The {self.engine_id} engine at {url} did not answer within "
+                    f"{self.timeout:g} s.",
                     engine=self.engine_id,
                     url=url,
                     hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
                 ) from exc
             except httpx.TransportError as exc:
                 raise self.unavailable(url, _reason(exc)) from exc
+            except _BodyTooLarge:
+                raise self.protocol_error(
+                    url, f"a body larger than the {max_bytes} bytes this request allows"
+                ) from None
+            except _Compressed as exc:
+                raise self.protocol_error(url, str(exc)) from None
             status = response.status_code
             if status < 400:
-                return response
-            if status in RETRIED_STATUSES and attempt < max_retries:
+                return response, body
+            if status in RETRIED_STATUSES:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
-                await response.aclose()
-                await asyncio.sleep(self.retry.delay(attempt, retry_after))
-                attempt += 1
-                continue
+                delay = self.retry.delay(attempt, retry_after)
+                if may_retry(delay):
+                    await response.aclose()
+                    await asyncio.sleep(delay)
+                    attempt += 1
+                    continue
             try:
-                body = (await response.aread()).decode("utf-8", errors="replace")
-            except httpx.HTTPError:
-                body = ""
+                text = (await _read_prefix(response, ERROR_BODY_BYTES)).decode(
+                    "utf-8", errors="replace"
+                )
+            except (httpx.HTTPError, _Compressed):
+                text = ""
             finally:
-                await response.aclose()
-            raise EngineStatusError(status, body, url)
+                await self.release(response, reusable=False)
+            raise EngineStatusError(status, text, url)
 
     async def request_json(
         self,
@@ -279,40 +403,77 @@ class EngineHttp:
         path: str,
         *,
         json: JSONObject | None = None,
-        timeout: float | None = None,
         retries: bool = True,
     ) -> object:
         """Send a request and decode its JSON body (garbage is an ``EngineProtocolError``)."""
-        response = await self.open(method, path, json=json, timeout=timeout, retries=retries)
+        reply = await self.request(method, path, json=json, retries=retries)
         try:
-            return loads(response.content)
+            return loads(reply.body)
         except ValueError as exc:
             raise self.protocol_error(
-                str(response.url), f"a body that is not JSON: {_snippet(response.text)}"
+                reply.url, f"a body that is not JSON: {_snippet(reply.text)}"
             ) from exc
 
     async def probe(self, path: str, *, timeout: float) -> bool:
-        """True when ``GET path`` answers 2xx within ``timeout``; never raises."""
+        """True when ``GET path`` answers 2xx within ``timeout``; never raises.
+
+        Only the status is looked at: the body is never read.
+        """
         try:
-            response = await self._get_client().get(self.url(path), timeout=timeout)
-        except (httpx.HTTPError, OSError):
+            async with asyncio.timeout(timeout):
+                request = self._get_client().build_request("GET", self.url(path), timeout=timeout)
+                response = await self._get_client().send(request, stream=True)
+                await self.release(response, reusable=False)
+        except (httpx.HTTPError, OSError, TimeoutError):
             return False
         return response.is_success
 
-    async def lines(self, response: httpx.Response) -> AsyncGenerator[str, None]:
-        """The response body line by line; a cut connection or a stall is a typed error."""
+    async def lines(
+        self, response: httpx.Response, *, deadline: float, max_bytes: int
+    ) -> AsyncGenerator[str, None]:
+        """The response body line by line (UTF-8, bad bytes replaced), every read before
+        ``deadline`` and at most ``max_bytes`` in all; a cut connection, a stall, the
+        deadline or the cap is a typed error."""
+        url = str(response.url)
+        raw = _raw_chunks(response)
+        total = 0
+        pending: list[bytes] = []
         try:
-            async for line in response.aiter_lines():
-                yield line
+            _check_identity(response)
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(raw)
+                except StopAsyncIteration:
+                    break
+                total += len(chunk)
+                if total > max_bytes:
+                    raise self.protocol_error(
+                        url, f"a stream larger than the {max_bytes} bytes this request allows"
+                    )
+                if b"\n" not in chunk:
+                    pending.append(chunk)
+                    continue
+                if pending:
+                    pending.append(chunk)
+                    chunk = b"".join(pending)
+                    pending.clear()
+                *complete, rest = chunk.split(b"\n")
+                if rest:
+                    pending.append(rest)
+                for line in complete:
+                    yield line.decode("utf-8", "replace")
+            if pending:
+                yield b"".join(pending).decode("utf-8", "replace")
+        except TimeoutError:
+            raise self.timed_out(url) from None
         except httpx.TimeoutException as exc:
-            url = str(response.url)
             raise EngineTimeoutError(
                 f"The {self.engine_id} engine at {url} stopped sending within {self.timeout:g} s.",
                 engine=self.engine_id,
                 url=url,
             ) from exc
         except httpx.TransportError as exc:
-            url = str(response.url)
             raise EngineUnavailableError(
                 f"The connection to the {self.engine_id} engine at {url} dropped mid-stream "
                 f"({_reason(exc)}).",
@@ -320,10 +481,10 @@ class EngineHttp:
                 url=url,
                 hint=self.start_hint,
             ) from exc
-        except httpx.DecodingError as exc:
-            raise self.protocol_error(
-                str(response.url), f"a stream that cannot be decoded ({_reason(exc)})"
-            ) from exc
+        except _Compressed as exc:
+            raise self.protocol_error(url, str(exc)) from None
+        finally:
+            await raw.aclose()
 
     @staticmethod
     async def drain(rest: AsyncIterator[object]) -> bool:
@@ -357,6 +518,61 @@ class EngineHttp:
             engine=self.engine_id,
             url=url,
         )
+
+
+async def _raw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The body as it arrives, not decoded. (A response built whole, as a test transport
+    builds it, was read when it was made: its content is given as one chunk.)"""
+    if response.is_stream_consumed:
+        yield response.content
+        return
+    async for chunk in response.aiter_raw():
+        yield chunk
+
+
+def _check_identity(response: httpx.Response) -> None:
+    """Refuse a compressed body: it was asked for uncompressed, and a compressed one could
+    expand far beyond its size on the wire (``gzip, gzip`` turns kilobytes into gigabytes)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise _Compressed(
+            f"a body compressed with {encoding!r}, although it was asked for uncompressed"
+        )
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+    """The whole body of a streaming response, or :class:`_BodyTooLarge` past ``max_bytes``
+    (the response is closed either way; its connection is reused only after a whole body)."""
+    complete = False
+    try:
+        _check_identity(response)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise _BodyTooLarge
+        parts: list[bytes] = []
+        total = 0
+        async for chunk in _raw_chunks(response):
+            total += len(chunk)
+            if total > max_bytes:
+                raise _BodyTooLarge
+            parts.append(chunk)
+        complete = True
+    finally:
+        await EngineHttp.release(response, reusable=complete)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+async def _read_prefix(response: httpx.Response, max_bytes: int) -> bytes:
+    """At most the first ``max_bytes`` of a body (an error body: only its message counts)."""
+    _check_identity(response)
+    parts: list[bytes] = []
+    total = 0
+    async for chunk in _raw_chunks(response):
+        parts.append(chunk)
+        total += len(chunk)
+        if total >= max_bytes:
+            break
+    return b"".join(parts)[:max_bytes]
 
 
 def _reason(exc: Exception) -> str:

@@ -1,21 +1,100 @@
-"""Narrowing of decoded JSON, so wire data becomes typed values without ``Any``.
+"""Decoding and narrowing of engine JSON, so wire data becomes typed values without ``Any``.
 
 ``json.loads`` returns ``Any``; everything an adapter reads from an engine passes through
 these helpers, which check the shape and return ``None`` when it is not what was expected.
+
+:func:`loads` also makes what an engine sends safe to hand on: bytes that are not UTF-8
+are decoded with U+FFFD in their place, and so are lone surrogates written as ``\\ud800``
+escapes (Python would keep them, and printing them fails), so a stray byte never costs the
+answer; nesting deeper than ``MAX_DEPTH`` is refused as not JSON, so that no code walking
+the value later meets a ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import cast
 
 from jarvis.domain.json_types import JSONObject, JSONValue
 
+MAX_DEPTH = 128
+"""The deepest nesting of arrays and objects accepted from an engine."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
 
 def loads(text: str | bytes) -> object:
-    """Decode JSON text; raises ``ValueError`` when it is not JSON."""
-    value: object = json.loads(text)
+    """Decode JSON text; raises ``ValueError`` when it is not JSON or nested too deeply."""
+    decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    try:
+        value: object = json.loads(decoded)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    # both checks are one C-speed scan; the walks below run only for unusual text
+    if decoded.count("[") + decoded.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if "\\u" in decoded and _SURROGATE_ESCAPE.search(decoded) is not None:
+        value = _without_lone_surrogates(value)
+    return value
+
+
+def _children(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return list(cast("dict[str, object]", value).values())
+    if isinstance(value, list):
+        return cast("list[object]", value)
+    return []
+
+
+def _depth(value: object) -> int:
+    """The nesting depth of decoded JSON (iterative: ``json.loads`` took it, so can we)."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        children = _children(item)
+        if children or isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _clean(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _without_lone_surrogates(value: object) -> object:
+    """``value`` with every lone surrogate (in strings and keys) replaced by U+FFFD.
+
+    Decoded JSON has its valid surrogate pairs joined already, so any surrogate left in a
+    string stands alone. The walk is iterative and rebuilds containers in place.
+    """
+    if isinstance(value, str):
+        return _clean(value)
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            mapping = cast("dict[str, object]", item)
+            for key, child in list(mapping.items()):
+                if isinstance(child, str):
+                    child = _clean(child)
+                else:
+                    pending.append(child)
+                clean_key = _clean(key)
+                if clean_key != key:
+                    del mapping[key]
+                mapping[clean_key] = child
+        elif isinstance(item, list):
+            sequence = cast("list[object]", item)
+            for index, child in enumerate(sequence):
+                if isinstance(child, str):
+                    sequence[index] = _clean(child)
+                else:
+                    pending.append(child)
     return value
 
 

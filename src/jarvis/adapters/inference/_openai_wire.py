@@ -10,6 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+from jarvis.adapters.inference._bounds import (
+    MAX_USAGE,
+    ReplyBounds,
+    ReplyMeter,
+    ReplyTooLarge,
+    trusted_count,
+)
 from jarvis.adapters.inference._json import (
     as_json_object,
     as_object,
@@ -229,14 +236,24 @@ def chat_body(
 # --- responses ---------------------------------------------------------------------------
 
 
-def parse_usage(data: Mapping[str, object] | None) -> Usage | None:
+def parse_usage(
+    data: Mapping[str, object] | None, *, max_completion: int = MAX_USAGE
+) -> Usage | None:
+    """The usage figures, or ``None`` when there are none or any of them cannot be true
+    (not an int, negative, beyond ``MAX_USAGE``, or more completion tokens than the reply
+    could hold): figures an engine got wrong are dropped, never passed on."""
     if data is None:
         return None
-    prompt = get_int(data, "prompt_tokens")
-    completion = get_int(data, "completion_tokens")
-    if prompt is None and completion is None:
+    raw_prompt, raw_completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    if raw_prompt is None and raw_completion is None:
         return None
-    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0)
+    prompt = trusted_count(raw_prompt if raw_prompt is not None else 0)
+    completion = trusted_count(
+        raw_completion if raw_completion is not None else 0, min(max_completion, MAX_USAGE)
+    )
+    if prompt is None or completion is None:
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion)
 
 
 def parse_tool_call(data: object, index: int) -> ToolCall:
@@ -254,8 +271,12 @@ def parse_tool_call(data: object, index: int) -> ToolCall:
     return ToolCall.from_json_text(id=call_id, name=name, text=text)
 
 
-def parse_completion(data: object, *, model: str) -> Completion:
-    """A non-streamed ``chat.completion`` object as a :class:`Completion`."""
+def parse_completion(data: object, *, model: str, bounds: ReplyBounds | None = None) -> Completion:
+    """A non-streamed ``chat.completion`` object as a :class:`Completion`.
+
+    With ``bounds``, an answer far longer than its request allowed is a :class:`WireError`
+    and usage figures beyond them are dropped.
+    """
     body = as_object(data)
     if body is None:
         raise WireError("a completion that is not a JSON object")
@@ -266,16 +287,32 @@ def parse_completion(data: object, *, model: str) -> Completion:
     message = get_object(choice, "message")
     if message is None:
         raise WireError("a choice without a message")
-    calls = tuple(
-        parse_tool_call(raw, index) for index, raw in enumerate(get_list(message, "tool_calls"))
-    )
+    raw_calls = get_list(message, "tool_calls")
+    content = get_str(message, "content") or ""
+    if bounds is not None:
+        _check_reply_text(bounds, content, raw_calls)
+    calls = tuple(parse_tool_call(raw, index) for index, raw in enumerate(raw_calls))
+    max_completion = bounds.max_events if bounds is not None else MAX_USAGE
     return Completion(
-        content=get_str(message, "content") or "",
+        content=content,
         tool_calls=calls,
         finish_reason=finish_reason(get_str(choice, "finish_reason"), has_tool_calls=bool(calls)),
-        usage=parse_usage(get_object(body, "usage")) or Usage(),
+        usage=parse_usage(get_object(body, "usage"), max_completion=max_completion) or Usage(),
         model=get_str(body, "model") or model,
     )
+
+
+def _check_reply_text(bounds: ReplyBounds, content: str, raw_calls: list[object]) -> None:
+    chars = len(content)
+    for raw in raw_calls:
+        function = get_object(as_object(raw) or {}, "function") or {}
+        arguments = function.get("arguments")
+        chars += len(get_str(function, "name") or "")
+        chars += len(arguments) if isinstance(arguments, str) else 0
+    try:
+        bounds.check_text(chars, len(raw_calls))
+    except ReplyTooLarge as exc:
+        raise WireError(str(exc)) from None
 
 
 class ChunkReader:
@@ -286,18 +323,23 @@ class ChunkReader:
     as fragments, so the one final chunk is built by :meth:`final` after the stream ended.
     """
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, meter: ReplyMeter | None = None) -> None:
         self.model = model
         self.finish: str | None = None
         self.usage: Usage | None = None
         self._tools = ToolCallAssembler()
+        self._meter = meter
+        self._max_completion = meter.bounds.max_events if meter is not None else MAX_USAGE
 
     def feed(self, chunk: Mapping[str, object]) -> StreamChunk | None:
+        """Take one chunk; its content, if any. With a meter, a chunk that takes the reply
+        past its bounds raises :class:`~._bounds.ReplyTooLarge`."""
         self.model = get_str(chunk, "model") or self.model
-        usage = parse_usage(get_object(chunk, "usage"))
+        usage = parse_usage(get_object(chunk, "usage"), max_completion=self._max_completion)
         if usage is not None:
             self.usage = usage
         content = ""
+        generated = 0
         for raw in get_list(chunk, "choices"):
             choice = as_object(raw)
             if choice is None or (get_int(choice, "index") or 0) != 0:
@@ -306,8 +348,12 @@ class ChunkReader:
             content += get_str(delta, "content") or ""
             fragments = get_list(delta, "tool_calls")
             if fragments:
-                self._tools.add(fragments)
+                generated += self._tools.add(fragments)
             self.finish = get_str(choice, "finish_reason") or self.finish
+        if self._meter is not None:
+            self._meter.event(len(content) + generated)
+            while self._meter.calls < self._tools.count:
+                self._meter.call()
         return StreamChunk(content=content, model=self.model) if content else None
 
     def final(self) -> StreamChunk:

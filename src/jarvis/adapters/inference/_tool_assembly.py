@@ -31,7 +31,15 @@ class ToolCallAssembler:
     def __bool__(self) -> bool:
         return bool(self._calls)
 
-    def add(self, fragments: list[object]) -> None:
+    @property
+    def count(self) -> int:
+        """How many calls have begun."""
+        return len(self._calls)
+
+    def add(self, fragments: list[object]) -> int:
+        """Take the fragments of one chunk; returns how many characters of text they held
+        (names and argument pieces), for the bounds of the reply."""
+        chars = 0
         for position, raw in enumerate(fragments):
             fragment = as_object(raw)
             if fragment is None:
@@ -47,9 +55,12 @@ class ToolCallAssembler:
             name = get_str(function, "name")
             if name and not partial.name:
                 partial.name = name
+                chars += len(name)
             arguments = function.get("arguments")
             if isinstance(arguments, str):
                 partial.arguments.append(arguments)
+                chars += len(arguments)
+        return chars
 
     def calls(self) -> tuple[ToolCall, ...]:
         return tuple(

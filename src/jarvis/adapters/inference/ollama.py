@@ -17,6 +17,10 @@ streams NDJSON. Mapping:
   :class:`ToolCall` values, ids ``call_<n>`` when Ollama gives none; ``done_reason``
   "length" → "length", tool calls → "tool_calls", otherwise "stop"; usage from
   ``prompt_eval_count`` / ``eval_count``.
+* bounds: every reply is bounded (:mod:`._bounds`) by size, by its length against
+  ``num_predict`` and by the number of its NDJSON lines; every request ends by the
+  engine's ``timeout``, counted for the whole request (the stream included); usage
+  figures that cannot be true are dropped (zeros for a whole answer, none for a stream).
 * errors (``{"error": "..."}``, also as an NDJSON line mid-stream): "model ... not found" →
   ``ModelNotFoundError`` listing ``/api/tags``; "does not support tools" →
   ``ToolsNotSupportedError``; context wording → ``ContextTooLongError``.
@@ -32,6 +36,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from jarvis.adapters.inference._bounds import (
+    ReplyBounds,
+    ReplyMeter,
+    ReplyTooLarge,
+    trusted_count,
+)
 from jarvis.adapters.inference._error_bodies import (
     error_message,
     is_context_overflow,
@@ -40,13 +50,13 @@ from jarvis.adapters.inference._error_bodies import (
 from jarvis.adapters.inference._http import (
     EngineHttp,
     EngineStatusError,
+    Reply,
     RetryPolicy,
     default_status_error,
 )
 from jarvis.adapters.inference._json import (
     as_json_object,
     as_object,
-    get_int,
     get_list,
     get_object,
     get_str,
@@ -176,10 +186,19 @@ class OllamaEngine:
             )
         return body
 
-    async def _post_chat(self, request: InferenceRequest, *, stream: bool) -> httpx.Response:
-        body = self.chat_body(request, stream=stream)
+    async def _post_stream(self, request: InferenceRequest, deadline: float) -> httpx.Response:
+        body = self.chat_body(request, stream=True)
         try:
-            return await self._http.open("POST", "/api/chat", json=body, stream=stream)
+            return await self._http.open("POST", "/api/chat", json=body, deadline=deadline)
+        except EngineStatusError as exc:
+            raise await self._error(exc.status, exc.body, exc.url, request) from None
+
+    async def _post_whole(self, request: InferenceRequest, bounds: ReplyBounds) -> Reply:
+        body = self.chat_body(request, stream=False)
+        try:
+            return await self._http.request(
+                "POST", "/api/chat", json=body, max_bytes=bounds.max_bytes
+            )
         except EngineStatusError as exc:
             raise await self._error(exc.status, exc.body, exc.url, request) from None
 
@@ -226,36 +245,46 @@ class OllamaEngine:
     # --- the port ------------------------------------------------------------------------
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        response = await self._post_chat(request, stream=False)
-        url = str(response.url)
+        bounds = ReplyBounds.for_tokens(request.max_tokens)
+        reply = await self._post_whole(request, bounds)
+        url = reply.url
         try:
-            data = as_object(loads(response.content))
-        except ValueError:
-            data = None
+            data = as_object(loads(reply.body))
+            why = ""
+        except ValueError as exc:
+            data, why = None, f" ({exc})"
         if data is None:
             raise self._http.protocol_error(
-                url, f"a body that is not a JSON object: {response.text[:200]!r}"
+                url, f"a body that is not a JSON object{why}: {reply.text[:200]!r}"
             )
         if get_str(data, "error"):
-            raise await self._error(response.status_code, response.text, url, request)
+            raise await self._error(reply.status, reply.text, url, request)
         message = get_object(data, "message")
         if message is None:
             raise self._http.protocol_error(url, "a chat answer without a message")
         calls = _tool_calls(message, start=0)
+        content = get_str(message, "content") or ""
+        try:
+            bounds.check_text(_generated_chars(message), len(calls))
+        except ReplyTooLarge as exc:
+            raise self._http.protocol_error(url, str(exc)) from None
         return Completion(
-            content=get_str(message, "content") or "",
+            content=content,
             tool_calls=calls,
             finish_reason=_finish_reason(get_str(data, "done_reason"), bool(calls)),
-            usage=_usage(data),
+            usage=_usage(data, bounds) or Usage(),
             model=get_str(data, "model") or request.model,
         )
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        response = await self._post_chat(request, stream=True)
+        deadline = self._http.deadline()
+        bounds = ReplyBounds.for_tokens(request.max_tokens)
+        response = await self._post_stream(request, deadline)
         url = str(response.url)
         model = request.model
         calls: list[ToolCall] = []
-        lines = self._http.lines(response)
+        lines = self._http.lines(response, deadline=deadline, max_bytes=bounds.max_bytes)
+        meter = ReplyMeter(bounds)
         final: StreamChunk | None = None
         reusable = False
         try:
@@ -264,17 +293,25 @@ class OllamaEngine:
                     continue
                 try:
                     data = as_object(loads(line))
-                except ValueError:
-                    data = None
+                    why = ""
+                except ValueError as exc:
+                    data, why = None, f" ({exc})"
                 if data is None:
                     raise self._http.protocol_error(
-                        url, f"a stream line that is not a JSON object: {line[:200]!r}"
+                        url, f"a stream line that is not a JSON object{why}: {line[:200]!r}"
                     )
                 if get_str(data, "error"):
                     raise await self._error(response.status_code, line, url, request)
                 model = get_str(data, "model") or model
                 message = get_object(data, "message") or {}
-                calls.extend(_tool_calls(message, start=len(calls)))
+                new_calls = _tool_calls(message, start=len(calls))
+                calls.extend(new_calls)
+                try:
+                    meter.event(_generated_chars(message))
+                    for _ in new_calls:
+                        meter.call()
+                except ReplyTooLarge as exc:
+                    raise self._http.protocol_error(url, str(exc)) from None
                 content = get_str(message, "content") or ""
                 if content:
                     yield StreamChunk(content=content, model=model)
@@ -282,7 +319,7 @@ class OllamaEngine:
                     final = StreamChunk(
                         tool_calls=tuple(calls),
                         finish_reason=_finish_reason(get_str(data, "done_reason"), bool(calls)),
-                        usage=_usage(data),
+                        usage=_usage(data, bounds),
                         model=model,
                     )
                     reusable = await self._http.drain(lines)
@@ -367,8 +404,23 @@ def _finish_reason(done_reason: str | None, has_tool_calls: bool) -> FinishReaso
     return "stop"
 
 
-def _usage(data: Mapping[str, object]) -> Usage:
-    return Usage(
-        prompt_tokens=get_int(data, "prompt_eval_count") or 0,
-        completion_tokens=get_int(data, "eval_count") or 0,
-    )
+def _generated_chars(message: Mapping[str, object]) -> int:
+    """Characters of generated text in one message (content, thinking, tool-call names and
+    string arguments), for the bounds of the reply."""
+    chars = len(get_str(message, "content") or "") + len(get_str(message, "thinking") or "")
+    for raw in get_list(message, "tool_calls"):
+        function = get_object(as_object(raw) or {}, "function") or {}
+        arguments = function.get("arguments")
+        chars += len(get_str(function, "name") or "")
+        chars += len(arguments) if isinstance(arguments, str) else 0
+    return chars
+
+
+def _usage(data: Mapping[str, object], bounds: ReplyBounds) -> Usage | None:
+    """``prompt_eval_count`` / ``eval_count``, or ``None`` when either cannot be true."""
+    raw_prompt, raw_eval = data.get("prompt_eval_count", 0), data.get("eval_count", 0)
+    prompt = trusted_count(raw_prompt)
+    completion = trusted_count(raw_eval, bounds.max_events)
+    if prompt is None or completion is None:
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion)

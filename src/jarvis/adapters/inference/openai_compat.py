@@ -16,6 +16,10 @@ What this adapter guarantees beyond the wire format:
   stream an automatic tool choice) is asked for again without streaming; a stream cut
   after content arrived is an ``EngineProtocolError`` (or ``EngineUnavailableError`` when
   the connection dropped), never a shortened answer;
+* every reply is bounded (:mod:`._bounds`): its size, its length against ``max_tokens``
+  and the number of its stream events; and every request ends by the engine's
+  ``timeout``, counted for the request as a whole (a stream included). Usage figures that
+  cannot be true are dropped;
 * errors are typed: context overflow (from the error body's wording), unknown model
   (listing ``/models``), rate limiting, unreachable engine (with how to start one),
   timeouts, and answers that are not the documented JSON.
@@ -23,11 +27,12 @@ What this adapter guarantees beyond the wire format:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Literal, TypeVar
 
 import httpx
 
+from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
 from jarvis.adapters.inference._error_bodies import (
     error_message,
     is_context_overflow,
@@ -37,6 +42,7 @@ from jarvis.adapters.inference._error_bodies import (
 from jarvis.adapters.inference._http import (
     EngineHttp,
     EngineStatusError,
+    Reply,
     RetryPolicy,
     default_status_error,
 )
@@ -62,6 +68,8 @@ from jarvis.domain.errors import (
 )
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
+
+T = TypeVar("T")
 
 StructuredDialect = Literal["json_schema", "inline_schema", "guided_json"]
 """How a JSON schema is asked for: OpenAI's ``response_format`` ``json_schema``; the
@@ -143,14 +151,20 @@ class OpenAICompatibleEngine:
         else:
             body["response_format"] = response_format_to_openai(response_format)
 
-    async def _post_chat(self, request: InferenceRequest, *, stream: bool) -> httpx.Response:
-        """POST the chat request and return the (streaming, when asked) response."""
+    async def _post_chat(
+        self,
+        request: InferenceRequest,
+        *,
+        stream: bool,
+        send: Callable[[JSONObject], Awaitable[T]],
+    ) -> T:
+        """POST the chat request through ``send`` (streaming or whole) and return its result."""
         if request.response_format is None:
             body = chat_body(
                 request, stream=stream, option_keys=self.option_keys, renderer=self._renderer
             )
             try:
-                return await self._http.open("POST", "/chat/completions", json=body, stream=stream)
+                return await send(body)
             except EngineStatusError as exc:
                 raise await self._status_error(exc, request) from None
         dialects = self._dialect_order()
@@ -160,15 +174,13 @@ class OpenAICompatibleEngine:
             )
             self.apply_structured_output(body, request, dialect)
             try:
-                response = await self._http.open(
-                    "POST", "/chat/completions", json=body, stream=stream
-                )
+                sent = await send(body)
             except EngineStatusError as exc:
                 if position + 1 < len(dialects) and _rejects_structured_output(exc):
                     continue
                 raise await self._status_error(exc, request) from None
             self._dialect = dialect
-            return response
+            return sent
         raise AssertionError("the dialect list is never empty")
 
     async def _status_error(
@@ -216,30 +228,50 @@ class OpenAICompatibleEngine:
     # --- the port ------------------------------------------------------------------------
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        response = await self._post_chat(request, stream=False)
+        return await self._generate(request, self._http.deadline())
+
+    async def _generate(self, request: InferenceRequest, deadline: float) -> Completion:
+        bounds = ReplyBounds.for_tokens(request.max_tokens)
+
+        def send(body: JSONObject) -> Awaitable[Reply]:
+            return self._http.request(
+                "POST",
+                "/chat/completions",
+                json=body,
+                deadline=deadline,
+                max_bytes=bounds.max_bytes,
+            )
+
+        reply = await self._post_chat(request, stream=False, send=send)
         try:
-            data = loads(response.content)
+            data = loads(reply.body)
         except ValueError as exc:
             raise self._http.protocol_error(
-                str(response.url), f"a body that is not JSON: {response.text[:200]!r}"
+                reply.url, f"a body that is not JSON ({exc}): {reply.text[:200]!r}"
             ) from exc
         body = as_object(data)
         if body is not None and "error" in body and "choices" not in body:
             raise await self._status_error(
-                EngineStatusError(response.status_code, response.text, str(response.url)),
-                request,
+                EngineStatusError(reply.status, reply.text, reply.url), request
             )
         try:
-            return parse_completion(data, model=request.model)
+            completion = parse_completion(data, model=request.model, bounds=bounds)
         except WireError as exc:
-            raise self._http.protocol_error(str(response.url), str(exc)) from exc
+            raise self._http.protocol_error(reply.url, str(exc)) from exc
+        return completion
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        response = await self._post_chat(request, stream=True)
+        deadline = self._http.deadline()
+        bounds = ReplyBounds.for_tokens(request.max_tokens)
+
+        def send(body: JSONObject) -> Awaitable[httpx.Response]:
+            return self._http.open("POST", "/chat/completions", json=body, deadline=deadline)
+
+        response = await self._post_chat(request, stream=True, send=send)
         url = str(response.url)
-        lines = self._http.lines(response)
+        lines = self._http.lines(response, deadline=deadline, max_bytes=bounds.max_bytes)
         events = server_sent_events(lines)
-        reader = ChunkReader(request.model)
+        reader = ChunkReader(request.model, meter=ReplyMeter(bounds))
         received = done = reusable = False
         try:
             async for event in events:
@@ -251,17 +283,21 @@ class OpenAICompatibleEngine:
                 received = True
                 try:
                     chunk = as_object(loads(data))
-                except ValueError:
-                    chunk = None
+                    why = ""
+                except ValueError as exc:
+                    chunk, why = None, f" ({exc})"
                 if chunk is None:
                     raise self._http.protocol_error(
-                        url, f"a stream event that is not a JSON object: {data[:200]!r}"
+                        url, f"a stream event that is not a JSON object{why}: {data[:200]!r}"
                     )
                 if "error" in chunk and "choices" not in chunk:
                     raise await self._status_error(
                         EngineStatusError(response.status_code, data, url), request
                     )
-                piece = reader.feed(chunk)
+                try:
+                    piece = reader.feed(chunk)
+                except ReplyTooLarge as exc:
+                    raise self._http.protocol_error(url, str(exc)) from None
                 if piece is not None:
                     yield piece
         finally:
@@ -272,8 +308,9 @@ class OpenAICompatibleEngine:
             # Accepted, then ended without a single event: llama.cpp's server does that
             # when it cannot stream the answer (an automatic tool choice, a prompt longer
             # than its context). Nothing was delivered, so ask once more without
-            # streaming: the answer, or the error it was hiding, arrives whole.
-            completion = await self.generate(request)
+            # streaming, under the same deadline: the answer, or the error it was hiding,
+            # arrives whole.
+            completion = await self._generate(request, deadline)
             if completion.content:
                 yield StreamChunk(content=completion.content, model=completion.model)
             yield StreamChunk(
