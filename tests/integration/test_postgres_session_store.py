@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -71,6 +74,46 @@ def test_eight_processes_appending_at_once_lose_nothing(server: PostgresServer) 
     with psycopg.connect(url) as db:
         seqs = [r[0] for r in db.execute("SELECT seq FROM jarvis_messages ORDER BY seq")]
     assert seqs == list(range(800))
+
+
+_CRASHING_WRITER = """
+import asyncio, sys
+from jarvis.adapters.postgres_sessions import PostgresSessionStore
+from jarvis.domain.messages import Message
+store = PostgresSessionStore(sys.argv[1])
+async def go():
+    i = 0
+    while True:
+        await store.append("s", [Message.user(f"q{i}"), Message.assistant("a" * 5000 + str(i))])
+        i += 1
+asyncio.run(go())
+"""
+
+
+def test_a_writer_killed_mid_append_loses_only_that_append(server: PostgresServer) -> None:
+    url = server.create_database()
+    child = subprocess.Popen([sys.executable, "-c", _CRASHING_WRITER, url])
+    store = PostgresSessionStore(url)
+    try:
+        deadline = time.monotonic() + 60
+        while len(asyncio.run(store.load("s"))) < 40:  # wait until it is writing for real
+            assert child.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    store.close()
+    fresh = PostgresSessionStore(url)
+    loaded = asyncio.run(fresh.load("s"))
+    assert len(loaded) % 2 == 0
+    for n in range(0, len(loaded), 2):
+        assert loaded[n].content == f"q{n // 2}"
+        assert loaded[n + 1].content == "a" * 5000 + str(n // 2)
+    asyncio.run(fresh.append("s", [Message.user("after the crash")]))
+    [info] = asyncio.run(fresh.list_sessions())
+    assert info.message_count == len(loaded) + 1
+    fresh.close()
 
 
 def test_the_schema_is_versioned_with_state_and_lease_tables(server: PostgresServer) -> None:
