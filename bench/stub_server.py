@@ -79,9 +79,19 @@ class _Handler:
         """How many tool calls in a row a conversation with tools gets before the answer."""
         self.connections = 0
         self.requests = 0
+        self.open = 0
+        """TCP connections open now."""
+        self.changed = threading.Condition()
+        """Notified whenever a connection opens or closes."""
+
+    def _count(self, delta: int) -> None:
+        with self.changed:
+            self.open += delta
+            self.connections += max(delta, 0)
+            self.changed.notify_all()
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
+        self._count(+1)
         try:
             while True:
                 request_line = await reader.readline()
@@ -104,6 +114,7 @@ class _Handler:
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
+            self._count(-1)
 
     @staticmethod
     def _send(writer: asyncio.StreamWriter, status: str, payload: bytes) -> None:
@@ -242,6 +253,19 @@ class StubServer:
     def requests(self) -> int:
         """HTTP requests answered so far."""
         return self._handler.requests
+
+    @property
+    def open_connections(self) -> int:
+        """TCP connections open now (a client's pooled keep-alive ones included)."""
+        return self._handler.open
+
+    def wait_open_connections(self, at_most: int, timeout: float = 10.0) -> int:
+        """Wait until at most ``at_most`` connections are open (the server sees each close
+        when it reads the client's end of it); the number open then."""
+        handler = self._handler
+        with handler.changed:
+            handler.changed.wait_for(lambda: handler.open <= at_most, timeout)
+            return handler.open
 
     def __enter__(self) -> StubServer:
         ready = threading.Event()

@@ -52,6 +52,26 @@ class Concurrent(ScriptedInference):
         return await super().generate(request)
 
 
+class WhereItRuns(ScriptedInference):
+    """Records the event loop and the thread every request runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
+
+    def _record(self) -> None:
+        self.seen.append((asyncio.get_running_loop(), threading.current_thread()))
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        self._record()
+        return await super().generate(request)
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        self._record()
+        async for chunk in super().stream(request):
+            yield chunk
+
+
 def test_package_exports_the_sdk_lazily() -> None:
     assert jarvis.Jarvis is SdkJarvis
     assert jarvis.Answer is Answer
@@ -206,6 +226,40 @@ class TestAsync:
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert await asyncio.to_thread(engine.cancelled.wait, 5)
+
+    async def test_awaited_calls_run_on_the_callers_loop_and_thread(self) -> None:
+        engine = WhereItRuns()
+        async with jarvis.Jarvis(inference=engine) as j:
+            await j.aask("q")
+            await j.aask_full("q")
+            assert [piece async for piece in j.aask_stream("q")]
+            await asyncio.gather(*(j.aask(f"q{i}") for i in range(5)))
+        here = (asyncio.get_running_loop(), threading.current_thread())
+        assert len(engine.seen) == 8
+        assert set(engine.seen) == {here}  # no hand-off to another thread or loop
+
+    async def test_sync_calls_run_on_the_private_loop_thread(self) -> None:
+        engine = WhereItRuns()
+        async with jarvis.Jarvis(inference=engine) as j:
+            await asyncio.to_thread(j.ask, "q")
+            await j.aask("q")
+        (sync_loop, sync_thread), (async_loop, async_thread) = engine.seen
+        assert sync_thread.name == "jarvis-sdk-loop"
+        assert sync_loop is not async_loop
+        assert async_thread is threading.current_thread()
+
+    def test_closed_instance_refuses_awaited_calls(self) -> None:
+        j = jarvis.Jarvis(inference=ScriptedInference())
+        asyncio.run(j.aask("q"))
+        j.close()
+
+        async def stream() -> list[str]:
+            return [piece async for piece in j.aask_stream("q")]
+
+        with pytest.raises(RuntimeError, match="closed"):
+            asyncio.run(j.aask("q"))
+        with pytest.raises(RuntimeError, match="closed"):
+            asyncio.run(stream())
 
     def test_sync_and_async_share_one_instance(self) -> None:
         engine = ScriptedInference(["sync", "async"])

@@ -469,5 +469,30 @@ def configure(container: Container, config: JarvisConfig, *, engine: str | None 
 async def aclose_engines(container: Container) -> None:
     """Close every engine this container built and forget them (idempotent)."""
     await container.opened().aclose()
+    forget_engines(container)
+
+
+def forget_engines(container: Container) -> None:
+    """Forget the engines built, without closing them (their event loop is gone)."""
+    container.opened().engines.clear()
     for engine in (container.ollama, container.vllm, container.openai, container.llamacpp):
         engine.reset()
+
+
+_LOOP_BOUND_ENGINES = ("ollama", "vllm", "openai")
+"""Engines whose pooled HTTP client belongs to the event loop it was first used on."""
+
+
+def loop_engine(container: Container, name: str, *, opened: OpenedEngines) -> InferencePort | None:
+    """A new instance of engine ``name``, as the container builds its own, for one more event
+    loop (added to ``opened``, which the caller closes on that loop); ``None`` when the
+    container's engine serves every loop: the embedded engine (it runs in threads, and a
+    second instance would load the model twice) or an engine a test or an app provided."""
+    if name not in _LOOP_BOUND_ENGINES:
+        return None
+    provider: providers.Singleton[InferencePort] = getattr(container, name)
+    if provider.last_overriding is not None:
+        return None
+    build = providers.Factory(provider.provides, *provider.args, **provider.kwargs)
+    engine: InferencePort = build(opened=opened)
+    return engine

@@ -2,15 +2,28 @@
 
 A :class:`Runtime` wraps one container. On first use it resolves the engine choice (unless a
 test or an embedding app has overridden ``container.inference``), loads the configuration
-into the container and resolves the :class:`~jarvis.application.ask.AskService` once, so
-that every question of a CLI command or of a ``Jarvis`` instance reuses the same engine
-and its connection pool. :meth:`Runtime.aclose` closes the engines it built.
+into the container and resolves the :class:`~jarvis.application.ask.AskService`, so that
+every question of a CLI command or of a ``Jarvis`` instance reuses the same engine and its
+connection pool.
+
+A runtime serves any number of event loops (a ``Jarvis`` instance is awaited on its
+callers' loops and runs its synchronous API on a private one), because a pooled HTTP client
+belongs to the loop it was first used on: each loop gets its own ask service. The first
+loop uses the container's own engine; another loop, while that one lives, gets its own
+instance of the same engine (an HTTP engine: one connection pool per loop; the embedded
+engine runs in threads and serves every loop). A loop's engines are closed on that loop:
+by :meth:`Runtime.aclose`, or when the loop shuts down (``asyncio.run`` closes the
+asynchronous generators of a loop before closing it, and one such generator per loop
+closes what the loop used).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import threading
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
@@ -21,7 +34,7 @@ if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.json_types import JSONValue
     from jarvis.domain.ports import InferencePort
-    from jarvis.entrypoints.container import Container, EngineChoice
+    from jarvis.entrypoints.container import Container, EngineChoice, OpenedEngines
 
 
 class AskOptions(TypedDict, total=False):
@@ -62,6 +75,22 @@ class AskOptions(TypedDict, total=False):
 _OPTION_NAMES = AskOptions.__optional_keys__
 
 
+@dataclass(eq=False, slots=True)
+class _LoopState:
+    """What one event loop uses: its ask service and what was built for it alone."""
+
+    loop: asyncio.AbstractEventLoop
+    building: asyncio.Lock
+    service: AskService | None = None
+    primary: bool = False
+    """It runs on the container's own engines (closed with ``aclose_engines``)."""
+    opened: OpenedEngines | None = None
+    """The engines built for this loop only."""
+    guard: AsyncGenerator[None, None] | None = None
+    """Suspended until the loop shuts down (or :meth:`Runtime.aclose`), then closes it all."""
+    closed: bool = False
+
+
 class Runtime:
     """One container, configured once, for one CLI command or one ``Jarvis`` instance."""
 
@@ -76,43 +105,154 @@ class Runtime:
         self.config = config
         self.notice = notice
         self.choice: EngineChoice | None = None
-        self._service: AskService | None = None
-        self._lock: asyncio.Lock | None = None
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        self._primary: _LoopState | None = None
+        self._mutex = threading.Lock()
+        """Guards the loop table and the one-time configuration (loops may run in threads)."""
 
     async def service(self) -> AskService:
-        """The ask use case, built on first use (engine chosen, config loaded)."""
-        if self._service is not None:
-            return self._service
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._service is None:
-                self._service = await self._build()
-        return self._service
+        """The ask use case of the running event loop, built on first use there."""
+        state = self._loops.get(asyncio.get_running_loop())
+        if state is not None and state.service is not None:
+            return state.service
+        return await self._service_for(asyncio.get_running_loop())
 
     async def inference(self) -> InferencePort:
-        """The engine the use case runs on."""
+        """The engine the use case runs on (on the running event loop)."""
         return (await self.service()).inference
 
-    async def _build(self) -> AskService:
-        from jarvis.entrypoints.container import EngineChoice, choose_engine, configure
+    async def _service_for(self, loop: asyncio.AbstractEventLoop) -> AskService:
+        while True:
+            with self._mutex:
+                state = self._loops.get(loop)
+                if state is None:
+                    self._forget_closed_loops()
+                    state = self._loops[loop] = _LoopState(loop, asyncio.Lock())
+            async with state.building:
+                if state.closed:  # closed while this call waited: start again
+                    continue
+                if state.service is None:
+                    state.service = await self._build(state)
+                    state.guard = self._closes_with_loop(state)
+                    await anext(state.guard)
+                return state.service
+
+    async def _build(self, state: _LoopState) -> AskService:
+        from jarvis.entrypoints.container import (
+            EngineChoice,
+            OpenedEngines,
+            choose_engine,
+            configure,
+            loop_engine,
+        )
 
         container = self.container
-        if container.inference.last_overriding is not None:
-            configure(container, self.config)
-            service = container.ask_service()
-            engine = service.inference
-            self.choice = EngineChoice(
-                name=engine.engine_id, url=engine.base_url, reason="provided by the caller"
-            )
-        else:
-            self.choice = await choose_engine(self.config)
-            configure(container, self.config, engine=self.choice.name)
-            service = container.ask_service()
-        if self.notice is not None:
-            where = f" at {self.choice.url}" if self.choice.url else ""
-            self.notice(f"engine: {self.choice.name}{where} ({self.choice.reason})")
-        return service
+        provided = container.inference.last_overriding is not None
+        if self.choice is None:
+            if provided:
+                engine = container.inference()
+                choice = EngineChoice(
+                    name=engine.engine_id, url=engine.base_url, reason="provided by the caller"
+                )
+            else:
+                choice = await choose_engine(self.config)
+            with self._mutex:
+                if self.choice is None:  # another loop may have got here first
+                    configure(container, self.config, engine=None if provided else choice.name)
+                    self.choice = choice
+                    if self.notice is not None:
+                        where = f" at {choice.url}" if choice.url else ""
+                        self.notice(f"engine: {choice.name}{where} ({choice.reason})")
+        with self._mutex:
+            if self._primary is None:
+                self._primary = state
+                state.primary = True
+        if provided or state.primary:
+            return container.ask_service()
+        opened = OpenedEngines()
+        own = loop_engine(container, self.choice.name, opened=opened)
+        if own is None:  # the container's engine serves every loop
+            return container.ask_service()
+        state.opened = opened
+        return container.ask_service(inference=own)
+
+    async def _closes_with_loop(self, state: _LoopState) -> AsyncGenerator[None, None]:
+        """Waits at ``yield`` until closed: by :meth:`aclose`, or by the loop shutting down
+        (``loop.shutdown_asyncgens()``, which ``asyncio.run`` calls before closing it)."""
+        try:
+            yield
+        finally:
+            await self._close(state)
+
+    async def _close(self, state: _LoopState) -> None:
+        """Close what ``state``'s loop built (on that loop). Idempotent."""
+        if state.closed:
+            return
+        state.closed = True
+        with self._mutex:
+            if self._loops.get(state.loop) is state:
+                del self._loops[state.loop]
+        state.service = None
+        try:
+            if state.opened is not None:
+                await state.opened.aclose()
+            if state.primary:
+                from jarvis.entrypoints.container import aclose_engines
+
+                await aclose_engines(self.container)
+        finally:
+            if state.primary:
+                with self._mutex:
+                    self._primary = None
+
+    async def _shut(self, state: _LoopState) -> None:
+        """Close ``state`` (on its loop) and finish its guard."""
+        await self._close(state)
+        guard, state.guard = state.guard, None
+        if guard is not None:
+            with contextlib.suppress(RuntimeError):  # being closed by the loop's shutdown
+                await guard.aclose()
+
+    def _forget_closed_loops(self) -> None:
+        """Drop the states of loops closed without shutting their generators down (their
+        connections went with them). Called with the mutex held."""
+        for loop in [loop for loop in self._loops if loop.is_closed()]:
+            state = self._loops.pop(loop)
+            state.closed = True
+            state.service = None
+            guard, state.guard = state.guard, None
+            if guard is not None:
+                # finish it here (its ``finally`` sees ``closed`` and returns at once): left
+                # to the garbage collector, it would be handed to its closed loop
+                with contextlib.suppress(StopIteration, RuntimeError):
+                    guard.aclose().send(None)
+            if self._primary is state:
+                from jarvis.entrypoints.container import forget_engines
+
+                forget_engines(self.container)  # their pools belong to the closed loop
+                self._primary = None
+
+    async def aclose(self) -> None:
+        """Close the engines this runtime built: the running loop's at once, other loops'
+        on their own loops (scheduled there; a closed loop took its connections with it).
+        Idempotent; a later question builds them again."""
+        self.close_soon(skip=self._loops.get(asyncio.get_running_loop()))
+        await self.aclose_loop()
+
+    async def aclose_loop(self) -> None:
+        """Close the engines of the running loop only."""
+        state = self._loops.get(asyncio.get_running_loop())
+        if state is not None:
+            await self._shut(state)
+
+    def close_soon(self, *, skip: _LoopState | None = None) -> None:
+        """Schedule the closing of every loop's engines on that loop, without waiting."""
+        with self._mutex:
+            self._forget_closed_loops()
+            states = [s for s in self._loops.values() if s is not skip]
+        for state in states:
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                asyncio.run_coroutine_threadsafe(self._shut(state), state.loop)
 
     def question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         """The command for one question and its :class:`AskOptions`; ``None`` falls back to
@@ -141,10 +281,3 @@ class Runtime:
             context=context,
             agent_options=dict(options.get("agent_options") or {}),
         )
-
-    async def aclose(self) -> None:
-        """Close every engine this runtime built. Idempotent."""
-        from jarvis.entrypoints.container import aclose_engines
-
-        self._service = None
-        await aclose_engines(self.container)

@@ -13,9 +13,12 @@
     async with Jarvis(engine="ollama", model="qwen3:8b") as j:
         texts = await asyncio.gather(*(j.aask(q) for q in questions))
 
-Each instance owns one event loop, run by a private thread, and every call (synchronous or
-``await``-ed) runs there: the engine and its pooled HTTP connections are built once and
-reused by every call, from any thread or event loop, and calls can run concurrently.
+An ``await``-ed call runs on the caller's event loop, with no hand-off to another thread;
+the synchronous methods run on the instance's own event loop, in a private thread started
+by the first of them. The engine and its pooled HTTP connections are built once per event
+loop and reused by every call on it (an HTTP connection pool belongs to one loop, so a
+second loop, such as the private one or another ``asyncio.run``, gets a pool of its own,
+closed when that loop shuts down or the instance is closed); calls can run concurrently.
 
 For tests: ``Jarvis(inference=fake)`` runs on an in-memory engine (see
 :mod:`jarvis.testing`), and ``jarvis.container`` is the dependency-injector container, whose
@@ -179,6 +182,10 @@ class Jarvis:
             coro.close()
             raise
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("This Jarvis instance is closed.")
+
     def _call(self, coro: Coroutine[object, object, T]) -> T:
         """Run ``coro`` on the instance's loop and wait for it (synchronous callers)."""
         runner = self._runner_for(coro)
@@ -191,13 +198,6 @@ class Jarvis:
         except BaseException:
             future.cancel()
             raise
-
-    async def _acall(self, coro: Coroutine[object, object, T]) -> T:
-        """Run ``coro`` on the instance's loop and await it (asynchronous callers)."""
-        runner = self._runner_for(coro)
-        if asyncio.get_running_loop() is runner.loop:
-            return await coro
-        return await asyncio.wrap_future(runner.submit(coro))
 
     # -- building a question -----------------------------------------------------------------
 
@@ -251,22 +251,31 @@ class Jarvis:
                 with contextlib.suppress(RuntimeError):
                     self._call(stream.aclose())
 
-    def _mark_closed(self) -> _LoopThread | None:
-        """Mark the instance closed; its loop thread if it had one and was open."""
+    def _mark_closed(self) -> tuple[bool, _LoopThread | None]:
+        """Mark the instance closed: whether it was open, and its loop thread if it had one."""
         with self._lock:
             if self._closed:
-                return None
+                return False, None
             self._closed = True
             runner, self._loop = self._loop, None
-        return runner
+        return True, runner
 
     def close(self) -> None:
-        """Close the engines this instance built and stop its loop. Idempotent."""
-        runner = self._mark_closed()
-        if runner is not None:
-            try:
+        """Close the engines this instance built and stop its loop. Idempotent.
+
+        The engines of other event loops are closed on those loops: at once when they have
+        shut down already, else as soon as they run (prefer ``await aclose()`` there).
+        """
+        was_open, runner = self._mark_closed()
+        if not was_open:
+            return
+        try:
+            if runner is not None:
                 runner.submit(self._runtime.aclose()).result()
-            finally:
+            else:
+                self._runtime.close_soon()
+        finally:
+            if runner is not None:
                 runner.stop()
 
     def __enter__(self) -> Jarvis:
@@ -288,54 +297,32 @@ class Jarvis:
         return answer.content
 
     async def aask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
-        """``await``-able :meth:`ask_full`."""
+        """``await``-able :meth:`ask_full` (runs on the caller's event loop)."""
         command = self._question(question, **options)
-        return await self._acall(self._ask(command))
+        self._check_open()
+        return await self._ask(command)
 
     async def aask_stream(self, question: str, **options: Unpack[AskOptions]) -> AsyncIterator[str]:
         """:meth:`ask_stream` for ``async for``. Stop iterating to cancel the run."""
         command = self._question(question, **options)
-        runner = self._loop_thread()
-        if asyncio.get_running_loop() is runner.loop:
-            async for piece in self._stream(command):
-                yield piece
-            return
-        # pieces cross from the Jarvis loop to the caller's loop through a queue
-        caller = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for piece in self._stream(command):
-                    caller.call_soon_threadsafe(queue.put_nowait, piece)
-            except BaseException as exc:
-                caller.call_soon_threadsafe(queue.put_nowait, exc)
-                if not isinstance(exc, Exception):
-                    raise
-            else:
-                caller.call_soon_threadsafe(queue.put_nowait, _END)
-
-        task = runner.submit(pump())
-        try:
-            while True:
-                item = await queue.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                assert isinstance(item, str)
-                yield item
-        finally:
-            task.cancel()
+        self._check_open()
+        async for piece in self._stream(command):
+            yield piece
 
     async def aclose(self) -> None:
-        """``await``-able :meth:`close`."""
-        runner = self._mark_closed()
-        if runner is not None:
+        """``await``-able :meth:`close`: this loop's engines are closed before it returns."""
+        was_open, runner = self._mark_closed()
+        if not was_open:
+            return
+        try:
+            if runner is not None:  # the private loop's engines first, on that loop
+                await asyncio.wrap_future(runner.submit(self._runtime.aclose_loop()))
+        finally:
             try:
-                await asyncio.wrap_future(runner.submit(self._runtime.aclose()))
+                await self._runtime.aclose()
             finally:
-                await asyncio.to_thread(runner.stop)
+                if runner is not None:
+                    await asyncio.to_thread(runner.stop)
 
     async def __aenter__(self) -> Jarvis:
         return self
