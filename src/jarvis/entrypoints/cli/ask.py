@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,46 +29,41 @@ from jarvis.entrypoints.cli.render import (
 from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
-    from jarvis.application.ask import AskQuestion
-    from jarvis.domain.json_types import JSONObject, JSONValue
+    from typing import TextIO
+
+    from jarvis.application.ask import AskQuestion, Sampling
+    from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.runtime import Runtime
 
 
 def parse_agent_options(values: list[str]) -> JSONObject:
     """``KEY=VALUE`` pairs as agent keyword arguments; a value that is JSON (``5``,
-    ``true``, ``{"a": 1}``) is decoded, anything else stays a string."""
-    from jarvis.domain.errors import ConfigurationError
+    ``true``, ``{"a": 1}``) is decoded, anything else stays a string. Non-finite numbers,
+    out-of-range budgets and internal parameters are usage errors (see
+    :mod:`jarvis.entrypoints.cli.agent_options`)."""
+    from jarvis.entrypoints.cli.agent_options import parse_agent_options as parse
 
-    options: JSONObject = {}
-    for item in values:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ConfigurationError(
-                f"--agent-option '{item}' is not KEY=VALUE.", hint="Example: -O mode=structured"
-            )
-        try:
-            value: JSONValue = json.loads(raw)
-        except ValueError:
-            value = raw
-        options[key.strip()] = value
-    return options
+    return parse(values)
 
 
 MAX_CONTEXT_FILE_BYTES = 100 * 1024 * 1024
+MAX_QUESTION_BYTES = 16 * 1024 * 1024
+"""A question read from stdin is cut off here: ``jarvis ask < /dev/zero`` must end."""
+MAX_TOKENS_LIMIT = 1 << 20
 
 
 def read_context_file(path: Path) -> str:
-    """The text of ``--context-file`` (UTF-8); an unreadable file is a usage error."""
+    """The text of ``--context-file`` (UTF-8); an unreadable file is a usage error.
+
+    Only a regular file is read, and at most :data:`MAX_CONTEXT_FILE_BYTES` of it: the
+    bytes actually read are counted, since ``/dev/zero`` reports a size of 0 and a FIFO
+    would block the command before it starts.
+    """
     from jarvis.domain.errors import ConfigurationError
+    from jarvis.entrypoints.bounded_files import read_regular_file
 
     try:
-        size = path.stat().st_size
-        if size > MAX_CONTEXT_FILE_BYTES:
-            raise ConfigurationError(
-                f"The context file '{path}' is too large ({size:,} bytes).",
-                hint=f"At most {MAX_CONTEXT_FILE_BYTES:,} bytes are accepted.",
-            )
-        data = path.read_bytes()
+        data = read_regular_file(path, limit=MAX_CONTEXT_FILE_BYTES, what="context file")
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigurationError(f"Cannot read the context file '{path}': {reason}.") from exc
@@ -91,12 +85,41 @@ def read_question(question: str | None) -> str:
         if stdin is None or (question is None and is_tty(stdin)):
             raise ConfigurationError("No question given.", hint=usage)
         try:
-            question = stdin.read()
+            question = _read_stdin(stdin)
         except (OSError, ValueError) as exc:
             raise ConfigurationError(f"Cannot read the question from stdin: {exc}") from exc
     if not question.strip():
         raise ConfigurationError("The question is empty.", hint=usage)
     return question.strip()
+
+
+def _read_stdin(stdin: TextIO) -> str:
+    """At most :data:`MAX_QUESTION_BYTES` of stdin; bytes that are not UTF-8 become U+FFFD."""
+    from jarvis.domain.errors import ConfigurationError
+
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:  # a text-only stream (an embedding app's)
+        text = str(stdin.read(MAX_QUESTION_BYTES + 1))
+        too_long = len(text) > MAX_QUESTION_BYTES
+    else:
+        data = bytes(buffer.read(MAX_QUESTION_BYTES + 1))
+        too_long = len(data) > MAX_QUESTION_BYTES
+        text = data.decode("utf-8", "replace")
+    if too_long:
+        raise ConfigurationError(
+            f"The question on stdin is longer than {MAX_QUESTION_BYTES:,} bytes.",
+            hint="Give a long text with --context-file (the rlm agent keeps it out of the prompt).",
+        )
+    return text
+
+
+def _finite_temperature(value: float | None) -> float | None:
+    """``--temperature nan`` passes click's range check (NaN compares false with both ends)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number in the range 0<=x<=2.")
+    return value
 
 
 def ask(
@@ -122,10 +145,26 @@ def ask(
     model: ModelOption = None,
     temperature: Annotated[
         float | None,
-        typer.Option("--temperature", "-t", min=0.0, max=2.0, help="Sampling temperature."),
+        typer.Option(
+            "--temperature",
+            "-t",
+            min=0.0,
+            max=2.0,
+            callback=_finite_temperature,
+            help="Sampling temperature, 0 to 2 (default: [agent] temperature, else what suits "
+            "the engine: 0 for the embedded model, else the agent's 0.7).",
+            show_default=False,
+        ),
     ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Most tokens to generate per turn.")
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            max=MAX_TOKENS_LIMIT,
+            help="Most tokens to generate per turn.",
+            show_default=False,
+        ),
     ] = None,
     system: Annotated[
         str | None,
@@ -166,41 +205,86 @@ def ask(
     def body() -> None:
         import asyncio
 
-        text = read_question(question)
+        from jarvis.entrypoints.cli.streams import repair_text
+
+        def arg(value: str | None) -> str | None:
+            return None if value is None else repair_text(value)
+
+        text = repair_text(read_question(question))
         context_text = read_context_file(context_file) if context_file is not None else None
         runtime = open_runtime(
-            ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
+            ctx,
+            config=config,
+            engine=engine,
+            base_url=arg(base_url),
+            model=arg(model),
+            verbose=verbose,
         )
         command = runtime.question(
             text,
-            agent=agent,
+            agent=arg(agent),
             temperature=temperature,
             max_tokens=max_tokens,
-            system=system,
-            tools=parse_tool_names(tools),
-            persona=persona,
+            system=arg(system),
+            tools=parse_tool_names(arg(tools)),
+            persona=arg(persona),
             context=context_text,
-            agent_options=parse_agent_options(agent_option or []),
+            agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
+        if temperature is not None:
+            chosen_by = "--temperature"
+        elif runtime.config.agent.temperature is not None:
+            chosen_by = "[agent] temperature"
+        else:
+            chosen_by = ""
         with persona_warnings(verbose):
-            asyncio.run(_answer(runtime, command, renderer, mode=mode, verbose=verbose))
+            asyncio.run(
+                _answer(
+                    runtime,
+                    command,
+                    renderer,
+                    mode=mode,
+                    verbose=verbose,
+                    temperature_from=chosen_by,
+                )
+            )
 
     code = guarded(body, verbose=verbose, cleanup=renderer.abort)
     if code:
         raise typer.Exit(code)
 
 
+def sampling_line(sampling: Sampling, temperature_from: str) -> str:
+    """The ``--verbose`` line saying which temperature the run uses and why."""
+    if sampling.source == "requested":
+        why = f"set by {temperature_from}" if temperature_from else "as requested"
+    elif sampling.source == "engine":
+        why = f"{sampling.why}; --temperature or [agent] temperature overrides it"
+    else:
+        why = sampling.why
+    return f"sampling: temperature {sampling.temperature:g} ({why})"
+
+
 async def _answer(
-    runtime: Runtime, command: AskQuestion, renderer: StreamRenderer, *, mode: str, verbose: bool
+    runtime: Runtime,
+    command: AskQuestion,
+    renderer: StreamRenderer,
+    *,
+    mode: str,
+    verbose: bool,
+    temperature_from: str = "",
 ) -> None:
     from jarvis.application.ask import Answer
     from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.entrypoints.cli.streams import json_text
 
     started = time.perf_counter()
     renderer.start()
     try:
         service = await runtime.service()
+        if verbose:
+            renderer.notice(sampling_line(service.sampling(command), temperature_from))
         answer: Answer | None = None
         if mode == "stream":
             async for update in service.stream(command):
@@ -218,7 +302,7 @@ async def _answer(
         else:
             answer = await service.ask(command)
             if mode == "json":
-                renderer.answer(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+                renderer.answer(json_text(answer.to_json(), stream=renderer.out))
             else:
                 renderer.answer(answer.content)
         if verbose and answer is not None:

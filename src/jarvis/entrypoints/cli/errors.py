@@ -85,20 +85,38 @@ def describe(exc: BaseException) -> str:
     return f"{message}\n  {hint}" if hint else message
 
 
+def write_stderr(text: str, err: TextIO | None = None) -> None:
+    """Write ``text`` to stderr (or ``err``) with URL credentials masked; never raises.
+
+    Diagnostics are best effort: a stderr that is closed or whose reader went away must
+    not end a command whose answer is still being written to stdout.
+    """
+    stream = sys.stderr if err is None else err
+    if stream is None:  # started with fd 2 closed
+        return
+    import contextlib
+
+    from jarvis.entrypoints.cli.redact import redact_urls
+
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(redact_urls(text))
+        stream.flush()
+
+
 def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> int:
     """Print one message for ``exc`` on stderr and return its exit code."""
-    err = sys.stderr if err is None else err
     code = exit_code_for(exc)
+    lines: list[str] = []
     if verbose and not isinstance(exc, KeyboardInterrupt):
-        traceback.print_exception(exc, file=err)
+        lines.extend(traceback.format_exception(exc))
     if code == EXIT_INTERRUPTED:
-        err.write("jarvis: interrupted\n")
+        lines.append("jarvis: interrupted\n")
     else:
         text = describe(exc)
         if code == EXIT_UNEXPECTED and not isinstance(exc, JarvisError) and not verbose:
             text += " (run with --verbose for the traceback)"
-        err.write(f"jarvis: {text}\n")
-    err.flush()
+        lines.append(f"jarvis: {text}\n")
+    write_stderr("".join(lines), err)
     return code
 
 
@@ -107,9 +125,20 @@ def guarded(
 ) -> int:
     """Run a command body; any error becomes one message and its exit code.
 
-    A reader that stops reading (``jarvis ask ... | head -1``) is not an error: the rest of
-    the output is discarded quietly.
+    Before it runs, stdout and stderr are made to accept any text (see
+    :mod:`jarvis.entrypoints.cli.streams`), and a command started with stdout closed is a
+    usage error: its output could go nowhere. A reader that stops reading (``jarvis ask
+    ... | head -1``) is not an error: the rest of the output is discarded quietly.
     """
+    from jarvis.entrypoints.cli.streams import prepare_streams
+
+    prepare_streams()
+    if sys.stdout is None:  # started with fd 1 closed (`jarvis ask q >&-`)
+        closed = ConfigurationError(
+            "Standard output is closed: the answer could not be printed.",
+            hint="Redirect it instead, e.g. > answer.txt or > /dev/null.",
+        )
+        return report(closed, verbose=False)
     try:
         body()
     except BrokenPipeError:
@@ -117,7 +146,10 @@ def guarded(
         return EXIT_OK
     except (Exception, KeyboardInterrupt) as exc:
         if cleanup is not None:
-            cleanup()
+            import contextlib
+
+            with contextlib.suppress(BrokenPipeError):
+                cleanup()
         return report(exc, verbose=verbose)
     return EXIT_OK
 
@@ -125,7 +157,9 @@ def guarded(
 def _discard_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's final flush cannot fail."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # not a real file (e.g. under a test runner)
-        pass
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (io.UnsupportedOperation: a test runner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)

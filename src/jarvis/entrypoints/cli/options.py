@@ -6,7 +6,6 @@ are imported inside :func:`open_runtime`, when a command actually runs.
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -66,8 +65,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 def stderr_line(line: str) -> None:
-    sys.stderr.write(line.rstrip("\n") + "\n")
-    sys.stderr.flush()
+    """A notice line on stderr (``--verbose``), URL credentials masked."""
+    from jarvis.entrypoints.cli.errors import write_stderr
+
+    write_stderr(line.rstrip("\n") + "\n")
 
 
 def open_runtime(

@@ -114,14 +114,16 @@ class StreamRenderer:
         self.finish()
 
     def notice(self, line: str) -> None:
-        """A line on stderr (tool activity, verbose details), never mixed into the answer."""
+        """A line on stderr (tool activity, verbose details), never mixed into the answer;
+        URL credentials are masked, and a stderr that cannot be written is ignored."""
         self._quiet()
         if not self._at_line_start:
             self.out.write("\n")
             self.out.flush()
             self._at_line_start = True
-        self.err.write(line.rstrip("\n") + "\n")
-        self.err.flush()
+        from jarvis.entrypoints.cli.errors import write_stderr
+
+        write_stderr(line.rstrip("\n") + "\n", self.err)
 
     def finish(self) -> None:
         """End the answer on a fresh line."""

@@ -1,0 +1,133 @@
+"""An OpenAI-compatible engine on 127.0.0.1 that streams its first word, then waits for the test.
+
+A test that interrupts a stream (Ctrl-C, a reader closing the pipe) must not race the
+answer: with a server that merely sleeps between chunks, a busy machine lets the whole
+answer through before the signal lands. Here the rest of the answer is held back until
+the test calls :meth:`GatedEngine.release`, so the interruption always happens mid-answer,
+however slow or fast the machine. ``first_word_sent`` says when the stream has started.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+ANSWER = "The capital of France is Paris."
+MODEL = "gated-model"
+GATE_TIMEOUT = 120.0
+"""A backstop only: a test that never releases the gate ends its stream after this."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away mid-stream is what these tests do; no traceback."""
+
+
+class GatedEngine:
+    """``with GatedEngine() as engine:`` serves on a free port until the block ends."""
+
+    def __init__(self, *, answer: str = ANSWER) -> None:
+        self.answer = answer
+        self.gate = threading.Event()
+        self.first_word_sent = threading.Event()
+        self.requests = 0
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # close-delimited bodies: no chunked framing
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") in ("/v1/models", "/models"):
+                    self._json({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+                else:
+                    self._json({"error": {"message": "not found"}}, status=404)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                engine.requests += 1
+                if not body.get("stream"):
+                    engine.gate.wait(GATE_TIMEOUT)
+                    self._json(engine.completion())
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                words = engine.answer.split(" ")
+                self._event({"content": words[0]})
+                engine.first_word_sent.set()
+                engine.gate.wait(GATE_TIMEOUT)
+                for word in words[1:]:
+                    self._event({"content": " " + word})
+                self._event({}, finish_reason="stop")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+            def _event(self, delta: dict[str, str], finish_reason: str | None = None) -> None:
+                chunk = {
+                    "id": "chatcmpl-gated",
+                    "object": "chat.completion.chunk",
+                    "model": MODEL,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                }
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+
+            def _json(self, value: object, status: int = 200) -> None:
+                payload = json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="gated-engine", daemon=True
+        )
+
+    def completion(self) -> dict[str, object]:
+        return {
+            "id": "chatcmpl-gated",
+            "object": "chat.completion",
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.answer},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+        }
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def release(self) -> None:
+        """Let every held-back answer finish."""
+        self.gate.set()
+
+    def __enter__(self) -> GatedEngine:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
