@@ -30,10 +30,12 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = """\
 \b
 Exit codes:
-  0    success
+  0    success (also when the reader of stdout goes away early: | head)
   1    unexpected error (one line; --verbose shows the traceback)
   2    usage error: unknown agent, empty question, invalid config, tools on an
-       agent that takes none, unknown persona, persona file not writable
+       agent that takes none, unknown persona, persona file not writable, an
+       option value that is not a finite number in its range, a --config or
+       --context-file that is not a regular file or too large, stdout closed
   3    engine unavailable (the message names the engine, its URL and how to start it)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
