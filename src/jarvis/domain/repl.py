@@ -80,13 +80,17 @@ class ReplLimits:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplIsolation:
-    """What actually confines the code, as found on this machine.
+    """What actually confines the code, as found on this machine (and nothing more).
 
-    ``network``: ``namespace`` (a network namespace with no interfaces but a downed
-    loopback), ``audit_hook`` (socket operations refused inside the interpreter), ``none``.
-    ``processes``: ``pid_namespace`` (the code may fork, bounded by ``max_processes``, and
-    every process dies with the session), ``refused`` (starting processes is refused),
-    ``none``. ``user`` names the account the code runs as.
+    ``network``: ``namespace`` (a network namespace of its own: no interface but its own
+    loopback), ``audit_hook`` (socket operations refused inside the interpreter only),
+    ``none``. ``processes``: ``pid_namespace`` (its own PID namespace: every process dies
+    with the session), ``refused`` (starting processes refused by the audit hook only),
+    ``none``. ``user`` names the account the code runs as. ``sandbox`` names the OS
+    sandbox (``""``: none), ``filesystem`` the view it has, ``seccomp`` whether a system-call
+    filter is installed, ``memory`` and ``process_limit`` what the limits bound (the session
+    or each process). ``runs_code`` is false when no sandbox could be had and code is
+    refused (``unavailable_reason`` says why).
     """
 
     network: NetworkIsolation
@@ -94,31 +98,56 @@ class ReplIsolation:
     user: str
     environment_scrubbed: bool
     writes_confined: bool
+    sandbox: str = ""
+    filesystem: str = ""
+    seccomp: bool = False
+    memory: str = ""
+    process_limit: str = ""
+    dies_with_host: bool = False
+    runs_code: bool = True
+    unavailable_reason: str = ""
 
     @property
     def isolated(self) -> bool:
-        """True when the code is kept off the network and out of the host's files."""
-        return self.network != "none" and self.writes_confined and self.environment_scrubbed
+        """True when an OS sandbox keeps the code off the network and out of the host's
+        files (an audit hook alone does not count)."""
+        return (
+            self.runs_code
+            and bool(self.sandbox)
+            and self.network == "namespace"
+            and self.writes_confined
+            and self.environment_scrubbed
+        )
 
     def describe(self) -> str:
         """One line for logs, ``--json`` metadata and the README."""
+        if not self.runs_code:
+            return f"NO SANDBOX AVAILABLE: code does not run ({self.unavailable_reason})"
         network = {
-            "namespace": "network namespace (no network)",
-            "audit_hook": "network refused by an audit hook",
+            "namespace": "own network namespace (no network)",
+            "audit_hook": "network refused by an in-process audit hook only",
             "none": "NETWORK NOT ISOLATED",
         }[self.network]
         processes = {
             "pid_namespace": "own PID namespace",
-            "refused": "process creation refused",
+            "refused": "process creation refused by the audit hook only",
             "none": "processes not confined",
         }[self.processes]
-        parts = [network, processes, f"runs as {self.user}"]
+        parts = [self.sandbox or "NO OS SANDBOX (unsafe-audit-hook-only)", network, processes]
+        if self.filesystem:
+            parts.append(f"filesystem: {self.filesystem}")
+        if self.sandbox:
+            parts.append("seccomp filter" if self.seccomp else "NO seccomp filter")
+        parts.append(f"runs as {self.user}")
         parts.append("scrubbed environment" if self.environment_scrubbed else "HOST ENVIRONMENT")
-        parts.append(
-            "writes confined to the working directory"
-            if self.writes_confined
-            else "WRITES NOT CONFINED"
-        )
+        if not self.writes_confined:
+            parts.append("WRITES NOT CONFINED by the OS")
+        if self.memory:
+            parts.append(f"memory: {self.memory}")
+        if self.process_limit:
+            parts.append(f"processes: {self.process_limit}")
+        if self.dies_with_host:
+            parts.append("dies with the host")
         return "; ".join(parts)
 
 

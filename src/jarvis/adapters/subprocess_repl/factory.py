@@ -3,13 +3,15 @@ worker processes."""
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 
+from jarvis.adapters.subprocess_repl.janitor import Janitor
 from jarvis.adapters.subprocess_repl.sandbox import (
     NetworkMode,
     SandboxPlan,
-    choose_interpreter,
+    choose_unsafe_interpreter,
     plan_sandbox,
 )
 from jarvis.adapters.subprocess_repl.session import SubprocessReplSession
@@ -19,15 +21,15 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 
 class SubprocessRepl:
-    """Starts one isolated interpreter per session.
+    """Starts one sandboxed interpreter per session.
 
-    ``python`` is the interpreter to run the code with, started with ``-I -S -B``: standard
-    library only, none of jarvis's site-packages (default: the running interpreter, or
-    another one whose standard library the sandbox user can read, see
-    :func:`~jarvis.adapters.subprocess_repl.sandbox.choose_interpreter`). ``network``
-    chooses the sandbox plan (see :mod:`jarvis.adapters.subprocess_repl.sandbox`); the plan
-    is found on first use and kept.
-    ``limits`` are the defaults for sessions started without their own.
+    The interpreter runs ``-I -S -B``: standard library only, none of jarvis's
+    site-packages. ``network`` chooses the plan (see
+    :mod:`jarvis.adapters.subprocess_repl.sandbox`): ``auto``/``namespace`` = the OS
+    sandbox, and no code at all where there is none; ``unsafe-audit-hook-only`` = the
+    explicit opt-out. The plan is found on first use and kept. ``python`` overrides the
+    interpreter (it must start inside the sandbox). ``limits`` are the defaults for
+    sessions started without their own; ``temp_root`` is where working directories go.
     """
 
     def __init__(
@@ -43,6 +45,8 @@ class SubprocessRepl:
         self._python = python
         self.temp_root = temp_root
         self._plan: SandboxPlan | None = None
+        self._worker_source: bytes | None = None
+        self._janitor = Janitor()
 
     def plan(self) -> SandboxPlan:
         """The sandbox plan in force (probed on first call)."""
@@ -54,15 +58,24 @@ class SubprocessRepl:
     def python(self) -> str:
         """The interpreter the worker runs on (probed on first use)."""
         if self._python is None:
-            self._python = choose_interpreter(self.plan())
+            plan = self.plan()
+            if plan.bwrap is not None and plan.python is not None:
+                self._python = plan.python
+            else:
+                self._python = choose_unsafe_interpreter(plan)
         return self._python
 
     def isolation(self) -> ReplIsolation:
         return self.plan().isolation
 
     def command(self) -> tuple[str, ...]:
-        """The full command line of a worker."""
-        return (*self.plan().prefix, self.python, "-I", "-S", "-B", str(WORKER_SCRIPT))
+        """The interpreter's own command line (inside the sandbox, when there is one)."""
+        return (self.python, "-I", "-S", "-B", str(WORKER_SCRIPT))
+
+    def close(self) -> None:
+        """Stop the reaper (it removes whatever a session left). Optional: it also stops
+        when the factory is garbage-collected or the process exits."""
+        self._janitor.close()
 
     async def start(
         self,
@@ -70,14 +83,22 @@ class SubprocessRepl:
         callbacks: ReplCallbacks | None = None,
         limits: ReplLimits | None = None,
     ) -> SubprocessReplSession:
-        plan = self.plan()
+        plan = await asyncio.to_thread(self.plan) if self._plan is None else self._plan
+        if not plan.isolation.runs_code:
+            raise plan.refuse()
+        python = self.python
+        if self._worker_source is None:
+            self._worker_source = WORKER_SCRIPT.read_bytes()
         workdir = Path(tempfile.mkdtemp(prefix="jarvis-repl-", dir=self.temp_root))
         session = SubprocessReplSession(
             plan=plan,
-            command=self.command(),
+            python=python,
+            worker_source=self._worker_source,
+            worker_script=str(WORKER_SCRIPT),
             workdir=workdir,
             limits=limits or self.limits,
             callbacks=callbacks,
+            janitor=self._janitor,
         )
         try:
             await session.start()

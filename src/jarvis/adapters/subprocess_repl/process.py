@@ -1,7 +1,10 @@
 """One running worker process: start it, exchange protocol lines, kill it.
 
-The worker is the leader of its own process group (and, in the namespace plans, the first
-process of its own PID namespace), so killing the group ends everything the code started.
+In the bubblewrap plans the host's child is ``bwrap``; it starts the first process of a
+PID namespace of its own (bubblewrap's init), which starts the interpreter. Killing that
+init ends every process in the namespace at once, whatever the code did (``setsid``,
+double forks); the host holds a pidfd on it and waits until it is gone. Without a
+sandbox the worker is the leader of its own process group, which is killed whole.
 """
 
 from __future__ import annotations
@@ -36,15 +39,30 @@ class WorkerProtocolError(Exception):
 class WorkerProcess:
     """The host's handle on one worker process."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, *, sandboxed: bool) -> None:
         self._process = process
+        self._sandboxed = sandboxed
+        self._namespace_init: int | None = None
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
         self._drain = asyncio.ensure_future(self._drain_stderr())
         self.killed_by_host = False
 
     @classmethod
-    async def spawn(cls, command: Sequence[str], *, cwd: str, env: dict[str, str]) -> WorkerProcess:
+    async def spawn(
+        cls,
+        command: Sequence[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        pass_fds: Sequence[int] = (),
+        user: int | None = None,
+        sandboxed: bool = False,
+    ) -> WorkerProcess:
+        """Start ``command``; as ``user`` (uid and gid, no supplementary groups) when given."""
+        identity: dict[str, object] = {}
+        if user is not None:
+            identity = {"user": user, "group": user, "extra_groups": []}
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
@@ -54,8 +72,19 @@ class WorkerProcess:
             env=env,
             start_new_session=True,
             limit=MAX_LINE_BYTES,
+            pass_fds=tuple(pass_fds),
+            **identity,  # type: ignore[arg-type]
         )
-        return cls(process)
+        return cls(process, sandboxed=sandboxed)
+
+    def hold_namespace(self) -> list[int]:
+        """Take a pidfd on the sandbox's init (call once the worker is ready, before any
+        code runs); returns the host pids of the whole tree (for the session's cgroup)."""
+        tree = _descendants(self._process.pid)
+        if self._sandboxed and len(tree) > 1 and self._namespace_init is None:
+            with contextlib.suppress(OSError):
+                self._namespace_init = os.pidfd_open(tree[1])
+        return tree
 
     @property
     def pid(self) -> int:
@@ -89,13 +118,22 @@ class WorkerProcess:
             raise WorkerProtocolError(f"malformed protocol message: {exc}") from None
 
     async def kill(self) -> None:
-        """Kill the whole process group at once and wait for the worker. Idempotent."""
+        """Kill the sandbox's PID namespace (or the process group) and wait until it is
+        gone. Idempotent."""
         if self._process.returncode is None:
             self.killed_by_host = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._process.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 self._process.kill()
+        init, self._namespace_init = self._namespace_init, None
+        if init is not None:
+            try:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(init, signal.SIGKILL)
+                await _wait_readable(init, 5.0)
+            finally:
+                os.close(init)
         await self._finish()
 
     async def close(self, grace: float = 1.0) -> None:
@@ -149,21 +187,58 @@ class WorkerProcess:
         if code is None:
             return "the interpreter stopped answering"
         if code < 0:
-            number = -code
-            try:
-                name = signal.Signals(number).name
-            except ValueError:
-                name = f"signal {number}"
-            if number == signal.SIGKILL:
-                return (
-                    f"the interpreter was killed ({name}), most likely by a memory or "
-                    "CPU-time limit"
-                )
-            if number == signal.SIGXCPU:
-                return f"the interpreter used up its CPU-time budget ({name})"
-            return f"the interpreter died ({name})"
+            return self._describe_signal(-code)
+        if code > 128 and self._sandboxed:
+            # bubblewrap reports a child killed by signal N as exit status 128 + N
+            return self._describe_signal(code - 128)
         if code == 137:
             return "the interpreter was killed (SIGKILL), most likely by a memory or CPU limit"
         if code > 128:
             return f"the interpreter died (exit status {code})"
         return f"the interpreter exited (status {code})"
+
+    @staticmethod
+    def _describe_signal(number: int) -> str:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        if number == signal.SIGKILL:
+            return f"the interpreter was killed ({name}), most likely by a memory or CPU-time limit"
+        if number == signal.SIGXCPU:
+            return f"the interpreter used up its CPU-time budget ({name})"
+        return f"the interpreter died ({name})"
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, parents before children."""
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        current = pending.pop(0)
+        found.append(current)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{current}/task"):
+                with (
+                    contextlib.suppress(OSError, ValueError),
+                    open(f"/proc/{current}/task/{task}/children") as children,
+                ):
+                    pending.extend(int(n) for n in children.read().split())
+    return found
+
+
+async def _wait_readable(fd: int, timeout: float) -> None:
+    """Until ``fd`` (a pidfd: the process ended) is readable, at most ``timeout`` s."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ready, timeout)
+    finally:
+        loop.remove_reader(fd)

@@ -36,6 +36,10 @@ class SetupMessage(_Message):
     uid: int | None = Field(default=None, description="throwaway user to drop to (root hosts)")
     gid: int | None = None
     allow_fork: bool = Field(description="code may fork (only inside a PID namespace)")
+    sandboxed: bool = Field(
+        default=False,
+        description="an OS sandbox confines the worker (the audit hook is an extra layer)",
+    )
     max_output_chars: int = Field(gt=0)
     cpu_seconds: float = Field(gt=0, description="CPU time of one execution")
     session_cpu_seconds: int = Field(gt=0)

@@ -1,20 +1,25 @@
 """``SubprocessReplSession``: one persistent, isolated interpreter for one run.
 
-The session owns a private working directory and, at any time, at most one worker
-process. An execution that runs out of time kills the worker; so does a worker that dies
-or breaks the protocol. The next execution then starts a fresh worker in the same
-directory, restores the host-set variables and reports ``restarted=True``.
+The session owns a private working directory, a cgroup where the host may create one,
+and, at any time, at most one worker (in the bubblewrap plans: one sandbox). An execution
+that runs out of time kills the worker; so does a worker that dies or breaks the protocol.
+The next execution then starts a fresh worker in the same directory, restores the
+host-set variables and reports ``restarted=True``. Closing the session kills everything
+and removes the directory and the cgroup; the factory's reaper does the same if the host
+dies first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import shutil
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from jarvis.adapters.subprocess_repl.bwrap import SANDBOX_WORKDIR, SANDBOX_WORKER
+from jarvis.adapters.subprocess_repl.cgroup import SessionCgroup
+from jarvis.adapters.subprocess_repl.janitor import Janitor
 from jarvis.adapters.subprocess_repl.process import WorkerProcess, WorkerProtocolError
 from jarvis.adapters.subprocess_repl.protocol import (
     CallbackReply,
@@ -29,12 +34,14 @@ from jarvis.adapters.subprocess_repl.protocol import (
     ToolCallRequest,
     VariableSetMessage,
 )
-from jarvis.adapters.subprocess_repl.sandbox import SandboxPlan, scrubbed_environment
+from jarvis.adapters.subprocess_repl.reaper import remove_tree
+from jarvis.adapters.subprocess_repl.sandbox import SandboxPlan, pipe_with, scrubbed_environment
 from jarvis.domain.errors import SandboxError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, ReplLimits
 
 STARTUP_TIMEOUT = 10.0
+_log = logging.getLogger(__name__)
 _NO_CALLBACKS = (
     "{kind} is not available here: this REPL was started without a connection to a model or tools"
 )
@@ -47,14 +54,21 @@ class SubprocessReplSession:
         self,
         *,
         plan: SandboxPlan,
-        command: Sequence[str],
+        python: str,
+        worker_source: bytes,
+        worker_script: str,
         workdir: Path,
         limits: ReplLimits,
         callbacks: ReplCallbacks | None,
+        janitor: Janitor | None = None,
     ) -> None:
         self._plan = plan
-        self._command = tuple(command)
+        self._python = python
+        self._worker_source = worker_source
+        self._worker_script = worker_script
         self._workdir = workdir
+        self._janitor = janitor
+        self._cgroup: SessionCgroup | None = None
         self._limits = limits
         self._callbacks = callbacks
         ids: tuple[int, int] | tuple[None, None] = plan.throwaway_ids()
@@ -83,10 +97,41 @@ class SubprocessReplSession:
 
     # -- life cycle ----------------------------------------------------------------------
 
+    @property
+    def cgroup(self) -> SessionCgroup | None:
+        """The session's cgroup, when the host could create one."""
+        return self._cgroup
+
+    @property
+    def _sandboxed(self) -> bool:
+        return self._plan.bwrap is not None
+
     async def start(self) -> None:
-        """Hand the working directory to the session's user and start the first worker."""
+        """Hand the working directory to the session's user, make its cgroup, start the
+        first worker."""
+        if self._janitor is not None:
+            self._janitor.add_directory(str(self._workdir))
         if self._uid is not None and self._gid is not None:
             await asyncio.to_thread(os.chown, self._workdir, self._uid, self._gid)
+        layout = self._plan.cgroups
+        if layout is not None:
+            cgroup = SessionCgroup(layout)
+            try:
+                await asyncio.to_thread(
+                    cgroup.create,
+                    memory_bytes=self._limits.memory_mb * 1024 * 1024,
+                    max_processes=self._limits.max_processes + 2,  # + bwrap and its init
+                )
+            except OSError as exc:
+                await asyncio.to_thread(_remove_cgroup, cgroup)
+                raise SandboxError(
+                    f"Could not create the REPL session's cgroup ({exc}).",
+                    hint="The memory and process limits of the session need it.",
+                ) from exc
+            self._cgroup = cgroup
+            if self._janitor is not None:
+                for directory in cgroup.directories:
+                    self._janitor.add_cgroup(str(directory))
         async with self._lock:
             await self._ensure_worker()
 
@@ -98,21 +143,67 @@ class SubprocessReplSession:
             worker, self._worker = self._worker, None
             if worker is not None:
                 await worker.close(grace=0.5)
-            await asyncio.to_thread(shutil.rmtree, self._workdir, True)
+            cgroup, self._cgroup = self._cgroup, None
+            removed = cgroup is not None and await asyncio.to_thread(_remove_cgroup, cgroup)
+            if removed and cgroup is not None and self._janitor is not None:
+                for directory in cgroup.directories:
+                    self._janitor.remove_cgroup(str(directory))
+            try:
+                await asyncio.to_thread(remove_tree, str(self._workdir))
+            except OSError as exc:
+                # loud: a directory left behind is a defect the user must hear about; the
+                # reaper tries again when the host exits
+                _log.error("The REPL's working directory was not removed: %s", exc)
+            else:
+                if self._janitor is not None:
+                    self._janitor.remove_directory(str(self._workdir))
+
+    def _command(self, worker_fd: int | None, seccomp_fd: int | None) -> list[str]:
+        interpreter = [self._python, "-I", "-S", "-B"]
+        if worker_fd is None:
+            return [*interpreter, self._worker_script]
+        prefix = self._plan.sandbox_prefix(
+            workdir=str(self._workdir), worker_fd=worker_fd, seccomp_fd=seccomp_fd
+        )
+        return [*prefix, *interpreter, SANDBOX_WORKER]
+
+    async def _spawn(self) -> WorkerProcess:
+        if not self._sandboxed:
+            return await WorkerProcess.spawn(
+                self._command(None, None),
+                cwd=str(self._workdir),
+                env=scrubbed_environment(str(self._workdir)),
+            )
+        fds = [pipe_with(self._worker_source)]
+        seccomp = self._plan.seccomp
+        if seccomp is not None:
+            fds.append(pipe_with(seccomp))
+        try:
+            return await WorkerProcess.spawn(
+                self._command(fds[0], fds[1] if len(fds) > 1 else None),
+                cwd="/",
+                env=scrubbed_environment(SANDBOX_WORKDIR),
+                pass_fds=fds,
+                user=self._uid,
+                sandboxed=True,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     async def _ensure_worker(self) -> WorkerProcess:
         if self._worker is not None:
             return self._worker
-        worker = await WorkerProcess.spawn(
-            self._command, cwd=str(self._workdir), env=scrubbed_environment(str(self._workdir))
-        )
+        worker = await self._spawn()
+        sandboxed = self._sandboxed
         try:
             await worker.send(
                 SetupMessage(
-                    workdir=str(self._workdir),
-                    uid=self._uid,
-                    gid=self._gid,
+                    workdir=SANDBOX_WORKDIR if sandboxed else str(self._workdir),
+                    uid=None if sandboxed else self._uid,
+                    gid=None if sandboxed else self._gid,
                     allow_fork=self._plan.allow_fork,
+                    sandboxed=sandboxed,
                     max_output_chars=self._limits.max_output_chars,
                     cpu_seconds=self._limits.cpu_seconds,
                     session_cpu_seconds=self._limits.session_cpu_seconds,
@@ -124,6 +215,10 @@ class SubprocessReplSession:
             ready = await worker.receive(timeout=STARTUP_TIMEOUT)
             if not isinstance(ready, ReadyMessage):
                 raise WorkerProtocolError(f"expected 'ready', got {ready!r}")
+            # no code has run yet: the whole tree joins the session's cgroup now
+            tree = worker.hold_namespace()
+            if self._cgroup is not None:
+                await asyncio.to_thread(self._cgroup.adopt_tree, tree[0])
             self._worker = worker
             for name, value in self._variables.items():
                 await self._send_variable(worker, name, value)
@@ -282,3 +377,12 @@ def _to_result(message: ResultMessage) -> ExecutionResult:
         truncated=message.truncated,
         duration_seconds=message.duration_seconds,
     )
+
+
+def _remove_cgroup(cgroup: SessionCgroup) -> bool:
+    try:
+        cgroup.remove()
+    except OSError as exc:
+        _log.error("The REPL session's cgroup was not removed: %s", exc)
+        return False
+    return True

@@ -25,6 +25,7 @@ import linecache
 import os
 import resource
 import signal
+import stat
 import sys
 import time
 import traceback
@@ -214,8 +215,9 @@ def _apply_limits(setup: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    if setup.get("uid") is not None:
-        # counted per user: meaningful only for the throwaway user of this session
+    if setup.get("uid") is not None or setup.get("sandboxed"):
+        # counted per user (in the sandbox: per user namespace), so meaningful only for
+        # the sandbox's own user or the throwaway user of this session
         nproc = int(setup["max_processes"])
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     # a write past the file-size limit raises OSError instead of killing the interpreter
@@ -234,79 +236,203 @@ def _drop_privileges(setup: dict[str, Any]) -> None:
         raise RuntimeError("could not drop privileges")
 
 
-def _install_guard(workdir: str, *, allow_fork: bool) -> None:
-    """The audit hook: refuses what the code must not do from inside this interpreter.
+def _install_guard(workdir: str, *, allow_fork: bool, strict: bool) -> None:
+    """The audit hook: refuses, inside this interpreter, what the code must not do.
 
-    Its configuration lives only in this closure (no module-level switch the code could
-    flip), and the heap-walking functions that could reach it are refused too.
+    It is NOT a security boundary (PEP 578 says so): in the bubblewrap plans the operating
+    system confines the code and this hook only adds clearer errors and a second layer;
+    alone (``strict``, the unsafe opt-out plan) it is all there is.
+
+    It never runs code the untrusted program controls. It reads only arguments whose type
+    is exactly ``str``, ``bytes`` or ``int`` (subclasses are read through the built-in
+    types' own methods, never their overrides); everything it calls was bound here, at
+    installation (C functions and methods of built-in types, which code cannot replace);
+    its refusal messages contain no object of the code's. Its configuration lives only in
+    this closure. The paths it checks are resolved here, component by component, with
+    ``lstat``/``readlink``; ``dir_fd`` arguments through ``/proc/self/fd``. ``os.open``
+    does not report its ``dir_fd``, so in ``strict`` mode a relative ``os.open`` for
+    writing is refused, and so is a path object whose ``__fspath__`` the hook would have
+    to call (pass ``str(path)``).
     """
+    _type, _len, _repr, _sub = type, len, repr, issubclass
+    _str, _bytes, _int, _tuple = str, bytes, int, tuple
+    _str_copy = str.__str__  # exact-str copy of a str subclass, without its overrides
+    _decode = bytes.decode
+    _int_value = int.__index__
+    _lstat, _readlink, _getcwd = os.lstat, os.readlink, os.getcwd
+    _is_link, _is_dir = stat.S_ISLNK, stat.S_ISDIR
+    _denied = PermissionError
     root = os.path.realpath(workdir)
-    prefix = root.rstrip(os.sep) + os.sep
-    allowed_devices = ("/dev/null",)
+    prefix = root.rstrip("/") + "/"
+    write_flags = _WRITE_FLAGS
+    path_events = dict(_PATH_EVENTS)
+    network_events = frozenset(_NETWORK_EVENTS)
+    program_events = frozenset(_PROGRAM_EVENTS)
+    introspection_events = frozenset(_INTROSPECTION_EVENTS)
+    blocked_modules = frozenset(_BLOCKED_MODULES)
     own_pid = os.getpid()
+    unchecked = object()
 
-    def resolve(path: object, dir_fd: object = None) -> str | None:
-        """The real path ``path`` names (relative to ``dir_fd`` when given), or None."""
-        try:
-            text = os.fsdecode(path)  # type: ignore[arg-type]
-        except TypeError:
+    def text_of(path: Any) -> Any:
+        """The path as an exact str, ``None`` for a descriptor, ``unchecked`` otherwise."""
+        kind = _type(path)
+        if kind is _str:
+            return path
+        if _sub(kind, _int):
             return None
-        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(text):
+        if _sub(kind, _str):
+            return _str_copy(path)
+        if _sub(kind, _bytes):
+            return _decode(path, "utf-8", "surrogateescape")
+        return unchecked
+
+    def real_path(text: str, base: str) -> str | None:
+        """Like ``os.path.realpath``, with no Python-level helper code could patch."""
+        if not text.startswith("/"):
+            text = base + "/" + text
+        pending = text.split("/")
+        pending.reverse()
+        resolved: list[str] = []
+        links = 0
+        while pending:
+            part = pending.pop()
+            if part == "" or part == ".":
+                continue
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = "/" + "/".join(resolved) + ("/" if resolved else "") + part
             try:
-                text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+                mode = _lstat(candidate).st_mode
+            except OSError:
+                resolved.append(part)
+                continue
+            if not _is_link(mode):
+                resolved.append(part)
+                continue
+            links += 1
+            if links > 40:
+                return None
+            try:
+                target = _readlink(candidate)
             except OSError:
                 return None
-        return os.path.realpath(text)
+            if target.startswith("/"):
+                resolved = []
+            more = target.split("/")
+            more.reverse()
+            pending.extend(more)
+        return "/" + "/".join(resolved)
 
-    def inside(path: object, dir_fd: object = None) -> bool:
-        if isinstance(path, int):
-            return True  # an already-open descriptor
-        real = resolve(path, dir_fd)
-        if real is None:
-            return False
-        return real == root or real.startswith(prefix) or real in allowed_devices
+    def base_of(dir_fd: Any) -> str | None:
+        if dir_fd is None:
+            return _getcwd()
+        if not _sub(_type(dir_fd), _int):
+            return None
+        number = _int_value(dir_fd)
+        if number < 0:  # AT_FDCWD and friends
+            return _getcwd()
+        try:
+            return _readlink("/proc/self/fd/" + _repr(number))
+        except OSError:
+            return None
 
-    def refuse(what: str) -> NoReturn:
-        raise PermissionError(f"{what} is not allowed in this REPL")
+    def is_inside(real: str) -> bool:
+        return real == root or real.startswith(prefix) or real == "/dev/null"
+
+    def check_path(path: Any, dir_fd: Any, what: str) -> None:
+        text = text_of(path)
+        if text is None:
+            return
+        if text is unchecked:
+            if strict:
+                raise _denied(f"{what}: only str and bytes paths can be checked here")
+            return
+        base = base_of(dir_fd)
+        real = None if base is None else real_path(text, base)
+        if real is None or not is_inside(real):
+            shown = _repr(text)
+            raise _denied(
+                f"{what} on {shown} (outside the working directory) is not allowed in this REPL"
+            )
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
+        if _type(event) is not _str or _type(args) is not _tuple:
+            return
         if event == "open":
             path, mode, flags = args[0], args[1], args[2]
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & _WRITE_FLAGS
-            )
-            if writing and not inside(path):
-                refuse(f"writing to {path!r} (outside the working directory)")
-            if not writing and not isinstance(path, int) and not inside(path):
-                real = resolve(path)
-                if real is not None and os.path.isdir(real):
-                    # a directory descriptor would anchor dir_fd= writes the "open" event
-                    # cannot see; listing directories (os.listdir, os.scandir) still works
-                    refuse(f"opening the directory {path!r} (outside the working directory)")
-        elif event in _PATH_EVENTS:
-            paths, dir_fds = _PATH_EVENTS[event]
-            dir_fd = args[dir_fds[0]] if dir_fds and dir_fds[0] < len(args) else None
+            writing = False
+            if _type(mode) is _str:
+                for letter in "wax+":
+                    if letter in mode:
+                        writing = True
+            elif mode is not None:
+                writing = True
+            if _sub(_type(flags), _int) and _int_value(flags) & write_flags:
+                writing = True
+            if writing:
+                text = text_of(path)
+                if strict and mode is None and _type(text) is _str and not text.startswith("/"):
+                    raise _denied(
+                        "os.open with a relative path for writing is not allowed in this "
+                        "REPL: its dir_fd cannot be checked; use an absolute path or open()"
+                    )
+                check_path(path, None, "writing")
+                return
+            text = text_of(path)
+            if _type(text) is _str:
+                real = real_path(text, _getcwd())
+                if real is not None and not is_inside(real):
+                    try:
+                        directory = _is_dir(_lstat(real).st_mode)
+                    except OSError:
+                        directory = False
+                    if directory:
+                        # a directory descriptor would anchor dir_fd= writes; listing
+                        # directories (os.listdir, os.scandir) still works
+                        shown = _repr(text)
+                        raise _denied(
+                            f"opening the directory {shown} (outside the working directory) "
+                            "is not allowed in this REPL"
+                        )
+            elif text is unchecked and strict:
+                raise _denied("opening: only str and bytes paths can be checked here")
+        elif event in path_events:
+            paths, dir_fds = path_events[event]
+            dir_fd = args[dir_fds[0]] if dir_fds and dir_fds[0] < _len(args) else None
             for index in paths:
-                if index < len(args) and not inside(args[index], dir_fd):
-                    refuse(f"{event} on {args[index]!r} (outside the working directory)")
-        elif event in _NETWORK_EVENTS:
-            refuse("network access")
+                if index < _len(args):
+                    check_path(args[index], dir_fd, event)
+        elif event in network_events:
+            raise _denied("network access is not allowed in this REPL")
         elif event == "socket.__new__":
-            family = args[1] if len(args) > 1 else None
-            if family != _AF_UNIX:
-                refuse("network access")
-        elif event in _PROGRAM_EVENTS:
-            refuse("starting other programs")
+            family: Any = args[1] if _len(args) > 1 else None
+            if not _sub(_type(family), _int) or _int_value(family) != _AF_UNIX:
+                raise _denied("network access is not allowed in this REPL")
+        elif event in program_events:
+            raise _denied("starting other programs is not allowed in this REPL")
         elif event == "os.fork":
             if not allow_fork:
-                refuse("starting processes")
-        elif event in ("os.kill", "os.killpg"):
-            if not allow_fork and args[0] not in (own_pid, 0):
-                refuse("signalling other processes")
-        elif event in _INTROSPECTION_EVENTS:
-            refuse(event)
-        elif event == "import" and args[0] in _BLOCKED_MODULES:
-            refuse(f"importing {args[0]}")
+                raise _denied("starting processes is not allowed in this REPL")
+        elif event == "os.kill" or event == "os.killpg":
+            target: Any = args[0] if args else None
+            if not allow_fork and not (
+                _sub(_type(target), _int) and _int_value(target) in (own_pid, 0)
+            ):
+                raise _denied("signalling other processes is not allowed in this REPL")
+        elif event in introspection_events:
+            raise _denied(event + " is not allowed in this REPL")
+        elif event == "object.__setattr__":
+            name = args[1] if _len(args) > 1 else None
+            if _type(name) is _str and name == "__code__":
+                raise _denied("replacing a function's code is not allowed in this REPL")
+        elif event == "import":
+            name = args[0] if args else None
+            if _type(name) is not _str:
+                raise _denied("importing by a name that is not a plain str is not allowed")
+            if name in blocked_modules:
+                raise _denied("importing " + name + " is not allowed in this REPL")
 
     sys.addaudithook(hook)
 
@@ -524,17 +650,24 @@ class _Session:
     def _reap_forked(self) -> None:
         """Kill what the code forked and left behind, then collect the zombies.
 
-        Only used inside a PID namespace, where this worker is process 1: every orphan is
-        re-parented to it, and ``kill(-1)`` reaches exactly the session's own processes.
+        Only used inside the sandbox's PID namespace, where ``kill(-1)`` reaches exactly
+        the session's own processes (bubblewrap's init, process 1, re-parents and reaps
+        the orphans).
         """
         self.forked = 0
+        if not self.allow_fork:
+            return
+        me = str(os.getpid())
         for _ in range(10_000):
             with contextlib.suppress(OSError):
-                os.kill(-1, signal.SIGKILL)  # every process of this throwaway user but us
-            try:
+                os.kill(-1, signal.SIGKILL)  # every process in the namespace but us and init
+            with contextlib.suppress(ChildProcessError):
                 while os.waitpid(-1, os.WNOHANG)[0]:
                     pass
-            except ChildProcessError:
+            # done when this namespace's /proc shows nothing but init and us (orphans are
+            # reaped by init, so they may linger a moment)
+            others = [n for n in os.listdir("/proc") if n.isdigit() and n not in ("1", me)]
+            if not others:
                 return
             time.sleep(0.001)
 
@@ -587,7 +720,7 @@ def main() -> None:
         after_in_child=session.after_fork_in_child,
         after_in_parent=session.after_fork_in_parent,
     )
-    _install_guard(workdir, allow_fork=session.allow_fork)
+    _install_guard(workdir, allow_fork=session.allow_fork, strict=not setup.get("sandboxed"))
     channel.send(
         {
             "type": "ready",
