@@ -22,6 +22,7 @@ import pytest
 from jarvis.adapters.inference._bounds import ReplyBounds
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+from jarvis.adapters.inference.probe import ollama_reachable
 from jarvis.adapters.inference.vllm import VllmEngine
 from jarvis.domain.completion import StreamChunk
 from jarvis.domain.errors import EngineProtocolError, EngineTimeoutError
@@ -175,6 +176,41 @@ async def test_a_compressed_bomb_is_refused(server: HostileEngine, kind: Kind) -
     finally:
         await engine.aclose()
     assert all(r.get("model") == "gzip-bomb" for r in server.requests)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_health_check_reads_no_endless_body(server: HostileEngine, kind: Kind) -> None:
+    engine = make(kind, server)
+    try:
+        async with asyncio.timeout(GUARD):
+            assert await engine.health()  # the status says it; the body is never read
+    finally:
+        await engine.aclose()
+    await server.wait_finished()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_endless_model_list_is_cut_at_the_byte_cap(
+    server: HostileEngine, kind: Kind
+) -> None:
+    engine = make(kind, server)
+    try:
+        with pytest.raises(EngineProtocolError, match="body larger than"):
+            async with asyncio.timeout(GUARD):
+                await engine.list_models()
+    finally:
+        await engine.aclose()
+    await server.wait_finished()
+
+
+@pytest.mark.parametrize("drip", [False, True])
+async def test_the_ollama_probe_gives_up_on_an_endless_or_dripping_answer(
+    server: HostileEngine, drip: bool
+) -> None:
+    server.version_drip = drip
+    async with asyncio.timeout(GUARD):
+        assert not await ollama_reachable(server.root_url, timeout=0.5)
+    await server.wait_finished()
 
 
 # --- what is believed: nesting, usage, text ---------------------------------------------

@@ -22,6 +22,10 @@ answers as an OpenAI-compatible server (SSE when streaming), ``POST /api/chat`` 
 * ``bad-text``: content with invalid UTF-8 bytes and a lone surrogate escape;
 * ``gzip-bomb``: a body that claims ``Content-Encoding: gzip, gzip``.
 
+Every ``GET`` (model lists, health checks) answers 200 with a body that never ends: as fast
+as the socket takes it, or, for ``/api/version`` while ``version_drip`` is set, one byte
+every ``TICK`` seconds.
+
 Endless answers go on until the client hangs up: the server waits for the test, never the
 other way round. ``sent`` counts the body bytes written, ``finished`` the connections whose
 handler has ended (the client hung up, or the answer was complete).
@@ -49,6 +53,7 @@ class HostileEngine:
         self.sent = 0
         self.finished = 0
         self.requests: list[dict[str, object]] = []
+        self.version_drip = False
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self._ended = asyncio.Condition()
@@ -91,7 +96,7 @@ class HostileEngine:
                 request_line = await reader.readline()
                 if not request_line:
                     return
-                path = request_line.split()[1].decode("latin-1")
+                method, path = (part.decode("latin-1") for part in request_line.split()[:2])
                 length = 0
                 while (line := await reader.readline()) not in (b"\r\n", b""):
                     name, _, value = line.decode("latin-1").partition(":")
@@ -99,6 +104,9 @@ class HostileEngine:
                         length = int(value)
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 self.requests.append(body)
+                if method == "GET":
+                    await self._endless_get(writer, drip=self.version_drip and "version" in path)
+                    return
                 if not await self._answer(path, body, writer):
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -152,6 +160,16 @@ class HostileEngine:
         payload = _whole_answer(content, usage, ollama=ollama)
         await self._whole(writer, payload, "application/json")
         return True
+
+    async def _endless_get(self, writer: asyncio.StreamWriter, *, drip: bool) -> None:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        await self._chunk(writer, b'{"version": "')
+        while True:
+            await self._chunk(writer, b"0" if drip else b"0" * 65536)
+            await (_tick() if drip else _no_pause())
 
     async def _whole(self, writer: asyncio.StreamWriter, payload: bytes, kind: str) -> None:
         writer.write(
