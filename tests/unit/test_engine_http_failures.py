@@ -120,6 +120,16 @@ async def test_retry_after_is_capped() -> None:
     assert time.monotonic() - started < 2
 
 
+async def test_a_retry_whose_wait_would_pass_the_request_deadline_is_not_made() -> None:
+    # the engine timeout bounds the whole request, its retries and their waits included
+    recorder = Recorder(status(429, {"error": {"message": "slow down"}}, {"Retry-After": "30"}))
+    engine = openai(recorder, timeout=1.0, backoff_cap=60.0, max_retries=5)
+    async with asyncio.timeout(10):
+        with pytest.raises(RateLimitedError, match="slow down"):
+            await engine.generate(REQUEST)
+    assert len(recorder.requests) == 1
+
+
 async def test_429_after_the_last_retry_is_rate_limited() -> None:
     recorder = Recorder(status(429, {"error": {"message": "slow down"}}))
     with pytest.raises(RateLimitedError, match="slow down"):
