@@ -114,10 +114,12 @@ def test_undefined_results_are_errors_not_inf(expression: str, reason: str) -> N
     ],
 )
 def test_huge_results_are_refused_at_once(expression: str) -> None:
-    started = time.perf_counter()
+    # CPU time of this process, not wall time: what the evaluation costs, whatever else the
+    # machine is busy with
+    started = time.process_time()
     with pytest.raises(CalculationError, match=r"too large|limited to"):
         evaluate(expression)
-    assert time.perf_counter() - started < 0.1
+    assert time.process_time() - started < 0.1
 
 
 def test_the_largest_allowed_integers_are_exact() -> None:
@@ -199,7 +201,7 @@ async def test_the_tool_reports_refusals_as_failed_results() -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=120))
 def test_any_text_ends_in_a_number_or_a_clean_error_quickly(text: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         value = evaluate(text)
     except CalculationError:
@@ -208,7 +210,7 @@ def test_any_text_ends_in_a_number_or_a_clean_error_quickly(text: str) -> None:
         assert isinstance(value, int | float)
         assert not isinstance(value, bool)
         assert format_number(value)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 _ATOMS = st.one_of(
@@ -235,7 +237,7 @@ def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.recursive(_ATOMS, _combine, max_leaves=12))
 def test_grammar_shaped_input_never_raises_or_hangs(expression: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         value = evaluate(expression)
     except CalculationError:
@@ -245,7 +247,7 @@ def test_grammar_shaped_input_never_raises_or_hangs(expression: str) -> None:
             assert math.isfinite(value)
         else:
             assert value.bit_length() <= MAX_INT_BITS
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 _SMALL_INTS = st.integers(-(10**6), 10**6).map(lambda n: f"({n})")

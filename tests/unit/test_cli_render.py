@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-import time
+import threading
 
 import pytest
 
@@ -35,15 +35,31 @@ CLEAR = "\r\x1b[K"
 
 
 class Terminal(io.StringIO):
+    """A terminal that tells the test when something was drawn on it (the spinner runs on
+    its own thread: the test waits for its first frame instead of sleeping and hoping)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drawn = threading.Event()
+
     def isatty(self) -> bool:
         return True
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.drawn.set()
+        return written
+
+
+def spinner_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "jarvis-spinner"]
 
 
 def test_spinner_runs_until_the_first_token_then_is_erased() -> None:
     out, err = io.StringIO(), Terminal()
     renderer = StreamRenderer(out, err)
     renderer.start()
-    time.sleep(0.2)
+    assert err.drawn.wait(60), "the spinner drew nothing"
     renderer.text("Hello")
     spun = err.getvalue()
     assert "thinking" in spun
@@ -58,7 +74,7 @@ def test_no_spinner_when_stderr_is_not_a_terminal() -> None:
     out, err = io.StringIO(), io.StringIO()
     renderer = StreamRenderer(out, err)
     renderer.start()
-    time.sleep(0.1)
+    assert spinner_threads() == []  # nothing started that could draw later
     renderer.answer("text")
     assert err.getvalue() == ""
     assert out.getvalue() == "text\n"
@@ -77,9 +93,11 @@ def test_abort_before_any_token_clears_the_spinner() -> None:
     out, err = io.StringIO(), Terminal()
     renderer = StreamRenderer(out, err)
     renderer.start()
-    time.sleep(0.1)
+    assert err.drawn.wait(60), "the spinner drew nothing"
     renderer.abort()
+    assert "thinking" in err.getvalue()
     assert err.getvalue().endswith(CLEAR)
+    assert spinner_threads() == []
     assert out.getvalue() == ""
 
 

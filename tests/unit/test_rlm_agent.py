@@ -4,7 +4,6 @@ prompt, FINAL ends the run at once, sub-calls go to the sub-model concurrently."
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -130,11 +129,14 @@ async def test_llm_query_with_a_non_string_is_an_error_observation() -> None:
 
 
 class SlowEngine:
-    """Answers every request after ``delay`` seconds, counting concurrent requests."""
+    """Holds every sub-model request until ``together`` of them are running at once, counting
+    them: concurrency is proven by the requests meeting, not by a stopwatch. Run one after
+    another, the first would wait here until the bound and fail."""
 
-    def __init__(self, root_replies: list[str], delay: float) -> None:
+    def __init__(self, root_replies: list[str], together: int) -> None:
         self.root = list(root_replies)
-        self.delay = delay
+        self.together = together
+        self.met = asyncio.Event()
         self.running = 0
         self.peak = 0
         self.sub_requests = 0
@@ -155,8 +157,10 @@ class SlowEngine:
         self.sub_requests += 1
         self.running += 1
         self.peak = max(self.peak, self.running)
+        if self.running == self.together:
+            self.met.set()
         try:
-            await asyncio.sleep(self.delay)
+            await asyncio.wait_for(self.met.wait(), 60)
         finally:
             self.running -= 1
         return Completion(
@@ -182,17 +186,14 @@ class SlowEngine:
 async def test_llm_batch_runs_its_sub_calls_concurrently_and_in_order() -> None:
     engine = SlowEngine(
         [code("answers = llm_batch([f'part {i}' for i in range(8)])\nFINAL(' | '.join(answers))")],
-        delay=0.2,
+        together=8,
     )
     agent = RecursiveLMAgent(
         engine, "root-model", repl=InMemoryRepl(), sub_model="sub-model", sub_concurrency=8
     )
-    started = time.perf_counter()
     result = await agent.arun("q", with_context("x"))
-    elapsed = time.perf_counter() - started
     assert result.content == " | ".join(f"sub:part {i}" for i in range(8))
-    assert engine.peak == 8
-    assert elapsed < 0.8
+    assert engine.peak == 8  # all eight in flight at once
     assert result.usage.prompt_tokens == 10 + 8 * 3
     assert result.metadata["sub_calls"] == 8
 

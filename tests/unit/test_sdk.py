@@ -37,18 +37,26 @@ class SlowStream(ScriptedInference):
 
 
 class Concurrent(ScriptedInference):
-    """Answers after a short pause and records how many runs were in flight at once."""
+    """Holds every request until ``together`` runs are in flight at once, and records the
+    peak: concurrency is proven by the runs meeting, not by a stopwatch (run one after
+    another, the first would wait here until the bound and fail)."""
 
-    def __init__(self) -> None:
+    def __init__(self, together: int) -> None:
         super().__init__()
+        self.together = together
+        self.met = asyncio.Event()
         self.active = 0
         self.peak = 0
 
     async def generate(self, request: InferenceRequest) -> Completion:
         self.active += 1
         self.peak = max(self.peak, self.active)
-        await asyncio.sleep(0.05)
-        self.active -= 1
+        if self.active == self.together:
+            self.met.set()
+        try:
+            await asyncio.wait_for(self.met.wait(), 60)
+        finally:
+            self.active -= 1
         return await super().generate(request)
 
 
@@ -205,7 +213,7 @@ class TestAsync:
                     pass
 
     async def test_fifty_concurrent_runs(self) -> None:
-        engine = Concurrent()
+        engine = Concurrent(together=50)
         async with jarvis.Jarvis(inference=engine) as j:
             answers = await asyncio.gather(*(j.aask(f"q{i}") for i in range(50)))
         assert answers == ["OK"] * 50
@@ -215,17 +223,18 @@ class TestAsync:
     async def test_cancelling_aask_cancels_the_run(self) -> None:
         engine = SlowStream()
         async with jarvis.Jarvis(inference=engine) as j:
+            streaming = asyncio.Event()
 
             async def consume() -> None:
                 async for _ in j.aask_stream("q"):
-                    pass
+                    streaming.set()
 
             task = asyncio.create_task(consume())
-            await asyncio.sleep(0.05)
+            await asyncio.wait_for(streaming.wait(), 60)  # cancel mid-stream, not before it
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert await asyncio.to_thread(engine.cancelled.wait, 5)
+            assert await asyncio.to_thread(engine.cancelled.wait, 60)
 
     async def test_awaited_calls_run_on_the_callers_loop_and_thread(self) -> None:
         engine = WhereItRuns()

@@ -100,25 +100,33 @@ async def test_exceptions_become_failed_results() -> None:
 
 async def test_a_hanging_tool_times_out_and_the_executor_stops_waiting() -> None:
     stubborn_started = asyncio.Event()
+    let_go = asyncio.Event()
+    finished = asyncio.Event()
 
     async def stubborn(arguments: JSONObject) -> str:
         stubborn_started.set()
         try:
-            await asyncio.sleep(10)
+            await let_go.wait()
         except asyncio.CancelledError:
-            await asyncio.sleep(1.0)  # swallows the cancellation, like a badly written tool
+            # swallows the cancellation, like a badly written tool: it goes on until the
+            # test lets it go, which is only after the executor has answered
+            await let_go.wait()
+        finally:
+            finished.set()
         return "too late"
 
     executor = ToolExecutor([tool("hang", stubborn, timeout=0.2)])
     started = time.perf_counter()
-    result = await executor.execute(ToolCall(id="c", name="hang"))
+    result = await asyncio.wait_for(executor.execute(ToolCall(id="c", name="hang")), 60)
     elapsed = time.perf_counter() - started
     assert stubborn_started.is_set()
-    assert 0.2 <= elapsed < 0.7  # not the 1.2 s the tool takes to give up
+    assert not finished.is_set()  # the executor did not wait for the tool to give up
+    assert elapsed >= 0.2
     assert not result.success
     assert result.content == "Tool 'hang' timed out after 0.2s."
     assert result.metadata == {"error": "timeout"}
-    await asyncio.sleep(1.1)  # let the abandoned tool finish before the loop closes
+    let_go.set()  # let the abandoned tool finish before the loop closes
+    await asyncio.wait_for(finished.wait(), 60)
 
 
 async def test_output_is_bounded_with_a_visible_marker() -> None:
@@ -134,22 +142,31 @@ async def test_output_is_bounded_with_a_visible_marker() -> None:
 
 
 async def test_parallel_calls_run_concurrently_and_keep_call_order() -> None:
+    running = 0
+    all_running = asyncio.Event()
+
     async def sleepy(arguments: JSONObject) -> str:
+        nonlocal running
         delay = arguments["delay"]
         assert isinstance(delay, float)
-        await asyncio.sleep(delay)
+        running += 1
+        if running == 3:
+            all_running.set()
+        # no call ends before all three have started: run one after the other, the first
+        # would wait here until its tool timeout and come back failed
+        await asyncio.wait_for(all_running.wait(), 60)
+        await asyncio.sleep(delay)  # they end in another order than they were called
         return f"slept {delay}"
 
     executor = ToolExecutor([tool("sleep", sleepy)])
     calls = [
         ToolCall(id=f"c{i}", name="sleep", arguments={"delay": d})
-        for i, d in enumerate([0.3, 0.1, 0.2])
+        for i, d in enumerate([0.03, 0.01, 0.02])
     ]
-    started = time.perf_counter()
     results = await executor.execute_all(calls)
-    assert time.perf_counter() - started < 0.55  # sequential would take 0.6 s
+    assert all(r.success for r in results), [r.content for r in results]
     assert [r.call_id for r in results] == ["c0", "c1", "c2"]
-    assert [r.content for r in results] == ["slept 0.3", "slept 0.1", "slept 0.2"]
+    assert [r.content for r in results] == ["slept 0.03", "slept 0.01", "slept 0.02"]
 
 
 async def test_events_bracket_every_call_including_failures() -> None:
@@ -176,9 +193,12 @@ async def test_events_bracket_every_call_including_failures() -> None:
 async def test_cancelling_the_caller_cancels_the_tool() -> None:
     cancelled = asyncio.Event()
 
+    entered = asyncio.Event()
+
     async def slow(arguments: JSONObject) -> str:
+        entered.set()
         try:
-            await asyncio.sleep(10)
+            await asyncio.sleep(3600)
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -186,7 +206,7 @@ async def test_cancelling_the_caller_cancels_the_tool() -> None:
 
     executor = ToolExecutor([tool("slow", slow)])
     task = asyncio.ensure_future(executor.execute(ToolCall(id="c", name="slow")))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 60)  # the tool is running: cancel it mid-call
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

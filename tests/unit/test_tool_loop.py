@@ -74,10 +74,20 @@ async def collect(agent: ToolUsingAgent, question: str = "q") -> list[RunUpdate]
 
 
 async def test_parallel_calls_run_and_results_come_back_in_call_order() -> None:
+    running = 0
+    all_running = asyncio.Event()
+
     async def sleepy(arguments: JSONObject) -> str:
+        nonlocal running
         delay = arguments["delay"]
         assert isinstance(delay, float)
-        await asyncio.sleep(delay)
+        running += 1
+        if running == 3:
+            all_running.set()
+        # none ends before all three have started: run one after the other, the first
+        # would wait here until its tool timeout and come back failed
+        await asyncio.wait_for(all_running.wait(), 60)
+        await asyncio.sleep(delay)  # they end in another order than they were called
         return f"done {delay}"
 
     sleep = InMemoryTool(ToolSpec(name="sleep", description="Sleep."), sleepy)
@@ -91,9 +101,7 @@ async def test_parallel_calls_run_and_results_come_back_in_call_order() -> None:
             text("all done"),
         ]
     )
-    started = time.perf_counter()
     result = await ToolUsingAgent(engine, "m", tools=[sleep]).arun("q")
-    assert time.perf_counter() - started < 0.45  # concurrent: ~0.25 s, sequential: 0.6 s
     assert result.content == "all done"
     assert result.turns == 2
     assert [r.call_id for r in result.tool_results] == ["a", "b", "c"]
@@ -196,7 +204,7 @@ async def test_a_raising_tool_and_a_hanging_tool_become_failed_results() -> None
         raise RuntimeError("disk on fire")
 
     async def hang(arguments: JSONObject) -> str:
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # never ends on its own: only the timeout stops it
         return "never"
 
     tools = [
@@ -204,9 +212,7 @@ async def test_a_raising_tool_and_a_hanging_tool_become_failed_results() -> None
         InMemoryTool(ToolSpec(name="hang", description=".", timeout_seconds=0.1), hang),
     ]
     engine = ScriptedInference([calls(("a", "boom", {}), ("b", "hang", {})), text("sorry")])
-    started = time.perf_counter()
-    result = await ToolUsingAgent(engine, "m", tools=tools).arun("q")
-    assert time.perf_counter() - started < 1
+    result = await asyncio.wait_for(ToolUsingAgent(engine, "m", tools=tools).arun("q"), 60)
     assert [r.content for r in result.tool_results] == [
         "Tool 'boom' failed: RuntimeError: disk on fire",
         "Tool 'hang' timed out after 0.1s.",
@@ -253,28 +259,49 @@ async def test_token_budget() -> None:
 
 async def test_time_budget_interrupts_a_slow_tool() -> None:
     async def slow(arguments: JSONObject) -> str:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # never ends on its own (its own timeout is 30 s)
         return "late"
 
     tool = InMemoryTool(ToolSpec(name="slow", description="."), slow)
     engine = ScriptedInference([calls(("a", "slow", {})), text("partial answer")])
     started = time.perf_counter()
-    result = await ToolUsingAgent(engine, "m", tools=[tool], max_seconds=0.2).arun("q")
-    assert time.perf_counter() - started < 1
+    agent = ToolUsingAgent(engine, "m", tools=[tool], max_seconds=0.2)
+    result = await asyncio.wait_for(agent.arun("q"), 60)
+    assert time.perf_counter() - started < 30  # the run's limit, not the tool's own timeout
     assert result.metadata["budget_exhausted"] == "time"
     assert result.content == "partial answer"
     assert result.tool_results[0].metadata == {"error": "run_time_limit"}
 
 
+class StallsAfterTheFirstReply(ScriptedInference):
+    """Answers the first request, then never answers again: only a time limit ends a run."""
+
+    async def _stall(self, request: InferenceRequest) -> None:
+        if self.requests:
+            self.requests.append(request)
+            await asyncio.Event().wait()
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        await self._stall(request)
+        return await super().generate(request)
+
+    async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        await self._stall(request)
+        async for chunk in super().stream(request):
+            yield chunk
+
+
 async def test_time_budget_interrupts_a_slow_engine() -> None:
-    engine = ScriptedInference([calc("a", "1+1")], latency=0.3)
-    started = time.perf_counter()
-    result = await ToolUsingAgent(engine, "m", tools=[calculator()], max_seconds=0.45).arun("q")
-    elapsed = time.perf_counter() - started
+    engine = StallsAfterTheFirstReply([calc("a", "1+1")])
+    agent = ToolUsingAgent(engine, "m", tools=[calculator()], max_seconds=0.45)
+    result = await asyncio.wait_for(agent.arun("q"), 60)
     assert result.metadata["budget_exhausted"] == "time"
     assert result.stop_reason == "max_turns"
-    # turn 1 (0.3 s) runs, turn 2 is cut at 0.45 s, the final call gets at most 0.45 s more
-    assert elapsed < 1.2
+    # turn 1 runs, turn 2 never answers and is cut at 0.45 s, and the final call without
+    # tools, which never answers either, is cut in its turn: the run still ends
+    assert len(engine.requests) == 3
+    assert engine.requests[1].tools
+    assert engine.requests[2].tools == ()
     assert result.content  # the last content or the fixed notice, never empty
 
 
@@ -460,10 +487,12 @@ async def test_cancellation_stops_the_tools_and_is_re_raised() -> None:
     seen: list[Event] = []
     bus.subscribe(seen.append)
     cancelled = asyncio.Event()
+    entered = asyncio.Event()
 
     async def slow(arguments: JSONObject) -> str:
+        entered.set()
         try:
-            await asyncio.sleep(10)
+            await asyncio.sleep(3600)
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -474,7 +503,7 @@ async def test_cancellation_stops_the_tools_and_is_re_raised() -> None:
         ScriptedInference([calls(("a", "slow", {}))]), "m", tools=[tool], bus=bus
     )
     task = asyncio.ensure_future(agent.arun("q"))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 60)  # the tool is running: cancel the run mid-call
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
