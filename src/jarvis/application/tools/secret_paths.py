@@ -2,8 +2,8 @@
 
 The rules are matched against every component of a path (case-insensitively, for
 case-insensitive filesystems), so a secret deep inside an allowed folder is still refused.
-Tools check both the path as given and the path it resolves to, so a symlink with an
-innocent name that points at a key is refused too.
+Tools check the whole absolute path, so a root that is (or lies inside) a secret folder
+such as ``~/.ssh`` is refused too, not only the components below the root.
 """
 
 from __future__ import annotations
@@ -46,6 +46,23 @@ SECRET_NAMES: Final = (
     ".history",
     "shadow",
     "gshadow",
+    ".s3cfg",
+    ".passwd-s3fs",
+    "rclone.conf",
+    ".boto",
+    ".gitcookies",
+    ".dockercfg",
+    ".my.cnf",
+    ".terraformrc",
+    ".databrickscfg",
+    ".oci",
+    "*.kdbx",
+    "*.ppk",
+    "login data",
+    "cookies",
+    "cookies.sqlite",
+    "logins.json",
+    "key4.db",
 )
 """fnmatch patterns for one path component (a file or a folder anywhere in the path)."""
 
@@ -54,6 +71,15 @@ SECRET_SEQUENCES: Final = (
     (".kube", "config"),
     (".docker", "config.json"),
     (".config", "gh", "hosts.yml"),
+    (".config", "hub"),
+    ("huggingface", "token"),
+    ("huggingface", "stored_tokens"),
+    (".huggingface", "token"),
+    (".local", "share", "keyrings"),
+    (".subversion", "auth"),
+    (".config", "op"),
+    (".openjarvis", "config.toml"),
+    ("openjarvis", "config.toml"),
 )
 """Consecutive components that together name a secret (a folder or a file in a folder)."""
 
