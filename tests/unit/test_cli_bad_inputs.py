@@ -20,8 +20,8 @@ from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli import ask as ask_module
 from jarvis.entrypoints.cli.agent_options import NUMBER_OPTIONS, RESERVED_OPTIONS
 from jarvis.entrypoints.cli.errors import EXIT_ENGINE_UNAVAILABLE, EXIT_USAGE
-from jarvis.entrypoints.cli.redact import redact_urls
 from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.redact import redact_urls
 from jarvis.testing import InMemoryRepl, ScriptedInference
 
 
@@ -252,6 +252,18 @@ class TestCredentials:
             assert "s3cr3t" not in result.output
             assert "alice" not in result.output
             assert f"http://***@127.0.0.1:{port}/v1" in result.stderr
+
+    @pytest.mark.parametrize("command", [["ask"], ["models"]])
+    @pytest.mark.parametrize(
+        "url", ["http://127.0.0.1:99999/v1", "http://u:s3cr3t@[::1/v1", "http://127.0.0.1:1/\udcff"]
+    )
+    def test_a_url_the_client_cannot_use_is_a_usage_error(
+        self, command: list[str], url: str
+    ) -> None:
+        args = [*command, "--base-url", url] + (["q"] if command == ["ask"] else [])
+        result = run(Container(), *args)
+        assert_usage_error(result, "--base-url", "is not a usable URL")
+        assert "s3cr3t" not in result.output
 
     @pytest.mark.parametrize(
         ("text", "shown"),

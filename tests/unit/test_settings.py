@@ -213,3 +213,74 @@ class TestSchema:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         ).stdout
         assert out.strip() == "False"
+
+
+BAD_URLS = [
+    ("http://127.0.0.1:99999/v1", "Port out of range"),
+    ("http://[::1/v1", "Invalid IPv6 URL"),
+    ("ftp://files.example/v1", "only http:// and https://"),
+    ("localhost:8000", "only http:// and https://"),
+    ("http:///v1", "names no host"),
+    ("http://gpu box:8000/v1", "spaces or control characters"),
+    ("http://gpu\x00box/v1", "spaces or control characters"),
+    ("http://gpu\udcffbox/v1", "not UTF-8"),
+]
+
+
+class TestUrls:
+    """A URL that the HTTP client could not even parse is a usage error naming its source,
+    not an exception from deep inside the client on the first request."""
+
+    @pytest.mark.parametrize(("url", "problem"), BAD_URLS)
+    def test_a_bad_base_url_option(self, url: str, problem: str) -> None:
+        with pytest.raises(ConfigurationError, match="--base-url") as raised:
+            load_config(overrides=EngineOverrides(base_url=url))
+        assert problem in raised.value.message
+
+    @pytest.mark.parametrize(
+        ("variable", "value", "problem"),
+        [
+            ("OLLAMA_HOST", "gpu-box:70000", "Port out of range"),
+            ("OLLAMA_HOST", "[::1", "Invalid IPv6 URL"),
+            ("VLLM_HOST", "gpu box", "spaces or control characters"),
+            ("OPENAI_BASE_URL", "ftp://llm.example/v1", "only http:// and https://"),
+            ("JARVIS_SEARCH_URL", "http://127.0.0.1:123456/search", "Port out of range"),
+        ],
+    )
+    def test_a_bad_url_in_the_environment(
+        self, jarvis_home: Path, variable: str, value: str, problem: str
+    ) -> None:
+        env = {"OPENJARVIS_HOME": str(jarvis_home), variable: value}
+        with pytest.raises(ConfigurationError, match=variable) as raised:
+            load_config(env=env)
+        assert problem in raised.value.message
+
+    @pytest.mark.parametrize(
+        "key",
+        ["engine.ollama.host", "engine.vllm.base_url", "engine.openai.base_url"],
+    )
+    def test_a_bad_url_in_the_file(self, jarvis_home: Path, key: str) -> None:
+        section, name = key.rsplit(".", 1)
+        path = write(jarvis_home, f'[{section}]\n{name} = "http://gpu:99999/v1"\n')
+        with pytest.raises(ConfigurationError) as raised:
+            load_config()
+        assert f"Invalid config file {path}: {key}:" in raised.value.message
+        assert "Port out of range" in raised.value.message
+
+    def test_the_message_never_quotes_a_password(self) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            load_config(overrides=EngineOverrides(base_url="http://alice:s3cr3t@[::1/v1"))
+        assert "s3cr3t" not in str(raised.value)
+        assert "http://***@[::1/v1" in raised.value.message
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://localhost:8000/v1",
+            "https://llm.example",
+            "http://[::1]:8080/v1",
+            "http://10.0.0.2",
+        ],
+    )
+    def test_good_urls_pass(self, url: str) -> None:
+        assert load_config(overrides=EngineOverrides(base_url=url)).engine.openai.base_url == url

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -74,6 +74,7 @@ def load_config(
     file = Path(path).expanduser() if path is not None else config_file(env)
     raw = _read_toml(file, must_exist=explicit)
     from_file = bool(raw)
+    _check_file_urls(raw, file)
     _apply_environment(raw, env)
     _apply_overrides(raw, overrides or EngineOverrides())
     if not from_file:
@@ -143,17 +144,92 @@ def normalize_vllm_host(value: str) -> str:
     return value
 
 
+def _url_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an engine's or a search provider's URL, or ``None``.
+
+    Checked when the configuration is loaded, so that a typo is a usage error naming
+    where the URL came from, not an exception deep inside the HTTP client (an invalid
+    IPv6 literal, a port over 65535, bytes that are not UTF-8).
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds bytes that are not UTF-8"
+    if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in value):
+        return "it holds spaces or control characters"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  # raises ValueError for a port that is not 0-65535
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return "only http:// and https:// URLs are supported"
+    if not parts.hostname:
+        return "it names no host"
+    return None
+
+
+def check_url(value: str, where: str) -> str:
+    """``value`` if it is a usable http(s) URL, else a ``ConfigurationError`` naming
+    ``where`` it came from (an option, a variable or a config key)."""
+    problem = _url_problem(value)
+    if problem is None:
+        return value
+    from jarvis.entrypoints.redact import redact_urls
+
+    shown = redact_urls(value.encode("utf-8", "backslashreplace").decode("utf-8"))
+    raise ConfigurationError(
+        f"{where}: {shown!r} is not a usable URL ({problem}).",
+        hint="Give an http:// or https:// URL, e.g. http://localhost:8000/v1.",
+    )
+
+
+_FILE_URL_KEYS = (
+    ("engine", "ollama", "host"),
+    ("engine", "vllm", "base_url"),
+    ("engine", "openai", "base_url"),
+    ("tools", "web_search", "provider_url"),
+)
+
+
+def _check_file_urls(raw: Mapping[str, object], file: Path) -> None:
+    for keys in _FILE_URL_KEYS:
+        node: object = raw
+        for key in keys:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if isinstance(node, str) and node:
+            check_url(node, f"Invalid config file {file}: {'.'.join(keys)}")
+
+
+def _normalized(normalize: Callable[[str], str], value: str, where: str) -> str:
+    """``normalize(value)``; a value that cannot even be parsed (an invalid port or IPv6
+    literal) is a ``ConfigurationError`` naming ``where`` it came from."""
+    try:
+        return normalize(value)
+    except ValueError as exc:
+        from jarvis.entrypoints.redact import redact_urls
+
+        raise ConfigurationError(
+            f"{where}: {redact_urls(value)!r} is not a usable address ({exc}).",
+            hint="Give host[:port] or an http:// URL, e.g. localhost:11434.",
+        ) from None
+
+
 def _apply_environment(raw: dict[str, object], env: Mapping[str, str]) -> None:
     if host := env.get("OLLAMA_HOST", "").strip():
-        _section(raw, "engine", "ollama")["host"] = normalize_ollama_host(host)
+        url = check_url(_normalized(normalize_ollama_host, host, "OLLAMA_HOST"), "OLLAMA_HOST")
+        _section(raw, "engine", "ollama")["host"] = url
     if host := env.get("VLLM_HOST", "").strip():
-        _section(raw, "engine", "vllm")["base_url"] = normalize_vllm_host(host)
+        url = check_url(_normalized(normalize_vllm_host, host, "VLLM_HOST"), "VLLM_HOST")
+        _section(raw, "engine", "vllm")["base_url"] = url
     if url := env.get("OPENAI_BASE_URL", "").strip():
-        _section(raw, "engine", "openai")["base_url"] = url.rstrip("/")
+        _section(raw, "engine", "openai")["base_url"] = check_url(
+            url.rstrip("/"), "OPENAI_BASE_URL"
+        )
     if key := env.get("OPENAI_API_KEY", "").strip():
         _section(raw, "engine", "openai")["api_key"] = key
     if url := env.get("JARVIS_SEARCH_URL", "").strip():
-        _section(raw, "tools", "web_search")["provider_url"] = url
+        _section(raw, "tools", "web_search")["provider_url"] = check_url(url, "JARVIS_SEARCH_URL")
 
 
 def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None:
@@ -179,7 +255,8 @@ def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None
             )
         key = _URL_KEYS.get(str(name))
         if key is not None:
-            _section(raw, "engine", str(name))[key] = overrides.base_url.rstrip("/")
+            url = check_url(overrides.base_url.rstrip("/"), "--base-url")
+            _section(raw, "engine", str(name))[key] = url
 
 
 _MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}

@@ -216,7 +216,7 @@ def ask(
             ctx,
             config=config,
             engine=engine,
-            base_url=arg(base_url),
+            base_url=base_url,  # checked as a URL: undecodable bytes are refused there
             model=arg(model),
             verbose=verbose,
         )

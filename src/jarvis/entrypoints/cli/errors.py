@@ -98,7 +98,7 @@ def write_stderr(text: str, err: TextIO | None = None) -> None:
         return
     import contextlib
 
-    from jarvis.entrypoints.cli.redact import redact_urls
+    from jarvis.entrypoints.redact import redact_urls
 
     with contextlib.suppress(OSError, ValueError):
         stream.write(redact_urls(text))

@@ -3,7 +3,8 @@
 A URL given with ``--base-url``, ``OPENAI_BASE_URL`` or ``config.toml`` may carry its
 credentials as userinfo. Engines repeat their URL in error messages and ``--verbose`` in
 its engine line, and what the CLI prints to a terminal ends up in scroll-back, logs and
-bug reports; so every line the CLI writes to stderr goes through :func:`redact_urls`.
+bug reports; so every line the CLI writes to stderr goes through :func:`redact_urls`, and
+configuration errors quote a URL only through it.
 """
 
 from __future__ import annotations
