@@ -435,7 +435,8 @@ def _site_packages() -> Path:
 
 
 def test_every_attack_holds_as_an_ordinary_user() -> None:
-    """This file again, as a user created here, on Debian's python3 with jarvis on its path."""
+    """This file and the end-to-end attacks again, as a user created here, on Debian's
+    python3 with jarvis on its path."""
     if os.environ.get("JARVIS_ATTACK_AS_USER") == "1":
         pytest.skip("this is the ordinary user's run")
     if os.geteuid() != 0:
@@ -463,7 +464,9 @@ def test_every_attack_holds_as_an_ordinary_user() -> None:
     completed = subprocess.run(
         [
             shutil.which("runuser") or "/usr/sbin/runuser", "-u", ATTACK_USER, "--",
-            str(python), "-m", "pytest", str(Path(__file__)), "-q", "-p", "no:cacheprovider",
+            str(python), "-m", "pytest", str(Path(__file__)),
+            str(Path(__file__).with_name("test_repl_attacks_end_to_end.py")),
+            "-q", "-p", "no:cacheprovider",
             "-o", f"cache_dir={home}/.pytest-cache", "--rootdir", str(REPO),
             "--basetemp", f"{home}/pytest-tmp", "-rs",
         ],
