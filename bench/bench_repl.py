@@ -3,8 +3,9 @@
     python -m bench.bench_repl     # just these rows
     python -m bench.run            # with every other benchmark
 
-* start-up: ``SubprocessRepl.start()`` until the worker is ready (namespaces, limits,
-  dropped user, audit hook), against starting a bare ``python -I -S -c pass``;
+* start-up: ``SubprocessRepl.start()`` until the worker is ready (the bubblewrap sandbox
+  with its seccomp filter, the session's cgroup where there is one, limits, audit hook),
+  against starting a bare ``python -I -S -c pass`` outside any sandbox;
 * per execution: one trivial cell through the protocol, against the cell's own run time
   inside the worker;
 * ``llm_batch`` of 16 prompts from code in the REPL, answered by the OpenAI-compatible

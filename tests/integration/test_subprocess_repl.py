@@ -486,3 +486,24 @@ async def test_a_one_megabyte_context_round_trips(session: SubprocessReplSession
     await session.set_variable("context", text)
     result = await session.execute("len(context), context[:4], context[-4:]")
     assert result.value == repr((1_000_000, "0123", text[-4:]))
+
+
+async def test_without_an_os_sandbox_code_does_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bwrap (or no user namespaces): a clear refusal, never a weaker fallback."""
+    from jarvis.adapters.subprocess_repl import sandbox
+    from jarvis.application.tools.code_interpreter import CodeInterpreterTool
+    from jarvis.domain.errors import SandboxError
+
+    monkeypatch.setattr(sandbox, "bwrap_candidates", list)
+    repl = SubprocessRepl(limits=HOSTILE)
+    assert not repl.isolation().runs_code
+    assert "NO SANDBOX AVAILABLE" in repl.isolation().describe()
+    with pytest.raises(SandboxError) as raised:
+        await repl.start()
+    message = f"{raised.value} {getattr(raised.value, 'hint', '')}"
+    assert "-a sandboxed" in message
+    assert "unsafe-audit-hook-only" in message
+    outcome = await CodeInterpreterTool(repl, limits=HOSTILE).execute({"code": "print(1)"})
+    assert not outcome.success
+    assert "does not run here" in outcome.content
+    assert "unsafe-audit-hook-only" in outcome.content

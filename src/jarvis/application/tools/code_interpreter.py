@@ -71,7 +71,8 @@ class CodeInterpreterTool:
         try:
             session = await self.repl.start(limits=self.limits)
         except SandboxError as exc:
-            return _failed(f"Error: the code could not be run: {exc}", "sandbox")
+            hint = f" {exc.hint}" if exc.hint else ""
+            return _failed(f"Error: the code could not be run: {exc}{hint}", "sandbox")
         try:
             result = await session.execute(code)
         finally:

@@ -103,7 +103,8 @@ class ReplCellTool:
         except SandboxError as exc:
             return ToolResult(
                 tool_name=self._spec.name,
-                content=f"Error: the code could not be run: {exc}",
+                content=f"Error: the code could not be run: {exc}"
+                + (f" {exc.hint}" if exc.hint else ""),
                 success=False,
                 metadata={"error": "sandbox"},
             )
