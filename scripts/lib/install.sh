@@ -102,8 +102,25 @@ ensure_postgresql() {  # the server binaries the PostgreSQL session-store tests 
             postgresql >&2 || die "installing postgresql failed (apt-get install postgresql)"
 }
 
+ensure_sandbox_libraries() {  # the REPL sandbox's seccomp filter is compiled by libseccomp
+    [ "$(uname -s)" = Linux ] || return 0
+    ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' && return 0
+    compgen -G "/usr/lib/*/libseccomp.so.2" >/dev/null && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "libseccomp not found and no apt-get: the REPL sandbox runs without its seccomp filter"
+        return 0
+    fi
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    say "Installing libseccomp2 (the REPL sandbox's system-call filter)"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            libseccomp2 >&2 || die "installing libseccomp2 failed (apt-get install libseccomp2)"
+}
+
 ensure_installed() {
     local mode="$1"
+    ensure_sandbox_libraries
     if [ "$mode" = dev ]; then
         ensure_postgresql
     fi
