@@ -1,11 +1,15 @@
-"""A small real HTTP site on 127.0.0.1 for the web tool tests: pages, redirects, a search API."""
+"""A small real HTTP site on 127.0.0.1 for the web tool tests: pages, redirects, a search API.
+
+Hostile answers too: canned bodies with any headers (gzip bombs, stacked encodings), an
+endless body and a slow drip. Nothing here sleeps against the test: a held answer waits on
+``release``, which is set when the test leaves the site.
+"""
 
 from __future__ import annotations
 
 import json
 import ssl
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
@@ -31,6 +35,10 @@ class LocalSite:
 
     def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.hits: list[tuple[str, str]] = []
+        self.canned: dict[str, tuple[dict[str, str], bytes]] = {}
+        self.release = threading.Event()
+        self.written: dict[str, int] = {}
+        self.endless_limit = 64 * 1024 * 1024
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,12 +68,18 @@ class LocalSite:
         self.thread.start()
         return self
 
+    def serve(self, path: str, body: bytes, headers: dict[str, str]) -> str:
+        """Answer ``path`` with 200, exactly these headers (no length added) and ``body``."""
+        self.canned[path] = (headers, body)
+        return f"{self.base}{path}"
+
     def __exit__(
         self,
         kind: type[BaseException] | None,
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
@@ -74,7 +88,13 @@ class LocalSite:
         url = urlsplit(handler.path)
         query = {key: values[0] for key, values in parse_qs(url.query).items()}
         path = url.path
-        if path == "/page":
+        if path in self.canned:
+            self.send_canned(handler, *self.canned[path])
+        elif path == "/endless":
+            self.endless(handler, path)
+        elif path == "/drip":
+            self.drip(handler, path)
+        elif path == "/page":
             self.send(handler, 200, "text/html; charset=utf-8", PAGE.encode())
         elif path == "/plain":
             self.send(handler, 200, "text/plain", b"just text\n")
@@ -87,7 +107,7 @@ class LocalSite:
         elif path == "/missing":
             self.send(handler, 404, "text/plain", b"not here")
         elif path == "/slow":
-            time.sleep(1.5)
+            self.release.wait(30)  # held until the test is over: the client gives up first
             self.send(handler, 200, "text/plain", b"late")
         elif path == "/redirect":
             self.redirect(handler, query["to"])
@@ -112,6 +132,46 @@ class LocalSite:
             self.send(handler, 200, "text/html", b"<html>not json</html>")
         else:
             self.send(handler, 404, "text/plain", b"unknown")
+
+    @staticmethod
+    def send_canned(handler: BaseHTTPRequestHandler, headers: dict[str, str], body: bytes) -> None:
+        handler.send_response(200)
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def endless(self, handler: BaseHTTPRequestHandler, path: str) -> None:
+        """A body with no length that goes on until the client hangs up (or the limit)."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()
+        chunk = b"[" + b"1," * 32767
+        self.written[path] = 0
+        try:
+            while self.written[path] < self.endless_limit and not self.release.is_set():
+                handler.wfile.write(chunk)
+                self.written[path] += len(chunk)
+        except OSError:  # the client stopped reading: what this route is for
+            return
+        handler.close_connection = True
+
+    def drip(self, handler: BaseHTTPRequestHandler, path: str) -> None:
+        """One byte every 50 ms, far inside any per-read timeout, until the test is over."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()
+        self.written[path] = 0
+        try:
+            for _ in range(400):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                self.written[path] += 1
+                if self.release.wait(0.05):
+                    break
+        except OSError:
+            return
+        handler.close_connection = True
 
     @staticmethod
     def send(handler: BaseHTTPRequestHandler, status: int, kind: str, body: bytes) -> None:

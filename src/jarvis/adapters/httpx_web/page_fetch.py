@@ -5,6 +5,9 @@ same checks as the first URL: http or https only, the host resolved and every ad
 public (see :mod:`.addresses`), then the request sent to a checked address with the
 original ``Host`` header and TLS server name. A redirect from a public page to
 ``http://127.0.0.1/`` or to a name that resolves into the LAN is refused before it is sent.
+Bodies are read through :mod:`.bounded_body` (the decoded size is capped as it streams, not
+after; stacked encodings are refused) and the whole fetch, redirects and body included,
+runs under one total time cap; turning HTML into text runs off the event loop.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Final
 import httpx
 
 from jarvis.adapters.httpx_web.addresses import Resolver, address_refusal, system_resolver
+from jarvis.adapters.httpx_web.bounded_body import ACCEPT_ENCODING, BodyRefused, read_bounded
 from jarvis.adapters.httpx_web.html_text import html_to_text
 
 USER_AGENT: Final = "jarvis/0.1 (local agent runtime; +https://localhost/)"
@@ -74,7 +78,7 @@ class PageFetcher:
                     follow_redirects=False,
                     trust_env=False,
                     timeout=httpx.Timeout(self.timeout_seconds),
-                    headers={"User-Agent": self.user_agent},
+                    headers={"User-Agent": self.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
                 ) as client,
             ):
                 for hop in range(self.max_redirects + 1):
@@ -88,7 +92,9 @@ class PageFetcher:
                                 f"{current} redirected to an invalid URL: {location!r}."
                             ) from None
                         continue
-                    return self._page(current, response, body, truncated, hop)
+                    return await asyncio.to_thread(
+                        self._page, current, response, body, truncated, hop
+                    )
                 raise FetchRefused(
                     f"Too many redirects (more than {self.max_redirects}) starting at {url}."
                 )
@@ -150,6 +156,8 @@ class PageFetcher:
                 raise FetchRefused(f"Could not fetch {url}: {exc}.") from None
             try:
                 body, truncated = await self._read(response)
+            except BodyRefused as refusal:
+                raise FetchRefused(f"{url} was not read: {refusal}.") from None
             except httpx.HTTPError as exc:
                 raise FetchRefused(f"The connection to {url.host} failed: {exc}.") from None
             finally:
@@ -160,16 +168,9 @@ class PageFetcher:
         )
 
     async def _read(self, response: httpx.Response) -> tuple[bytes, bool]:
-        if response.status_code in _REDIRECTS:
-            return b"", False
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > self.max_bytes:
-                return b"".join(chunks)[: self.max_bytes], True
-        return b"".join(chunks), False
+        if response.status_code in _REDIRECTS or response.status_code >= 400:
+            return b"", False  # the body is never shown
+        return await read_bounded(response, self.max_bytes)
 
     def _page(
         self, url: httpx.URL, response: httpx.Response, body: bytes, truncated: bool, hops: int
