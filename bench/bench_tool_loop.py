@@ -176,8 +176,9 @@ async def two_call_rows(ctx: BenchContext) -> list[Row]:
             unit="runs/s",
             baseline=raw_rate,
             baseline_name="raw httpx loop",
-            goal=">= 180 runs/s",
-            ok=our_rate >= 180,
+            goal=">= 0.85x raw",
+            ok=our_rate >= 0.85 * raw_rate,
+            note=f"median of {blocks} interleaved blocks of {rounds} x {width}",
         ),
     ]
 

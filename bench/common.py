@@ -78,6 +78,21 @@ print(elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status), cpu)
 """
 
 
+def bytecode_env(env: Mapping[str, str], cache_dir: str | Path) -> dict[str, str]:
+    """``env`` for processes that run from bytecode, as an installed package does.
+
+    pip compiles an installed package to bytecode, but a source checkout (an editable
+    install) is compiled on first import and kept only if Python may write it: with
+    ``PYTHONDONTWRITEBYTECODE`` set, every process would compile jarvis from source again
+    (some 30 ms) while the libraries it is compared with load their bytecode. Measured
+    processes therefore keep their bytecode in ``cache_dir`` (``PYTHONPYCACHEPREFIX``),
+    written by the unmeasured warm-up runs, outside the source tree.
+    """
+    clean = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    clean["PYTHONPYCACHEPREFIX"] = str(cache_dir)
+    return clean
+
+
 def run_process(command: Sequence[str], *, env: dict[str, str] | None = None) -> ProcessRun:
     """Run a command to the end; its wall time and its own peak RSS (in KiB)."""
     out = subprocess.run(

@@ -10,7 +10,13 @@ Measured in one run, each against its own baseline:
   same payload to the same stub (wall time and client CPU per call);
 * 50 concurrent runs through the SDK's async API vs 50 concurrent raw ``httpx`` calls;
 * ``jarvis --help``, ``jarvis ask`` end to end and ``import jarvis`` as processes, against
-  the bare interpreter start-up; the peak RSS of ``jarvis ask``.
+  the bare interpreter start-up; the peak RSS of ``jarvis ask``;
+* ``jarvis ask`` end to end against a bare ``python -c "import httpx; httpx.post(...)"``
+  process sending the same request: what the command line costs beyond the HTTP library
+  it must load (rounds of interleaved runs, the ratio of their medians).
+
+Processes run from bytecode, as an installed package does (see
+:func:`bench.common.bytecode_env`).
 
 The stub runs in its own process so that it does not share the client's GIL. Further
 benchmarks (e.g. the tool loop) are modules ``bench/bench_*.py`` with a ``run(ctx)``
@@ -37,7 +43,15 @@ from typing import cast
 
 import httpx
 
-from bench.common import ROOT, BenchContext, Row, Timing, stub_process, time_processes
+from bench.common import (
+    ROOT,
+    BenchContext,
+    Row,
+    Timing,
+    bytecode_env,
+    stub_process,
+    time_processes,
+)
 from jarvis.domain.agents.base import DEFAULT_SYSTEM_PROMPT
 
 README_START = "<!-- bench:start -->"
@@ -276,6 +290,38 @@ def process_rows(ctx: BenchContext) -> list[Row]:
     ]
 
 
+def ask_vs_httpx_rows(ctx: BenchContext) -> list[Row]:
+    """``jarvis ask`` against ``python -c "import httpx; httpx.post(...)"`` with the same
+    request: each round interleaves 7 runs of each (so that load from elsewhere hits both
+    alike) and yields the ratio of their medians; the row reports the median round."""
+    rounds, runs = (1, 3) if ctx.quick else (5, 7)
+    url = ctx.stub_url + "/chat/completions"
+    post = [ctx.python, "-c", f"import httpx; httpx.post({url!r}, json={_payload()!r})"]
+    ask = ctx.jarvis_command("ask", "--base-url", ctx.stub_url, "-m", "stub-model", QUESTION)
+    measured: list[tuple[float, Timing, Timing]] = []
+    for _ in range(rounds):
+        timings = time_processes({"post": (post, ctx.env), "ask": (ask, ctx.env)}, runs=runs)
+        ask_t, post_t = timings["ask"], timings["post"]
+        measured.append((ask_t.median / post_t.median, ask_t, post_t))
+    measured.sort(key=lambda m: m[0])
+    ratio, ask_t, post_t = measured[len(measured) // 2]
+    low, high = measured[0][0], measured[-1][0]
+    return [
+        Row(
+            name="jarvis ask, end to end (stub), vs a bare httpx.post process",
+            value=ask_t.median,
+            unit="s",
+            baseline=post_t.median,
+            baseline_name='python -c "import httpx; httpx.post(...)"',
+            goal="<= 1.2x",
+            ok=ratio <= 1.2,
+            note=f"median round of {rounds}, each the medians of {runs} interleaved runs; "
+            f"rounds {low:.2f}-{high:.2f}x; CPU {ask_t.cpu_median:.3f} s "
+            f"vs {post_t.cpu_median:.3f} s",
+        )
+    ]
+
+
 # --- plug-in benchmarks -------------------------------------------------------------------
 
 
@@ -349,6 +395,7 @@ async def measure(ctx: BenchContext) -> list[Row]:
     rows = await overhead_rows(ctx)
     rows += await concurrency_rows(ctx)
     rows += process_rows(ctx)
+    rows += ask_vs_httpx_rows(ctx)
     rows += await plugin_rows(ctx)
     return rows
 
@@ -360,8 +407,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON to this file")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as home, stub_process() as url:
+    with (
+        tempfile.TemporaryDirectory() as home,
+        tempfile.TemporaryDirectory() as bytecode,
+        stub_process() as url,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_HOST", "_BASE_URL"))}
+        env = bytecode_env(env, bytecode)
         env["OPENJARVIS_HOME"] = home  # an empty config dir: the defaults
         os.environ["OPENJARVIS_HOME"] = home
         ctx = BenchContext(stub_url=url, env=env, quick=args.quick)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.common import ROOT
+from bench.common import ROOT, bytecode_env
 from bench.stub_server import ANSWER, StubServer
 
 pytestmark = pytest.mark.integration
@@ -85,7 +85,23 @@ def test_runner_quick_mode(tmp_path: Path) -> None:
         "50 concurrent runs, Jarvis.aask",
         "jarvis --help",
         "jarvis ask, end to end (stub)",
+        "jarvis ask, end to end (stub), vs a bare httpx.post process",
+        "50 concurrent two-call tool runs",
         "import jarvis",
         "peak RSS of jarvis ask",
     } <= names
     assert "| benchmark |" in result.stdout
+
+
+def test_measured_processes_run_from_bytecode_kept_outside_the_tree(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "measured_module.py").write_text("VALUE = 1\n", encoding="utf-8")
+    cache = tmp_path / "bytecode"
+    env = bytecode_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"}, cache)
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    subprocess.run(
+        [sys.executable, "-c", "import measured_module"], cwd=source, env=env, check=True
+    )
+    assert list(cache.rglob("measured_module.*.pyc"))  # written, for the next run to load
+    assert not (source / "__pycache__").exists()  # and not into the source tree
