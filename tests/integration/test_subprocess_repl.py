@@ -507,3 +507,60 @@ async def test_without_an_os_sandbox_code_does_not_run(monkeypatch: pytest.Monke
     assert not outcome.success
     assert "does not run here" in outcome.content
     assert "unsafe-audit-hook-only" in outcome.content
+
+
+async def test_at_most_max_sessions_interpreters_run_at_once() -> None:
+    repl = SubprocessRepl(limits=HOSTILE, max_sessions=2)
+    if not repl.isolation().runs_code:
+        pytest.skip(repl.isolation().describe())
+    from jarvis.application.tools.code_interpreter import CodeInterpreterTool
+    from jarvis.domain.errors import SandboxError
+
+    first, second = await repl.start(), await repl.start()
+    try:
+        with pytest.raises(SandboxError, match="at most 2"):
+            await repl.start()
+        refused = await CodeInterpreterTool(repl, limits=HOSTILE).execute({"code": "1"})
+        assert not refused.success
+        assert "Too many Python interpreters" in refused.content
+    finally:
+        await first.aclose()
+    third = await repl.start()  # a slot is free again
+    await third.aclose()
+    await second.aclose()
+
+
+async def test_a_flood_of_callbacks_hits_the_sessions_budget(any_repl: SubprocessRepl) -> None:
+    limits = ReplLimits(timeout_seconds=20, max_callbacks=50, max_output_chars=2000)
+    session = await any_repl.start(callbacks=RecordingCallbacks(), limits=limits)
+    try:
+        result = await session.execute(
+            "n = 0\ntry:\n    while True:\n        tool_call('calculator', expression='1')\n"
+            "        n += 1\nexcept ReplCallbackError as e:\n    print(e)\nn"
+        )
+        assert result.value == "50", result
+        assert "callback budget exhausted" in result.stdout
+        # the budget is the session's: later executions do not get a fresh one
+        again = await session.execute("llm_query('more?')")
+        assert again.error is not None
+        assert "budget" in again.error
+    finally:
+        await session.aclose()
+
+
+async def test_slow_callbacks_cannot_stretch_an_execution_forever(any_repl: SubprocessRepl) -> None:
+    class StuckCallbacks(RecordingCallbacks):
+        async def llm_query(self, prompt: str) -> str:
+            await asyncio.Event().wait()  # never answers
+            return ""
+
+    limits = ReplLimits(timeout_seconds=5, callback_seconds=1.0)
+    session = await any_repl.start(callbacks=StuckCallbacks(), limits=limits)
+    try:
+        started = time.monotonic()
+        result = await session.execute("llm_query('hello?')")
+        assert result.error_kind == "timeout", result
+        assert time.monotonic() - started < 4
+        assert (await session.execute("'alive'")).value == "'alive'"
+    finally:
+        await session.aclose()

@@ -54,6 +54,13 @@ class ReplLimits:
     space, ``file_size_mb`` any one file written, ``max_processes`` the processes (threads
     included) the code may have at once. ``max_output_chars`` bounds each captured stream
     and the rendered value of the last expression.
+
+    The callbacks of one session (one agent run, or one ``code_interpreter`` call) share
+    one budget: at most ``max_callbacks`` calls and ``max_callback_bytes`` of prompts,
+    arguments and answers in all; a call past it fails inside the code. The host's time
+    answering the callbacks of one execution is bounded by ``callback_seconds``: past it
+    the execution is stopped like a timeout, so no execution lasts longer than
+    ``timeout_seconds + callback_seconds``.
     """
 
     timeout_seconds: float = 30.0
@@ -63,6 +70,9 @@ class ReplLimits:
     file_size_mb: int = 64
     max_processes: int = 32
     max_output_chars: int = 10_000
+    max_callbacks: int = 1000
+    max_callback_bytes: int = 64 * 1024 * 1024
+    callback_seconds: float = 600.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -73,8 +83,12 @@ class ReplLimits:
             "file_size_mb",
             "max_processes",
             "max_output_chars",
+            "max_callbacks",
+            "max_callback_bytes",
+            "callback_seconds",
         ):
-            if getattr(self, name) <= 0:
+            value = getattr(self, name)
+            if not value > 0 or value != value or value == float("inf"):
                 raise ValueError(f"ReplLimits.{name} must be positive")
 
 

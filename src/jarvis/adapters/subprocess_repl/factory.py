@@ -15,6 +15,7 @@ from jarvis.adapters.subprocess_repl.sandbox import (
     plan_sandbox,
 )
 from jarvis.adapters.subprocess_repl.session import SubprocessReplSession
+from jarvis.domain.errors import SandboxError
 from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -30,6 +31,10 @@ class SubprocessRepl:
     explicit opt-out. The plan is found on first use and kept. ``python`` overrides the
     interpreter (it must start inside the sandbox). ``limits`` are the defaults for
     sessions started without their own; ``temp_root`` is where working directories go.
+    ``max_sessions`` bounds the interpreters this factory (one per process in jarvis) runs
+    at once: a start beyond it is refused with a ``SandboxError`` the model reads (e.g. a
+    hundred ``code_interpreter`` calls in one turn), never queued behind runs that hold
+    theirs.
     """
 
     def __init__(
@@ -39,7 +44,10 @@ class SubprocessRepl:
         network: NetworkMode = "auto",
         python: str | None = None,
         temp_root: str | None = None,
+        max_sessions: int = 8,
     ) -> None:
+        if max_sessions <= 0:
+            raise ValueError("max_sessions must be positive")
         self.limits = limits or ReplLimits()
         self.network: NetworkMode = network
         self._python = python
@@ -47,6 +55,8 @@ class SubprocessRepl:
         self._plan: SandboxPlan | None = None
         self._worker_source: bytes | None = None
         self._janitor = Janitor()
+        self.max_sessions = max_sessions
+        self._active = 0
 
     def plan(self) -> SandboxPlan:
         """The sandbox plan in force (probed on first call)."""
@@ -86,6 +96,12 @@ class SubprocessRepl:
         plan = await asyncio.to_thread(self.plan) if self._plan is None else self._plan
         if not plan.isolation.runs_code:
             raise plan.refuse()
+        if self._active >= self.max_sessions:
+            raise SandboxError(
+                f"Too many Python interpreters at once: at most {self.max_sessions} run at "
+                "the same time in this process.",
+                hint="Run the code in fewer calls, or wait for one to finish.",
+            )
         python = self.python
         if self._worker_source is None:
             self._worker_source = WORKER_SCRIPT.read_bytes()
@@ -99,10 +115,15 @@ class SubprocessRepl:
             limits=limits or self.limits,
             callbacks=callbacks,
             janitor=self._janitor,
+            on_close=self._session_closed,
         )
+        self._active += 1
         try:
             await session.start()
         except BaseException:
             await session.aclose()
             raise
         return session
+
+    def _session_closed(self) -> None:
+        self._active -= 1

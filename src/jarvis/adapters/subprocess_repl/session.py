@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -61,7 +62,9 @@ class SubprocessReplSession:
         limits: ReplLimits,
         callbacks: ReplCallbacks | None,
         janitor: Janitor | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
+        self._on_close = on_close
         self._plan = plan
         self._python = python
         self._worker_source = worker_source
@@ -80,6 +83,8 @@ class SubprocessReplSession:
         self._closed = False
         self._lock = asyncio.Lock()
         self._ids = 0
+        self._callbacks_made = 0
+        self._callback_bytes = 0
 
     @property
     def isolation(self) -> ReplIsolation:
@@ -139,6 +144,8 @@ class SubprocessReplSession:
         if self._closed:
             return
         self._closed = True
+        if self._on_close is not None:
+            self._on_close()
         async with self._lock:
             worker, self._worker = self._worker, None
             if worker is not None:
@@ -292,7 +299,12 @@ class SubprocessReplSession:
                     return _to_result(message)
                 if isinstance(message, (LlmQueryRequest, LlmBatchRequest, ToolCallRequest)):
                     answered_at = loop.time()
-                    reply = await self._answer(message)
+                    left = self._limits.callback_seconds - host_time
+                    try:
+                        reply = await asyncio.wait_for(self._budgeted(message), max(left, 0.0))
+                    except TimeoutError:
+                        host_time = self._limits.callback_seconds
+                        raise
                     host_time += loop.time() - answered_at
                     await worker.send(reply)
                     continue
@@ -300,9 +312,14 @@ class SubprocessReplSession:
         except TimeoutError:
             await self._discard_worker()
             seconds = self._limits.timeout_seconds
+            if host_time >= self._limits.callback_seconds:
+                seconds = self._limits.callback_seconds
+                what = "its llm_query/llm_batch/tool_call calls took more than"
+            else:
+                what = "timed out after"
             return ExecutionResult(
                 error=(
-                    f"Execution timed out after {seconds:g} s and the interpreter was stopped. "
+                    f"Execution {what} {seconds:g} s and the interpreter was stopped. "
                     "The next execution starts a fresh interpreter: every variable and "
                     "import from earlier executions is lost."
                 ),
@@ -340,6 +357,29 @@ class SubprocessReplSession:
         self._lost_state = True
         if worker is not None:
             await worker.kill()
+
+    async def _budgeted(self, request: CallbackRequest) -> CallbackReply:
+        """The answer, within the session's callback budget (count and bytes)."""
+        limits = self._limits
+        self._callbacks_made += 1
+        self._callback_bytes += len(request.model_dump_json())
+        if self._callbacks_made > limits.max_callbacks:
+            return CallbackReply(
+                id=request.id,
+                ok=False,
+                error=f"callback budget exhausted: at most {limits.max_callbacks} "
+                "llm_query/llm_batch/tool_call calls per session",
+            )
+        if self._callback_bytes > limits.max_callback_bytes:
+            return CallbackReply(
+                id=request.id,
+                ok=False,
+                error=f"callback budget exhausted: at most {limits.max_callback_bytes:,} "
+                "bytes of prompts, arguments and answers per session",
+            )
+        reply = await self._answer(request)
+        self._callback_bytes += len(reply.model_dump_json())
+        return reply
 
     async def _answer(self, request: CallbackRequest) -> CallbackReply:
         callbacks = self._callbacks
