@@ -179,6 +179,12 @@ class TestText:
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["content"] == "Bien sûr."
 
+    def test_persona_json_on_an_ascii_only_stdout(self, jarvis_home: Path) -> None:
+        (jarvis_home / "USER.md").write_text("- Name: Zoë, from Zürich\n", encoding="utf-8")
+        result = run(Container(), "persona", "show", "--json", charset="ascii")
+        assert result.exit_code == 0, result.output
+        assert "Zoë, from Zürich" in json.dumps(json.loads(result.stdout), ensure_ascii=False)
+
     def test_undecodable_bytes_in_the_question_argument_become_replacement_characters(
         self,
     ) -> None:

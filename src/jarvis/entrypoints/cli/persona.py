@@ -7,7 +7,6 @@ is how that command shows file warnings (bad UTF-8, skipped files) with ``--verb
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -145,7 +144,9 @@ def show(
                     for section in report.sections
                 ],
             }
-            sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            from jarvis.entrypoints.cli.streams import json_text
+
+            sys.stdout.write(json_text(data) + "\n")  # valid JSON on any stdout
             return
         lines = _table(report)
         if report.prompt:

@@ -18,8 +18,6 @@ import json
 import sys
 from typing import TextIO
 
-from jarvis.domain.json_types import JSONValue
-
 _UNICODE_ENCODINGS = frozenset({"utf-8", "utf-16", "utf-32"})
 
 
@@ -62,7 +60,7 @@ def encodes_all_text(stream: TextIO) -> bool:
         return False
 
 
-def json_text(value: JSONValue, *, stream: TextIO | None = None) -> str:
+def json_text(value: object, *, stream: TextIO | None = None) -> str:
     """``value`` as indented JSON that ``stream`` (default stdout) prints unchanged: non-ASCII
     characters escaped when the stream cannot encode them, or when the text holds a lone
     surrogate (which JSON can only carry as an escape)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -105,7 +104,9 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
                 }
                 for spec in specs
             ]
-            sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+            from jarvis.entrypoints.cli.streams import json_text
+
+            sys.stdout.write(json_text(rows) + "\n")  # valid JSON on any stdout
         elif specs:
             sys.stdout.write("\n\n".join(_describe(spec) for spec in specs) + "\n")
         else:
