@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeAlias
 
+from jarvis.domain.agents.base import THINK_CLOSE, THINK_OPEN
 from jarvis.domain.agents.base import strip_think as _strip_think
 from jarvis.domain.completion import Completion, ResponseFormat, ToolChoice
 from jarvis.domain.messages import Message, ToolCall
@@ -78,12 +79,14 @@ class TextFilter(Protocol):
 
 class ThinkFilter:
     """Shows streamed text without ``<think>…</think>`` blocks (tags split across pieces
-    included) and without the whitespace that leads the visible answer."""
+    included) and without the whitespace that leads the visible answer.
+
+    Each piece is scanned once, from where the last tag ended, with the same
+    case-insensitive tag patterns as :func:`~jarvis.domain.agents.base.strip_think`; only
+    a possible partial tag (at most seven characters) is held back for the next piece.
+    """
 
     __slots__ = ("_held", "_inside", "_started")
-
-    _OPEN = "<think>"
-    _CLOSE = "</think>"
 
     def __init__(self) -> None:
         self._held = ""
@@ -94,18 +97,19 @@ class ThinkFilter:
         text = self._held + piece
         self._held = ""
         out: list[str] = []
-        while text:
-            tag = self._CLOSE if self._inside else self._OPEN
-            index = text.lower().find(tag)
-            if index < 0:
-                keep = _partial_suffix(text, tag)
+        position = 0
+        while position < len(text):
+            pattern, tag = (THINK_CLOSE, "</think>") if self._inside else (THINK_OPEN, "<think>")
+            found = pattern.search(text, position)
+            if found is None:
+                keep = _partial_suffix(text, tag, position)
                 if not self._inside:
-                    out.append(text[: len(text) - keep])
+                    out.append(text[position : len(text) - keep])
                 self._held = text[len(text) - keep :] if keep else ""
                 break
             if not self._inside:
-                out.append(text[:index])
-            text = text[index + len(tag) :]
+                out.append(text[position : found.start()])
+            position = found.end()
             self._inside = not self._inside
         return self._visible("".join(out))
 
@@ -116,11 +120,11 @@ class ThinkFilter:
         return text
 
 
-def _partial_suffix(text: str, tag: str) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of ``tag``."""
-    lowered = text[-(len(tag) - 1) :].lower()
-    for size in range(min(len(lowered), len(tag) - 1), 0, -1):
-        if tag.startswith(lowered[-size:]):
+def _partial_suffix(text: str, tag: str, start: int = 0) -> int:
+    """Length of the longest suffix of ``text[start:]`` that is a proper prefix of ``tag``
+    (compared in lower case, character by character)."""
+    for size in range(min(len(text) - start, len(tag) - 1), 0, -1):
+        if text[len(text) - size :].lower() == tag[:size]:
             return size
     return 0
 

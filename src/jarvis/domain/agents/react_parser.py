@@ -17,7 +17,10 @@ The rules, which the original got wrong in each case:
   neither an action nor a final answer, or an action without a readable tool name, is a
   parse error the agent feeds back to the model.
 
-The parser never raises, whatever the text.
+The parser never raises, whatever the text, and runs in time linear in its length: every
+pattern below is anchored and possessive (``*+``), so no input can make it backtrack (a run
+of ``_`` at a line start once took seconds per character), and only the first
+:data:`MAX_REPLY_CHARS` characters of a reply are read.
 """
 
 from __future__ import annotations
@@ -85,10 +88,14 @@ class ParsedError:
 
 ParsedReply: TypeAlias = ParsedAction | ParsedFinal | ParsedError
 
+MAX_REPLY_CHARS = 1_000_000
+"""How much of one reply the parser reads (far more than any ``max_tokens`` yields): a
+bound on the work, whatever an engine sends."""
+
 _FINAL_NAMES = frozenset({"final answer", "final_answer", "finalanswer", "finish", "final"})
 _NAME_TOKEN = re.compile(r"[A-Za-z0-9_][\w.\-]*")
-_FENCE_OPEN = re.compile(r"[ \t]*```[\w+-]*[ \t]*\n?")
-_FENCED_BLOCK = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
+_FENCE_OPEN = re.compile(r"[ \t]*+```[\w+-]*+[ \t]*+\n?")
+_FENCED_BLOCK = re.compile(r"```[\w+-]*+[ \t]*+\n(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
 _ACTION_KEYS = ("action", "tool", "tool_name", "function")
@@ -97,6 +104,9 @@ _FINAL_KEYS = ("final_answer", "answer")
 
 
 def _marker_pattern(labels: ActionLabels) -> re.Pattern[str]:
+    """One line-anchored label. The markdown before it (``**``, ``> ``, ``## ``...) is one
+    possessive class, and each run after it too: a nested ``(?:[*_#>]+[ \t]*)*`` here was
+    exponential in a run of those characters."""
     alternatives = (
         f"(?P<final>{labels.final_answer})",
         f"(?P<input>{labels.action_input})",
@@ -105,8 +115,8 @@ def _marker_pattern(labels: ActionLabels) -> re.Pattern[str]:
         f"(?P<observation>{labels.observation})",
     )
     return re.compile(
-        r"^[ \t]*(?:[*_#>]+[ \t]*)*(?:" + "|".join(alternatives) + r")(?:[ \t]*\d+)?"
-        r"[ \t]*[*_]*[ \t]*:[*_]*[ \t]*",
+        r"^[ \t*_#>]*+(?:" + "|".join(alternatives) + r")(?:[ \t]*+\d++)?+"
+        r"[ \t]*+[*_]*+[ \t]*+:[*_]*+[ \t]*+",
         re.IGNORECASE | re.MULTILINE,
     )
 
@@ -138,14 +148,15 @@ def _markers(text: str, labels: ActionLabels) -> list[_Marker]:
 
 def find_labels(text: str, labels: ActionLabels = REACT_LABELS) -> list[tuple[str, int, int]]:
     """Every line-anchored label in ``text`` as ``(kind, start, end)``; ``kind`` is one of
-    ``final``, ``input``, ``action``, ``thought``, ``observation``."""
-    return [(m.kind, m.start, m.end) for m in _markers(text, labels)]
+    ``final``, ``input``, ``action``, ``thought``, ``observation`` (in the first
+    :data:`MAX_REPLY_CHARS` characters)."""
+    return [(m.kind, m.start, m.end) for m in _markers(text[:MAX_REPLY_CHARS], labels)]
 
 
 def parse_reply(text: str, labels: ActionLabels = REACT_LABELS) -> ParsedReply:
     """Read one model reply. See the module docstring for the rules."""
     try:
-        return _parse(strip_think(text), labels)
+        return _parse(strip_think(text[:MAX_REPLY_CHARS]), labels)
     except RecursionError:
         return ParsedError("the reply is nested too deeply to read")
 

@@ -165,7 +165,7 @@ class StructuredProtocol(LabelledTextProtocol):
         if not text.startswith(("{", "```")):
             return text
         for key in ("final_answer", "thought"):
-            match = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)', text)
+            match = re.search(rf'"{key}"\s*+:\s*+"((?:[^"\\]++|\\.)*+)', text)
             if match is not None and match.group(1).strip():
                 try:
                     value = json.loads(f'"{match.group(1)}"')

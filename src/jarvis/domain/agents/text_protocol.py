@@ -117,14 +117,22 @@ def _single_parameter(spec: ToolSpec, raw: str) -> JSONObject | None:
 
 class LabelledAnswerFilter:
     """Streams only the final answer: nothing until a line-anchored final-answer label
-    appears (and never when an action label comes first), then everything after it."""
+    appears (and never when an action label comes first), then everything after it.
 
-    __slots__ = ("_buffer", "_closed", "_labels", "_open", "_shown", "_think")
+    A label lies on one line and ends at that line's first ``:``, so a line is decided as
+    soon as it holds a colon: only the current line is kept, and it is read once, when its
+    first colon arrives. That keeps a long stream linear (reading the whole buffer again at
+    every colon was quadratic)."""
+
+    __slots__ = ("_closed", "_decided", "_labels", "_line", "_open", "_shown", "_think")
 
     def __init__(self, labels: ActionLabels) -> None:
         self._labels = labels
         self._think = ThinkFilter()
-        self._buffer = ""
+        self._line: list[str] = []
+        """The pieces of the current, undecided line (joined only when its colon comes)."""
+        self._decided = False
+        """Whether the current line already had its colon and no label."""
         self._open = False
         self._closed = False
         self._shown = False
@@ -135,18 +143,33 @@ class LabelledAnswerFilter:
             return self._show(visible)
         if self._closed or not visible:
             return ""
-        self._buffer += visible
+        if self._decided:
+            newline = visible.find("\n")
+            if newline < 0:
+                return ""
+            self._decided = False
+            visible = visible[newline + 1 :]
         if ":" not in visible:
+            newline = visible.rfind("\n")
+            if newline >= 0:
+                self._line = [visible[newline + 1 :]]
+            else:
+                self._line.append(visible)
             return ""
-        for kind, _start, end in find_labels(self._buffer, self._labels):
+        text = "".join(self._line) + visible
+        self._line = []
+        for kind, _start, end in find_labels(text, self._labels):
             if kind == "action":
                 self._closed = True
                 return ""
             if kind == "final":
                 self._open = True
-                rest = self._buffer[end:]
-                self._buffer = ""
-                return self._show(rest)
+                return self._show(text[end:])
+        tail = text[text.rfind("\n") + 1 :]
+        if ":" in tail:
+            self._decided = True
+        else:
+            self._line = [tail]
         return ""
 
     def _show(self, text: str) -> str:
