@@ -50,6 +50,8 @@ MAX_CONTEXT_FILE_BYTES = 100 * 1024 * 1024
 MAX_QUESTION_BYTES = 16 * 1024 * 1024
 """A question read from stdin is cut off here: ``jarvis ask < /dev/zero`` must end."""
 MAX_TOKENS_LIMIT = 1 << 20
+"""``--max-tokens`` at most: the bound of ``[agent] max_tokens`` (kept equal by a test; not
+imported, so that ``jarvis --help`` loads no configuration code)."""
 
 
 def read_context_file(path: Path) -> str:
