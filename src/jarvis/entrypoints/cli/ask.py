@@ -40,7 +40,9 @@ def parse_agent_options(values: list[str]) -> JSONObject:
     """``KEY=VALUE`` pairs as agent keyword arguments; a value that is JSON (``5``,
     ``true``, ``{"a": 1}``) is decoded, anything else stays a string. Non-finite numbers,
     out-of-range budgets and internal parameters are usage errors (see
-    :mod:`jarvis.entrypoints.cli.agent_options`)."""
+    :mod:`jarvis.entrypoints.cli.agent_options`, loaded only when there are options)."""
+    if not values:
+        return {}
     from jarvis.entrypoints.cli.agent_options import parse_agent_options as parse
 
     return parse(values)

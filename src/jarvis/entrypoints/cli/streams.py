@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import codecs
-import json
 import sys
 from typing import TextIO
 
@@ -64,6 +63,8 @@ def json_text(value: object, *, stream: TextIO | None = None) -> str:
     """``value`` as indented JSON that ``stream`` (default stdout) prints unchanged: non-ASCII
     characters escaped when the stream cannot encode them, or when the text holds a lone
     surrogate (which JSON can only carry as an escape)."""
+    import json  # only --json needs it: not loaded on every command's start-up
+
     if encodes_all_text(sys.stdout if stream is None else stream):
         text = json.dumps(value, indent=2, ensure_ascii=False)
         try:
