@@ -233,9 +233,11 @@ class SystemPromptSettings(_Section):
 class ReplSettings(_Section):
     """The isolated Python REPL of ``code_interpreter``, ``native_openhands`` and ``rlm``."""
 
-    network: Literal["auto", "namespace", "audit_hook"] = "auto"
-    """``auto``: a network namespace where the OS allows it, else the audit hook;
-    ``namespace``: refuse to run code without one; ``audit_hook``: the in-interpreter guard."""
+    network: Literal["auto", "namespace", "audit_hook", "unsafe-audit-hook-only"] = "auto"
+    """``auto``, ``namespace`` and ``audit_hook``: the OS sandbox (bubblewrap), with the
+    in-interpreter audit hook as an extra layer; where no OS sandbox can be had, code does
+    not run. ``unsafe-audit-hook-only``: the explicit opt-out that runs code with only the
+    audit hook, which is not a security boundary."""
     timeout_seconds: Annotated[float, Bounds(gt=0, le=3600)] = 30.0
     """Wall-clock time of one execution (time spent answering its llm_query/tool_call
     callbacks excluded); the interpreter is killed after it."""

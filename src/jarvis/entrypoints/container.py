@@ -108,11 +108,18 @@ def _openai_engine(
 
 
 def _llamacpp_engine(
-    *, opened: OpenedEngines, model_path: str, n_ctx: int, n_threads: int | None
+    *,
+    opened: OpenedEngines,
+    model_path: str,
+    n_ctx: int,
+    n_threads: int | None,
+    timeout: float,
 ) -> InferencePort:
     from jarvis.adapters.inference.llamacpp import LlamaCppEngine
 
-    return opened.add(LlamaCppEngine(model_path or None, n_ctx=n_ctx, n_threads=n_threads))
+    return opened.add(
+        LlamaCppEngine(model_path or None, n_ctx=n_ctx, n_threads=n_threads, timeout=timeout)
+    )
 
 
 def _persona_store(
@@ -317,6 +324,7 @@ class Container(containers.DeclarativeContainer):
         model_path=config.engine.llamacpp.model_path,
         n_ctx=config.engine.llamacpp.n_ctx,
         n_threads=config.engine.llamacpp.n_threads,
+        timeout=config.engine.timeout,
     )
     inference: providers.Provider[InferencePort] = providers.Selector(
         config.engine.name,
