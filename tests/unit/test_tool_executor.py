@@ -6,13 +6,19 @@ import asyncio
 import time
 
 import pytest
+from typer.testing import CliRunner
 
+from jarvis.domain.agents.orchestrator import OrchestratorAgent
+from jarvis.domain.completion import Completion
 from jarvis.domain.events import Event, EventBus, EventType, ToolCallEnded
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.messages import Role, ToolCall
 from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.domain.tools import ToolResult, ToolSpec
-from jarvis.testing import InMemoryTool
+from jarvis.entrypoints.cli import app
+from jarvis.entrypoints.cli.errors import EXIT_USAGE
+from jarvis.entrypoints.container import Container
+from jarvis.testing import InMemoryTool, ScriptedInference
 
 ADD_SCHEMA: JSONObject = {
     "type": "object",
@@ -221,3 +227,128 @@ def test_specs_names_and_duplicate_names() -> None:
     assert executor.spec_for("ADD") is executor.specs[0]
     with pytest.raises(ValueError, match="share the name"):
         ToolExecutor([tool("x", lambda a: ""), tool("X", lambda a: "")])
+
+
+class PeakTool:
+    """A tool that records how many of its calls run at the same moment. Each call yields
+    to the event loop a few times while it runs, so calls allowed to overlap do."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.peak = 0
+        self.ran = 0
+
+    async def __call__(self, arguments: JSONObject) -> str:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        self.running -= 1
+        self.ran += 1
+        return f"done {arguments.get('n')}"
+
+
+def peak_calls(count: int) -> list[ToolCall]:
+    return [ToolCall(id=f"c{n}", name="peak", arguments={"n": n}) for n in range(count)]
+
+
+async def test_at_most_eight_calls_of_a_turn_run_at_once_by_default() -> None:
+    peak = PeakTool()
+    executor = ToolExecutor([tool("peak", peak)], max_tool_calls_per_turn=1_000)
+    results = await executor.execute_all(peak_calls(1_000))
+    assert peak.peak == 8  # the rest queued (1,000 ran together before)
+    assert peak.ran == 1_000
+    assert all(r.success for r in results)
+    assert [r.content for r in results] == [f"done {n}" for n in range(1_000)]
+
+
+async def test_the_number_of_parallel_calls_is_configurable() -> None:
+    for limit in (1, 3):
+        peak = PeakTool()
+        executor = ToolExecutor([tool("peak", peak)], max_parallel_tools=limit)
+        await executor.execute_all(peak_calls(20))
+        assert (peak.peak, peak.ran) == (limit, 20)
+
+
+async def test_calls_beyond_the_per_turn_limit_are_refused_with_a_message() -> None:
+    bus = EventBus()
+    seen: list[Event] = []
+    bus.subscribe(seen.append)
+    peak = PeakTool()
+    executor = ToolExecutor([tool("peak", peak)], bus=bus)
+    results = await executor.execute_all(peak_calls(1_000))
+    assert peak.ran == 64
+    assert all(r.success for r in results[:64])
+    refused = results[64:]
+    assert len(refused) == 936
+    assert not any(r.success for r in refused)
+    assert {r.metadata["error"] for r in refused} == {"too_many_calls"}
+    assert refused[0].content == (
+        "Tool call not run: this turn asked for 1000 tool calls and at most 64 run per turn. "
+        "Make at most 64 calls in one turn."
+    )
+    assert [r.call_id for r in results] == [f"c{n}" for n in range(1_000)]
+    ended = [e for e in seen if isinstance(e, ToolCallEnded)]
+    assert len(ended) == 1_000  # refused calls are reported like every other failure
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 2.5])
+def test_limits_must_be_positive_whole_numbers(value: object) -> None:
+    for name in ("max_parallel_tools", "max_tool_calls_per_turn"):
+        with pytest.raises(ValueError, match=name):
+            ToolExecutor([], **{name: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_seconds", [None, 60.0], ids=["no-deadline", "deadline"])
+async def test_a_turn_of_a_thousand_calls_through_the_agent(max_seconds: float | None) -> None:
+    """The limits hold in the agent loop, with or without a run deadline, and the model
+    reads why the extra calls did not run."""
+    peak = PeakTool()
+    spec = ToolSpec(
+        name="peak",
+        description="peak",
+        parameters={"type": "object", "properties": {"n": {"type": "integer"}}},
+    )
+    engine = ScriptedInference(
+        [Completion(content="", tool_calls=tuple(peak_calls(1_000))), "All done."]
+    )
+    agent = OrchestratorAgent(
+        engine, "m", tools=[InMemoryTool(spec, peak)], max_seconds=max_seconds
+    )
+    result = await agent.arun("go")
+    assert result.content == "All done."
+    assert (peak.peak, peak.ran) == (8, 64)
+    observed = [m for m in engine.requests[1].messages if m.role is Role.TOOL]
+    assert len(observed) == 1_000
+    assert "at most 64 run per turn" in observed[-1].content
+    assert observed[0].content == "done 0"
+
+
+async def test_the_agent_option_sets_the_limits() -> None:
+    peak = PeakTool()
+    spec = ToolSpec(name="peak", description="peak")
+    engine = ScriptedInference([Completion(content="", tool_calls=tuple(peak_calls(30))), "ok"])
+    agent = OrchestratorAgent(
+        engine,
+        "m",
+        tools=[InMemoryTool(spec, peak)],
+        max_parallel_tools=2,
+        max_tool_calls_per_turn=10,
+    )
+    await agent.arun("go")
+    assert (peak.peak, peak.ran) == (2, 10)
+
+
+@pytest.mark.parametrize("option", ["max_parallel_tools=0", "max_tool_calls_per_turn=many"])
+def test_a_bad_limit_on_the_command_line_is_a_usage_error(option: str) -> None:
+    container = Container()
+    engine = ScriptedInference(["unused"])
+    container.inference.override(engine)
+    result = CliRunner().invoke(
+        app, ["ask", "-a", "orchestrator", "-O", option, "q"], obj=container
+    )
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert option.split("=")[0] in result.output
+    assert "at least 1" in result.output
+    assert "Traceback" not in result.output
+    assert engine.requests == []

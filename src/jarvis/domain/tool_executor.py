@@ -5,14 +5,18 @@ arguments that break the schema, a tool that hangs or raises, an answer far too 
 context window. None of them may crash a run: each becomes a failed :class:`ToolResult`
 whose text tells the model what to fix, and ``metadata["error"]`` tells programs what went
 wrong (``unknown_tool``, ``invalid_json``, ``invalid_arguments``, ``timeout``,
-``exception``).
+``exception``, ``too_many_calls``).
+
+A model also chooses how many calls one turn makes, so that is bounded too: at most
+``max_parallel_tools`` of them run at once (the rest wait their turn), and the calls beyond
+``max_tool_calls_per_turn`` are refused unrun, with a message the model reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from time import perf_counter
 
 from jarvis.domain.events import EventBus, ToolCallEnded, ToolCallStarted
@@ -22,6 +26,11 @@ from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import ToolPort
 from jarvis.domain.tools import ToolResult, ToolSpec
 
+DEFAULT_MAX_PARALLEL_TOOLS = 8
+"""How many calls of one turn run at once by default."""
+DEFAULT_MAX_TOOL_CALLS_PER_TURN = 64
+"""How many calls one turn may make by default; the rest are refused."""
+
 TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
 
 
@@ -30,6 +39,12 @@ def truncate_output(content: str, limit: int) -> tuple[str, bool]:
     if limit <= 0 or len(content) <= limit:
         return content, False
     return content[:limit] + TRUNCATION_MARKER.format(shown=limit, total=len(content)), True
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
+    return value
 
 
 class ToolExecutor:
@@ -46,7 +61,17 @@ class ToolExecutor:
     awaited directly, with no task and no timeout.
     """
 
-    __slots__ = ("_agent", "_bus", "_by_name", "_max_output_chars", "_names", "_running", "_specs")
+    __slots__ = (
+        "_agent",
+        "_bus",
+        "_by_name",
+        "_max_output_chars",
+        "_max_parallel_tools",
+        "_max_tool_calls_per_turn",
+        "_names",
+        "_running",
+        "_specs",
+    )
 
     def __init__(
         self,
@@ -55,7 +80,13 @@ class ToolExecutor:
         bus: EventBus | None = None,
         agent: str = "",
         max_output_chars: int = 20_000,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        max_tool_calls_per_turn: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
     ) -> None:
+        self._max_parallel_tools = _positive("max_parallel_tools", max_parallel_tools)
+        self._max_tool_calls_per_turn = _positive(
+            "max_tool_calls_per_turn", max_tool_calls_per_turn
+        )
         by_name: dict[str, tuple[ToolPort, ToolSpec]] = {}
         specs: list[ToolSpec] = []
         for tool in tools:
@@ -86,16 +117,54 @@ class ToolExecutor:
         entry = self._by_name.get(name.strip().lower())
         return entry[1] if entry is not None else None
 
+    @property
+    def max_parallel_tools(self) -> int:
+        return self._max_parallel_tools
+
+    @property
+    def max_tool_calls_per_turn(self) -> int:
+        return self._max_tool_calls_per_turn
+
     async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        """Run ``calls`` concurrently; the results come back in call order."""
+        """Run the calls of one turn concurrently, within the limits (see :meth:`bounded`);
+        the results come back in call order."""
         if len(calls) == 1:
             return [await self.execute(calls[0])]
         if not calls:
             return []
-        return list(await asyncio.gather(*(self.execute(c) for c in calls)))
+        return list(await asyncio.gather(*self.bounded(calls)))
+
+    def bounded(self, calls: Sequence[ToolCall]) -> list[Coroutine[None, None, ToolResult]]:
+        """One coroutine per call of one turn, in call order, for the caller to run
+        together: at most ``max_parallel_tools`` of them run a call at a time (the others
+        wait, before their ``TOOL_CALL_START``), and those beyond ``max_tool_calls_per_turn``
+        refuse their call without running it."""
+        slots = asyncio.Semaphore(self._max_parallel_tools)
+        allowed = self._max_tool_calls_per_turn
+        return [
+            self._in_turn(call, slots) if index < allowed else self._refuse(call, len(calls))
+            for index, call in enumerate(calls)
+        ]
+
+    async def _in_turn(self, call: ToolCall, slots: asyncio.Semaphore) -> ToolResult:
+        async with slots:
+            return await self.execute(call)
+
+    async def _refuse(self, call: ToolCall, asked: int) -> ToolResult:
+        limit = self._max_tool_calls_per_turn
+        message = (
+            f"Tool call not run: this turn asked for {asked} tool calls and at most {limit} "
+            f"run per turn. Make at most {limit} calls in one turn."
+        )
+        return await self._execute(call, message)
 
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run one call. Never raises, except ``asyncio.CancelledError``."""
+        return await self._execute(call, None)
+
+    async def _execute(self, call: ToolCall, refusal: str | None) -> ToolResult:
+        """Run one call, or with ``refusal`` fail it unrun with that message; the events
+        and the output bound apply either way."""
         started = perf_counter()
         entry = self._by_name.get(call.name.strip().lower())
         bus = self._bus if self._bus is not None and self._bus.has_subscribers else None
@@ -105,7 +174,9 @@ class ToolExecutor:
                     tool=call.name, call_id=call.id, arguments=call.arguments, agent=self._agent
                 )
             )
-        if entry is None:
+        if refusal is not None:
+            result = self._failure(call, refusal, "too_many_calls")
+        elif entry is None:
             result = self._failure(call, self._unknown_message(call.name), "unknown_tool")
         elif call.raw_arguments is not None:
             result = self._failure(call, self._invalid_json_message(call, entry[1]), "invalid_json")

@@ -60,7 +60,11 @@ from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.tool_executor import ToolExecutor
+from jarvis.domain.tool_executor import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+    ToolExecutor,
+)
 from jarvis.domain.tools import ToolResult, ToolSpec
 from jarvis.domain.updates import (
     RunFinished,
@@ -122,6 +126,8 @@ class ToolUsingAgent(BaseAgent):
         loop_guard: LoopGuardConfig | None = None,
         max_parse_errors: int | None = None,
         max_output_chars: int = 20_000,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        max_tool_calls_per_turn: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
         bus: EventBus | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -153,6 +159,8 @@ class ToolUsingAgent(BaseAgent):
             bus=bus,
             agent=self.agent_id,
             max_output_chars=max_output_chars,
+            max_parallel_tools=max_parallel_tools,
+            max_tool_calls_per_turn=max_tool_calls_per_turn,
         )
         self.protocol = self.make_protocol(self.executor.specs)
 
@@ -449,7 +457,7 @@ class ToolUsingAgent(BaseAgent):
         if run.deadline is None:
             return await self.executor.execute_all(calls)
         loop = asyncio.get_running_loop()
-        tasks = [asyncio.ensure_future(self.executor.execute(call)) for call in calls]
+        tasks = [asyncio.ensure_future(step) for step in self.executor.bounded(calls)]
         try:
             done, pending = await asyncio.wait(tasks, timeout=max(0.0, run.deadline - loop.time()))
         except asyncio.CancelledError:
