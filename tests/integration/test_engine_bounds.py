@@ -336,3 +336,19 @@ async def test_the_cli_ends_an_endless_stream_at_the_configured_timeout(
     )
     assert code == 5, err
     assert "within 2 s" in err
+
+
+# --- what is sent: text the model gave back earlier never breaks the next request --------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_lone_surrogate_in_the_conversation_does_not_break_the_request(
+    server: HostileEngine, kind: Kind
+) -> None:
+    # a model may answer with a lone surrogate escape; the next turn carries it back
+    request = InferenceRequest(
+        messages=(Message.user("Tell me everything."), Message.assistant("half \ud83d pair")),
+        model="plain",
+        max_tokens=16,
+    )
+    assert await whole(make(kind, server), request) == "hello"

@@ -55,7 +55,7 @@ import httpx
 
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._error_bodies import error_message
-from jarvis.adapters.inference._json import loads
+from jarvis.adapters.inference._json import dumps, loads
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
@@ -64,6 +64,8 @@ from jarvis.domain.errors import (
     RateLimitedError,
 )
 from jarvis.domain.json_types import JSONObject
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 RETRIED_STATUSES = frozenset({429, 503})
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
@@ -334,8 +336,12 @@ class EngineHttp:
             return attempt < max_retries and loop.time() + delay < deadline
 
         broken_before = False
+        # encoded here, not by httpx: text carrying a lone surrogate (a model may send one
+        # back in a later turn) would make the strict UTF-8 encoder refuse the whole request
+        content = None if json is None else dumps(json).encode("utf-8", "replace")
+        headers = None if content is None else _JSON_HEADERS
         while True:
-            request = client.build_request(method, target, json=json)
+            request = client.build_request(method, target, content=content, headers=headers)
             try:
                 response = await client.send(request, stream=True)
                 if response.status_code >= 400 or max_bytes is None:
