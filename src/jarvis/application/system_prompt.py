@@ -7,6 +7,14 @@ then any catalogue section passed in. The files are read through the persona sto
 every call, so an edit applies to the next conversation without a restart. Each file is
 cut to its character budget, keeping its head and its tail (where the newest memory
 entries are) around a visible marker, so one runaway file cannot crowd out the question.
+
+The section boundaries cannot be forged by what the files say: MEMORY.md and USER.md are
+written by the model itself (through the persona tools), so a line in them that reads like
+a heading (``## User Profile``, or a ``===``/``---`` underline) is escaped with a backslash,
+the Markdown way (``\\## User Profile`` shows as the plain text it is). The escape is applied
+to each file before it is cut and again to the line the cut exposes after the marker, so a
+cut in the middle of a line cannot make one either: the prompt holds exactly the builder's
+own headings.
 """
 
 from __future__ import annotations
@@ -68,12 +76,39 @@ def truncation_marker(cut_chars: int, unread_bytes: int = 0) -> str:
     return f"\n\n[...truncated {cut_chars} chars...]\n\n"
 
 
+def _escaped_line(line: str) -> str:
+    body = line.lstrip()
+    content = body.rstrip()
+    underline = bool(content) and (set(content) == {"="} or set(content) == {"-"})
+    if body.startswith("#") or underline:
+        return line[: len(line) - len(body)] + "\\" + body
+    return line
+
+
+def escape_headings(text: str) -> str:
+    """``text`` with a backslash before every line that a reader could take for a heading:
+    one starting (after blanks) with ``#``, or a ``===``/``---`` underline. Lines end where
+    :meth:`str.splitlines` says (``\\r``, U+2028... included); the rest is unchanged."""
+    if "#" not in text and "=" not in text and "-" not in text:
+        return text
+    return "".join(_escaped_line(line) for line in text.splitlines(keepends=True))
+
+
+def _escaped_first_line(text: str) -> str:
+    """``text`` with its first line escaped (the line a cut put at a line start)."""
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return text
+    return _escaped_line(lines[0]) + text[len(lines[0]) :]
+
+
 def cut_to_budget(document: PersonaDocument, budget: int, strategy: str = "head_tail") -> CutText:
     """``document``'s text within ``budget`` characters (plus the marker, when cut).
 
     ``head_tail`` keeps the first 70 % and the last 20 % of the budget; ``head`` keeps the
     first 90 %. A document read at its two ends only (a huge file) is always marked, and its
-    marker also counts the bytes that were never read.
+    marker also counts the bytes that were never read. Lines that look like headings are
+    escaped (see the module docstring); the budget counts the escaped text.
     """
     unread = document.omitted_bytes
     if strategy == "head":
@@ -81,13 +116,13 @@ def cut_to_budget(document: PersonaDocument, budget: int, strategy: str = "head_
     else:
         head_n, tail_n = int(budget * HEAD_SHARE), int(budget * TAIL_SHARE)
     if unread:  # two separate pieces: the file's beginning and its end
-        head = document.text[: document.omitted_at].lstrip()
-        tail = document.text[document.omitted_at :].rstrip()
+        head = escape_headings(document.text[: document.omitted_at].lstrip())
+        tail = escape_headings(document.text[document.omitted_at :].rstrip())
         kept_head = head[:head_n]
         kept_tail = tail[max(0, len(tail) - tail_n) :] if tail_n else ""
         cut = len(head) - len(kept_head) + len(tail) - len(kept_tail)
     else:
-        text = document.text.strip()
+        text = escape_headings(document.text.strip())
         if len(text) <= budget:
             return CutText(text=text, kept_chars=len(text))
         kept_head = text[:head_n]
@@ -95,7 +130,7 @@ def cut_to_budget(document: PersonaDocument, budget: int, strategy: str = "head_
         cut = len(text) - len(kept_head) - len(kept_tail)
     marker = truncation_marker(cut, unread)
     return CutText(
-        text=kept_head.rstrip() + marker + kept_tail.lstrip(),
+        text=kept_head.rstrip() + marker + _escaped_first_line(kept_tail.lstrip()),
         kept_chars=len(kept_head) + len(kept_tail),
         cut_chars=cut,
         unread_bytes=unread,
