@@ -153,6 +153,10 @@ KNOWN_ATTACKS = [
     ("```", '{"a": ', ""),
     ("FINAL(", ") ", "x"),
     ("", "http://", ""),
+    ("Action: search\nAction Input: ", "[", ""),  # JSON nested past the recursion limit
+    ("Action: search\nAction Input: {", '"a": {', ""),
+    ('Action: search\nAction Input: "', "\\", ""),
+    ("", "{", ""),
 ]
 
 
