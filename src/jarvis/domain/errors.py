@@ -17,6 +17,8 @@
     │                             become failed ToolResults, never exceptions)
     ├── PersonaError              a persona that does not exist or escapes its folder
     ├── SandboxError              code isolation could not be set up
+    │   ├── ContainerRuntimeUnavailableError  no Docker/Podman socket, or it does not answer
+    │   └── ContainerImageError      the sandbox image is missing or could not be built
     └── RunCancelledError         the run was cancelled by its caller
 
 ``retryable`` is a class-level fact: the engine adapters retry only retryable errors, with
@@ -112,6 +114,22 @@ class PersonaError(JarvisError):
 
 class SandboxError(JarvisError):
     pass
+
+
+class ContainerRuntimeUnavailableError(SandboxError):
+    """No container runtime could be reached. ``endpoint`` is the socket tried (if any)."""
+
+    def __init__(self, message: str, *, endpoint: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.endpoint = endpoint
+
+
+class ContainerImageError(SandboxError):
+    """The sandbox image does not exist in the runtime, or building it failed."""
+
+    def __init__(self, message: str, *, image: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.image = image
 
 
 class RunCancelledError(JarvisError):
