@@ -118,11 +118,27 @@ ensure_sandbox_libraries() {  # the REPL sandbox's seccomp filter is compiled by
             libseccomp2 >&2 || die "installing libseccomp2 failed (apt-get install libseccomp2)"
 }
 
+ensure_podman() {  # the container runtime the sandbox tests drive through its Docker API
+    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "podman or runc not found and no apt-get: the container tests skip (and fail when CI=true)"
+        return 0
+    fi
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    # runc by name: apt would otherwise pick crun, which fails on hybrid cgroups
+    say "Installing Podman with runc and catatonit for the container sandbox tests"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            podman runc catatonit >&2 || die "installing podman failed (apt-get install podman runc catatonit)"
+}
+
 ensure_installed() {
     local mode="$1"
     ensure_sandbox_libraries
     if [ "$mode" = dev ]; then
         ensure_postgresql
+        ensure_podman
     fi
     if [ "$mode" = runtime ]; then
         installed runtime dev && return 0

@@ -681,3 +681,20 @@ async def test_cleanup_removes_never_started_leftovers_but_not_a_live_processs(
         for container_id in made.values():
             api.remove(container_id)
         api.close()
+
+
+async def test_a_container_that_ends_frees_its_slot_without_wait(
+    podman: PodmanService, built: BuiltImage
+) -> None:
+    runtime = make_runtime(podman, built, max_concurrent=1)
+    first = await runtime.start(
+        ContainerSpec(image=built.reference, command=python("print('done')"))
+    )
+    assert await asyncio.wait_for(first.receive(), 60) == "done"
+    assert await asyncio.wait_for(first.receive(), 60) is None
+    second = await asyncio.wait_for(runtime.start(
+        ContainerSpec(image=built.reference, command=python("print('next')"))
+    ), 60)  # fmt: skip
+    assert await asyncio.wait_for(second.receive(), 60) == "next"
+    assert (await first.wait(60)).code == 0
+    assert (await second.wait(60)).code == 0

@@ -65,6 +65,10 @@ def missing_podman() -> str | None:
         return "podman is not installed (scripts/test installs it: apt-get install podman runc)"
     if shutil.which("runc") is None:
         return "runc is not installed (apt-get install runc; crun does not work here)"
+    if shutil.which("catatonit") is None and not Path("/usr/libexec/podman/catatonit").exists():
+        return (
+            "catatonit (the containers' init process) is not installed (apt-get install catatonit)"
+        )
     return None
 
 

@@ -7,7 +7,8 @@ stdout into lines (each bounded) and keeps the last part of stderr. It stops rea
 is slowed down instead of filling memory; once ``wait`` is called, lines beyond that are
 dropped so that the container can run to its end.
 
-Every way out goes through :meth:`_finish`, once: stream at its end, exit code from
+Every way out goes through :meth:`_finish`, once, which starts by itself when the stream
+ends (a caller that never calls ``wait`` still frees the slot): exit code from
 ``inspect`` (reading to EOF then inspecting is immediate, the API's ``wait`` adds 0.3-0.5 s),
 then the container is removed and its slot given back. ``kill`` and the timeout
 force-remove the container first, which ends the stream.
@@ -139,6 +140,7 @@ class DockerContainerProcess:
         finally:
             self._lines.put_nowait(None)
             self._stream_ended.set()
+            self._finishing()  # removed (and its slot freed) as soon as it ends
 
     async def _queue(self, line: bytes) -> None:
         while self._lines.qsize() >= self._settings.queued_lines and not self._discard:
