@@ -698,3 +698,25 @@ async def test_a_container_that_ends_frees_its_slot_without_wait(
     assert await asyncio.wait_for(second.receive(), 60) == "next"
     assert (await first.wait(60)).code == 0
     assert (await second.wait(60)).code == 0
+
+
+async def test_the_runtime_records_every_limit_and_no_log(
+    podman: PodmanService, runtime: DockerContainerRuntime, built: BuiltImage
+) -> None:
+    process = await runtime.start(
+        ContainerSpec(image=built.reference, command=python(ECHO), memory_mb=200, cpus=0.5)
+    )
+    api = DockerApi(discover("podman", podman.url), ContainerSettings())
+    try:
+        host = api.client.api.inspect_container(process.id)["HostConfig"]
+    finally:
+        api.close()
+        await process.kill()
+    assert host["LogConfig"]["Type"] == "none"
+    assert host["NetworkMode"] == "none"
+    assert (host["Memory"], host["MemorySwap"]) == (200 << 20, 200 << 20)
+    assert host["NanoCpus"] == 500_000_000
+    assert host["PidsLimit"] == 128
+    assert host["ReadonlyRootfs"] is True
+    assert host["Init"] is True
+    assert host["AutoRemove"] is False
