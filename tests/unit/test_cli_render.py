@@ -9,6 +9,7 @@ import pytest
 
 from jarvis.domain.errors import (
     ConfigurationError,
+    ContainerRuntimeUnavailableError,
     EngineTimeoutError,
     EngineUnavailableError,
     ModelNotFoundError,
@@ -19,11 +20,17 @@ from jarvis.domain.errors import (
     ToolError,
     UnknownAgentError,
 )
+from jarvis.domain.sessions import (
+    SessionStoreCorruptError,
+    SessionStoreLockedError,
+    SessionStoreUnavailableError,
+)
 from jarvis.entrypoints.cli.errors import (
     EXIT_ENGINE_ERROR,
     EXIT_ENGINE_UNAVAILABLE,
     EXIT_INTERRUPTED,
     EXIT_MODEL_NOT_FOUND,
+    EXIT_SANDBOX_UNAVAILABLE,
     EXIT_UNEXPECTED,
     EXIT_USAGE,
     describe,
@@ -123,7 +130,11 @@ def test_notices_go_to_stderr_on_their_own_line() -> None:
         (ModelNotFoundError("m", available=["a"]), EXIT_MODEL_NOT_FOUND),
         (EngineTimeoutError("x"), EXIT_ENGINE_ERROR),
         (RateLimitedError("x"), EXIT_ENGINE_ERROR),
-        (SandboxError("x"), EXIT_UNEXPECTED),
+        (SandboxError("x"), EXIT_SANDBOX_UNAVAILABLE),
+        (ContainerRuntimeUnavailableError("x", endpoint="unix:///x"), EXIT_SANDBOX_UNAVAILABLE),
+        (SessionStoreUnavailableError("x", location="postgresql://u:***@h/db"), 3),
+        (SessionStoreLockedError("x"), EXIT_ENGINE_UNAVAILABLE),
+        (SessionStoreCorruptError("x"), EXIT_UNEXPECTED),
         (RunCancelledError("x"), EXIT_INTERRUPTED),
         (KeyboardInterrupt(), EXIT_INTERRUPTED),
         (ValueError("x"), EXIT_UNEXPECTED),

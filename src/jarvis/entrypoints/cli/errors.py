@@ -16,6 +16,7 @@ from jarvis.domain.errors import (
     ModelNotFoundError,
     PersonaError,
     RunCancelledError,
+    SandboxError,
     ToolError,
 )
 
@@ -25,6 +26,7 @@ EXIT_USAGE = 2
 EXIT_ENGINE_UNAVAILABLE = 3
 EXIT_MODEL_NOT_FOUND = 4
 EXIT_ENGINE_ERROR = 5
+EXIT_SANDBOX_UNAVAILABLE = 6
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
@@ -36,9 +38,12 @@ Exit codes:
        agent that takes none, unknown persona, persona file not writable, an
        option value that is not a finite number in its range, a --config or
        --context-file that is not a regular file or too large, stdout closed
-  3    engine unavailable (the message names the engine, its URL and how to start it)
+  3    engine or session store unavailable (the message names it, its URL and how to
+       start it; a password in the URL is never printed)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
+  6    no sandbox for model-written code or for the container sandbox: no OS
+       sandbox on this machine, no container runtime, its socket down, no image
   130  interrupted (Ctrl-C)
 """
 
@@ -54,14 +59,23 @@ START_HINTS = {
 }
 
 
+def _is_store_unavailable(exc: BaseException) -> bool:
+    """A session store that cannot be reached; its module is loaded only by a command that
+    uses sessions (an error of its classes cannot exist before), so start-up skips it."""
+    sessions = sys.modules.get("jarvis.domain.sessions")
+    return sessions is not None and isinstance(exc, sessions.SessionStoreUnavailableError)
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error."""
     if isinstance(exc, (KeyboardInterrupt, RunCancelledError)):
         return EXIT_INTERRUPTED
     if isinstance(exc, ModelNotFoundError):
         return EXIT_MODEL_NOT_FOUND
-    if isinstance(exc, EngineUnavailableError):
+    if isinstance(exc, EngineUnavailableError) or _is_store_unavailable(exc):
         return EXIT_ENGINE_UNAVAILABLE
+    if isinstance(exc, SandboxError):
+        return EXIT_SANDBOX_UNAVAILABLE
     if isinstance(exc, InferenceError):
         return EXIT_ENGINE_ERROR
     if isinstance(exc, (ConfigurationError, PersonaError, ToolError)):
