@@ -22,8 +22,8 @@ import pytest
 
 from jarvis.adapters.subprocess_repl import SubprocessRepl
 from jarvis.application.tools.code_interpreter import CodeInterpreterTool
-from jarvis.domain.agent import AgentContext
-from jarvis.domain.agents.codeact import NativeOpenHandsAgent
+from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
 from jarvis.domain.agents.rlm import RecursiveLMAgent
 from jarvis.domain.repl import ReplLimits
 from jarvis.testing import ScriptedInference

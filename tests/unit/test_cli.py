@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from jarvis.application.registry import builtin_agents
-from jarvis.domain.agent import AgentContext, AgentResult
+from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import (

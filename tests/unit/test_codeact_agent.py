@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from jarvis.domain.agent import AgentContext
-from jarvis.domain.agents.codeact import CodeActProtocol, NativeOpenHandsAgent
+from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.context_window import estimate_tokens
+from jarvis.domain.agents.native_openhands import CodeActProtocol, NativeOpenHandsAgent
 from jarvis.domain.agents.protocol import FinalAnswer, ParseFailure, ToolCalls
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ContextTooLongError

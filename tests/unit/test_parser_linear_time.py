@@ -27,13 +27,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jarvis.domain.agents.base import BaseAgent, strip_think
+from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.code_blocks import code_blocks, mask_blocks, without_blocks
-from jarvis.domain.agents.codeact import CodeActProtocol, NativeOpenHandsAgent
+from jarvis.domain.agents.native_openhands import CodeActProtocol, NativeOpenHandsAgent
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
 from jarvis.domain.agents.protocol import ThinkFilter
 from jarvis.domain.agents.react import NativeReActAgent, ReActProtocol
 from jarvis.domain.agents.react_parser import STRUCTURED_LABELS, find_labels, parse_reply
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.rlm import RlmProtocol
 from jarvis.domain.agents.structured import StructuredProtocol
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter

@@ -12,7 +12,6 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from jarvis.domain.agents.base import strip_think
 from jarvis.domain.agents.code_blocks import code_blocks
 from jarvis.domain.agents.protocol import ThinkFilter
 from jarvis.domain.agents.react_parser import (
@@ -21,6 +20,7 @@ from jarvis.domain.agents.react_parser import (
     ActionLabels,
     find_labels,
 )
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.structured import StructuredProtocol
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter
 from jarvis.domain.completion import Completion

@@ -8,31 +8,48 @@ import sys
 import pytest
 
 from jarvis.application.registry import AgentRegistry, builtin_agents
+from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 
 
+def load_simple() -> type[BaseAgent]:
+    from jarvis.domain.agents.simple import SimpleAgent
+
+    return SimpleAgent
+
+
 def test_lazy_entry_resolves_on_get() -> None:
+    calls: list[str] = []
+
+    def loader() -> type[BaseAgent]:
+        calls.append("loaded")
+        return load_simple()
+
     registry = AgentRegistry()
-    registry.register_lazy("plain", "jarvis.domain.agents.simple:SimpleAgent", aliases=("p",))
+    registry.register_lazy("plain", loader, aliases=("p",))
     assert registry.keys() == ["plain"]
+    assert calls == []  # nothing is loaded until the agent is used
     assert registry.get("p") is SimpleAgent
     assert list(registry) == [("plain", SimpleAgent)]
+    assert calls == ["loaded"]  # and only once
 
 
 def test_lazy_names_collide_like_eager_ones() -> None:
     registry = AgentRegistry()
     registry.register("simple", SimpleAgent)
     with pytest.raises(ConfigurationError, match="already"):
-        registry.register_lazy("simple", "jarvis.domain.agents.simple:SimpleAgent")
+        registry.register_lazy("simple", load_simple)
 
 
-def test_bad_targets_are_reported() -> None:
+def test_bad_loaders_are_reported() -> None:
     registry = AgentRegistry()
-    with pytest.raises(ConfigurationError, match="module:Class"):
-        registry.register_lazy("x", "jarvis.domain.agents.simple.SimpleAgent")
-    registry.register_lazy("y", "jarvis.domain.errors:ConfigurationError")
-    with pytest.raises(ConfigurationError, match="not an agent class"):
+
+    def not_an_agent() -> type[BaseAgent]:
+        return ConfigurationError  # type: ignore[return-value]
+
+    registry.register_lazy("y", not_an_agent)
+    with pytest.raises(ConfigurationError, match="returned no agent class"):
         registry.get("y")
     with pytest.raises(UnknownAgentError):
         registry.get("z")
@@ -56,4 +73,8 @@ def test_asking_simple_imports_no_other_agent() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert set(out.split(",")) == {"jarvis.domain.agents.base", "jarvis.domain.agents.simple"}
+    assert set(out.split(",")) == {
+        "jarvis.domain.agents.base",
+        "jarvis.domain.agents.reply_text",
+        "jarvis.domain.agents.simple",
+    }

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from jarvis.domain.agent import AgentContext, MemoryHit
+from jarvis.domain.agent_contract import AgentContext, MemoryHit
 from jarvis.domain.agents.rlm import RecursiveLMAgent, RlmProtocol
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import ConfigurationError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jarvis.domain.agent import AgentContext
+from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.events import Event, EventBus, EventType

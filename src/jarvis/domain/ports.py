@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from jarvis.domain.agent import MemoryHit
+from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from jarvis.domain.agent import AgentResult
+from jarvis.domain.agent_contract import AgentResult
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.tools import ToolResult
 

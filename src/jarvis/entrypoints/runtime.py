@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
-from jarvis.domain.agent import AgentContext
+from jarvis.domain.agent_contract import AgentContext
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskService

@@ -6,7 +6,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from jarvis.domain.agent import MemoryHit
+from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
 
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Final
 
-from jarvis.domain.agent import MemoryHit
+from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
 
 MAX_QUERY_WORDS: Final = 64

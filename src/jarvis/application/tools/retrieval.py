@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from jarvis.application.tools.arguments import integer_argument
-from jarvis.domain.agent import MemoryHit
+from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import MemoryPort
 from jarvis.domain.tools import ToolResult, ToolSpec

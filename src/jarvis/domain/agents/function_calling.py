@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jarvis.domain.agents.base import strip_think
 from jarvis.domain.agents.protocol import (
     Decision,
     FinalAnswer,
@@ -13,6 +12,7 @@ from jarvis.domain.agents.protocol import (
     ToolCalls,
     ToolProtocol,
 )
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import Completion, ToolChoice
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.tools import ToolResult, ToolSpec

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeAlias
 
-from jarvis.domain.agents.base import THINK_CLOSE, THINK_OPEN
-from jarvis.domain.agents.base import strip_think as _strip_think
+from jarvis.domain.agents.reply_text import THINK_CLOSE, THINK_OPEN
+from jarvis.domain.agents.reply_text import strip_think as _strip_think
 from jarvis.domain.completion import Completion, ResponseFormat, ToolChoice
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.tools import ToolResult, ToolSpec
@@ -82,7 +82,7 @@ class ThinkFilter:
     included) and without the whitespace that leads the visible answer.
 
     Each piece is scanned once, from where the last tag ended, with the same
-    case-insensitive tag patterns as :func:`~jarvis.domain.agents.base.strip_think`; only
+    case-insensitive tag patterns as :func:`~jarvis.domain.agents.reply_text.strip_think`; only
     a possible partial tag (at most seven characters) is held back for the next piece.
     """
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.json_types import JSONObject, JSONValue
 
 

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import ClassVar, TypedDict
 
-from jarvis.domain.agent import AgentContext, AgentResult
+from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.context_window import estimate_tokens, fit_messages
 from jarvis.domain.agents.loop_guard import LoopGuardConfig

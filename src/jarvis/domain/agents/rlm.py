@@ -23,8 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, Unpack
 
-from jarvis.domain.agent import AgentContext
-from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.code_blocks import PYTHON_LANGUAGES, first_block, without_blocks
 from jarvis.domain.agents.protocol import (
     Decision,
@@ -36,6 +35,7 @@ from jarvis.domain.agents.protocol import (
     ToolProtocol,
 )
 from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import Completion
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from jarvis.domain.agent import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent, strip_think
+from jarvis.domain.agent_contract import AgentContext, AgentResult
+from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import FinishReason, Usage
 from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
 

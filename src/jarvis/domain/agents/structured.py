@@ -16,7 +16,6 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from jarvis.domain.agents.base import strip_think
 from jarvis.domain.agents.protocol import (
     Decision,
     FinalAnswer,
@@ -26,6 +25,7 @@ from jarvis.domain.agents.protocol import (
     TextFilter,
 )
 from jarvis.domain.agents.react_parser import STRUCTURED_LABELS
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.text_protocol import LabelledTextProtocol
 from jarvis.domain.completion import Completion, ResponseFormat
 from jarvis.domain.json_types import JSONObject, JSONValue

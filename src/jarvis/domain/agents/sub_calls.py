@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import Completion, Usage
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject

@@ -7,7 +7,6 @@ import contextlib
 import json
 from collections.abc import Mapping, Sequence
 
-from jarvis.domain.agents.base import strip_think
 from jarvis.domain.agents.protocol import (
     Decision,
     FinalAnswer,
@@ -24,6 +23,7 @@ from jarvis.domain.agents.react_parser import (
     find_labels,
     parse_reply,
 )
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import Completion
 from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject, JSONValue

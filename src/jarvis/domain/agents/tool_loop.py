@@ -40,8 +40,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from jarvis.domain.agent import AgentContext, AgentResult, StopReason
-from jarvis.domain.agents.base import BaseAgent, strip_think
+from jarvis.domain.agent_contract import AgentContext, AgentResult, StopReason
+from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.budget import BudgetKind, RunBudget
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
 from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
@@ -53,6 +53,7 @@ from jarvis.domain.agents.protocol import (
     ToolCalls,
     ToolProtocol,
 )
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
 from jarvis.domain.events import AgentTurnEnded, EventBus, LoopGuardTriggered

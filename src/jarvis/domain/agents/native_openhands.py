@@ -27,8 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Unpack
 
-from jarvis.domain.agent import AgentContext
-from jarvis.domain.agents.base import strip_think
+from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.code_blocks import (
     PYTHON_LANGUAGES,
     first_block,
@@ -52,6 +51,7 @@ from jarvis.domain.agents.react_parser import (
     parse_reply,
 )
 from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
+from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
 from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
 from jarvis.domain.completion import Completion
