@@ -10,7 +10,7 @@ from jarvis.application.registry import AgentRegistry
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.completion import Usage
-from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
+from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
@@ -32,6 +32,8 @@ class AskQuestion:
     persona: str | None = None
     context: AgentContext | None = None
     agent_options: JSONObject = field(default_factory=dict)
+    mounts: tuple[str, ...] = ()
+    """Host folders for the ``sandboxed`` agent: ``PATH[:TARGET][:ro|rw]``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +129,13 @@ class ToolProvider(Protocol):
         ...
 
 
+class SandboxBuilder(Protocol):
+    """Builds a ``sandboxed`` run around its inner agent
+    (:class:`jarvis.application.sandboxed_ask.SandboxedAgents`)."""
+
+    async def build(self, service: AskService, command: AskQuestion) -> tuple[BaseAgent, str]: ...
+
+
 PersonaPrompt = Callable[[str | None], str]
 """Returns the persona sections for a persona selection (None = default, "none" = nothing)."""
 
@@ -148,6 +157,7 @@ class AskService:
         repl: ReplPort | None = None,
         default_max_turns: int | None = None,
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
+        sandbox: SandboxBuilder | None = None,
     ) -> None:
         self.registry = registry
         self.inference = inference
@@ -166,6 +176,8 @@ class AskService:
         self.engine_sampling = engine_sampling
         """Per engine id, the sampling used when a question sets no temperature."""
         self._resolved_model: str | None = default_model or None
+        self.sandbox = sandbox
+        """Builds ``sandboxed`` runs (``None``: no container sandbox configured)."""
 
     async def resolve_model(self, requested: str | None) -> str:
         """``requested`` > configured default > the engine's first model."""
@@ -207,6 +219,14 @@ class AskService:
             raise ConfigurationError("The question is empty.", hint='Usage: jarvis ask "question"')
         key = self.registry.resolve(command.agent or self.default_agent)
         agent_cls = self.registry.get(key)
+        if getattr(agent_cls, "wraps_agent", False):  # sandboxed: built around its inner agent
+            if self.sandbox is None:
+                raise SandboxError("No container sandbox is configured for this application.")
+            return await self.sandbox.build(self, command)
+        if command.mounts:
+            raise ConfigurationError(
+                "--mount applies to the sandboxed agent only.", hint="Use -a sandboxed."
+            )
         if command.tools and not agent_cls.accepts_tools:
             raise ConfigurationError(
                 f"Agent '{key}' does not take tools, but tools were given: "

@@ -248,6 +248,28 @@ class ReplSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxSettings(_Section):
+    """The container sandbox of the ``sandboxed`` agent (Docker or Podman)."""
+
+    image: str = ""
+    """The sandbox image; empty = jarvis's own, built locally on first use."""
+    runtime: Literal["auto", "docker", "podman"] = "auto"
+    socket: str = ""
+    """The runtime's API socket (``unix:///...``); empty = ``$DOCKER_HOST``, else the usual
+    Docker and Podman socket paths."""
+    timeout: Annotated[float, Bounds(gt=0, le=MAX_TIMEOUT_SECONDS)] = 300.0
+    """Seconds a sandboxed run may take; past it its container is force-removed."""
+    mount_allowlist_path: str = ""
+    """The mount allowlist (JSON: roots and blocked patterns); empty = no root restriction,
+    read-only mounts, the default blocked patterns."""
+    max_concurrent: Annotated[int, Bounds(ge=1, le=1024)] = 5
+    """Sandbox containers at once (a run beyond waits for a free slot)."""
+    memory_mb: Annotated[int, Bounds(ge=32, le=1 << 20)] = 512
+    cpus: Annotated[float, Bounds(ge=0.05, le=1024)] = 1.0
+    pids: Annotated[int, Bounds(ge=16, le=1 << 22)] = 128
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -257,3 +279,4 @@ class JarvisConfig(_Section):
     memory_files: MemoryFilesSettings = field(default_factory=MemoryFilesSettings)
     system_prompt: SystemPromptSettings = field(default_factory=SystemPromptSettings)
     repl: ReplSettings = field(default_factory=ReplSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)

@@ -42,9 +42,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from jarvis.application.config import JarvisConfig
+    from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.domain.ports import (
+        ContainerPort,
         InferencePort,
         MemoryPort,
         PersonaStorePort,
@@ -285,6 +287,57 @@ class _ToolsOnDemand:
         return catalogue.build(names, inference=inference, model=model)
 
 
+def _image_progress(line: str) -> None:
+    """Image build progress, on stderr (stdout carries the answer)."""
+    import sys
+
+    if sys.stderr is not None:
+        sys.stderr.write(f"jarvis: {line}\n")
+        sys.stderr.flush()
+
+
+def _container_runtime(*, settings: dict[str, object], opened: list[object]) -> ContainerPort:
+    """Docker or Podman through its API socket (``[sandbox]``); contacted on first use."""
+    from jarvis.adapters.docker_containers import ContainerSettings, DockerContainerRuntime
+    from jarvis.application.config import SandboxSettings, from_data
+
+    sandbox = from_data(SandboxSettings, settings)
+    runtime = DockerContainerRuntime(
+        ContainerSettings(
+            runtime=sandbox.runtime,
+            socket=sandbox.socket,
+            image=sandbox.image,
+            max_concurrent=sandbox.max_concurrent,
+            default_timeout=sandbox.timeout,
+        )
+    )
+    opened.append(runtime)
+    return runtime
+
+
+def _sandboxed_agents(
+    *, containers: Callable[[], ContainerPort], settings: dict[str, object]
+) -> SandboxedAgents:
+    """The ``sandboxed`` agent's runner, built when a question first asks for it."""
+    from jarvis.application.config import SandboxSettings, from_data
+    from jarvis.application.sandbox_runner import ContainerRunner
+    from jarvis.application.sandboxed_ask import SandboxedAgents
+    from jarvis.domain.sandbox import SandboxLimits
+
+    sandbox = from_data(SandboxSettings, settings)
+    limits = SandboxLimits(
+        timeout=sandbox.timeout, memory_mb=sandbox.memory_mb, cpus=sandbox.cpus, pids=sandbox.pids
+    )
+    return SandboxedAgents(
+        lambda: ContainerRunner(
+            containers(),
+            limits=limits,
+            mount_allowlist_path=sandbox.mount_allowlist_path,
+            progress=_image_progress,
+        )
+    )
+
+
 class Container(containers.DeclarativeContainer):
     """The object graph of jarvis. Load it with :func:`configure` before resolving engines."""
 
@@ -374,6 +427,15 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
 
+    opened_containers: providers.Singleton[list[object]] = providers.Singleton(list)
+    container_runtime: providers.Singleton[ContainerPort] = providers.Singleton(
+        _container_runtime, settings=config.sandbox, opened=opened_containers
+    )
+    """Docker or Podman (``[sandbox]``); tests override it with a fake or a private Podman."""
+    sandbox: providers.Provider[SandboxedAgents] = providers.Singleton(
+        _sandboxed_agents, containers=container_runtime.provider, settings=config.sandbox
+    )
+
     ask_service: providers.Provider[AskService] = providers.Factory(
         AskService,
         registry=agents,
@@ -386,6 +448,7 @@ class Container(containers.DeclarativeContainer):
         bus=bus,
         repl=repl,
         default_max_turns=config.agent.max_turns,
+        sandbox=sandbox,
     )
 
 
@@ -478,6 +541,12 @@ async def aclose_engines(container: Container) -> None:
     """Close every engine this container built and forget them (idempotent)."""
     await container.opened().aclose()
     forget_engines(container)
+    opened = container.opened_containers()
+    while opened:  # the container runtime's API client (its containers are gone already)
+        close = getattr(opened.pop(), "close", None)
+        if callable(close):
+            close()
+    container.container_runtime.reset()
 
 
 def forget_engines(container: Container) -> None:
