@@ -9,7 +9,9 @@ import pytest
 from contracts.inference_contract import QUESTION, WEATHER_TOOL, InferenceContract
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.application.tools.calculator import CalculatorTool
+from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
+from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineUnavailableError,
@@ -159,9 +161,8 @@ async def test_a_streamed_orchestrator_run_with_tools_then_a_plain_request(
             engine,
             llama_server.model,
             tools=[CalculatorTool()],
-            max_turns=2,
-            temperature=0.0,
-            max_tokens=48,
+            budget=RunBudget(max_turns=2),
+            sampling=SamplingSettings(temperature=0.0, max_tokens=48),
         )
         updates = [update async for update in agent.astream("What is 12*7? Use the calculator.")]
         finished = updates[-1]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jarvis.application.registry import AgentRegistry, builtin_agents
+from jarvis.domain.agents.options import AgentParts
+from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.testing import ScriptedInference
@@ -39,7 +41,8 @@ def test_unknown_key_lists_the_known_ones() -> None:
 
 def test_create_builds_an_agent_on_the_given_engine() -> None:
     engine = ScriptedInference(["hello"])
-    agent = builtin_agents().create("simple", engine, "m", temperature=0.1)
+    parts = AgentParts(inference=engine, model="m", sampling=SamplingSettings(temperature=0.1))
+    agent = builtin_agents().create("simple", parts)
     assert isinstance(agent, SimpleAgent)
     assert agent.temperature == 0.1
     assert agent.run("hi").content == "hello"

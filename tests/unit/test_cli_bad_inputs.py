@@ -110,19 +110,19 @@ class TestNumbers:
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["content"] == "Paris."
 
-    def test_every_checked_option_is_a_parameter_of_a_builtin_agent(self) -> None:
-        import inspect
-
+    def test_every_checked_option_is_read_by_a_builtin_agent(self) -> None:
+        from jarvis.application.agent_options import OptionReader
         from jarvis.application.registry import builtin_agents
+        from jarvis.domain.agents.options import AgentParts
 
-        parameters: set[str] = set()
-        for _key, cls in builtin_agents():
-            for klass in cls.__mro__:
-                init = klass.__dict__.get("__init__")
-                if init is not None:
-                    parameters |= set(inspect.signature(init).parameters)
-        assert set(NUMBER_OPTIONS) <= parameters
-        assert set(RESERVED_OPTIONS) - {"inference", "model"} <= parameters
+        read: set[str] = set()
+        for key, cls in builtin_agents():
+            reader = OptionReader(key, {})
+            parts = AgentParts(inference=ScriptedInference(), model="m", repl=InMemoryRepl())
+            cls.from_options(parts, reader)
+            read |= set(reader.read)
+        assert set(NUMBER_OPTIONS) <= read
+        assert not set(RESERVED_OPTIONS) & read
 
     @pytest.mark.parametrize(
         ("toml", "key", "accepted"),

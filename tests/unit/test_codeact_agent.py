@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.context_window import estimate_tokens
@@ -11,13 +11,15 @@ from jarvis.domain.agents.protocol import FinalAnswer, ParseFailure, ToolCalls
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ContextTooLongError
 from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject
+from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role
+from jarvis.domain.ports import ToolPort
 from jarvis.domain.tools import ToolSpec
 from jarvis.testing import InMemoryRepl, InMemoryTool, ScriptedInference
+from jarvis.testing.agents import build_agent
 
 
-def tool(name: str, reply: str, parameter: str = "query") -> InMemoryTool:
+def tool(name: str, reply: str, parameter: str = "query", category: str = "test") -> InMemoryTool:
     spec = ToolSpec(
         name=name,
         description=f"The {name} tool.",
@@ -26,14 +28,27 @@ def tool(name: str, reply: str, parameter: str = "query") -> InMemoryTool:
             "properties": {parameter: {"type": "string"}},
             "required": [parameter],
         },
-        category="test",
+        category=category,
     )
     return InMemoryTool(spec, lambda arguments: reply)
 
 
-def agent(engine: ScriptedInference, **options: object) -> NativeOpenHandsAgent:
-    options.setdefault("repl", InMemoryRepl())
-    return NativeOpenHandsAgent(engine, "m", **options)  # type: ignore[arg-type]
+def agent(
+    engine: ScriptedInference,
+    *,
+    repl: InMemoryRepl | None = None,
+    tools: Sequence[ToolPort] = (),
+    persona_prompt: str = "",
+    **options: JSONValue,
+) -> NativeOpenHandsAgent:
+    return build_agent(
+        NativeOpenHandsAgent,
+        engine,
+        repl=repl or InMemoryRepl(),
+        tools=tools,
+        persona_prompt=persona_prompt,
+        options=options,
+    )
 
 
 async def test_a_python_block_runs_and_its_output_comes_back() -> None:
@@ -133,7 +148,7 @@ async def test_without_a_repl_code_is_never_run() -> None:
 
 
 async def test_urls_are_fetched_first_and_inlined_keeping_everything_else() -> None:
-    web = tool("web_search", "Example Domain. This domain is for examples.")
+    web = tool("web_search", "Example Domain. This domain is for examples.", category="search")
     engine = ScriptedInference(["Final Answer: It is an example page."])
     context = AgentContext(conversation=(Message.user("earlier"), Message.assistant("reply")))
     result = await agent(engine, tools=[web], persona_prompt="PERSONA").arun(
@@ -156,6 +171,7 @@ async def test_a_failed_fetch_is_said_and_the_run_goes_on() -> None:
             name="web_search",
             description="web",
             parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+            category="search",
         ),
         lambda arguments: "unused",
     )

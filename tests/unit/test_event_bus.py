@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jarvis.domain.events import (
-    AgentTurnStarted,
+    AgentRunStarted,
     Event,
     EventBus,
     EventType,
@@ -16,7 +16,7 @@ def test_subscribers_receive_published_events() -> None:
     bus = EventBus()
     seen: list[Event] = []
     bus.subscribe(seen.append)
-    event = AgentTurnStarted(agent="simple", input="hi")
+    event = AgentRunStarted(agent="simple", input="hi")
     bus.publish(event)
     assert seen == [event]
 
@@ -31,7 +31,7 @@ def test_a_failing_subscriber_never_breaks_the_publisher_or_the_others() -> None
 
     bus.subscribe(broken)
     bus.subscribe(seen.append)
-    bus.publish(AgentTurnStarted(agent="simple", input="hi"))
+    bus.publish(AgentRunStarted(agent="simple", input="hi"))
     assert len(seen) == 1
     assert [str(e) for e in errors] == ["subscriber bug"]
 
@@ -42,14 +42,14 @@ def test_a_failing_error_handler_is_contained_too() -> None:
 
     bus = EventBus(on_error=explode)
     bus.subscribe(lambda _e: (_ for _ in ()).throw(RuntimeError("x")))
-    bus.publish(AgentTurnStarted(agent="a", input="b"))  # does not raise
+    bus.publish(AgentRunStarted(agent="a", input="b"))  # does not raise
 
 
 def test_typed_subscription_filters_by_event_type() -> None:
     bus = EventBus()
     seen: list[Event] = []
     bus.subscribe(seen.append, EventType.INFERENCE_START)
-    bus.publish(AgentTurnStarted(agent="a", input="b"))
+    bus.publish(AgentRunStarted(agent="a", input="b"))
     bus.publish(InferenceStarted(engine="e", model="m"))
     assert [e.type for e in seen] == [EventType.INFERENCE_START]
 
@@ -60,6 +60,6 @@ def test_unsubscribe_stops_delivery() -> None:
     unsubscribe = bus.subscribe(seen.append)
     unsubscribe()
     unsubscribe()  # idempotent
-    bus.publish(AgentTurnStarted(agent="a", input="b"))
+    bus.publish(AgentRunStarted(agent="a", input="b"))
     assert seen == []
     assert not bus.has_subscribers

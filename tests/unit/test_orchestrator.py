@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from jarvis.application.registry import builtin_agents
+from jarvis.domain.agents.budget import RunBudget
+from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
+from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.agents.structured import step_schema
 from jarvis.domain.completion import Completion, ResponseFormat, Usage
 from jarvis.domain.errors import ConfigurationError, ToolsNotSupportedError
@@ -33,7 +36,8 @@ def calculator() -> InMemoryTool:
 def test_registered_with_its_defaults() -> None:
     registry = builtin_agents()
     assert registry.get("orchestrator") is OrchestratorAgent
-    agent = registry.create("orchestrator", ScriptedInference(), "m", tools=[calculator()])
+    parts = AgentParts(inference=ScriptedInference(), model="m", tools=(calculator(),))
+    agent = registry.create("orchestrator", parts)
     assert isinstance(agent, OrchestratorAgent)
     assert agent.accepts_tools
     assert agent.max_turns == 10
@@ -136,7 +140,9 @@ async def test_tools_not_supported_switches_to_structured_mode_for_the_run() -> 
         ]
     )
     tool = calculator()
-    agent = OrchestratorAgent(engine, "m", tools=[tool], persona_prompt="SOUL")
+    agent = OrchestratorAgent(
+        engine, "m", tools=[tool], prompts=PromptSettings(persona_prompt="SOUL")
+    )
     result = await agent.arun("3*3?")
     assert result.content == "9"
     assert result.metadata["mode"] == "structured"
@@ -162,7 +168,7 @@ async def test_structured_wrap_up_asks_for_a_final_step() -> None:
     step = '{"thought": "again", "tool": "calculator", "arguments": {"expression": "1"}}'
     engine = ScriptedInference([step, step, '{"thought": "out of steps", "final_answer": "1"}'])
     result = await OrchestratorAgent(
-        engine, "m", tools=[calculator()], mode="structured", max_turns=2
+        engine, "m", tools=[calculator()], mode="structured", budget=RunBudget(max_turns=2)
     ).arun("q")
     assert result.content == "1"
     assert result.stop_reason == "max_turns"
@@ -191,7 +197,9 @@ async def test_max_turns_keeps_the_last_content_when_the_wrap_up_is_empty() -> N
             Completion(content=""),
         ]
     )
-    result = await OrchestratorAgent(engine, "m", tools=[calculator()], max_turns=1).arun("q")
+    result = await OrchestratorAgent(
+        engine, "m", tools=[calculator()], budget=RunBudget(max_turns=1)
+    ).arun("q")
     assert result.content == "Still checking."
     assert result.metadata["max_turns_exceeded"] is True
 
@@ -216,7 +224,9 @@ async def test_a_forced_tool_choice_holds_for_the_first_turn_only() -> None:
 async def test_a_truncated_json_step_still_yields_readable_text() -> None:
     step = '{"thought": "again", "tool": "calculator", "arguments": {"expression": "1"}}'
     engine = ScriptedInference([step, '{"thought": "I think the answer is \\"one\\" and'])
-    agent = OrchestratorAgent(engine, "m", tools=[calculator()], mode="structured", max_turns=1)
+    agent = OrchestratorAgent(
+        engine, "m", tools=[calculator()], mode="structured", budget=RunBudget(max_turns=1)
+    )
     result = await agent.arun("q")
     assert result.content == 'I think the answer is "one" and'
     assert result.stop_reason == "max_turns"

@@ -20,8 +20,8 @@ import math
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from types import FrameType
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,6 +36,7 @@ from jarvis.domain.agents.react import NativeReActAgent, ReActProtocol
 from jarvis.domain.agents.react_parser import STRUCTURED_LABELS, find_labels, parse_reply
 from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.rlm import RlmProtocol
+from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.agents.structured import StructuredProtocol
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter
 from jarvis.domain.agents.url_prefetch import find_urls
@@ -261,11 +262,30 @@ def _agents(engine: ScriptedInference) -> list[BaseAgent]:
     # max_tokens high enough for the scripted engine to send the whole reply, as an engine
     # that ignores the limit would
     tool = InMemoryTool(SPEC, lambda arguments: "x")
-    limits: dict[str, Any] = {"max_tokens": 1_000_000, "max_seconds": 2}
+    sampling = SamplingSettings(max_tokens=1_000_000)
     return [
-        NativeReActAgent(engine, "m", tools=[tool], **limits),
-        NativeOpenHandsAgent(engine, "m", repl=InMemoryRepl(), **limits),
-        OrchestratorAgent(engine, "m", mode="structured", structured_output="text", **limits),
+        NativeReActAgent(
+            engine,
+            "m",
+            tools=[tool],
+            sampling=sampling,
+            budget=replace(NativeReActAgent.default_budget, max_seconds=2),
+        ),
+        NativeOpenHandsAgent(
+            engine,
+            "m",
+            repl=InMemoryRepl(),
+            sampling=sampling,
+            budget=replace(NativeOpenHandsAgent.default_budget, max_seconds=2),
+        ),
+        OrchestratorAgent(
+            engine,
+            "m",
+            mode="structured",
+            structured_output="text",
+            sampling=sampling,
+            budget=replace(OrchestratorAgent.default_budget, max_seconds=2),
+        ),
     ]
 
 

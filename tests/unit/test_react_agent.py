@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jarvis.application.registry import builtin_agents
+from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.react import NativeReActAgent
 from jarvis.domain.messages import Role
 from jarvis.domain.tools import ToolSpec
@@ -89,7 +90,9 @@ async def test_a_json_envelope_reply_does_not_end_the_run() -> None:
 
 async def test_unreadable_replies_are_fed_back_then_the_run_stops_with_parse_error() -> None:
     engine = ScriptedInference(["Thought: hmm, let me think"])
-    result = await NativeReActAgent(engine, "m", tools=[search()], max_parse_errors=3).arun("q")
+    result = await NativeReActAgent(
+        engine, "m", tools=[search()], budget=RunBudget(max_parse_errors=3)
+    ).arun("q")
     assert result.stop_reason == "parse_error"
     assert result.turns == 3
     assert "neither an 'Action:' line nor a 'Final Answer:' line" in str(
@@ -129,6 +132,8 @@ async def test_wrap_up_extracts_the_final_answer() -> None:
     engine = ScriptedInference(
         ['Action: Search\nAction Input: {"query": "x"}'] * 2 + ["Final Answer: best effort"]
     )
-    result = await NativeReActAgent(engine, "m", tools=[search()], max_turns=2).arun("q")
+    result = await NativeReActAgent(
+        engine, "m", tools=[search()], budget=RunBudget(max_turns=2)
+    ).arun("q")
     assert (result.content, result.stop_reason) == ("best effort", "max_turns")
     assert "Final Answer: <your answer>" in engine.requests[-1].messages[-1].content

@@ -75,6 +75,8 @@ def test_asking_simple_imports_no_other_agent() -> None:
     ).stdout.strip()
     assert set(out.split(",")) == {
         "jarvis.domain.agents.base",
+        "jarvis.domain.agents.options",
         "jarvis.domain.agents.reply_text",
+        "jarvis.domain.agents.settings",
         "jarvis.domain.agents.simple",
     }

@@ -10,13 +10,16 @@ import pytest
 
 from jarvis.domain.agent_contract import AgentContext, MemoryHit
 from jarvis.domain.agents.rlm import RecursiveLMAgent, RlmProtocol
+from jarvis.domain.agents.settings import SubModelSettings
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONValue
 from jarvis.domain.messages import Role
 from jarvis.domain.tools import ToolSpec
 from jarvis.domain.updates import RunFinished
 from jarvis.testing import InMemoryRepl, InMemoryTool, ScriptedInference
+from jarvis.testing.agents import build_agent
 
 SECRET = "the-needle-is-blue-42"
 
@@ -25,8 +28,17 @@ def code(body: str) -> str:
     return f"Let me work on it.\n```python\n{body}\n```"
 
 
-def rlm(engine: ScriptedInference, **options: object) -> RecursiveLMAgent:
-    return RecursiveLMAgent(engine, "root-model", repl=InMemoryRepl(), **options)  # type: ignore[arg-type]
+def rlm(
+    engine: ScriptedInference, *, system_prompt: str | None = None, **options: JSONValue
+) -> RecursiveLMAgent:
+    return build_agent(
+        RecursiveLMAgent,
+        engine,
+        "root-model",
+        repl=InMemoryRepl(),
+        system_prompt=system_prompt,
+        options=options,
+    )
 
 
 def with_context(text: str) -> AgentContext:
@@ -189,7 +201,10 @@ async def test_llm_batch_runs_its_sub_calls_concurrently_and_in_order() -> None:
         together=8,
     )
     agent = RecursiveLMAgent(
-        engine, "root-model", repl=InMemoryRepl(), sub_model="sub-model", sub_concurrency=8
+        engine,
+        "root-model",
+        repl=InMemoryRepl(),
+        sub_calls=SubModelSettings(model="sub-model", concurrency=8),
     )
     result = await agent.arun("q", with_context("x"))
     assert result.content == " | ".join(f"sub:part {i}" for i in range(8))
@@ -230,8 +245,8 @@ async def test_the_defaults_are_the_originals() -> None:
     agent = rlm(ScriptedInference())
     assert agent.max_turns == 10
     assert agent.max_tokens == 2048
-    assert agent.sub_temperature == 0.3
-    assert agent.sub_max_tokens == 1024
+    assert agent.sub_calls.temperature == 0.3
+    assert agent.sub_calls.max_tokens == 1024
     assert agent.max_output_chars == 10_000
     assert agent.accepts_tools
 

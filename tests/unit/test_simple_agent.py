@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.events import Event, EventBus, EventType
@@ -15,7 +16,9 @@ from jarvis.testing import ScriptedInference
 
 async def test_one_call_with_system_prompt_context_and_input() -> None:
     engine = ScriptedInference(["<think>hmm</think> Paris."])
-    agent = SimpleAgent(engine, "m", persona_prompt="## Agent Persona\n\nBe brief.")
+    agent = SimpleAgent(
+        engine, "m", prompts=PromptSettings(persona_prompt="## Agent Persona\n\nBe brief.")
+    )
     context = AgentContext(
         conversation=(
             Message.system("Remembered: the user likes maps."),
@@ -43,7 +46,11 @@ async def test_one_call_with_system_prompt_context_and_input() -> None:
 
 async def test_system_prompt_replaces_the_template_but_not_the_persona() -> None:
     engine = ScriptedInference(["ok"])
-    agent = SimpleAgent(engine, "m", system_prompt="Answer in French.", persona_prompt="SOUL")
+    agent = SimpleAgent(
+        engine,
+        "m",
+        prompts=PromptSettings(system_prompt="Answer in French.", persona_prompt="SOUL"),
+    )
     await agent.arun("hi")
     system = engine.requests[0].messages[0].content
     assert system == "Answer in French.\n\nSOUL"
@@ -68,10 +75,10 @@ async def test_events_are_published_around_the_turn_and_the_inference() -> None:
     bus.subscribe(seen.append)
     await SimpleAgent(ScriptedInference(["ok"]), "m", bus=bus).arun("hi")
     assert [e.type for e in seen] == [
-        EventType.AGENT_TURN_START,
+        EventType.AGENT_RUN_START,
         EventType.INFERENCE_START,
         EventType.INFERENCE_END,
-        EventType.AGENT_TURN_END,
+        EventType.AGENT_RUN_END,
     ]
 
 

@@ -8,7 +8,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
+from jarvis.domain.agents.settings import ToolExecution
 from jarvis.domain.completion import Completion
 from jarvis.domain.events import Event, EventBus, EventType, ToolCallEnded
 from jarvis.domain.json_types import JSONObject
@@ -313,7 +315,7 @@ async def test_a_turn_of_a_thousand_calls_through_the_agent(max_seconds: float |
         [Completion(content="", tool_calls=tuple(peak_calls(1_000))), "All done."]
     )
     agent = OrchestratorAgent(
-        engine, "m", tools=[InMemoryTool(spec, peak)], max_seconds=max_seconds
+        engine, "m", tools=[InMemoryTool(spec, peak)], budget=RunBudget(max_seconds=max_seconds)
     )
     result = await agent.arun("go")
     assert result.content == "All done."
@@ -332,8 +334,7 @@ async def test_the_agent_option_sets_the_limits() -> None:
         engine,
         "m",
         tools=[InMemoryTool(spec, peak)],
-        max_parallel_tools=2,
-        max_tool_calls_per_turn=10,
+        execution=ToolExecution(max_parallel_tools=2, max_tool_calls_per_turn=10),
     )
     await agent.arun("go")
     assert (peak.peak, peak.ran) == (2, 10)

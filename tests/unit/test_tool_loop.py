@@ -9,12 +9,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.loop_guard import LoopGuardConfig
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
+from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.agents.tool_loop import ToolUsingAgent
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import EngineProtocolError, EngineUnavailableError
-from jarvis.domain.events import AgentTurnEnded, Event, EventBus, EventType, LoopGuardTriggered
+from jarvis.domain.events import AgentRunEnded, Event, EventBus, EventType, LoopGuardTriggered
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Role, ToolCall
@@ -225,7 +227,9 @@ async def test_a_raising_tool_and_a_hanging_tool_become_failed_results() -> None
 
 async def test_turn_budget_ends_with_one_tool_less_call() -> None:
     engine = ScriptedInference([calc("a", "1+1"), calc("b", "2+2"), text("best guess: 4")])
-    result = await ToolUsingAgent(engine, "m", tools=[calculator()], max_turns=2).arun("q")
+    result = await ToolUsingAgent(
+        engine, "m", tools=[calculator()], budget=RunBudget(max_turns=2)
+    ).arun("q")
     assert result.stop_reason == "max_turns"
     assert result.metadata["max_turns_exceeded"] is True
     assert result.metadata["budget_exhausted"] == "turns"
@@ -248,9 +252,9 @@ async def test_token_budget() -> None:
             text("2"),
         ]
     )
-    result = await ToolUsingAgent(engine, "m", tools=[calculator()], max_total_tokens=1000).arun(
-        "q"
-    )
+    result = await ToolUsingAgent(
+        engine, "m", tools=[calculator()], budget=RunBudget(max_total_tokens=1000)
+    ).arun("q")
     assert result.metadata["budget_exhausted"] == "tokens"
     assert result.stop_reason == "max_turns"
     assert engine.requests[-1].tools == ()
@@ -265,7 +269,7 @@ async def test_time_budget_interrupts_a_slow_tool() -> None:
     tool = InMemoryTool(ToolSpec(name="slow", description="."), slow)
     engine = ScriptedInference([calls(("a", "slow", {})), text("partial answer")])
     started = time.perf_counter()
-    agent = ToolUsingAgent(engine, "m", tools=[tool], max_seconds=0.2)
+    agent = ToolUsingAgent(engine, "m", tools=[tool], budget=RunBudget(max_seconds=0.2))
     result = await asyncio.wait_for(agent.arun("q"), 60)
     assert time.perf_counter() - started < 30  # the run's limit, not the tool's own timeout
     assert result.metadata["budget_exhausted"] == "time"
@@ -293,7 +297,7 @@ class StallsAfterTheFirstReply(ScriptedInference):
 
 async def test_time_budget_interrupts_a_slow_engine() -> None:
     engine = StallsAfterTheFirstReply([calc("a", "1+1")])
-    agent = ToolUsingAgent(engine, "m", tools=[calculator()], max_seconds=0.45)
+    agent = ToolUsingAgent(engine, "m", tools=[calculator()], budget=RunBudget(max_seconds=0.45))
     result = await asyncio.wait_for(agent.arun("q"), 60)
     assert result.metadata["budget_exhausted"] == "time"
     assert result.stop_reason == "max_turns"
@@ -392,8 +396,7 @@ async def test_system_prompt_and_persona_never_erase_the_protocol_instructions()
         "m",
         tools=[calculator()],
         mode="structured",
-        system_prompt="Be terse.",
-        persona_prompt="SOUL: kind",
+        prompts=PromptSettings(system_prompt="Be terse.", persona_prompt="SOUL: kind"),
     )
     await agent.arun("q")
     system = engine.requests[0].messages[0].content
@@ -412,17 +415,17 @@ async def test_events_of_a_tool_run() -> None:
     engine = ScriptedInference([calc("a", "1+1"), text("2")])
     await ToolUsingAgent(engine, "m", tools=[calculator()], bus=bus).arun("q")
     assert [e.type for e in seen] == [
-        EventType.AGENT_TURN_START,
+        EventType.AGENT_RUN_START,
         EventType.INFERENCE_START,
         EventType.INFERENCE_END,
         EventType.TOOL_CALL_START,
         EventType.TOOL_CALL_END,
         EventType.INFERENCE_START,
         EventType.INFERENCE_END,
-        EventType.AGENT_TURN_END,
+        EventType.AGENT_RUN_END,
     ]
     end = seen[-1]
-    assert isinstance(end, AgentTurnEnded)
+    assert isinstance(end, AgentRunEnded)
     assert (end.turns, end.stop_reason) == (2, "final_answer")
 
 
@@ -478,7 +481,7 @@ async def test_engine_errors_propagate_typed_and_end_the_turn() -> None:
     with pytest.raises(EngineUnavailableError):
         await ToolUsingAgent(engine, "m", tools=[calculator()], bus=bus).arun("q")
     end = seen[-1]
-    assert isinstance(end, AgentTurnEnded)
+    assert isinstance(end, AgentRunEnded)
     assert end.stop_reason == "error"
 
 
@@ -510,7 +513,7 @@ async def test_cancellation_stops_the_tools_and_is_re_raised() -> None:
     await asyncio.sleep(0)
     assert cancelled.is_set()
     end = seen[-1]
-    assert isinstance(end, AgentTurnEnded)
+    assert isinstance(end, AgentRunEnded)
     assert end.stop_reason == "cancelled"
 
 
@@ -526,20 +529,22 @@ async def test_closing_a_stream_early_counts_as_cancelled() -> None:
     assert isinstance(first, ToolCallsRequested)
     await stream.aclose()  # type: ignore[attr-defined]
     end = seen[-1]
-    assert isinstance(end, AgentTurnEnded)
+    assert isinstance(end, AgentRunEnded)
     assert end.stop_reason == "cancelled"
 
 
 def test_budget_values_are_checked() -> None:
     with pytest.raises(ValueError, match="max_turns"):
-        ToolUsingAgent(ScriptedInference(), "m", max_turns=0)
+        ToolUsingAgent(ScriptedInference(), "m", budget=RunBudget(max_turns=0))
     with pytest.raises(ValueError, match="max_seconds"):
-        ToolUsingAgent(ScriptedInference(), "m", max_seconds=0)
+        ToolUsingAgent(ScriptedInference(), "m", budget=RunBudget(max_seconds=0))
 
 
 async def test_the_metadata_of_a_bounded_run_is_json_serialisable() -> None:
     engine = ScriptedInference([calc("x", "1+1")])
-    result = await ToolUsingAgent(engine, "m", tools=[calculator()], max_turns=3).arun("q")
+    result = await ToolUsingAgent(
+        engine, "m", tools=[calculator()], budget=RunBudget(max_turns=3)
+    ).arun("q")
     json.dumps(result.metadata)
 
 
@@ -559,8 +564,8 @@ async def test_a_stream_cut_is_an_error_the_loop_never_replays(before: list[Stre
     engine = Cut()
     ended: list[Event] = []
     bus = EventBus()
-    bus.subscribe(ended.append, EventType.AGENT_TURN_END)
+    bus.subscribe(ended.append, EventType.AGENT_RUN_END)
     with pytest.raises(EngineProtocolError):
         await collect(ToolUsingAgent(engine, "m", bus=bus))
     assert len(engine.requests) == 1
-    assert [e.stop_reason for e in ended if isinstance(e, AgentTurnEnded)] == ["error"]
+    assert [e.stop_reason for e in ended if isinstance(e, AgentRunEnded)] == ["error"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
 
 from jarvis.application.registry import AgentRegistry
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.agents.options import AgentParts
+from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
@@ -208,7 +210,7 @@ class AskService:
         key = self.registry.resolve(command.agent or self.default_agent)
         agent_cls = self.registry.get(key)
         return Sampling(
-            temperature=agent_cls.default_temperature,
+            temperature=agent_cls.default_sampling.temperature,
             source="agent",
             why=f"the default of the {key} agent",
         )
@@ -234,43 +236,34 @@ class AskService:
                 hint="Use a tool-using agent such as --agent orchestrator, or drop --tools.",
             )
         model = await self.resolve_model(command.model)
-        kwargs: dict[str, Any] = dict(command.agent_options)
-        kwargs.update(
-            bus=self.bus,
-            temperature=self.sampling(command).temperature,
-            max_tokens=command.max_tokens,
-            system_prompt=command.system_prompt,
-        )
-        if self.persona is not None:
-            kwargs["persona_prompt"] = self.persona(command.persona)
+        tools: list[ToolPort] = []
         if agent_cls.accepts_tools:
             names = command.tools or self.default_tools
             if names and self.tools is None:
                 raise ConfigurationError("No tool catalogue is configured.")
-            built = (
-                self.tools.build(names, inference=self.inference, model=model)
-                if self.tools is not None and names
-                else []
-            )
-            kwargs["tools"] = built
-        if self.default_max_turns is not None and "max_turns" not in command.agent_options:
-            # the agents that run the one tool loop (imported here: the everyday `simple`
-            # agent never needs it)
-            from jarvis.domain.agents.tool_loop import ToolUsingAgent
-
-            if issubclass(agent_cls, ToolUsingAgent):
-                kwargs["max_turns"] = self.default_max_turns
-        if agent_cls.uses_repl and self.repl is not None:
-            kwargs["repl"] = self.repl
-        try:
-            agent = self.registry.create(key, self.inference, model, **kwargs)
-        except (TypeError, ValueError) as exc:
-            if not command.agent_options:
-                raise
-            raise ConfigurationError(
-                f"Agent '{key}' cannot be built with these options: {exc}",
-                hint="Options given: " + ", ".join(sorted(command.agent_options)),
-            ) from exc
+            if self.tools is not None and names:
+                tools = self.tools.build(names, inference=self.inference, model=model)
+        default = agent_cls.default_sampling
+        parts = AgentParts(
+            inference=self.inference,
+            model=model,
+            bus=self.bus,
+            sampling=replace(
+                default,
+                temperature=self.sampling(command).temperature,
+                max_tokens=default.max_tokens if command.max_tokens is None else command.max_tokens,
+            ),
+            prompts=PromptSettings(
+                system_prompt=command.system_prompt,
+                persona_prompt=self.persona(command.persona) if self.persona is not None else "",
+            ),
+            tools=tuple(tools),
+            repl=self.repl if agent_cls.uses_repl else None,
+        )
+        defaults: JSONObject = {}
+        if self.default_max_turns is not None:
+            defaults["max_turns"] = self.default_max_turns  # for the agents that take it
+        agent = self.registry.create(key, parts, command.agent_options, defaults=defaults)
         return agent, model
 
     async def ask(self, command: AskQuestion) -> Answer:

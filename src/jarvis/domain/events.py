@@ -21,8 +21,8 @@ from jarvis.domain.messages import ToolCall
 
 
 class EventType(StrEnum):
-    AGENT_TURN_START = "agent_turn_start"
-    AGENT_TURN_END = "agent_turn_end"
+    AGENT_RUN_START = "agent_run_start"
+    AGENT_RUN_END = "agent_run_end"
     TOOL_CALL_START = "tool_call_start"
     TOOL_CALL_END = "tool_call_end"
     INFERENCE_START = "inference_start"
@@ -31,20 +31,20 @@ class EventType(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentTurnStarted:
+class AgentRunStarted:
     agent: str
     input: str
     at: float = field(default_factory=monotonic)
-    type: EventType = EventType.AGENT_TURN_START
+    type: EventType = EventType.AGENT_RUN_START
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentTurnEnded:
+class AgentRunEnded:
     agent: str
     turns: int
     stop_reason: str
     at: float = field(default_factory=monotonic)
-    type: EventType = EventType.AGENT_TURN_END
+    type: EventType = EventType.AGENT_RUN_END
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,8 +109,8 @@ class LoopGuardTriggered:
 
 
 Event: TypeAlias = (
-    AgentTurnStarted
-    | AgentTurnEnded
+    AgentRunStarted
+    | AgentRunEnded
     | ToolCallStarted
     | ToolCallEnded
     | InferenceStarted

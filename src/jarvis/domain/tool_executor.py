@@ -9,7 +9,9 @@ wrong (``unknown_tool``, ``invalid_json``, ``invalid_arguments``, ``timeout``,
 
 A model also chooses how many calls one turn makes, so that is bounded too: at most
 ``max_parallel_tools`` of them run at once (the rest wait their turn), and the calls beyond
-``max_tool_calls_per_turn`` are refused unrun, with a message the model reads.
+``max_tool_calls_per_turn`` are refused unrun, with a message the model reads. A turn may
+also have a deadline (the run's time limit): calls still running when it passes are
+cancelled and reported as stopped (``run_time_limit``).
 """
 
 from __future__ import annotations
@@ -104,6 +106,20 @@ class ToolExecutor:
         self._max_output_chars = max_output_chars
         self._running: set[asyncio.Task[ToolResult]] = set()
 
+    def with_tools(self, tools: Sequence[ToolPort]) -> ToolExecutor:
+        """An executor with the same limits and these ``tools`` besides this one's (e.g. a
+        run's own REPL cell). Abandoned tool tasks stay referenced by this executor."""
+        executor = ToolExecutor(
+            [tool for tool, _spec in self._by_name.values()] + list(tools),
+            bus=self._bus,
+            agent=self._agent,
+            max_output_chars=self._max_output_chars,
+            max_parallel_tools=self._max_parallel_tools,
+            max_tool_calls_per_turn=self._max_tool_calls_per_turn,
+        )
+        executor._running = self._running
+        return executor
+
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
         return self._specs
@@ -125,14 +141,45 @@ class ToolExecutor:
     def max_tool_calls_per_turn(self) -> int:
         return self._max_tool_calls_per_turn
 
-    async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    async def execute_all(
+        self, calls: Sequence[ToolCall], *, deadline: float | None = None
+    ) -> list[ToolResult]:
         """Run the calls of one turn concurrently, within the limits (see :meth:`bounded`);
-        the results come back in call order."""
+        the results come back in call order. With a ``deadline`` (event-loop time), calls
+        still running when it passes are cancelled and reported as failed."""
+        if deadline is not None:
+            return await self._execute_until(calls, deadline)
         if len(calls) == 1:
             return [await self.execute(calls[0])]
         if not calls:
             return []
         return list(await asyncio.gather(*self.bounded(calls)))
+
+    async def _execute_until(self, calls: Sequence[ToolCall], deadline: float) -> list[ToolResult]:
+        loop = asyncio.get_running_loop()
+        tasks = [asyncio.ensure_future(step) for step in self.bounded(calls)]
+        try:
+            done, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            raise
+        for task in pending:
+            task.cancel()
+        return [
+            task.result() if task in done else self._stopped(call)
+            for call, task in zip(calls, tasks, strict=True)
+        ]
+
+    @staticmethod
+    def _stopped(call: ToolCall) -> ToolResult:
+        return ToolResult(
+            tool_name=call.name,
+            content=f"Tool '{call.name}' was stopped: the run's time limit was reached.",
+            success=False,
+            call_id=call.id,
+            metadata={"error": "run_time_limit"},
+        )
 
     def bounded(self, calls: Sequence[ToolCall]) -> list[Coroutine[None, None, ToolResult]]:
         """One coroutine per call of one turn, in call order, for the caller to run

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from typing import ClassVar
+from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar, Self
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
+from jarvis.domain.agents.options import AgentOptions, AgentParts
+from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.events import (
-    AgentTurnEnded,
-    AgentTurnStarted,
+    AgentRunEnded,
+    AgentRunStarted,
     EventBus,
     InferenceEnded,
     InferenceStarted,
 )
 from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.updates import RunFinished, RunUpdate
@@ -36,38 +37,53 @@ class BaseAgent(ABC):
 
     The core is async (``arun``/``astream``) so that parallel tool calls, sub-model
     batches and many concurrent streams are cheap; ``run`` is the synchronous facade.
+    Nothing of a run is kept on the agent: one instance serves any number of concurrent
+    runs.
 
-    ``system_prompt`` replaces the agent's own template; ``persona_prompt`` (the SOUL /
-    MEMORY / USER sections) is always appended after it and can never erase it.
+    Settings come whole, as value objects: ``sampling`` (default: the class's
+    :attr:`default_sampling`) and ``prompts`` (see :class:`PromptSettings`).
     """
 
     agent_id: ClassVar[str] = "base"
     accepts_tools: ClassVar[bool] = False
     uses_repl: ClassVar[bool] = False
     """True for agents that run code: they take a REPL factory as ``repl=``."""
-    default_temperature: ClassVar[float] = 0.7
-    default_max_tokens: ClassVar[int] = 1024
+    default_sampling: ClassVar[SamplingSettings] = SamplingSettings()
 
     def __init__(
         self,
         inference: InferencePort,
         model: str,
         *,
+        sampling: SamplingSettings | None = None,
+        prompts: PromptSettings | None = None,
         bus: EventBus | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system_prompt: str | None = None,
-        persona_prompt: str = "",
-        options: JSONObject | None = None,
     ) -> None:
         self.inference = inference
         self.model = model
         self.bus = bus
-        self.temperature = self.default_temperature if temperature is None else temperature
-        self.max_tokens = self.default_max_tokens if max_tokens is None else max_tokens
-        self.system_prompt = system_prompt
-        self.persona_prompt = persona_prompt
-        self.options: JSONObject = dict(options or {})
+        self.sampling = self.default_sampling if sampling is None else sampling
+        self.prompts = PromptSettings() if prompts is None else prompts
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        """The agent built from ``parts`` and the named ``options`` it reads (this one reads
+        none); see :mod:`jarvis.domain.agents.options`."""
+        return cls(
+            parts.inference,
+            parts.model,
+            sampling=parts.sampling,
+            prompts=parts.prompts,
+            bus=parts.bus,
+        )
+
+    @property
+    def temperature(self) -> float:
+        return self.sampling.temperature
+
+    @property
+    def max_tokens(self) -> int:
+        return self.sampling.max_tokens
 
     # -- the contract ---------------------------------------------------------------------
 
@@ -96,8 +112,9 @@ class BaseAgent(ABC):
         return DEFAULT_SYSTEM_PROMPT
 
     def effective_system_prompt(self) -> str:
-        base = self.system_prompt if self.system_prompt is not None else self.template()
-        parts = [p for p in (base.strip(), self.persona_prompt.strip()) if p]
+        prompts = self.prompts
+        base = prompts.system_prompt if prompts.system_prompt is not None else self.template()
+        parts = [p for p in (base.strip(), prompts.persona_prompt.strip()) if p]
         return "\n\n".join(parts)
 
     def build_messages(self, input: str, context: AgentContext | None) -> list[Message]:
@@ -118,20 +135,16 @@ class BaseAgent(ABC):
         messages.append(Message.user(input))
         return messages
 
-    def request(self, messages: list[Message], **overrides: object) -> InferenceRequest:
+    def request(self, messages: Sequence[Message]) -> InferenceRequest:
         """An inference request with this agent's model and sampling settings."""
-        request = InferenceRequest(
+        sampling = self.sampling
+        return InferenceRequest(
             messages=tuple(messages),
             model=self.model,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            options=self.options,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            options=sampling.engine_options,
         )
-        if overrides:
-            from dataclasses import replace
-
-            request = replace(request, **overrides)  # type: ignore[arg-type]
-        return request
 
     async def generate(self, request: InferenceRequest) -> Completion:
         """One inference, with INFERENCE_START/END published when someone listens."""
@@ -176,14 +189,14 @@ class BaseAgent(ABC):
                 )
             yield chunk
 
-    def turn_started(self, input: str) -> None:
+    def run_started(self, input: str) -> None:
         if self.bus is not None and self.bus.has_subscribers:
-            self.bus.publish(AgentTurnStarted(agent=self.agent_id, input=input))
+            self.bus.publish(AgentRunStarted(agent=self.agent_id, input=input))
 
-    def turn_ended(self, result: AgentResult) -> None:
+    def run_ended(self, result: AgentResult) -> None:
         if self.bus is not None and self.bus.has_subscribers:
             self.bus.publish(
-                AgentTurnEnded(
+                AgentRunEnded(
                     agent=self.agent_id, turns=result.turns, stop_reason=result.stop_reason
                 )
             )

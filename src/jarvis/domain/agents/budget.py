@@ -18,11 +18,13 @@ consecutive turns."""
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunBudget:
     """Limits of one run. ``max_turns`` counts tool-enabled inferences; the final tool-less
-    call comes on top. ``None`` means no limit."""
+    call comes on top. ``None`` means no limit. ``max_parse_errors`` unreadable replies in a
+    row end the run at once, with stop reason ``parse_error``."""
 
     max_turns: int = 10
     max_seconds: float | None = None
     max_total_tokens: int | None = None
+    max_parse_errors: int = 3
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -31,6 +33,8 @@ class RunBudget:
             raise ValueError("max_seconds must be positive")
         if self.max_total_tokens is not None and self.max_total_tokens <= 0:
             raise ValueError("max_total_tokens must be positive")
+        if self.max_parse_errors < 1:
+            raise ValueError("max_parse_errors must be at least 1")
 
     def exhausted(
         self, *, turns: int, tokens: int, now: float, deadline: float | None

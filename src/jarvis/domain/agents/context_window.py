@@ -11,17 +11,68 @@ without a tokenizer). When the estimate is over budget, in this order, until it 
 
 The system prompt is never touched. Messages are never removed, only shortened, so roles
 keep alternating and tool-call answers keep their calls.
+
+The agent loop consults a :class:`ContextWindow` (the policy, a setting of the agent) through
+the :class:`WindowFit` it opens for each run (the run's own, shrinking budget).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.messages import Message, Role
 
 OMITTED = "[Earlier output removed to fit the context window.]"
 CUT = "\n[... {count} characters cut to fit the context window ...]\n"
+MIN_PROMPT_TOKENS = 256
+"""A request is never shrunk below this estimate: smaller, it would say nothing useful."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextWindow:
+    """How a run keeps its requests inside the model's context window.
+
+    With ``max_prompt_tokens`` set, every request is fitted to it (see the module
+    docstring); ``None`` sends the conversation as it is. When the engine reports a prompt
+    as too long, the request is refitted to half its size and sent again, at most
+    ``overflow_retries`` times per inference (0: the error propagates), and the smaller
+    budget holds for the rest of the run.
+    """
+
+    max_prompt_tokens: int | None = None
+    overflow_retries: int = 0
+
+    def for_run(self, *, task_index: int) -> WindowFit:
+        """The fit of one run whose task is the message at ``task_index``."""
+        return WindowFit(self.max_prompt_tokens, task_index)
+
+
+class WindowFit:
+    """The context-window budget of one run (never shared between runs)."""
+
+    __slots__ = ("_budget", "_task_index")
+
+    def __init__(self, budget: int | None, task_index: int) -> None:
+        self._budget = budget
+        self._task_index = task_index
+
+    def fit(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The messages to send, shortened to the run's budget."""
+        if self._budget is None:
+            return tuple(messages)
+        return fit_messages(messages, max_tokens=self._budget, task_index=self._task_index)
+
+    def shrink(self, request: InferenceRequest) -> InferenceRequest | None:
+        """``request`` refitted to half its estimated size (the budget stays there for the
+        rest of the run), or ``None`` when it is already as small as it can usefully be."""
+        size = estimate_tokens(request.messages)
+        budget = min(size, self._budget or size) // 2
+        if budget < MIN_PROMPT_TOKENS:
+            return None
+        self._budget = budget
+        return replace(request, messages=self.fit(request.messages))
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:

@@ -13,9 +13,10 @@ How a reply is read (the rule, in this order; ``<think>`` blocks are stripped fi
    back as ``Observation:``.
 4. Otherwise the whole reply is the final answer.
 
-Before the first turn, the URLs of the request (up to three) are fetched through the
-``web_search`` tool when the run has it (its private-address checks apply to every
-redirect) and appended to the request; the conversation, persona and tools stay.
+Before the first turn, the URLs of the request (up to three) are fetched through the run's
+search tool (the first of category ``search`` that takes a ``query``: a query that is one
+URL fetches that page, with the tool's own address checks) and appended to the request;
+the conversation, persona and tools stay.
 
 The conversation is kept inside ``max_prompt_tokens`` (see
 :class:`~jarvis.domain.agents.repl_agent.ReplUsingAgent`).
@@ -25,16 +26,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Unpack
+from dataclasses import dataclass, replace
+from typing import ClassVar, Self, Unpack
 
 from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.code_blocks import (
     PYTHON_LANGUAGES,
     first_block,
     mask_blocks,
-    without_blocks,
 )
+from jarvis.domain.agents.context_window import ContextWindow
+from jarvis.domain.agents.options import AgentOptions, AgentParts
 from jarvis.domain.agents.protocol import (
+    CodeRunningProtocol,
     Decision,
     FinalAnswer,
     ParseFailure,
@@ -52,6 +57,7 @@ from jarvis.domain.agents.react_parser import (
 )
 from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
 from jarvis.domain.agents.reply_text import strip_think
+from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.agents.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
 from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
 from jarvis.domain.completion import Completion
@@ -65,7 +71,8 @@ OPENHANDS_TEMPLATE = (
     "You are Jarvis, an agent that completes tasks by writing and running Python code and "
     "by using tools. Work step by step; check results before you answer."
 )
-WEB_TOOLS = ("web_search", "web_fetch")
+SEARCH_CATEGORY = "search"
+"""The category of the tools that fetch a page when their ``query`` is one URL."""
 
 _CODE_SECTION = """To run Python code, write ONE ```python block and stop. It runs in a
 persistent interpreter: variables, functions and imports persist between blocks. Only the
@@ -94,8 +101,23 @@ _ACTION = """- Use a tool: write
   Action Input: <one JSON object with the tool's arguments>
   and stop; the result comes back as "Observation:"."""
 
-_RULES = """Rules: for a web page, call web_search with the FULL URL; for arithmetic, use the
-calculator (or Python); to read a file, use file_read when it is available."""
+_RULES_BY_CATEGORY = {
+    SEARCH_CATEGORY: "for a web page, call {name} with the FULL URL",
+    "math": "for arithmetic, use {name} (or Python)",
+    "filesystem": "to read a file, use {name}",
+}
+"""What the model is told to use a tool of each category for (its first tool of that
+category is named)."""
+
+
+def _rules(specs: Sequence[ToolSpec]) -> str:
+    """One rule per category the run's tools cover, naming the tool, or ``""``."""
+    rules: dict[str, str] = {}
+    for spec in specs:
+        rule = _RULES_BY_CATEGORY.get(spec.category)
+        if rule is not None and spec.category not in rules:
+            rules[spec.category] = rule.format(name=spec.name)
+    return "Rules: " + "; ".join(rules.values()) + "." if rules else ""
 
 
 def _example(spec: ToolSpec) -> str:
@@ -117,7 +139,7 @@ def describe_tools_for_codeact(specs: Sequence[ToolSpec]) -> str:
     return "\n\n".join(f"{describe_tool(s)}\n{_example(s)}" for s in specs)
 
 
-class CodeActProtocol(LabelledTextProtocol):
+class CodeActProtocol(CodeRunningProtocol, LabelledTextProtocol):
     """The CodeAct conversation format; see the module docstring for how replies are read.
 
     ``code_tool`` is the name of the internal code-running tool, or ``None`` when the run
@@ -146,7 +168,9 @@ class CodeActProtocol(LabelledTextProtocol):
         sections = ["## How to act", _FORMAT.format(options="\n".join(options))]
         if self.tool_specs:
             names = ", ".join(s.name for s in self.tool_specs)
-            sections.append(_RULES)
+            rules = _rules(self.tool_specs)
+            if rules:
+                sections.append(rules)
             sections.append(
                 f"## Tools\n\nAvailable tools: {names}\n\n"
                 + describe_tools_for_codeact(self.tool_specs)
@@ -212,25 +236,32 @@ class CodeActProtocol(LabelledTextProtocol):
         base = ToolProtocol.final_request(self, budget).content
         return Message.user(f"{base} Do not run code. Reply with 'Final Answer: <your answer>'.")
 
-    def final_answer(self, completion: Completion) -> str:
-        decision = self.interpret(completion, turn=0)
-        if isinstance(decision, FinalAnswer):
-            return decision.content
-        return without_blocks(strip_think(completion.content))
-
     def text_filter(self) -> TextFilter:
         return LabelledAnswerFilter(self.labels)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UrlPrefetch:
+    """Reading the pages of a request before the first turn: at most ``max_urls`` of its
+    URLs, each page cut to ``max_chars`` characters."""
+
+    enabled: bool = True
+    max_urls: int = 3
+    max_chars: int = 4000
+
+
 class NativeOpenHandsAgent(ReplUsingAgent):
-    """CodeAct. Extra options: ``prefetch_urls`` (True), ``max_prefetch_urls`` (3),
-    ``prefetch_max_chars`` (4000 characters of each fetched page); ``max_prompt_tokens``
-    defaults to 3000."""
+    """CodeAct. Its own setting: ``prefetch`` (:class:`UrlPrefetch`; options
+    ``prefetch_urls``, ``max_prefetch_urls``, ``prefetch_max_chars``);
+    ``max_prompt_tokens`` defaults to 3000."""
 
     agent_id: ClassVar[str] = "native_openhands"
-    default_max_turns: ClassVar[int] = 3
-    default_max_tokens: ClassVar[int] = 2048
-    default_max_prompt_tokens: ClassVar[int | None] = 3000
+    default_budget: ClassVar[RunBudget] = RunBudget(max_turns=3)
+    default_sampling: ClassVar[SamplingSettings] = SamplingSettings(max_tokens=2048)
+    default_context_window: ClassVar[ContextWindow] = replace(
+        ReplUsingAgent.default_context_window, max_prompt_tokens=3000
+    )
+    default_prefetch: ClassVar[UrlPrefetch] = UrlPrefetch()
     repl_tool_name: ClassVar[str] = "python"
 
     def __init__(
@@ -238,15 +269,26 @@ class NativeOpenHandsAgent(ReplUsingAgent):
         inference: InferencePort,
         model: str,
         *,
-        prefetch_urls: bool = True,
-        max_prefetch_urls: int = 3,
-        prefetch_max_chars: int = 4000,
+        prefetch: UrlPrefetch | None = None,
         **options: Unpack[ReplAgentOptions],
     ) -> None:
         super().__init__(inference, model, **options)
-        self.prefetch_urls = prefetch_urls
-        self.max_prefetch_urls = max_prefetch_urls
-        self.prefetch_max_chars = prefetch_max_chars
+        self.prefetch = self.default_prefetch if prefetch is None else prefetch
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        default = cls.default_prefetch
+        prefetch = UrlPrefetch(
+            enabled=options.flag("prefetch_urls", default.enabled),
+            max_urls=options.integer("max_prefetch_urls", default.max_urls),
+            max_chars=options.integer("prefetch_max_chars", default.max_chars),
+        )
+        return cls(
+            parts.inference,
+            parts.model,
+            prefetch=prefetch,
+            **cls.repl_agent_options(parts, options),
+        )
 
     def template(self) -> str:
         return OPENHANDS_TEMPLATE
@@ -259,28 +301,32 @@ class NativeOpenHandsAgent(ReplUsingAgent):
 
     # -- before the first turn ------------------------------------------------------------
 
-    def _web_tool(self) -> ToolPort | None:
+    def _search_tool(self) -> ToolPort | None:
         for tool in self.user_tools:
-            if tool.spec.name.lower() in WEB_TOOLS:
+            spec = tool.spec
+            properties = spec.parameters.get("properties")
+            takes_query = isinstance(properties, Mapping) and "query" in properties
+            if spec.category == SEARCH_CATEGORY and takes_query:
                 return tool
         return None
 
     async def prepare_input(
         self, input: str, context: AgentContext | None
     ) -> tuple[str, list[ToolResult]]:
-        if not self.prefetch_urls:
+        prefetch = self.prefetch
+        if not prefetch.enabled:
             return input, []
-        urls = find_urls(input, limit=self.max_prefetch_urls)
-        web = self._web_tool()
-        if not urls or web is None:
+        urls = find_urls(input, limit=prefetch.max_urls)
+        search = self._search_tool()
+        if not urls or search is None:
             return input, []
         calls = [
-            ToolCall(id=f"prefetch_{n}", name=web.spec.name, arguments={"query": url})
+            ToolCall(id=f"prefetch_{n}", name=search.spec.name, arguments={"query": url})
             for n, url in enumerate(urls, start=1)
         ]
         results = await self.tool_runner.execute_all(calls)
         pages = [
-            (url, truncate_text(result.content, self.prefetch_max_chars), result.success)
+            (url, truncate_text(result.content, prefetch.max_chars), result.success)
             for url, result in zip(urls, results, strict=True)
         ]
         return inline_pages(input, pages), results

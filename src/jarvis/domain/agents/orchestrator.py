@@ -15,21 +15,22 @@ dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal, Self, Unpack
 
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
+from jarvis.domain.agents.options import AgentOptions, AgentParts
 from jarvis.domain.agents.protocol import ToolProtocol
 from jarvis.domain.agents.structured import StructuredOutput, StructuredProtocol
-from jarvis.domain.agents.tool_loop import ToolUsingAgent
+from jarvis.domain.agents.tool_loop import ToolAgentOptions, ToolUsingAgent
 from jarvis.domain.completion import ToolChoice
 from jarvis.domain.errors import ConfigurationError, InferenceError, ToolsNotSupportedError
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.tools import ToolSpec
 
 OrchestratorMode = Literal["function_calling", "structured"]
-_MODES = ("function_calling", "structured")
-_OUTPUTS = ("json_schema", "text")
-_TOOL_CHOICES = ("auto", "required", "none")
+_MODES: tuple[OrchestratorMode, ...] = ("function_calling", "structured")
+_OUTPUTS: tuple[StructuredOutput, ...] = ("json_schema", "text")
+_TOOL_CHOICES: tuple[ToolChoice, ...] = ("auto", "required", "none")
 
 
 class OrchestratorAgent(ToolUsingAgent):
@@ -45,7 +46,7 @@ class OrchestratorAgent(ToolUsingAgent):
         mode: OrchestratorMode = "function_calling",
         structured_output: StructuredOutput = "json_schema",
         tool_choice: ToolChoice = "auto",
-        **kwargs: Any,
+        **options: Unpack[ToolAgentOptions],
     ) -> None:
         if mode not in _MODES:
             raise ConfigurationError(
@@ -64,7 +65,20 @@ class OrchestratorAgent(ToolUsingAgent):
         self.tool_choice: ToolChoice = tool_choice
         self.mode: OrchestratorMode = mode
         self.structured_output: StructuredOutput = structured_output
-        super().__init__(inference, model, **kwargs)
+        super().__init__(inference, model, **options)
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        return cls(
+            parts.inference,
+            parts.model,
+            mode=options.choice("mode", _MODES, "function_calling", what="mode"),
+            structured_output=options.choice(
+                "structured_output", _OUTPUTS, "json_schema", what="structured output"
+            ),
+            tool_choice=options.choice("tool_choice", _TOOL_CHOICES, "auto", what="tool choice"),
+            **cls.tool_agent_options(parts, options),
+        )
 
     def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
         if self.mode == "structured":

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeAlias
 
+from jarvis.domain.agents.code_blocks import without_blocks
 from jarvis.domain.agents.reply_text import THINK_CLOSE, THINK_OPEN
 from jarvis.domain.agents.reply_text import strip_think as _strip_think
 from jarvis.domain.completion import Completion, ResponseFormat, ToolChoice
@@ -214,3 +215,17 @@ class ToolProtocol(ABC):
     def text_filter(self) -> TextFilter:
         """A fresh filter for one streamed turn."""
         return ThinkFilter()
+
+
+class CodeRunningProtocol(ToolProtocol):
+    """A protocol whose replies may hold code that the loop runs (CodeAct, the RLM).
+
+    The wrap-up runs nothing: its answer is the reply read as usual when that is final,
+    otherwise the reply's text with its code blocks removed.
+    """
+
+    def final_answer(self, completion: Completion) -> str:
+        decision = self.interpret(completion, turn=0)
+        if isinstance(decision, FinalAnswer):
+            return decision.content
+        return without_blocks(_strip_think(completion.content))

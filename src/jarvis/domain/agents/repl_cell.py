@@ -1,6 +1,6 @@
 """The internal tool through which CodeAct and the RLM run code: one persistent REPL session
 per run, started on first use (a run that never writes code never starts an interpreter)
-and closed when the run ends."""
+and closed when the run ends. Each run has a cell of its own."""
 
 from __future__ import annotations
 
@@ -20,8 +20,24 @@ CODE_PARAMETERS: JSONObject = {
 }
 
 
+def repl_cell_spec(*, name: str, description: str, limits: ReplLimits | None) -> ToolSpec:
+    """The spec of a REPL cell tool: its timeout leaves the REPL's own limits room to act
+    (a cell's code may wait on several sub-model calls)."""
+    timeout = (limits.timeout_seconds if limits is not None else 30.0) * 4 + 600
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters=CODE_PARAMETERS,
+        category="code",
+        timeout_seconds=timeout,
+    )
+
+
 class ReplCellTool:
-    """Runs one cell of code in the run's REPL session.
+    """Runs one cell of code in the REPL session of one run.
+
+    Made for one run, with that run's callbacks and the variables its session starts
+    with; the session starts on the first cell and :meth:`aclose` closes it.
 
     The result's content is the observation the model reads (output, value, error; cut to
     ``max_output_chars``); ``success`` is false when the code failed; ``metadata`` carries
@@ -33,24 +49,18 @@ class ReplCellTool:
         self,
         *,
         repl: ReplPort,
-        name: str,
-        description: str,
+        spec: ToolSpec,
         limits: ReplLimits | None = None,
         max_output_chars: int = 10_000,
+        callbacks: ReplCallbacks | None = None,
+        variables: Mapping[str, str] | None = None,
     ) -> None:
         self.repl = repl
         self.limits = limits
         self.max_output_chars = max_output_chars
-        timeout = (limits.timeout_seconds if limits is not None else 30.0) * 4 + 600
-        self._spec = ToolSpec(
-            name=name,
-            description=description,
-            parameters=CODE_PARAMETERS,
-            category="code",
-            timeout_seconds=timeout,
-        )
-        self._callbacks: ReplCallbacks | None = None
-        self._variables: dict[str, str] = {}
+        self._spec = spec
+        self._callbacks = callbacks
+        self._variables = dict(variables or {})
         self._session: ReplSession | None = None
         self.executions = 0
 
@@ -58,16 +68,7 @@ class ReplCellTool:
     def spec(self) -> ToolSpec:
         return self._spec
 
-    def begin(
-        self, *, callbacks: ReplCallbacks | None, variables: Mapping[str, str] | None = None
-    ) -> None:
-        """Prepare a run: its callbacks and the variables its session starts with."""
-        self._callbacks = callbacks
-        self._variables = dict(variables or {})
-        self._session = None
-        self.executions = 0
-
-    async def end(self) -> None:
+    async def aclose(self) -> None:
         """Close the run's session, if one was started."""
         session, self._session = self._session, None
         self._callbacks = None

@@ -24,8 +24,10 @@ from collections.abc import Sequence
 from typing import ClassVar, Unpack
 
 from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.agents.code_blocks import PYTHON_LANGUAGES, first_block, without_blocks
+from jarvis.domain.agents.budget import RunBudget
+from jarvis.domain.agents.code_blocks import PYTHON_LANGUAGES, first_block
 from jarvis.domain.agents.protocol import (
+    CodeRunningProtocol,
     Decision,
     FinalAnswer,
     RequestShape,
@@ -36,6 +38,7 @@ from jarvis.domain.agents.protocol import (
 )
 from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
 from jarvis.domain.agents.reply_text import strip_think
+from jarvis.domain.agents.settings import SamplingSettings, ToolExecution
 from jarvis.domain.completion import Completion
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject
@@ -72,7 +75,7 @@ _TOOLS = """
 - `tool_call("tool_name", argument=value)` -> str: run a tool ({names})."""
 
 
-class RlmProtocol(ToolProtocol):
+class RlmProtocol(CodeRunningProtocol):
     """The RLM conversation format (see the module docstring)."""
 
     name = "rlm"
@@ -122,12 +125,6 @@ class RlmProtocol(ToolProtocol):
         base = super().final_request(budget).content
         return Message.user(f"{base} Do not write code: reply with the answer as plain text.")
 
-    def final_answer(self, completion: Completion) -> str:
-        decision = self.interpret(completion, turn=0)
-        if isinstance(decision, FinalAnswer):
-            return decision.content
-        return without_blocks(strip_think(completion.content))
-
     def text_filter(self) -> TextFilter:
         return SilentFilter()
 
@@ -157,13 +154,13 @@ def describe_context(text: str) -> str:
 
 class RecursiveLMAgent(ReplUsingAgent):
     """The RLM. Needs a REPL (``repl=``). Defaults: ``max_turns`` 10, ``max_tokens`` 2048,
-    ``sub_model`` = ``model``, ``sub_temperature`` 0.3, ``sub_max_tokens`` 1024,
+    sub-calls on ``model`` at temperature 0.3 with ``max_tokens`` 1024,
     ``max_output_chars`` 10000."""
 
     agent_id: ClassVar[str] = "rlm"
-    default_max_turns: ClassVar[int] = 10
-    default_max_tokens: ClassVar[int] = 2048
-    default_max_output_chars: ClassVar[int] = 10_000
+    default_budget: ClassVar[RunBudget] = RunBudget(max_turns=10)
+    default_sampling: ClassVar[SamplingSettings] = SamplingSettings(max_tokens=2048)
+    default_execution: ClassVar[ToolExecution] = ToolExecution(max_output_chars=10_000)
     repl_tool_name: ClassVar[str] = "repl"
     repl_tool_description: ClassVar[str] = "Run Python code in the RLM's REPL."
 
@@ -176,7 +173,6 @@ class RecursiveLMAgent(ReplUsingAgent):
                 hint="Build it through the container (jarvis ask / Jarvis()), or pass repl=.",
             )
         super().__init__(inference, model, **options)
-        self._context_chars = 0
 
     def template(self) -> str:
         return RLM_TEMPLATE
@@ -187,9 +183,7 @@ class RecursiveLMAgent(ReplUsingAgent):
         )
 
     def repl_variables(self, input: str, context: AgentContext | None) -> dict[str, str]:
-        text = context_text(context)
-        self._context_chars = len(text)
-        return {"context": text}
+        return {"context": context_text(context)}
 
     async def prepare_input(
         self, input: str, context: AgentContext | None
@@ -203,5 +197,5 @@ class RecursiveLMAgent(ReplUsingAgent):
                 return final
         return None
 
-    def run_metadata(self) -> JSONObject:
-        return {"context_chars": self._context_chars}
+    def run_metadata(self, input: str, context: AgentContext | None) -> JSONObject:
+        return {"context_chars": len(context_text(context))}

@@ -19,7 +19,7 @@ class SimpleAgent(BaseAgent):
     accepts_tools: ClassVar[bool] = False
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
-        self.turn_started(input)
+        self.run_started(input)
         completion = await self.generate(self.request(self.build_messages(input, context)))
         result = AgentResult(
             content=strip_think(completion.content),
@@ -29,13 +29,13 @@ class SimpleAgent(BaseAgent):
             model=completion.model or self.model,
             metadata={"finish_reason": completion.finish_reason},
         )
-        self.turn_ended(result)
+        self.run_ended(result)
         return result
 
     async def astream(
         self, input: str, context: AgentContext | None = None
     ) -> AsyncIterator[RunUpdate]:
-        self.turn_started(input)
+        self.run_started(input)
         parts: list[str] = []
         usage = Usage()
         model = self.model
@@ -56,5 +56,5 @@ class SimpleAgent(BaseAgent):
             model=model,
             metadata={"finish_reason": finish},
         )
-        self.turn_ended(result)
+        self.run_ended(result)
         yield RunFinished(result=result)

@@ -16,14 +16,14 @@ What the loop guarantees, identically for every protocol:
   ``max_seconds`` more.
 * usage summed over every inference; ``<think>`` blocks stripped from answers;
 * a fresh loop guard per run;
-* ``AGENT_TURN_START`` / ``AGENT_TURN_END`` events (``INFERENCE_*`` from the base agent,
+* ``AGENT_RUN_START`` / ``AGENT_RUN_END`` events (``INFERENCE_*`` from the base agent,
   ``TOOL_CALL_*`` from the executor), and ``LOOP_GUARD_TRIGGERED`` for every call the loop
   guard warned about or blocked;
 * ``arun`` and ``astream`` are the same code: streaming adds ``TextDelta`` (answer text as
   it is generated, filtered by the protocol), ``ToolCallsRequested`` and ``ToolResultReady``.
 
 Cancellation: ``asyncio.CancelledError`` (and closing the stream early) publishes
-``AGENT_TURN_END`` with stop reason ``cancelled`` and is re-raised — the caller that cancels
+``AGENT_RUN_END`` with stop reason ``cancelled`` and is re-raised — the caller that cancels
 owns the outcome, and tool tasks in flight are cancelled with the run. Engine errors propagate
 as the typed :class:`~jarvis.domain.errors.InferenceError` subclasses, except
 ``ToolsNotSupportedError``, which an agent may answer by switching protocol
@@ -38,13 +38,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Self, TypedDict
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult, StopReason
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.budget import BudgetKind, RunBudget
+from jarvis.domain.agents.context_window import ContextWindow, WindowFit
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
 from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
+from jarvis.domain.agents.options import AgentOptions, AgentParts
 from jarvis.domain.agents.protocol import (
     FinalAnswer,
     ParseFailure,
@@ -54,18 +56,16 @@ from jarvis.domain.agents.protocol import (
     ToolProtocol,
 )
 from jarvis.domain.agents.reply_text import strip_think
+from jarvis.domain.agents.run_scope import RunScope
+from jarvis.domain.agents.settings import PromptSettings, SamplingSettings, ToolExecution
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
-from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
-from jarvis.domain.events import AgentTurnEnded, EventBus, LoopGuardTriggered
+from jarvis.domain.errors import ContextTooLongError, InferenceError, ToolsNotSupportedError
+from jarvis.domain.events import AgentRunEnded, EventBus, LoopGuardTriggered
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.tool_executor import (
-    DEFAULT_MAX_PARALLEL_TOOLS,
-    DEFAULT_MAX_TOOL_CALLS_PER_TURN,
-    ToolExecutor,
-)
+from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.domain.tools import ToolResult, ToolSpec
 from jarvis.domain.updates import (
     RunFinished,
@@ -78,15 +78,32 @@ from jarvis.domain.updates import (
 NO_ANSWER = "No final answer was produced within the run's limits."
 
 
+class ToolAgentOptions(TypedDict, total=False):
+    """The settings every tool-using agent takes, for subclasses to pass on unchanged."""
+
+    tools: Sequence[ToolPort]
+    budget: RunBudget | None
+    loop_guard: LoopGuardConfig | None
+    execution: ToolExecution | None
+    context_window: ContextWindow | None
+    sampling: SamplingSettings | None
+    prompts: PromptSettings | None
+    bus: EventBus | None
+
+
 @dataclass(slots=True)
 class _Run:
     """The mutable state of one run (never shared between runs)."""
 
+    scope: RunScope
+    context: AgentContext | None
     protocol: ToolProtocol
     messages: list[Message]
     guard: LoopGuard
+    window: WindowFit
     deadline: float | None
     model: str
+    streaming: bool
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
     results: list[ToolResult] = field(default_factory=list)
@@ -97,8 +114,21 @@ class _Run:
     blocked_turns: int = 0
     last_content: str = ""
     finish_reason: FinishReason = "stop"
-    time_ran_out: bool = False
+    exhausted: BudgetKind | None = None
+    """Set when a budget ran out: the wrap-up comes next."""
+    result: AgentResult | None = None
+    """Set when the run has its answer."""
     ended: bool = False
+
+
+@dataclass(slots=True)
+class _Reply:
+    """What one inference produced: the completion (``None`` when its deadline passed),
+    the text shown while it streamed, and how many chunks arrived."""
+
+    completion: Completion | None = None
+    shown: list[str] = field(default_factory=list)
+    chunks: int = 0
 
 
 class ToolUsingAgent(BaseAgent):
@@ -106,14 +136,20 @@ class ToolUsingAgent(BaseAgent):
 
     The default protocol is native function calling. Subclasses override
     :meth:`make_protocol` (and :meth:`fallback_protocol` to react to engines that refuse
-    tools), :meth:`template` for their own prompt, and :meth:`internal_tools` to add tools
-    of their own (a code runner, a REPL) next to the user's.
+    tools), :meth:`template` for their own prompt, and :meth:`open_run` to give each run
+    an input, tools and a result of its own (a REPL session).
+
+    Settings, each a value object with a class default: ``budget`` (:class:`RunBudget`),
+    ``loop_guard`` (:class:`LoopGuardConfig`), ``execution`` (:class:`ToolExecution`),
+    ``context_window`` (:class:`ContextWindow`), plus the base agent's ``sampling`` and
+    ``prompts``.
     """
 
     agent_id: ClassVar[str] = "tool_loop"
     accepts_tools: ClassVar[bool] = True
-    default_max_turns: ClassVar[int] = 10
-    default_max_parse_errors: ClassVar[int] = 3
+    default_budget: ClassVar[RunBudget] = RunBudget()
+    default_execution: ClassVar[ToolExecution] = ToolExecution()
+    default_context_window: ClassVar[ContextWindow] = ContextWindow()
 
     def __init__(
         self,
@@ -121,49 +157,67 @@ class ToolUsingAgent(BaseAgent):
         model: str,
         *,
         tools: Sequence[ToolPort] = (),
-        max_turns: int | None = None,
-        max_seconds: float | None = None,
-        max_total_tokens: int | None = None,
+        budget: RunBudget | None = None,
         loop_guard: LoopGuardConfig | None = None,
-        max_parse_errors: int | None = None,
-        max_output_chars: int = 20_000,
-        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
-        max_tool_calls_per_turn: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+        execution: ToolExecution | None = None,
+        context_window: ContextWindow | None = None,
+        sampling: SamplingSettings | None = None,
+        prompts: PromptSettings | None = None,
         bus: EventBus | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system_prompt: str | None = None,
-        persona_prompt: str = "",
-        options: JSONObject | None = None,
     ) -> None:
-        super().__init__(
-            inference,
-            model,
-            bus=bus,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system_prompt=system_prompt,
-            persona_prompt=persona_prompt,
-            options=options,
+        super().__init__(inference, model, sampling=sampling, prompts=prompts, bus=bus)
+        self.budget = self.default_budget if budget is None else budget
+        self.loop_guard_config = LoopGuardConfig() if loop_guard is None else loop_guard
+        self.execution = self.default_execution if execution is None else execution
+        self.context_window = (
+            self.default_context_window if context_window is None else context_window
         )
-        self.budget = RunBudget(
-            max_turns=self.default_max_turns if max_turns is None else max_turns,
-            max_seconds=max_seconds,
-            max_total_tokens=max_total_tokens,
-        )
-        self.loop_guard_config = loop_guard if loop_guard is not None else LoopGuardConfig()
-        self.max_parse_errors = max(
-            1, self.default_max_parse_errors if max_parse_errors is None else max_parse_errors
-        )
+        self.user_tools = tuple(tools)
         self.executor = ToolExecutor(
-            [*tools, *self.internal_tools()],
+            self.user_tools,
             bus=bus,
             agent=self.agent_id,
-            max_output_chars=max_output_chars,
-            max_parallel_tools=max_parallel_tools,
-            max_tool_calls_per_turn=max_tool_calls_per_turn,
+            max_output_chars=self.execution.max_output_chars,
+            max_parallel_tools=self.execution.max_parallel_tools,
+            max_tool_calls_per_turn=self.execution.max_tool_calls_per_turn,
         )
-        self.protocol = self.make_protocol(self.executor.specs)
+        specs = (*self.executor.specs, *self.run_tool_specs())
+        names = [spec.name.lower() for spec in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"Two tools share a name: {', '.join(s.name for s in specs)}.")
+        self.protocol = self.make_protocol(specs)
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        return cls(parts.inference, parts.model, **cls.tool_agent_options(parts, options))
+
+    @classmethod
+    def tool_agent_options(cls, parts: AgentParts, options: AgentOptions) -> ToolAgentOptions:
+        """The settings of a tool-using agent from ``parts`` and the named options."""
+        budget, execution = cls.default_budget, cls.default_execution
+        return ToolAgentOptions(
+            tools=parts.tools,
+            bus=parts.bus,
+            sampling=parts.sampling,
+            prompts=parts.prompts,
+            budget=RunBudget(
+                max_turns=options.integer("max_turns", budget.max_turns),
+                max_seconds=options.optional_number("max_seconds", budget.max_seconds),
+                max_total_tokens=options.optional_integer(
+                    "max_total_tokens", budget.max_total_tokens
+                ),
+                max_parse_errors=options.integer("max_parse_errors", budget.max_parse_errors),
+            ),
+            execution=ToolExecution(
+                max_output_chars=options.integer("max_output_chars", execution.max_output_chars),
+                max_parallel_tools=options.integer(
+                    "max_parallel_tools", execution.max_parallel_tools
+                ),
+                max_tool_calls_per_turn=options.integer(
+                    "max_tool_calls_per_turn", execution.max_tool_calls_per_turn
+                ),
+            ),
+        )
 
     # -- what subclasses choose ------------------------------------------------------------
 
@@ -171,20 +225,20 @@ class ToolUsingAgent(BaseAgent):
     def max_turns(self) -> int:
         return self.budget.max_turns
 
-    def internal_tools(self) -> Sequence[ToolPort]:
-        """Tools the agent brings itself, offered beside the user's."""
+    def run_tool_specs(self) -> Sequence[ToolSpec]:
+        """The specs of the tools each run brings itself (see :meth:`open_run`), offered
+        beside the user's."""
         return ()
+
+    async def open_run(self, input: str, context: AgentContext | None) -> RunScope:
+        """What one run brings besides the loop (the default: nothing)."""
+        return RunScope(input, self.executor)
 
     def answer_from_results(self, results: Sequence[ToolResult]) -> str | None:
         """An answer found in a turn's tool results that ends the run at once (stop reason
         ``final_answer``), e.g. the RLM's ``FINAL(value)`` inside a REPL cell; ``None``
         (the default) goes on with the next turn."""
         return None
-
-    def fit_context(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        """The messages actually sent on each turn; agents with a context-window policy
-        (e.g. CodeAct) shorten them here. The default sends them all."""
-        return tuple(messages)
 
     def make_protocol(self, specs: Sequence[ToolSpec]) -> ToolProtocol:
         """The conversation format of this agent."""
@@ -200,8 +254,9 @@ class ToolUsingAgent(BaseAgent):
     def system_prompt_for(self, protocol: ToolProtocol) -> str:
         """``system_prompt`` (or the template), then the protocol's instructions, then the
         persona: the instructions survive any override."""
-        base = self.system_prompt if self.system_prompt is not None else self.template()
-        parts = (base.strip(), protocol.instructions().strip(), self.persona_prompt.strip())
+        prompts = self.prompts
+        base = prompts.system_prompt if prompts.system_prompt is not None else self.template()
+        parts = (base.strip(), protocol.instructions().strip(), prompts.persona_prompt.strip())
         return "\n\n".join(p for p in parts if p)
 
     def effective_system_prompt(self) -> str:
@@ -226,139 +281,187 @@ class ToolUsingAgent(BaseAgent):
     async def _drive(
         self, input: str, context: AgentContext | None, *, streaming: bool
     ) -> AsyncIterator[RunUpdate]:
-        loop = asyncio.get_running_loop()
-        self.turn_started(input)
-        max_seconds = self.budget.max_seconds
-        run = _Run(
-            protocol=self.protocol,
-            messages=self.build_messages(input, context),
-            guard=LoopGuard(self.loop_guard_config),
-            deadline=loop.time() + max_seconds if max_seconds is not None else None,
-            model=self.model,
-            metadata={"mode": self.protocol.name},
-        )
+        """Turns until an answer or a budget runs out, then (if one ran out) the wrap-up.
+        Without ``streaming`` the same updates are produced, and ``arun`` drops them."""
+        scope = await self.open_run(input, context)
         try:
-            exhausted: BudgetKind | None = None
-            while True:
-                exhausted = self.budget.exhausted(
-                    turns=run.turns,
-                    tokens=run.usage.total_tokens,
-                    now=loop.time(),
-                    deadline=run.deadline,
-                )
-                if exhausted is not None:
-                    break
-                request = self._request(run, run.protocol.request_shape_for(run.turns + 1))
-                shown: list[str] = []
-                try:
-                    if streaming:
-                        completion: Completion | None = None
-                        stream = self._stream_turn(run, request, run.protocol.text_filter())
-                        async for item in stream:
-                            if isinstance(item, Completion):
-                                completion = item
-                            else:
-                                shown.append(item.text)
-                                yield item
-                        assert completion is not None
-                    else:
-                        completion = await self._generate_turn(run, request)
-                except TimeoutError:
-                    if run.deadline is None or loop.time() < run.deadline:
-                        raise
-                    exhausted = "time"
-                    break
-                except ToolsNotSupportedError as error:
-                    if not self._switch_protocol(run, error, input, context):
-                        raise
-                    continue
+            run = self._begin(scope, context, streaming=streaming)
+            try:
+                while run.result is None and run.exhausted is None:
+                    async for update in self._turn(run):
+                        yield update
+                if run.result is None:
+                    async for update in self._wrap_up(run):
+                        yield update
+            except (asyncio.CancelledError, GeneratorExit):
+                self._publish_end(run, "cancelled")
+                raise
+            except BaseException:
+                self._publish_end(run, "error")
+                raise
+            assert run.result is not None
+            yield RunFinished(result=scope.complete(run.result))
+        finally:
+            await scope.aclose()
 
-                self._account(run, completion)
-                decision = run.protocol.interpret(completion, turn=run.turns)
-                if isinstance(decision, FinalAnswer):
-                    if streaming:
-                        rest = _remainder(decision.content, shown)
-                        if rest:
-                            yield TextDelta(text=rest)
-                    yield RunFinished(result=self._finish(run, decision.content, "final_answer"))
-                    return
-                run.messages.append(run.protocol.assistant_message(completion, decision))
-                if isinstance(decision, ParseFailure):
-                    run.parse_errors += 1
-                    run.total_parse_errors += 1
-                    if run.parse_errors >= self.max_parse_errors:
-                        run.metadata["parse_error"] = decision.error
-                        content = strip_think(completion.content)
-                        yield RunFinished(result=self._finish(run, content, "parse_error"))
-                        return
-                    run.messages.extend(run.protocol.parse_error_messages(decision))
-                    continue
-                run.parse_errors = 0
-                calls = decision.calls
-                if streaming:
-                    yield ToolCallsRequested(calls=calls)
-                results = await self._run_calls(run, decision)
-                if streaming:
-                    for result in results:
-                        yield ToolResultReady(result=result)
-                run.messages.extend(run.protocol.observations(results))
-                run.results.extend(results)
-                answer = self.answer_from_results(results)
-                if answer is not None:
-                    if streaming:
-                        yield TextDelta(text=answer)
-                    yield RunFinished(result=self._finish(run, answer, "final_answer"))
-                    return
-                if run.time_ran_out:
-                    exhausted = "time"
-                    break
-                if run.blocked_turns >= max(1, run.guard.config.max_blocked_turns):
-                    exhausted = "loop"
-                    break
-
-            assert exhausted is not None
-            async for update in self._wrap_up(run, exhausted, streaming=streaming):
+    async def _turn(self, run: _Run) -> AsyncIterator[RunUpdate]:
+        """One turn: the budget, one inference, then the handler of what the protocol reads."""
+        loop = asyncio.get_running_loop()
+        run.exhausted = self.budget.exhausted(
+            turns=run.turns, tokens=run.usage.total_tokens, now=loop.time(), deadline=run.deadline
+        )
+        if run.exhausted is not None:
+            return
+        reply = _Reply()
+        shape = run.protocol.request_shape_for(run.turns + 1)
+        try:
+            async for delta in self._infer(run, shape, run.deadline, reply):
+                yield delta
+        except ToolsNotSupportedError as error:
+            if not self._switch_protocol(run, error):
+                raise
+            return
+        completion = reply.completion
+        if completion is None:
+            run.exhausted = "time"
+            return
+        decision = run.protocol.interpret(completion, turn=run.turns)
+        if isinstance(decision, FinalAnswer):
+            async for update in self._answer(run, decision.content, "final_answer", reply):
                 yield update
-        except (asyncio.CancelledError, GeneratorExit):
-            self._publish_end(run, "cancelled")
-            raise
-        except BaseException:
-            self._publish_end(run, "error")
-            raise
+            return
+        run.messages.append(run.protocol.assistant_message(completion, decision))
+        if isinstance(decision, ParseFailure):
+            self._on_parse_failure(run, decision, completion)
+        else:
+            async for update in self._on_tool_calls(run, decision):
+                yield update
+
+    # -- outcome handlers --------------------------------------------------------------------
+
+    async def _answer(
+        self, run: _Run, content: str, stop_reason: StopReason, reply: _Reply
+    ) -> AsyncIterator[RunUpdate]:
+        """End the run with ``content``, first streaming the part not shown yet."""
+        rest = _remainder(content, reply.shown)
+        if rest:
+            yield TextDelta(text=rest)
+        run.result = self._finish(run, content, stop_reason)
+
+    def _on_parse_failure(self, run: _Run, failure: ParseFailure, completion: Completion) -> None:
+        """Feed the error back, or end the run after ``max_parse_errors`` in a row."""
+        run.parse_errors += 1
+        run.total_parse_errors += 1
+        if run.parse_errors >= self.budget.max_parse_errors:
+            run.metadata["parse_error"] = failure.error
+            run.result = self._finish(run, strip_think(completion.content), "parse_error")
+        else:
+            run.messages.extend(run.protocol.parse_error_messages(failure))
+
+    async def _on_tool_calls(self, run: _Run, decision: ToolCalls) -> AsyncIterator[RunUpdate]:
+        """Run the calls, show the model their results; they may end the run."""
+        run.parse_errors = 0
+        yield ToolCallsRequested(calls=decision.calls)
+        results = await self._run_calls(run, decision)
+        for result in results:
+            yield ToolResultReady(result=result)
+        run.messages.extend(run.protocol.observations(results))
+        run.results.extend(results)
+        answer = self.answer_from_results(results)
+        if answer is not None:
+            async for update in self._answer(run, answer, "final_answer", _Reply()):
+                yield update
+        elif any(result.metadata.get("error") == "run_time_limit" for result in results):
+            run.exhausted = "time"
+        elif run.blocked_turns >= max(1, run.guard.config.max_blocked_turns):
+            run.exhausted = "loop"
+
+    async def _wrap_up(self, run: _Run) -> AsyncIterator[RunUpdate]:
+        """The one tool-less call asking for the best final answer."""
+        exhausted = run.exhausted
+        assert exhausted is not None
+        run.metadata["max_turns_exceeded"] = True
+        run.metadata["budget_exhausted"] = exhausted
+        run.messages.append(run.protocol.final_request(exhausted))
+        deadline = None
+        if self.budget.max_seconds is not None:
+            deadline = asyncio.get_running_loop().time() + self.budget.max_seconds
+        reply = _Reply()
+        async for delta in self._infer(run, run.protocol.final_shape(), deadline, reply):
+            yield delta
+        answer = ""
+        if reply.completion is not None:
+            answer = run.protocol.final_answer(reply.completion)
+        else:
+            run.metadata["final_call_timed_out"] = True
+        answer = answer or run.last_content or NO_ANSWER
+        async for update in self._answer(run, answer, "max_turns", reply):
+            yield update
 
     # -- one inference -----------------------------------------------------------------------
 
+    async def _infer(
+        self, run: _Run, shape: RequestShape, deadline: float | None, reply: _Reply
+    ) -> AsyncIterator[TextDelta]:
+        """The one inference of a turn or of the wrap-up, streamed or not, into ``reply``.
+
+        The request is fitted to the run's context window; when the engine says it is too
+        long (before anything was streamed) it is shrunk and sent again, at most
+        ``overflow_retries`` times. When ``deadline`` passes, ``reply.completion`` stays
+        ``None``.
+        """
+        request = self._request(run, shape)
+        retries = self.context_window.overflow_retries
+        while True:
+            try:
+                if run.streaming:
+                    async for delta in self._stream(
+                        request, run.protocol.text_filter(), deadline, reply
+                    ):
+                        yield delta
+                else:
+                    reply.completion = await self._generate(request, deadline)
+                break
+            except ContextTooLongError:
+                smaller = run.window.shrink(request) if retries > 0 and not reply.chunks else None
+                if smaller is None:
+                    raise
+                request, retries = smaller, retries - 1
+            except TimeoutError:
+                if deadline is None or asyncio.get_running_loop().time() < deadline:
+                    raise
+                return
+        assert reply.completion is not None
+        self._account(run, reply.completion)
+
     def _request(self, run: _Run, shape: RequestShape) -> InferenceRequest:
+        sampling = self.sampling
         return InferenceRequest(
-            messages=self.fit_context(run.messages),
+            messages=run.window.fit(run.messages),
             model=self.model,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
             tools=shape.tools,
             tool_choice=shape.tool_choice,
             response_format=shape.response_format,
-            options=self.options,
+            options=sampling.engine_options,
         )
 
-    async def _generate_turn(
-        self, run: _Run, request: InferenceRequest, deadline: float | None = None
-    ) -> Completion:
-        deadline = run.deadline if deadline is None else deadline
+    async def _generate(self, request: InferenceRequest, deadline: float | None) -> Completion:
         if deadline is None:
             return await self.generate(request)
         async with asyncio.timeout_at(deadline):
             return await self.generate(request)
 
-    async def _stream_turn(
+    async def _stream(
         self,
-        run: _Run,
         request: InferenceRequest,
         text_filter: TextFilter,
-        deadline: float | None = None,
-    ) -> AsyncIterator[TextDelta | Completion]:
-        """Stream one inference: visible text as ``TextDelta``, then the whole
-        ``Completion``. The deadline bounds every wait for a chunk (never a ``yield``)."""
-        deadline = run.deadline if deadline is None else deadline
+        deadline: float | None,
+        reply: _Reply,
+    ) -> AsyncIterator[TextDelta]:
+        """Stream one inference: visible text as ``TextDelta``, then the whole completion in
+        ``reply``. The deadline bounds every wait for a chunk (never a ``yield``)."""
         parts: list[str] = []
         final: StreamChunk | None = None
         stream = self.stream_inference(request)
@@ -372,10 +475,12 @@ class ToolUsingAgent(BaseAgent):
                             chunk = await anext(stream)
                 except StopAsyncIteration:
                     break
+                reply.chunks += 1
                 if chunk.content:
                     parts.append(chunk.content)
                     visible = text_filter.feed(chunk.content)
                     if visible:
+                        reply.shown.append(visible)
                         yield TextDelta(text=visible)
                 if chunk.is_final:
                     final = chunk
@@ -383,7 +488,7 @@ class ToolUsingAgent(BaseAgent):
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
-        yield Completion(
+        reply.completion = Completion(
             content="".join(parts),
             tool_calls=final.tool_calls if final is not None else (),
             finish_reason=(final.finish_reason or "stop") if final is not None else "stop",
@@ -409,7 +514,11 @@ class ToolUsingAgent(BaseAgent):
         guard = run.guard
         verdicts = [guard.check(call) for call in calls]
         runnable = [call for call, verdict in zip(calls, verdicts, strict=True) if verdict.allowed]
-        executed = iter(await self._execute(run, runnable) if runnable else ())
+        executed = iter(
+            await run.scope.executor.execute_all(runnable, deadline=run.deadline)
+            if runnable
+            else ()
+        )
         results: list[ToolResult] = []
         blocked = False
         for call, verdict in zip(calls, verdicts, strict=True):
@@ -452,47 +561,33 @@ class ToolUsingAgent(BaseAgent):
             )
         )
 
-    async def _execute(self, run: _Run, calls: list[ToolCall]) -> list[ToolResult]:
-        """Run ``calls`` concurrently; with a deadline, calls still running when it passes
-        are cancelled and reported as failed."""
-        if run.deadline is None:
-            return await self.executor.execute_all(calls)
-        loop = asyncio.get_running_loop()
-        tasks = [asyncio.ensure_future(step) for step in self.executor.bounded(calls)]
-        try:
-            done, pending = await asyncio.wait(tasks, timeout=max(0.0, run.deadline - loop.time()))
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            raise
-        for task in pending:
-            task.cancel()
-        if pending:
-            run.time_ran_out = True
-        return [
-            task.result()
-            if task in done
-            else ToolResult(
-                tool_name=call.name,
-                content=f"Tool '{call.name}' was stopped: the run's time limit was reached.",
-                success=False,
-                call_id=call.id,
-                metadata={"error": "run_time_limit"},
-            )
-            for call, task in zip(calls, tasks, strict=True)
-        ]
+    # -- beginning and end -------------------------------------------------------------------
 
-    # -- endings -----------------------------------------------------------------------------
+    def _begin(self, scope: RunScope, context: AgentContext | None, *, streaming: bool) -> _Run:
+        self.run_started(scope.input)
+        max_seconds = self.budget.max_seconds
+        now = asyncio.get_running_loop().time()
+        messages = self.build_messages(scope.input, context)
+        return _Run(
+            scope=scope,
+            context=context,
+            protocol=self.protocol,
+            messages=messages,
+            guard=LoopGuard(self.loop_guard_config),
+            window=self.context_window.for_run(task_index=len(messages) - 1),
+            deadline=now + max_seconds if max_seconds is not None else None,
+            model=self.model,
+            streaming=streaming,
+            metadata={"mode": self.protocol.name},
+        )
 
-    def _switch_protocol(
-        self, run: _Run, error: ToolsNotSupportedError, input: str, context: AgentContext | None
-    ) -> bool:
+    def _switch_protocol(self, run: _Run, error: ToolsNotSupportedError) -> bool:
         new = self.fallback_protocol(error, run.protocol) if run.protocol.native_tools else None
         if new is None:
             return False
         old_prompt = self.system_prompt_for(run.protocol)
         new_prompt = self.system_prompt_for(new)
-        messages = self.build_messages(input, context)
+        messages = self.build_messages(run.scope.input, run.context)
         first = messages[0]
         if first.role is Role.SYSTEM and first.content.startswith(old_prompt):
             messages[0] = Message.system(new_prompt + first.content[len(old_prompt) :])
@@ -502,45 +597,6 @@ class ToolUsingAgent(BaseAgent):
         run.metadata["fallback"] = "tools_not_supported"
         run.metadata["fallback_reason"] = error.message
         return True
-
-    async def _wrap_up(
-        self, run: _Run, exhausted: BudgetKind, *, streaming: bool
-    ) -> AsyncIterator[RunUpdate]:
-        """The one tool-less call asking for the best final answer."""
-        run.metadata["max_turns_exceeded"] = True
-        run.metadata["budget_exhausted"] = exhausted
-        protocol = run.protocol
-        run.messages.append(protocol.final_request(exhausted))
-        request = self._request(run, protocol.final_shape())
-        deadline = None
-        if self.budget.max_seconds is not None:
-            deadline = asyncio.get_running_loop().time() + self.budget.max_seconds
-        shown: list[str] = []
-        completion: Completion | None = None
-        try:
-            if streaming:
-                async for item in self._stream_turn(run, request, protocol.text_filter(), deadline):
-                    if isinstance(item, Completion):
-                        completion = item
-                    else:
-                        shown.append(item.text)
-                        yield item
-            else:
-                completion = await self._generate_turn(run, request, deadline)
-        except TimeoutError:
-            if deadline is None:
-                raise
-            run.metadata["final_call_timed_out"] = True
-        answer = ""
-        if completion is not None:
-            self._account(run, completion)
-            answer = protocol.final_answer(completion)
-        answer = answer or run.last_content or NO_ANSWER
-        if streaming:
-            rest = _remainder(answer, shown)
-            if rest:
-                yield TextDelta(text=rest)
-        yield RunFinished(result=self._finish(run, answer, "max_turns"))
 
     def _finish(self, run: _Run, content: str, stop_reason: StopReason) -> AgentResult:
         metadata = run.metadata
@@ -559,7 +615,7 @@ class ToolUsingAgent(BaseAgent):
             metadata=metadata,
         )
         run.ended = True
-        self.turn_ended(result)
+        self.run_ended(result)
         return result
 
     def _publish_end(self, run: _Run, stop_reason: str) -> None:
@@ -569,7 +625,7 @@ class ToolUsingAgent(BaseAgent):
         bus = self.bus
         if bus is not None and bus.has_subscribers:
             bus.publish(
-                AgentTurnEnded(agent=self.agent_id, turns=run.turns, stop_reason=stop_reason)
+                AgentRunEnded(agent=self.agent_id, turns=run.turns, stop_reason=stop_reason)
             )
 
 

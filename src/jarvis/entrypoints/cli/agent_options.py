@@ -2,76 +2,27 @@
 
 A value that is JSON (``5``, ``true``, ``{"a": 1}``) is decoded, anything else stays a
 string. Python's JSON decoder accepts ``NaN`` and ``Infinity`` and turns ``1e400`` into
-infinity; a budget of ``max_seconds=NaN`` compares false with everything and silently
-switches the budget off, so non-finite numbers are refused wherever they appear. The
-numeric options of the built-in agents are checked against their range, and the
-constructor parameters that take internal objects (the REPL, its limits, the event bus...)
-cannot be set from the command line at all: they would crash the run instead of
-configuring it.
+infinity; non-finite numbers are refused wherever they appear. The checks of the values are
+the application's (:mod:`jarvis.application.agent_options`, the same for the SDK); this
+module only says what went wrong in the words of the command line (``--agent-option
+key=value: ...``), before anything starts.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
+from jarvis.application.agent_options import (
+    BOOLEAN_OPTIONS,
+    NUMBER_OPTIONS,
+    RESERVED_OPTIONS,
+    value_problem,
+)
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
 
-
-@dataclass(frozen=True, slots=True)
-class NumberRule:
-    """An option that takes a number from ``low`` to ``high`` (both included)."""
-
-    low: float
-    high: float
-    integer: bool = True
-
-    def describe(self) -> str:
-        kind = "an integer" if self.integer else "a number"
-        return f"{kind} from {self.low:g} to {self.high:g}"
-
-    def accepts(self, value: JSONValue) -> bool:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        if self.integer and not isinstance(value, int):
-            return False
-        return math.isfinite(value) and self.low <= value <= self.high
-
-
-NUMBER_OPTIONS: dict[str, NumberRule] = {
-    "max_turns": NumberRule(1, 10_000),
-    "max_seconds": NumberRule(0.001, 86_400, integer=False),
-    "max_total_tokens": NumberRule(1, 1_000_000_000),
-    "max_parse_errors": NumberRule(1, 1_000),
-    "max_output_chars": NumberRule(1, 100_000_000),
-    "sub_temperature": NumberRule(0, 2, integer=False),
-    "sub_max_tokens": NumberRule(1, 1 << 20),
-    "sub_concurrency": NumberRule(1, 64),
-    "max_sub_calls": NumberRule(0, 100_000),
-    "max_prompt_tokens": NumberRule(1, 1 << 24),
-    "max_prefetch_urls": NumberRule(0, 20),
-    "prefetch_max_chars": NumberRule(1, 100_000_000),
-}
-"""The numeric options of the built-in agents (see ``jarvis ask --help``) and their ranges."""
-
-BOOLEAN_OPTIONS = frozenset({"prefetch_urls"})
-
-RESERVED_OPTIONS: dict[str, str] = {
-    "temperature": "use --temperature",
-    "max_tokens": "use --max-tokens",
-    "system_prompt": "use --system",
-    "persona_prompt": "use --persona",
-    "tools": "use --tools",
-    "model": "use --model",
-    "repl_limits": "set the [repl] section of config.toml",
-    "repl": "set the [repl] section of config.toml",
-    "loop_guard": "it is not configurable",
-    "bus": "it is not configurable",
-    "inference": "use --engine and --base-url",
-}
-"""Constructor parameters that are not agent options, and what to use instead."""
+__all__ = ["BOOLEAN_OPTIONS", "NUMBER_OPTIONS", "RESERVED_OPTIONS", "parse_agent_options"]
 
 
 def _no_constant(name: str) -> float:
@@ -111,21 +62,18 @@ def check_option(key: str, value: JSONValue, raw: str) -> None:
             f"--agent-option {key} cannot be set on the command line.",
             hint=f"For {key}, {RESERVED_OPTIONS[key]}.",
         )
+    problem = value_problem(key, value)
+    if problem is None:
+        return
     rule = NUMBER_OPTIONS.get(key)
-    if rule is not None and not rule.accepts(value):
-        raise ConfigurationError(
-            f"--agent-option {key}={raw}: {key} takes {rule.describe()}.",
-            hint=f"Example: -O {key}={rule.low:g}",
-        )
-    if key in BOOLEAN_OPTIONS and not isinstance(value, bool):
-        raise ConfigurationError(
-            f"--agent-option {key}={raw}: {key} takes true or false.",
-            hint=f"Example: -O {key}=false",
-        )
+    example = f"{rule.low:g}" if rule is not None else "false"
+    raise ConfigurationError(
+        f"--agent-option {key}={raw}: {problem}.", hint=f"Example: -O {key}={example}"
+    )
 
 
 def parse_agent_options(values: list[str]) -> JSONObject:
-    """``KEY=VALUE`` pairs as agent keyword arguments, each decoded and checked."""
+    """``KEY=VALUE`` pairs as agent options, each decoded and checked."""
     options: JSONObject = {}
     for item in values:
         key, sep, raw = item.partition("=")
