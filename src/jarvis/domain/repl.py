@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools import ToolResult, truncate
 
 ReplErrorKind = Literal[
     "exception",
@@ -34,8 +34,10 @@ ReplErrorKind = Literal[
 NetworkIsolation = Literal["namespace", "audit_hook", "none"]
 ProcessIsolation = Literal["pid_namespace", "refused", "none"]
 
-TRUNCATION_MARKER = "\n... [output truncated: {dropped} more characters]"
-"""Appended where captured output was cut; ``{dropped}`` is how much was left out."""
+STREAM_TRUNCATION_MARKER = "\n... [output truncated: {dropped} more characters]"
+"""Appended by an interpreter where it stopped capturing a stream (stdout, stderr) at its
+limit; ``{dropped}`` is how much was left out. What the model is shown is then cut once
+more, to its own limit, by :func:`jarvis.domain.tools.truncate`."""
 
 RESTART_NOTE = (
     "[The REPL was restarted before this execution: variables and imports from earlier "
@@ -214,15 +216,7 @@ class ExecutionResult:
                 detail = f"{detail}\n{self.error}"
             parts.append("[error] " + (detail or self.error))
         text = "\n".join(parts) if parts else "(no output)"
-        return truncate_text(text, max_chars)
-
-
-def truncate_text(text: str, max_chars: int) -> str:
-    """``text`` cut to at most ``max_chars`` characters plus a marker saying how much went."""
-    if len(text) <= max_chars:
-        return text
-    dropped = len(text) - max_chars
-    return text[:max_chars] + TRUNCATION_MARKER.format(dropped=dropped)
+        return truncate(text, max_chars)[0]
 
 
 class ReplCallbacks(Protocol):

@@ -26,21 +26,12 @@ from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools import ToolResult, ToolSpec, truncate
 
 DEFAULT_MAX_PARALLEL_TOOLS = 8
 """How many calls of one turn run at once by default."""
 DEFAULT_MAX_TOOL_CALLS_PER_TURN = 64
 """How many calls one turn may make by default; the rest are refused."""
-
-TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
-
-
-def truncate_output(content: str, limit: int) -> tuple[str, bool]:
-    """``content`` cut to ``limit`` characters with a visible marker, and whether it was cut."""
-    if limit <= 0 or len(content) <= limit:
-        return content, False
-    return content[:limit] + TRUNCATION_MARKER.format(shown=limit, total=len(content)), True
 
 
 def _positive(name: str, value: int) -> int:
@@ -298,7 +289,7 @@ class ToolExecutor:
     def _finish(
         self, call: ToolCall, result: ToolResult, spec: ToolSpec | None, started: float
     ) -> ToolResult:
-        content, cut = truncate_output(result.content, self._max_output_chars)
+        content, cut = truncate(result.content, self._max_output_chars)
         return ToolResult(
             tool_name=spec.name if spec is not None else call.name,
             content=content,

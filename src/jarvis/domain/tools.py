@@ -44,6 +44,19 @@ class ToolSpec:
         }
 
 
+TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
+"""What replaces the end of a text cut to its limit: the model sees that, and how much, is
+missing."""
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` characters with a visible marker, and whether it was cut
+    (``limit`` 0 or less: no limit). The one rule for every output a model is shown."""
+    if limit <= 0 or len(text) <= limit:
+        return text, False
+    return text[:limit] + TRUNCATION_MARKER.format(shown=limit, total=len(text)), True
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """The outcome of one tool call. Failures are results too: they go back to the model."""

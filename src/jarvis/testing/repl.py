@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.repl import (
-    TRUNCATION_MARKER,
+    STREAM_TRUNCATION_MARKER,
     ExecutionResult,
     ReplCallbacks,
     ReplIsolation,
@@ -63,7 +63,7 @@ class _Capture:
     def value(self) -> str:
         text = "".join(self.parts)
         if self.dropped:
-            text += TRUNCATION_MARKER.format(dropped=self.dropped)
+            text += STREAM_TRUNCATION_MARKER.format(dropped=self.dropped)
         return text
 
 

@@ -63,9 +63,8 @@ from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
 from jarvis.domain.completion import Completion
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.repl import truncate_text
 from jarvis.domain.tool_descriptions import describe_tool
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools import ToolResult, ToolSpec, truncate
 
 OPENHANDS_TEMPLATE = (
     "You are Jarvis, an agent that completes tasks by writing and running Python code and "
@@ -326,7 +325,7 @@ class NativeOpenHandsAgent(ReplUsingAgent):
         ]
         results = await self.tool_runner.execute_all(calls)
         pages = [
-            (url, truncate_text(result.content, prefetch.max_chars), result.success)
+            (url, truncate(result.content, prefetch.max_chars)[0], result.success)
             for url, result in zip(urls, results, strict=True)
         ]
         return inline_pages(input, pages), results

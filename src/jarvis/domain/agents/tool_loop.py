@@ -48,7 +48,6 @@ from jarvis.domain.agents.function_calling import FunctionCallingProtocol
 from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
 from jarvis.domain.agents.options import AgentOptions, AgentParts
 from jarvis.domain.agents.protocol import (
-    FinalAnswer,
     ParseFailure,
     RequestShape,
     TextFilter,
@@ -281,18 +280,14 @@ class ToolUsingAgent(BaseAgent):
     async def _drive(
         self, input: str, context: AgentContext | None, *, streaming: bool
     ) -> AsyncIterator[RunUpdate]:
-        """Turns until an answer or a budget runs out, then (if one ran out) the wrap-up.
+        """One run: its scope, the loop, the result; the end event however it ends.
         Without ``streaming`` the same updates are produced, and ``arun`` drops them."""
         scope = await self.open_run(input, context)
         try:
             run = self._begin(scope, context, streaming=streaming)
             try:
-                while run.result is None and run.exhausted is None:
-                    async for update in self._turn(run):
-                        yield update
-                if run.result is None:
-                    async for update in self._wrap_up(run):
-                        yield update
+                async for update in self._loop(run):
+                    yield update
             except (asyncio.CancelledError, GeneratorExit):
                 self._publish_end(run, "cancelled")
                 raise
@@ -304,52 +299,64 @@ class ToolUsingAgent(BaseAgent):
         finally:
             await scope.aclose()
 
-    async def _turn(self, run: _Run) -> AsyncIterator[RunUpdate]:
-        """One turn: the budget, one inference, then the handler of what the protocol reads."""
-        loop = asyncio.get_running_loop()
-        run.exhausted = self.budget.exhausted(
-            turns=run.turns, tokens=run.usage.total_tokens, now=loop.time(), deadline=run.deadline
-        )
-        if run.exhausted is not None:
-            return
-        reply = _Reply()
-        shape = run.protocol.request_shape_for(run.turns + 1)
-        try:
-            async for delta in self._infer(run, shape, run.deadline, reply):
-                yield delta
-        except ToolsNotSupportedError as error:
-            if not self._switch_protocol(run, error):
-                raise
-            return
-        completion = reply.completion
-        if completion is None:
-            run.exhausted = "time"
-            return
-        decision = run.protocol.interpret(completion, turn=run.turns)
-        if isinstance(decision, FinalAnswer):
-            async for update in self._answer(run, decision.content, "final_answer", reply):
+    async def _loop(self, run: _Run) -> AsyncIterator[RunUpdate]:
+        """Each turn: one inference, the protocol's reading of it, the handler of that
+        outcome. When a budget runs out first: the wrap-up."""
+        while run.result is None and not self._out_of_budget(run):
+            reply = _Reply()
+            shape = run.protocol.request_shape_for(run.turns + 1)
+            try:
+                async for delta in self._infer(run, shape, run.deadline, reply):
+                    yield delta
+            except ToolsNotSupportedError as error:
+                self._switch_protocol(run, error)  # re-raises without a fallback protocol
+                continue
+            if reply.completion is None:  # the run's deadline passed
+                run.exhausted = "time"
+                break
+            decision = run.protocol.interpret(reply.completion, turn=run.turns)
+            if isinstance(decision, ToolCalls):
+                yield ToolCallsRequested(calls=decision.calls)
+                results = await self._on_tool_calls(run, decision, reply.completion)
+                for result in results:
+                    yield ToolResultReady(result=result)
+                tail = self._after_tools(run, results)
+            elif isinstance(decision, ParseFailure):
+                tail = self._on_parse_failure(run, decision, reply.completion)
+            else:
+                tail = self._end(run, decision.content, "final_answer", reply.shown)
+            if tail is not None:
+                yield tail
+        if run.result is None:
+            async for update in self._wrap_up(run):
                 yield update
-            return
-        run.messages.append(run.protocol.assistant_message(completion, decision))
-        if isinstance(decision, ParseFailure):
-            self._on_parse_failure(run, decision, completion)
-        else:
-            async for update in self._on_tool_calls(run, decision):
-                yield update
+
+    def _out_of_budget(self, run: _Run) -> bool:
+        """Whether a limit ran out before the next turn (``run.exhausted`` says which)."""
+        if run.exhausted is None:
+            run.exhausted = self.budget.exhausted(
+                turns=run.turns,
+                tokens=run.usage.total_tokens,
+                now=asyncio.get_running_loop().time(),
+                deadline=run.deadline,
+            )
+        return run.exhausted is not None
 
     # -- outcome handlers --------------------------------------------------------------------
 
-    async def _answer(
-        self, run: _Run, content: str, stop_reason: StopReason, reply: _Reply
-    ) -> AsyncIterator[RunUpdate]:
-        """End the run with ``content``, first streaming the part not shown yet."""
-        rest = _remainder(content, reply.shown)
-        if rest:
-            yield TextDelta(text=rest)
+    def _end(
+        self, run: _Run, content: str, stop_reason: StopReason, shown: Sequence[str] = ()
+    ) -> TextDelta | None:
+        """End the run with ``content``; the part of it not streamed yet, if any."""
         run.result = self._finish(run, content, stop_reason)
+        rest = _remainder(content, shown)
+        return TextDelta(text=rest) if rest else None
 
-    def _on_parse_failure(self, run: _Run, failure: ParseFailure, completion: Completion) -> None:
+    def _on_parse_failure(
+        self, run: _Run, failure: ParseFailure, completion: Completion
+    ) -> TextDelta | None:
         """Feed the error back, or end the run after ``max_parse_errors`` in a row."""
+        run.messages.append(run.protocol.assistant_message(completion, failure))
         run.parse_errors += 1
         run.total_parse_errors += 1
         if run.parse_errors >= self.budget.max_parse_errors:
@@ -357,24 +364,32 @@ class ToolUsingAgent(BaseAgent):
             run.result = self._finish(run, strip_think(completion.content), "parse_error")
         else:
             run.messages.extend(run.protocol.parse_error_messages(failure))
+        return None
 
-    async def _on_tool_calls(self, run: _Run, decision: ToolCalls) -> AsyncIterator[RunUpdate]:
-        """Run the calls, show the model their results; they may end the run."""
+    async def _on_tool_calls(
+        self, run: _Run, decision: ToolCalls, completion: Completion
+    ) -> list[ToolResult]:
+        """Run the calls and show the model their results."""
+        run.messages.append(run.protocol.assistant_message(completion, decision))
         run.parse_errors = 0
-        yield ToolCallsRequested(calls=decision.calls)
         results = await self._run_calls(run, decision)
-        for result in results:
-            yield ToolResultReady(result=result)
         run.messages.extend(run.protocol.observations(results))
         run.results.extend(results)
+        return results
+
+    def _after_tools(self, run: _Run, results: list[ToolResult]) -> TextDelta | None:
+        """An answer in the results ends the run; so does the time limit stopping a tool,
+        or the loop guard refusing every call of too many turns (then the wrap-up)."""
         answer = self.answer_from_results(results)
         if answer is not None:
-            async for update in self._answer(run, answer, "final_answer", _Reply()):
-                yield update
-        elif any(result.metadata.get("error") == "run_time_limit" for result in results):
+            return self._end(run, answer, "final_answer")
+        if run.deadline is not None and any(
+            result.metadata.get("error") == "run_time_limit" for result in results
+        ):
             run.exhausted = "time"
         elif run.blocked_turns >= max(1, run.guard.config.max_blocked_turns):
             run.exhausted = "loop"
+        return None
 
     async def _wrap_up(self, run: _Run) -> AsyncIterator[RunUpdate]:
         """The one tool-less call asking for the best final answer."""
@@ -394,9 +409,9 @@ class ToolUsingAgent(BaseAgent):
             answer = run.protocol.final_answer(reply.completion)
         else:
             run.metadata["final_call_timed_out"] = True
-        answer = answer or run.last_content or NO_ANSWER
-        async for update in self._answer(run, answer, "max_turns", reply):
-            yield update
+        tail = self._end(run, answer or run.last_content or NO_ANSWER, "max_turns", reply.shown)
+        if tail is not None:
+            yield tail
 
     # -- one inference -----------------------------------------------------------------------
 
@@ -581,10 +596,11 @@ class ToolUsingAgent(BaseAgent):
             metadata={"mode": self.protocol.name},
         )
 
-    def _switch_protocol(self, run: _Run, error: ToolsNotSupportedError) -> bool:
+    def _switch_protocol(self, run: _Run, error: ToolsNotSupportedError) -> None:
+        """Go on with the agent's fallback protocol, or re-raise ``error``."""
         new = self.fallback_protocol(error, run.protocol) if run.protocol.native_tools else None
         if new is None:
-            return False
+            raise error
         old_prompt = self.system_prompt_for(run.protocol)
         new_prompt = self.system_prompt_for(new)
         messages = self.build_messages(run.scope.input, run.context)
@@ -596,7 +612,6 @@ class ToolUsingAgent(BaseAgent):
         run.metadata["mode"] = new.name
         run.metadata["fallback"] = "tools_not_supported"
         run.metadata["fallback_reason"] = error.message
-        return True
 
     def _finish(self, run: _Run, content: str, stop_reason: StopReason) -> AgentResult:
         metadata = run.metadata
@@ -629,7 +644,7 @@ class ToolUsingAgent(BaseAgent):
             )
 
 
-def _remainder(answer: str, shown: list[str]) -> str:
+def _remainder(answer: str, shown: Sequence[str]) -> str:
     """The part of ``answer`` not yet streamed (nothing when the streamed text diverged)."""
     if not shown:
         return answer
