@@ -32,6 +32,8 @@ class EventType(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunStarted:
+    """An agent began one run (published once per run, whatever its number of turns)."""
+
     agent: str
     input: str
     at: float = field(default_factory=monotonic)
@@ -40,6 +42,9 @@ class AgentRunStarted:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunEnded:
+    """An agent's run ended: ``turns`` inferences, and why (``cancelled`` and ``error``
+    included). Published once per run."""
+
     agent: str
     turns: int
     stop_reason: str

@@ -13,7 +13,7 @@ cancellation. A :class:`ToolProtocol` owns only the conversation format:
   parse-error feedback, the final "answer now" request).
 
 Other action kinds (running code for CodeAct, a REPL cell for RLM) are tool calls to a tool
-the agent adds itself (see ``ToolUsingAgent.internal_tools``), so they reuse the executor's
+each run adds itself (see ``ToolUsingAgent.open_run``), so they reuse the executor's
 validation, timeouts, events and the loop guard unchanged.
 """
 
