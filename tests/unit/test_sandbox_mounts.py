@@ -165,3 +165,13 @@ def test_missing_files_and_plain_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("x")
     with pytest.raises(MountRefusedError, match="only folders"):
         MountPolicy().resolve([MountRequest(source=str(tmp_path / "f.txt"))])
+
+
+def test_the_config_dir_and_folders_holding_it_are_refused(tmp_path: Path) -> None:
+    config = _tree(tmp_path / "home" / "jarvis-config", "config.toml")
+    policy = MountPolicy(protected=(str(config),))
+    for folder in (config, tmp_path / "home", tmp_path):
+        with pytest.raises(MountRefusedError, match="configuration folder"):
+            policy.resolve([MountRequest(source=str(folder))])
+    other = _tree(tmp_path / "other", "a.txt")
+    assert policy.resolve([MountRequest(source=str(other))])

@@ -86,6 +86,9 @@ class MountPolicy:
     blocked_patterns: tuple[str, ...] = DEFAULT_BLOCKED
     source: str = ""
     """The allowlist file it came from ("" = none)."""
+    protected: tuple[str, ...] = ()
+    """Folders never mounted, nor any folder holding them (jarvis's own config dir: its
+    config.toml may hold API keys), as resolved absolute paths."""
 
     # --- pure checks --------------------------------------------------------------------
 
@@ -121,6 +124,17 @@ class MountPolicy:
             hint=f"Allowed roots: {allowed}.",
         )
 
+    def check_protected(self, path: str) -> None:
+        """Refuse ``path`` when it is, lies in, or holds a protected folder."""
+        for protected in self.protected:
+            inside = path == protected or path.startswith(protected.rstrip("/") + "/")
+            if inside or protected.startswith(path.rstrip("/") + "/"):
+                raise MountRefusedError(
+                    f"Refused to mount {path}: it {'is in' if inside else 'holds'} jarvis's "
+                    f"configuration folder {protected}.",
+                    hint="Mount a folder that holds no configuration or secrets.",
+                )
+
     def check_contents(self, path: str, relative: Iterator[tuple[str, ...]]) -> None:
         """Refuse a folder any entry of which (``relative`` components) is blocked."""
         base = PurePosixPath(path).parts[1:]
@@ -155,6 +169,7 @@ class MountPolicy:
                 raise MountRefusedError("A mount path cannot contain NUL.")
             source = os.path.realpath(os.path.join(cwd or os.getcwd(), raw))
             self.check_path(source, read_only=request.read_only)
+            self.check_protected(source)
             try:
                 info = os.stat(source)
             except OSError as exc:

@@ -9,7 +9,9 @@ progress reported to ``progress``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 
 from jarvis.application.sandbox_mounts import MountPolicy, load_policy
 from jarvis.domain.ports import ContainerPort, ContainerSpec, ImageProgress, Mount
@@ -33,6 +35,7 @@ class ContainerRunner:
         progress: ImageProgress | None = None,
         command: Sequence[str] = WORKER_COMMAND,
         cwd: str = "",
+        protected_paths: Sequence[str] = (),
     ) -> None:
         self.containers = containers
         self.limits = limits or SandboxLimits()
@@ -41,6 +44,7 @@ class ContainerRunner:
         self.progress = progress
         self.command = tuple(command)
         self.cwd = cwd
+        self.protected_paths = tuple(os.path.realpath(p) for p in protected_paths)
 
     @property
     def runtime(self) -> str:
@@ -50,7 +54,8 @@ class ContainerRunner:
     def policy(self) -> MountPolicy:
         """The mount policy, read from the allowlist file on first use."""
         if self._policy is None:
-            self._policy = load_policy(self.mount_allowlist_path)
+            policy = load_policy(self.mount_allowlist_path)
+            self._policy = replace(policy, protected=(*policy.protected, *self.protected_paths))
         return self._policy
 
     def check_mounts(self, mounts: Sequence[MountRequest]) -> tuple[Mount, ...]:

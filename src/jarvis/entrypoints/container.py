@@ -323,6 +323,7 @@ def _sandboxed_agents(
     from jarvis.application.sandbox_runner import ContainerRunner
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.domain.sandbox import SandboxLimits
+    from jarvis.entrypoints.settings import config_dir
 
     sandbox = from_data(SandboxSettings, settings)
     limits = SandboxLimits(
@@ -334,6 +335,7 @@ def _sandboxed_agents(
             limits=limits,
             mount_allowlist_path=sandbox.mount_allowlist_path,
             progress=_image_progress,
+            protected_paths=(str(config_dir()),),
         )
     )
 

@@ -70,6 +70,9 @@ class AskOptions(TypedDict, total=False):
     """Settings of the chosen agent, as ``-O KEY=VALUE`` on the command line: for the
     ``orchestrator`` ``mode="structured"``, ``tool_choice="required"``, ``max_turns``...
     An option the agent does not take is a ``ConfigurationError``."""
+    mounts: Sequence[str] | None
+    """Host folders the ``sandboxed`` agent sees, ``PATH[:TARGET][:ro|rw]`` (read-only
+    unless the mount allowlist allows writing), as ``--mount`` on the command line."""
 
 
 _OPTION_NAMES = AskOptions.__optional_keys__
@@ -280,4 +283,5 @@ class Runtime:
             persona=options.get("persona"),
             context=context,
             agent_options=dict(options.get("agent_options") or {}),
+            mounts=tuple(options.get("mounts") or ()),
         )

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     app: typer.Typer
     """Every command (built on first use): ``CliRunner().invoke(app, [...])``."""
 
-COMMANDS = ("ask", "agents", "models", "tools", "persona")
+COMMANDS = ("ask", "agents", "models", "tools", "persona", "sandbox")
 """The commands, in the order ``jarvis --help`` lists them."""
 
 GC_PAUSE_SECONDS = 0.5
@@ -83,6 +83,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.tools import tools
 
             built.command("tools")(tools)
+        elif name == "sandbox":
+            from jarvis.entrypoints.cli.sandbox import app as sandbox_app
+
+            built.add_typer(sandbox_app, name="sandbox")
         else:
             from jarvis.entrypoints.cli.persona import app as persona_app
 

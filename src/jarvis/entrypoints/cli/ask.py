@@ -186,6 +186,15 @@ def ask(
         ),
     ] = None,
     persona: PersonaOption = None,
+    mount: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mount",
+            help="PATH[:TARGET][:ro|rw]: a host folder the sandboxed agent sees (repeatable; "
+            "read-only unless the mount allowlist allows writing), e.g. --mount ./data:ro.",
+            show_default=False,
+        ),
+    ] = None,
     context_file: Annotated[
         Path | None,
         typer.Option(
@@ -234,6 +243,7 @@ def ask(
             persona=arg(persona),
             context=context_text,
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
+            mounts=[repair_text(m) for m in mount or []],
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
         if temperature is not None:
