@@ -10,12 +10,14 @@ its class, checked by mypy like any other code. Loading on first use keeps start
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 
+from jarvis.application.agent_options import OptionReader
 from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
-from jarvis.domain.ports import InferencePort
+from jarvis.domain.json_types import JSONValue
 
 AgentLoader = Callable[[], type[BaseAgent]]
 """Imports an agent's module and returns its class."""
@@ -79,9 +81,37 @@ class AgentRegistry:
     def aliases(self) -> dict[str, str]:
         return dict(self._aliases)
 
-    def create(self, key: str, inference: InferencePort, model: str, **kwargs: Any) -> BaseAgent:
-        """Instantiate the agent registered under ``key``."""
-        return self.get(key)(inference, model, **kwargs)
+    def create(
+        self,
+        key: str,
+        parts: AgentParts,
+        options: Mapping[str, JSONValue] | None = None,
+        *,
+        defaults: Mapping[str, JSONValue] | None = None,
+    ) -> BaseAgent:
+        """The agent registered under ``key``, built from ``parts`` and its named
+        ``options``, each checked (see :mod:`jarvis.application.agent_options`);
+        ``defaults`` fill the options not given, for the agents that take them. A wrong
+        option is a ``ConfigurationError`` naming the agent, the option and the options
+        the agent takes."""
+        canonical = self.resolve(key)
+        agent_cls = self.get(canonical)
+        reader = OptionReader(canonical, options or {}, defaults=defaults)
+        sampling = parts.sampling if parts.sampling is not None else agent_cls.default_sampling
+        engine_options = reader.engine_options()
+        if engine_options:
+            sampling = replace(sampling, engine_options=engine_options)
+        try:
+            agent = agent_cls.from_options(replace(parts, sampling=sampling), reader)
+        except ValueError as exc:
+            if not options:
+                raise
+            raise ConfigurationError(
+                f"Agent '{canonical}' cannot be built with these options: {exc}",
+                hint="Options given: " + ", ".join(sorted(options)),
+            ) from exc
+        reader.finish()
+        return agent
 
     def __iter__(self) -> Iterator[tuple[str, type[BaseAgent]]]:
         """Every (key, class), sorted by key; loads the lazily registered ones."""
