@@ -256,7 +256,7 @@ async def test_token_budget() -> None:
         engine, "m", tools=[calculator()], budget=RunBudget(max_total_tokens=1000)
     ).arun("q")
     assert result.metadata["budget_exhausted"] == "tokens"
-    assert result.stop_reason == "max_turns"
+    assert result.stop_reason == "max_total_tokens"
     assert engine.requests[-1].tools == ()
     assert result.usage.total_tokens == 1115
 
@@ -300,7 +300,7 @@ async def test_time_budget_interrupts_a_slow_engine() -> None:
     agent = ToolUsingAgent(engine, "m", tools=[calculator()], budget=RunBudget(max_seconds=0.45))
     result = await asyncio.wait_for(agent.arun("q"), 60)
     assert result.metadata["budget_exhausted"] == "time"
-    assert result.stop_reason == "max_turns"
+    assert result.stop_reason == "max_seconds"
     # turn 1 runs, turn 2 never answers and is cut at 0.45 s, and the final call without
     # tools, which never answers either, is cut in its turn: the run still ends
     assert len(engine.requests) == 3
@@ -329,7 +329,7 @@ async def test_a_model_that_repeats_itself_is_warned_then_blocked_then_stopped()
     warning = result.tool_results[2].content
     assert "already called 'calculator'" in warning
     assert "2" in warning
-    assert result.stop_reason == "max_turns"
+    assert result.stop_reason == "loop_detected"
     assert result.metadata["budget_exhausted"] == "loop"
     assert result.turns == 6  # 5 tool turns + the final tool-less call
     assert engine.requests[-1].tools == ()

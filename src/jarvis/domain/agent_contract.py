@@ -10,9 +10,19 @@ from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message
 from jarvis.domain.tools import ToolResult
 
-StopReason = Literal["final_answer", "max_turns", "parse_error", "cancelled", "error"]
-"""Why a run ended. ``max_turns`` also covers the other run budgets (time, tokens); the
-metadata key ``budget_exhausted`` names which one ran out."""
+StopReason = Literal[
+    "final_answer",
+    "max_turns",
+    "max_seconds",
+    "max_total_tokens",
+    "loop_detected",
+    "parse_error",
+    "cancelled",
+    "error",
+]
+"""Why a run ended. A run budget that ran out is named by its limit: ``max_turns``,
+``max_seconds``, ``max_total_tokens``, or ``loop_detected`` when the loop guard refused
+every call of too many turns (the answer is then the one tool-less call's)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

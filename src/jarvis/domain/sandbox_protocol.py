@@ -401,7 +401,16 @@ class ToolResultUpdate(_Message):
     result: ToolResultModel
 
 
-StopName = Literal["final_answer", "max_turns", "parse_error", "cancelled", "error"]
+StopName = Literal[
+    "final_answer",
+    "max_turns",
+    "max_seconds",
+    "max_total_tokens",
+    "loop_detected",
+    "parse_error",
+    "cancelled",
+    "error",
+]
 
 
 class ResultMessage(_Message):

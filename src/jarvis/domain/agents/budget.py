@@ -1,18 +1,29 @@
 """The run budget of a tool-using agent: turns, wall-clock time and tokens.
 
 When any of them runs out the loop does not fail: it makes one last call without tools that
-asks for the best final answer, and the result says which limit was hit
-(``metadata["budget_exhausted"]``).
+asks for the best final answer, and the result's stop reason names the limit that was hit
+(also in ``metadata["budget_exhausted"]``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from jarvis.domain.agent_contract import StopReason
 
 BudgetKind = Literal["turns", "time", "tokens", "loop"]
 """Which limit ended the run; ``loop`` means the loop guard refused every call of several
 consecutive turns."""
+
+STOP_REASONS: Mapping[BudgetKind, StopReason] = {
+    "turns": "max_turns",
+    "time": "max_seconds",
+    "tokens": "max_total_tokens",
+    "loop": "loop_detected",
+}
+"""The stop reason of a run that a budget ended: the limit that ran out."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

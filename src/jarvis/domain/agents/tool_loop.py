@@ -9,9 +9,10 @@ What the loop guarantees, identically for every protocol:
 
 * **one budget** — turns, wall-clock seconds, tokens. When one runs out (or the loop guard
   refused every call of ``max_blocked_turns`` turns in a row) the loop makes ONE last call
-  without tools asking for the best final answer; the result has stop reason
-  ``max_turns``, ``metadata["max_turns_exceeded"] = True`` and
-  ``metadata["budget_exhausted"]`` = ``turns`` | ``time`` | ``tokens`` | ``loop``. The time
+  without tools asking for the best final answer; the result's stop reason names the limit
+  (``max_turns`` | ``max_seconds`` | ``max_total_tokens`` | ``loop_detected``), with
+  ``metadata["max_turns_exceeded"] = True`` and ``metadata["budget_exhausted"]`` =
+  ``turns`` | ``time`` | ``tokens`` | ``loop``. The time
   limit interrupts an inference or tool calls in flight; the final call gets at most
   ``max_seconds`` more.
 * usage summed over every inference; ``<think>`` blocks stripped from answers;
@@ -42,7 +43,7 @@ from typing import ClassVar, Self, TypedDict
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult, StopReason
 from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.budget import BudgetKind, RunBudget
+from jarvis.domain.agents.budget import STOP_REASONS, BudgetKind, RunBudget
 from jarvis.domain.agents.context_window import ContextWindow, WindowFit
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
 from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
@@ -409,7 +410,8 @@ class ToolUsingAgent(BaseAgent):
             answer = run.protocol.final_answer(reply.completion)
         else:
             run.metadata["final_call_timed_out"] = True
-        tail = self._end(run, answer or run.last_content or NO_ANSWER, "max_turns", reply.shown)
+        stop_reason = STOP_REASONS[exhausted]
+        tail = self._end(run, answer or run.last_content or NO_ANSWER, stop_reason, reply.shown)
         if tail is not None:
             yield tail
 
