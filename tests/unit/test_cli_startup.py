@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import jarvis.entrypoints.cli as cli
+from bench.stub_server import ANSWER, StubServer
 
 
 @pytest.fixture(autouse=True)
@@ -116,3 +117,20 @@ def test_a_quick_command_leaves_the_collector_as_it_found_it(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_plain_question_loads_neither_the_sandbox_nor_pydantic(stub_server: StubServer) -> None:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['jarvis', 'ask', '--base-url', {stub_server.url!r}, '-m', 'm', 'q']\n"
+        "from jarvis.entrypoints.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(__import__('json').dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ANSWER
+    loaded = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert "pydantic" not in loaded  # no config file: nothing to validate
+    assert not {m for m in loaded if "sandbox" in m}  # built only for the sandboxed agent

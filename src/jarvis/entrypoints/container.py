@@ -41,10 +41,12 @@ from dependency_injector import containers, providers  # noqa: E402
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from jarvis.application.ask import AskQuestion
     from jarvis.application.config import JarvisConfig
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
+    from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.ports import (
         ContainerPort,
         InferencePort,
@@ -269,6 +271,18 @@ def _tool_catalogue(
     return catalogue
 
 
+class _SandboxOnDemand:
+    """The ``sandboxed`` agent's builder, resolved when a question asks for that agent:
+    any other question never imports the sandbox client, its protocol schemas and pydantic
+    (some 50 ms of a ``jarvis ask``)."""
+
+    def __init__(self, provide: Callable[[], SandboxedAgents]) -> None:
+        self._provide = provide
+
+    async def build(self, service: AskService, command: AskQuestion) -> tuple[BaseAgent, str]:
+        return await self._provide().build(service, command)
+
+
 class _ToolsOnDemand:
     """The tool catalogue, resolved when a question needs tools (and only then).
 
@@ -450,7 +464,7 @@ class Container(containers.DeclarativeContainer):
         bus=bus,
         repl=repl,
         default_max_turns=config.agent.max_turns,
-        sandbox=sandbox,
+        sandbox=providers.Factory(_SandboxOnDemand, sandbox.provider),
     )
 
 
