@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, ClassVar, Literal, TypeVar, get_args, get_type_hints
 
+from jarvis.application.engine_names import EngineName
+
 S = TypeVar("S")
 
 
@@ -105,8 +107,6 @@ MAX_TOKENS = 1 << 20
 """``[agent] max_tokens`` (and ``--max-tokens``) at most."""
 MAX_CONTEXT_TOKENS = 1 << 24
 """A context window (``num_ctx``, ``n_ctx``) at most."""
-
-EngineName = Literal["auto", "ollama", "vllm", "openai", "llamacpp"]
 
 
 class _Section:
@@ -269,6 +269,31 @@ class SandboxSettings(_Section):
     pids: Annotated[int, Bounds(ge=16, le=1 << 22)] = 128
 
 
+MAX_HISTORY_MESSAGES = 10_000
+"""``[sessions] history_messages`` at most."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSettings(_Section):
+    """Where conversations are kept (``jarvis ask -c``, ``jarvis chat``, the SDK's
+    conversations) and how much of one is replayed into the next prompt."""
+
+    backend: Literal["sqlite", "postgres", "jsonl"] = "sqlite"
+    """``sqlite``: one database on this machine (WAL); ``postgres``: a server several
+    machines share (``url``); ``jsonl``: one JSON-lines file per session."""
+    path: str = ""
+    """The SQLite database; empty = ``<config dir>/sessions.db`` (relative: from the config
+    dir)."""
+    url: str = ""
+    """The PostgreSQL URL (``postgresql://user:password@host/db``) for ``backend = "postgres"``."""
+    busy_timeout: Annotated[float, Bounds(gt=0, le=3600)] = 10.0
+    """Seconds to wait for another process holding the SQLite database before giving up."""
+    history_messages: Annotated[int, Bounds(ge=0, le=MAX_HISTORY_MESSAGES)] = 40
+    """At most this many earlier messages enter the prompt (the newest; oldest dropped first)."""
+    history_tokens: Annotated[int, Bounds(ge=0, le=MAX_CONTEXT_TOKENS)] = 3000
+    """At most about this many tokens of earlier messages enter the prompt."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
@@ -280,3 +305,4 @@ class JarvisConfig(_Section):
     system_prompt: SystemPromptSettings = field(default_factory=SystemPromptSettings)
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)

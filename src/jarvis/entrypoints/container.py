@@ -17,6 +17,8 @@ Everything jarvis runs on is built here, from the validated configuration:
 * ``repl``: the isolated Python REPL (``[repl]``) of ``code_interpreter``,
   ``native_openhands`` and ``rlm``, built on first use.
 * ``ask_service``: the use case the CLI and the SDK call.
+* ``sessions``: the conversation store (``[sessions]``: SQLite, PostgreSQL or JSON lines),
+  its adapter imported when a conversation first needs it.
 
 Engine choice ``auto`` is resolved before anything is built (:func:`choose_engine`): the
 configured engine, else a local Ollama that answers, else the embedded model. An engine
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         PersonaStorePort,
         ReplPort,
         ReplSession,
+        SessionStorePort,
         ToolPort,
     )
     from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
@@ -354,6 +357,38 @@ def _sandboxed_agents(
     )
 
 
+def _session_store(*, settings: dict[str, object], opened: list[object]) -> SessionStorePort:
+    """The ``[sessions]`` store; its adapter (and sqlite3 or psycopg) is imported only here,
+    so a question asked without a conversation loads none of it."""
+    from pathlib import Path
+
+    from jarvis.application.config import SessionSettings, from_data
+    from jarvis.entrypoints.settings import config_dir
+
+    chosen = from_data(SessionSettings, settings)
+    store: SessionStorePort
+    if chosen.backend == "postgres":
+        if not chosen.url:
+            raise ConfigurationError(
+                '[sessions] backend = "postgres" needs a url.',
+                hint='Set [sessions] url = "postgresql://user:password@host/db".',
+            )
+        from jarvis.adapters.postgres_sessions import PostgresSessionStore
+
+        store = PostgresSessionStore(chosen.url)
+    elif chosen.backend == "jsonl":
+        from jarvis.adapters.session_files.store import JsonlSessionStore
+
+        store = JsonlSessionStore(config_dir() / "sessions")
+    else:
+        from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+
+        path = config_dir() / Path(chosen.path or "sessions.db").expanduser()
+        store = SqliteSessionStore(path, busy_timeout=chosen.busy_timeout)
+    opened.append(store)
+    return store
+
+
 class Container(containers.DeclarativeContainer):
     """The object graph of jarvis. Load it with :func:`configure` before resolving engines."""
 
@@ -451,6 +486,13 @@ class Container(containers.DeclarativeContainer):
     sandbox: providers.Provider[SandboxedAgents] = providers.Singleton(
         _sandboxed_agents, containers=container_runtime.provider, settings=config.sandbox
     )
+
+    opened_stores: providers.Singleton[list[object]] = providers.Singleton(list)
+    sessions: providers.Provider[SessionStorePort] = providers.Singleton(
+        _session_store, settings=config.sessions, opened=opened_stores
+    )
+    """The conversation store (``[sessions]``); tests override it with
+    ``jarvis.testing.InMemorySessionStore``."""
 
     ask_service: providers.Provider[AskService] = providers.Factory(
         AskService,
@@ -563,6 +605,11 @@ async def aclose_engines(container: Container) -> None:
         if callable(close):
             close()
     container.container_runtime.reset()
+    stores = container.opened_stores()
+    while stores:  # the session store's connection (reopened by a later call)
+        close = getattr(stores.pop(), "close", None)
+        if callable(close):
+            close()
 
 
 def forget_engines(container: Container) -> None:

@@ -1,0 +1,325 @@
+"""The conversation use case: a question asked with the history of a stored session.
+
+A turn loads the session's newest messages, bounds them (messages and tokens, oldest
+dropped first, never splitting an assistant's tool calls from their results: see
+:func:`~jarvis.domain.session_history.trim_history`), hands them to the agent as
+:attr:`AgentContext.conversation` (real messages, never flattened into text), runs the
+question, then appends the whole exchange to the session in one atomic append: the user's
+message, each assistant message with its tool calls and ids, each tool result with its call
+id, and the final answer with its model and usage. A turn that fails or is cancelled stores
+nothing, so a session never holds half an exchange.
+
+The CLI (``jarvis ask -c``, ``jarvis chat``, ``jarvis sessions``), the SDK's conversation
+objects and the managed-agent HTTP API all go through :class:`ConversationService`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Protocol, TypeAlias
+
+from jarvis.application.ask import Answer, AskQuestion
+from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.messages import Message, Role
+from jarvis.domain.ports import SessionStorePort
+from jarvis.domain.session_history import TrimmedHistory, trim_history
+from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import SessionInfo, SessionMessage, utc_now
+from jarvis.domain.updates import (
+    RunFinished,
+    RunUpdate,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
+
+LOAD_SLACK = 64
+"""Messages read beyond ``max_messages``: room for the tool results of a unit that straddles
+the bound, so that the window read never decides what the bounds keep."""
+
+LISTED_IN_ERRORS = 20
+"""How many existing sessions an "unknown session" message names."""
+
+
+class UnknownSessionError(ConfigurationError):
+    """No session has this id; ``existing`` holds the most recent ids (exit code 2)."""
+
+    def __init__(self, session_id: str, existing: list[str], total: int) -> None:
+        if existing:
+            more = f" (and {total - len(existing)} more)" if total > len(existing) else ""
+            listing = "Existing sessions: " + ", ".join(existing) + more + "."
+        else:
+            listing = "There are no sessions yet."
+        super().__init__(
+            f"No session named {session_id!r}. {listing}",
+            hint="See them with `jarvis sessions list`.",
+        )
+        self.session_id = session_id
+        self.existing = existing
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryLimits:
+    """How much of a session enters the prompt (``[sessions] history_messages/_tokens``).
+
+    ``None`` is no bound; ``0`` replays nothing.
+    """
+
+    max_messages: int | None = 40
+    max_tokens: int | None = 3000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryUsed:
+    """What of the session entered the prompt, and what was left out (``--verbose``).
+
+    The first item of :meth:`ConversationService.stream`.
+    """
+
+    session_id: str
+    trimmed: TrimmedHistory
+    older_unread: bool = False
+    """The session holds messages older than the window read (all left out)."""
+    new_session: bool = False
+    """The session had no messages: this turn starts it."""
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return self.trimmed.messages
+
+    def describe(self) -> str:
+        """One line, e.g. ``history of session 'work': 6 messages (~80 tokens), 4 older
+        left out``."""
+        if self.new_session:
+            return f"history of session {self.session_id!r}: none (a new session)"
+        text = self.trimmed.describe().removeprefix("history: ")
+        if self.older_unread:
+            text += ", and every older message"
+        return f"history of session {self.session_id!r}: {text}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationAnswer:
+    """A turn's answer, what history it was given, and what was stored."""
+
+    answer: Answer
+    history: HistoryUsed
+    saved: tuple[SessionMessage, ...]
+
+    @property
+    def session_id(self) -> str:
+        return self.history.session_id
+
+
+ConversationUpdate: TypeAlias = (
+    HistoryUsed | TextDelta | ToolCallsRequested | ToolResultReady | Answer
+)
+"""What :meth:`ConversationService.stream` yields: ``HistoryUsed`` first, then the run's
+updates, then the :class:`~jarvis.application.ask.Answer` (after the turn was stored)."""
+
+
+class Asker(Protocol):
+    """What a conversation runs its questions on (:class:`~jarvis.application.ask.AskService`)."""
+
+    def stream(self, command: AskQuestion) -> AsyncIterator[RunUpdate | Answer]: ...
+
+
+def new_session_id(now: datetime | None = None) -> str:
+    """A fresh session id: the UTC time, then random hex (``20261201-093012-4f2a9c``)."""
+    moment = now or utc_now()
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def tool_message_content(content: str, *, success: bool) -> str:
+    """A tool result as the model was shown it (a failure reads ``Error: ...``)."""
+    return content if success else f"Error: {content}"
+
+
+class _Recorder:
+    """Turns a run's updates into the messages the session keeps, in order."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self.records: list[SessionMessage] = []
+        self.text: list[str] = []
+        self.model = ""
+
+    def see(self, update: RunUpdate | Answer) -> None:
+        if isinstance(update, TextDelta):
+            self.text.append(update.text)
+        elif isinstance(update, ToolCallsRequested):
+            message = Message.assistant("".join(self.text), update.calls)
+            self.text.clear()
+            self.records.append(SessionMessage(message=message, created_at=self.clock()))
+        elif isinstance(update, ToolResultReady):
+            result = update.result
+            message = Message.tool(
+                tool_message_content(result.content, success=result.success),
+                tool_call_id=result.call_id,
+                name=result.tool_name,
+            )
+            self.records.append(SessionMessage(message=message, created_at=self.clock()))
+
+    def finish(self, answer: Answer) -> list[SessionMessage]:
+        """Every record, the model stamped on the assistant's, the usage on the answer."""
+        records = [
+            replace(r, model=answer.model) if r.message.role is Role.ASSISTANT else r
+            for r in self.records
+        ]
+        records.append(
+            SessionMessage(
+                message=Message.assistant(answer.content),
+                model=answer.model,
+                usage=answer.usage,
+                created_at=self.clock(),
+            )
+        )
+        return records
+
+
+class Sessions:
+    """The stored sessions themselves: which to use, listing, reading, deleting.
+
+    Every method raises ``SessionStoreError`` subclasses when the store fails (nothing
+    stored changes), ``ConfigurationError`` for an invalid session id, and
+    :class:`UnknownSessionError` where a session must exist.
+    """
+
+    def __init__(self, store: SessionStorePort, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self.store = store
+        self.clock = clock
+
+    def new_session_id(self) -> str:
+        return new_session_id(self.clock())
+
+    async def last_session(self) -> str | None:
+        """The session appended to most recently (``jarvis ask -c``), ``None`` if none."""
+        latest = await self.store.list_sessions(limit=1)
+        return latest[0].id if latest else None
+
+    async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        """Sessions, most recently appended to first."""
+        return await self.store.list_sessions(limit=limit)
+
+    async def exists(self, session_id: str) -> bool:
+        return bool(await self.store.load_records(check_session_id(session_id), limit=1))
+
+    async def require(self, session_id: str) -> None:
+        """Raise :class:`UnknownSessionError` (naming existing ones) unless it exists."""
+        if not await self.exists(session_id):
+            sessions = await self.store.list_sessions()
+            raise UnknownSessionError(
+                session_id, [s.id for s in sessions[:LISTED_IN_ERRORS]], len(sessions)
+            )
+
+    async def records(self, session_id: str) -> tuple[SessionMessage, ...]:
+        """Every stored message of an existing session, oldest first."""
+        records = await self.store.load_records(check_session_id(session_id))
+        if not records:
+            await self.require(session_id)
+        return records
+
+    async def delete(self, session_id: str) -> None:
+        """Forget an existing session."""
+        await self.require(session_id)
+        await self.store.delete(session_id)
+
+
+class ConversationService(Sessions):
+    """Questions asked within stored sessions: the history in, the exchange saved.
+
+    Build one per event loop from the loop's ``AskService`` (the ``asker``) and the
+    (loop-independent) session store.
+
+    * :meth:`ask` / :meth:`stream`: one turn in a session (created by its first turn);
+    * :meth:`history`: what the next turn of a session would replay;
+    * from :class:`Sessions`: :meth:`last_session`, :meth:`new_session_id`,
+      :meth:`list_sessions`, :meth:`require`, :meth:`records`, :meth:`delete`.
+
+    Two turns of one session running at once each see the history as it was when they
+    started, and each exchange is appended whole.
+    """
+
+    def __init__(
+        self,
+        asker: Asker,
+        store: SessionStorePort,
+        *,
+        limits: HistoryLimits | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        super().__init__(store, clock=clock)
+        self.asker = asker
+        self.limits = limits or HistoryLimits()
+
+    # -- one turn ----------------------------------------------------------------------------
+
+    async def history(self, session_id: str) -> HistoryUsed:
+        """The bounded history the next turn of ``session_id`` replays."""
+        check_session_id(session_id)
+        limits = self.limits
+        window = None if limits.max_messages is None else limits.max_messages + LOAD_SLACK
+        messages = list(await self.store.load(session_id, limit=window))
+        if not messages:
+            return HistoryUsed(
+                session_id=session_id, trimmed=TrimmedHistory(messages=()), new_session=True
+            )
+        older_unread = window is not None and len(messages) >= window
+        cut = 0
+        if older_unread:  # the window may start inside an exchange: begin at a user message
+            while cut < len(messages) and messages[cut].role is not Role.USER:
+                cut += 1
+        trimmed = trim_history(
+            messages[cut:], max_messages=limits.max_messages, max_tokens=limits.max_tokens
+        )
+        if cut:
+            trimmed = replace(trimmed, dropped=trimmed.dropped + cut)
+        return HistoryUsed(session_id=session_id, trimmed=trimmed, older_unread=older_unread)
+
+    def stream(self, session_id: str, command: AskQuestion) -> AsyncIterator[ConversationUpdate]:
+        """One turn: :class:`HistoryUsed`, the run's updates, then the ``Answer``, yielded
+        once the exchange is stored. Closing the iterator early stores nothing."""
+        return self._turn(session_id, command, [])
+
+    async def ask(self, session_id: str, command: AskQuestion) -> ConversationAnswer:
+        """One turn, run to its end (see :meth:`stream`)."""
+        saved: list[SessionMessage] = []
+        used: HistoryUsed | None = None
+        turn = self._turn(session_id, command, saved)
+        try:
+            async for update in turn:
+                if isinstance(update, HistoryUsed):
+                    used = update
+                elif isinstance(update, Answer) and used is not None:
+                    return ConversationAnswer(answer=update, history=used, saved=tuple(saved))
+        finally:
+            await turn.aclose()
+        raise RuntimeError("the conversation turn ended without an answer")
+
+    async def _turn(
+        self, session_id: str, command: AskQuestion, saved: list[SessionMessage]
+    ) -> AsyncGenerator[ConversationUpdate, None]:
+        started = self.clock()
+        used = await self.history(session_id)
+        yield used
+        context = command.context or AgentContext()
+        context = replace(context, conversation=(*used.messages, *context.conversation))
+        recorder = _Recorder(self.clock)
+        async for update in self.asker.stream(replace(command, context=context)):
+            if isinstance(update, Answer):
+                records = [
+                    SessionMessage(message=Message.user(command.question), created_at=started),
+                    *recorder.finish(update),
+                ]
+                await self.store.append_records(session_id, records)
+                saved.extend(records)
+                yield update
+                return
+            if isinstance(update, RunFinished):  # AskService turns it into the Answer
+                continue
+            recorder.see(update)
+            yield update
