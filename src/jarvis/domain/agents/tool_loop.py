@@ -181,10 +181,13 @@ class ToolUsingAgent(BaseAgent):
             max_parallel_tools=self.execution.max_parallel_tools,
             max_tool_calls_per_turn=self.execution.max_tool_calls_per_turn,
         )
-        specs = (*self.executor.specs, *self.run_tool_specs())
-        names = [spec.name.lower() for spec in specs]
-        if len(set(names)) != len(names):
-            raise ValueError(f"Two tools share a name: {', '.join(s.name for s in specs)}.")
+        specs = self.executor.specs
+        run_specs = tuple(self.run_tool_specs())
+        if run_specs:  # the executor checked the user's tools; these join them in each run
+            specs = (*specs, *run_specs)
+            names = [spec.name.lower() for spec in specs]
+            if len(set(names)) != len(names):
+                raise ValueError(f"Two tools share a name: {', '.join(s.name for s in specs)}.")
         self.protocol = self.make_protocol(specs)
 
     @classmethod
@@ -282,7 +285,8 @@ class ToolUsingAgent(BaseAgent):
         self, input: str, context: AgentContext | None, *, streaming: bool
     ) -> AsyncIterator[RunUpdate]:
         """One run: its scope, the loop, the result; the end event however it ends.
-        Without ``streaming`` the same updates are produced, and ``arun`` drops them."""
+        Without ``streaming`` inferences are not streamed and tool activity is not reported
+        (``arun`` keeps only the result)."""
         scope = await self.open_run(input, context)
         try:
             run = self._begin(scope, context, streaming=streaming)
@@ -317,10 +321,12 @@ class ToolUsingAgent(BaseAgent):
                 break
             decision = run.protocol.interpret(reply.completion, turn=run.turns)
             if isinstance(decision, ToolCalls):
-                yield ToolCallsRequested(calls=decision.calls)
+                if run.streaming:  # the caller sees the calls before they run
+                    yield ToolCallsRequested(calls=decision.calls)
                 results = await self._on_tool_calls(run, decision, reply.completion)
-                for result in results:
-                    yield ToolResultReady(result=result)
+                if run.streaming:
+                    for result in results:
+                        yield ToolResultReady(result=result)
                 tail = self._after_tools(run, results)
             elif isinstance(decision, ParseFailure):
                 tail = self._on_parse_failure(run, decision, reply.completion)
