@@ -253,6 +253,17 @@ def test_a_file_read_at_its_ends_cannot_make_a_heading_where_the_tail_starts() -
     assert heading_lines(cut.text) == []
 
 
+@pytest.mark.parametrize("text", ["= #", "--x", "== and more", "x\n-- y"])
+def test_a_cut_at_the_end_of_the_head_cannot_leave_an_underline(text: str) -> None:
+    """A head cut mid-line keeps ``=`` of ``= #`` or ``--`` of ``--x``: an underline that
+    would turn the line before it into a heading."""
+    document = PersonaDocument(kind=USER, text=text * 3, source="s")
+    for budget in range(1, len(text) * 3):
+        cut = cut_to_budget(document, budget)
+        assert heading_lines(cut.text) == [], (budget, cut.text)
+        assert cut.kept_chars <= budget
+
+
 LINE_BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028"]
 heading_text = st.lists(
     st.sampled_from(

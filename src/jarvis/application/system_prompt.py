@@ -102,6 +102,24 @@ def _escaped_first_line(text: str) -> str:
     return _escaped_line(lines[0]) + text[len(lines[0]) :]
 
 
+def _looks_like_heading(line: str) -> bool:
+    return _escaped_line(line) != line
+
+
+def _without_heading_at_end(head: str) -> str:
+    """``head`` (a kept beginning, cut mid-line) whose last, partial line no longer reads as
+    a heading: the cut can leave ``=`` of ``= x`` or ``--`` of ``--x``, an underline that
+    would turn the line before it into a heading. Such a line loses its last character and
+    is escaped, so the kept text does not grow."""
+    lines = head.splitlines(keepends=True)
+    if not lines or not _looks_like_heading(lines[-1]):
+        return head
+    last = lines[-1][:-1]
+    if _looks_like_heading(last):
+        last = _escaped_line(last)
+    return head[: len(head) - len(lines[-1])] + last
+
+
 def cut_to_budget(document: PersonaDocument, budget: int, strategy: str = "head_tail") -> CutText:
     """``document``'s text within ``budget`` characters (plus the marker, when cut).
 
@@ -118,14 +136,14 @@ def cut_to_budget(document: PersonaDocument, budget: int, strategy: str = "head_
     if unread:  # two separate pieces: the file's beginning and its end
         head = escape_headings(document.text[: document.omitted_at].lstrip())
         tail = escape_headings(document.text[document.omitted_at :].rstrip())
-        kept_head = head[:head_n]
+        kept_head = _without_heading_at_end(head[:head_n])
         kept_tail = tail[max(0, len(tail) - tail_n) :] if tail_n else ""
         cut = len(head) - len(kept_head) + len(tail) - len(kept_tail)
     else:
         text = escape_headings(document.text.strip())
         if len(text) <= budget:
             return CutText(text=text, kept_chars=len(text))
-        kept_head = text[:head_n]
+        kept_head = _without_heading_at_end(text[:head_n])
         kept_tail = text[len(text) - tail_n :] if tail_n else ""
         cut = len(text) - len(kept_head) - len(kept_tail)
     marker = truncation_marker(cut, unread)
