@@ -33,7 +33,7 @@ from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import InferencePort, Mount
 from jarvis.domain.sandbox import SandboxRunError
 from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.container import Container, configure
+from jarvis.entrypoints.bootstrap import bootstrap
 from jarvis.testing import ScriptedInference
 from tests.support.llama_server import LlamaServer
 from tests.support.podman_service import PodmanService, require_podman, running_podman_service
@@ -82,10 +82,8 @@ def make_runtime(podman: PodmanService, **settings: object) -> DockerContainerRu
 def service_for(
     engine: InferencePort, runtime: DockerContainerRuntime, **sandbox: object
 ) -> AskService:
-    container = Container()
     config = JarvisConfig(sandbox=SandboxSettings(**sandbox))  # type: ignore[arg-type]
-    configure(container, config, engine="openai")
-    container.inference.override(engine)
+    container = bootstrap(config, inference=engine).container
     container.persona.override(None)
     container.container_runtime.override(runtime)
     return container.ask_service()

@@ -81,12 +81,10 @@ def test_the_sdk_applies_the_engine_default_and_the_callers_value() -> None:
 
 
 async def test_the_service_reports_the_sampling_it_applies() -> None:
-    container = Container()
-    container.inference.override(ScriptedInference(engine_id="llamacpp"))
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    runtime = Runtime(container, load_config())
+    runtime = bootstrap(load_config(), inference=ScriptedInference(engine_id="llamacpp"))
     service = await runtime.service()
     try:
         default = service.sampling(AskQuestion(question="q"))

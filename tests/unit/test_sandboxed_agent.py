@@ -27,7 +27,7 @@ from jarvis.domain.sandbox_host import HostBounds
 from jarvis.domain.sandbox_protocol import RunMessage
 from jarvis.domain.tools import ToolSpec
 from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.container import Container, configure
+from jarvis.entrypoints.bootstrap import bootstrap
 from jarvis.testing import InMemoryTool, ScriptedInference
 from tests.support.inprocess_sandbox import InProcessContainers
 
@@ -45,9 +45,7 @@ def calc_call(expression: str) -> Completion:
 def service_for(
     engine: ScriptedInference, runtime: InProcessContainers, *user_tools: InMemoryTool
 ) -> AskService:
-    container = Container()
-    configure(container, JarvisConfig(), engine="openai")
-    container.inference.override(engine)
+    container = bootstrap(JarvisConfig(), inference=engine).container
     container.persona.override(lambda _name: "PERSONA-FROM-HOST")
     container.container_runtime.override(runtime)
     container.user_tools().extend(user_tools)

@@ -58,7 +58,7 @@ def test_hidden_modules_import_normally_afterwards() -> None:
 
 def test_httpx_is_imported_without_its_command_line_client() -> None:
     loaded = loaded_after(
-        "from jarvis.entrypoints._lean_imports import import_httpx\nimport_httpx()\n"
+        "from jarvis.entrypoints.skip_optional_imports import import_httpx\nimport_httpx()\n"
         "import httpx\nassert httpx.AsyncClient"
     )
     assert "httpx" in loaded
@@ -68,7 +68,7 @@ def test_httpx_is_imported_without_its_command_line_client() -> None:
 def test_a_failing_lean_import_falls_back_to_the_ordinary_one() -> None:
     loaded = loaded_after(
         "import contextlib\n"
-        "import jarvis.entrypoints._lean_imports as lean\n"
+        "import jarvis.entrypoints.skip_optional_imports as lean\n"
         "@contextlib.contextmanager\n"
         "def broken(*names, stand_ins=None):\n"
         "    import dependency_injector.errors\n"

@@ -8,7 +8,8 @@ from jarvis.adapters.filesystem_tools import FileReadTool
 from jarvis.adapters.httpx_web.web_search import WebSearchTool
 from jarvis.adapters.sqlite_memory import SqliteMemory
 from jarvis.application.tools.catalogue import ToolCatalogue
-from jarvis.entrypoints.container import Container, configure
+from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.container import Container
 from jarvis.entrypoints.settings import load_config
 from jarvis.testing import ScriptedInference
 
@@ -17,9 +18,8 @@ ENGINE = ScriptedInference()
 
 def catalogue_for(config_text: str, home: Path, env: dict[str, str] | None = None) -> Container:
     (home / "config.toml").write_text(config_text)
-    container = Container()
-    configure(container, load_config(env={"OPENJARVIS_HOME": str(home), **(env or {})}))
-    return container
+    config = load_config(env={"OPENJARVIS_HOME": str(home), **(env or {})})
+    return bootstrap(config).container
 
 
 def test_search_provider_from_config_or_environment(jarvis_home: Path) -> None:

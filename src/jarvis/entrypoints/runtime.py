@@ -1,9 +1,10 @@
 """What the CLI and the SDK share: a configured container, its engine, and the ask use case.
 
-A :class:`Runtime` wraps one container. On first use it resolves the engine choice (unless a
-test or an embedding app has overridden ``container.inference``), loads the configuration
-into the container and resolves the :class:`~jarvis.application.ask.AskService`, so that
-every question of a CLI command or of a ``Jarvis`` instance reuses the same engine and its
+A :class:`Runtime` wraps one container, put together by
+:func:`~jarvis.entrypoints.bootstrap.bootstrap`. On first use it resolves the engine choice
+(unless a test or an embedding app has overridden ``container.inference``), hands it to the
+container and resolves the :class:`~jarvis.application.ask.AskService`, so that every
+question of a CLI command or of a ``Jarvis`` instance reuses the same engine and its
 connection pool.
 
 A runtime serves any number of event loops (a ``Jarvis`` instance is awaited on its
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.json_types import JSONValue
     from jarvis.domain.ports import InferencePort
-    from jarvis.entrypoints.container import Container, EngineChoice, OpenedEngines
+    from jarvis.entrypoints.container import Container, EngineResource
+    from jarvis.entrypoints.engine_choice import EngineChoice
 
 
 class AskOptions(TypedDict, total=False):
@@ -87,8 +89,8 @@ class _LoopState:
     service: AskService | None = None
     primary: bool = False
     """It runs on the container's own engines (closed with ``aclose_engines``)."""
-    opened: OpenedEngines | None = None
-    """The engines built for this loop only."""
+    opened: EngineResource | None = None
+    """The engine built for this loop only (a resource of its own, shut down on the loop)."""
     guard: AsyncGenerator[None, None] | None = None
     """Suspended until the loop shuts down (or :meth:`Runtime.aclose`), then closes it all."""
     closed: bool = False
@@ -141,13 +143,8 @@ class Runtime:
                 return state.service
 
     async def _build(self, state: _LoopState) -> AskService:
-        from jarvis.entrypoints.container import (
-            EngineChoice,
-            OpenedEngines,
-            choose_engine,
-            configure,
-            loop_engine,
-        )
+        from jarvis.entrypoints.container import choose, loop_engine, resolved
+        from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
 
         container = self.container
         provided = container.inference.last_overriding is not None
@@ -158,10 +155,14 @@ class Runtime:
                     name=engine.engine_id, url=engine.base_url, reason="provided by the caller"
                 )
             else:
-                choice = await choose_engine(self.config)
+                choice = await choose_engine(
+                    self.config,
+                    probe=container.ollama_probe(),
+                    locate_model=container.model_locator(),
+                )
             with self._mutex:
                 if self.choice is None:  # another loop may have got here first
-                    configure(container, self.config, engine=None if provided else choice.name)
+                    choose(container, choice)
                     self.choice = choice
                     if self.notice is not None:
                         where = f" at {choice.url}" if choice.url else ""
@@ -171,13 +172,13 @@ class Runtime:
                 self._primary = state
                 state.primary = True
         if provided or state.primary:
-            return container.ask_service()
-        opened = OpenedEngines()
-        own = loop_engine(container, self.choice.name, opened=opened)
+            return await resolved(container.ask_service)
+        own = loop_engine(container, self.choice.name)
         if own is None:  # the container's engine serves every loop
-            return container.ask_service()
-        state.opened = opened
-        return container.ask_service(inference=own)
+            return await resolved(container.ask_service)
+        state.opened = own
+        loops_engine: InferencePort = await resolved(own)
+        return await resolved(container.ask_service, inference=loops_engine)
 
     async def _closes_with_loop(self, state: _LoopState) -> AsyncGenerator[None, None]:
         """Waits at ``yield`` until closed: by :meth:`aclose`, or by the loop shutting down
@@ -198,7 +199,9 @@ class Runtime:
         state.service = None
         try:
             if state.opened is not None:
-                await state.opened.aclose()
+                pending = state.opened.shutdown()
+                if pending is not None:
+                    await pending
             if state.primary:
                 from jarvis.entrypoints.container import aclose_engines
 

@@ -1,8 +1,9 @@
 """``python -I -m jarvis.entrypoints.sandbox_worker``: the inside of a sandboxed run.
 
-A composition root of its own, run by the sandbox image's Python in a container with no
-network. It reads the ``run`` line from stdin (the inner agent, its persona, conversation,
-tool settings and secrets), builds the same container jarvis builds on the host — with
+Run by the sandbox image's Python in a container with no network. It reads the ``run``
+line from stdin (the inner agent, its persona, conversation, tool settings and secrets),
+builds its runtime with the :func:`~jarvis.entrypoints.bootstrap.bootstrap` jarvis uses on
+the host — with
 the brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of
 a real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
 ``code_interpreter`` / ``native_openhands`` / ``rlm`` running here, and the host tools the
@@ -136,16 +137,15 @@ def build_service(run: RunMessage, link: HostLink) -> object:
         ReplSettings,
         ToolSettings,
     )
-    from jarvis.entrypoints.container import Container, configure
+    from jarvis.entrypoints.bootstrap import bootstrap
 
-    container = Container()
     config = JarvisConfig(
         agent=AgentSettings(max_turns=run.default_max_turns),
         tools=ToolSettings(file_read=FileReadSettings(roots=tuple(run.file_roots))),
         repl=ReplSettings(network="unsafe-audit-hook-only"),
     )
-    configure(container, config, engine="openai")
-    container.inference.override(BrokeredInference(link, engine_id=run.engine_id, model=run.model))
+    inference = BrokeredInference(link, engine_id=run.engine_id, model=run.model)
+    container = bootstrap(config, inference=inference).container
     persona = run.persona_prompt
     container.persona.override(lambda _selection: persona)
     container.repl.override(ContainerRepl(container.repl()))

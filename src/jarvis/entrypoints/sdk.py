@@ -45,8 +45,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.container import Container
-from jarvis.entrypoints.runtime import AskOptions, Runtime
+from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.runtime import AskOptions
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
@@ -121,17 +121,17 @@ class Jarvis:
         agent: str | None = None,
         tools: Sequence[ToolPort | Callable[..., object]] = (),
     ) -> None:
-        self.config = load_config(
+        config = load_config(
             config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
         )
-        self.container = Container()
+        ports = _as_tools(tools)
+        self.config = _with_default_tools(config, ports) if ports else config
+        self._runtime = bootstrap(self.config, inference=inference)
+        self.container = self._runtime.container
         """The dependency-injector container; override providers before the first call."""
-        if inference is not None:
-            self.container.inference.override(inference)
+        for port in ports:
+            self._add_tool(port)
         self.agent = agent
-        if tools:
-            self.config = _with_default_tools(self.config, [self._add_tool(t) for t in tools])
-        self._runtime = Runtime(self.container, self.config)
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -334,6 +334,16 @@ class Jarvis:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _as_tools(tools: Sequence[ToolPort | Callable[..., object]]) -> list[ToolPort]:
+    """``tools`` as ports (functions wrapped); the function-tool module is imported only
+    when there are some."""
+    if not tools:
+        return []
+    from jarvis.application.tools.function_tool import as_tool
+
+    return [as_tool(tool) for tool in tools]
 
 
 def _with_default_tools(config: JarvisConfig, tools: Sequence[ToolPort]) -> JarvisConfig:

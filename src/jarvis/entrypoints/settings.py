@@ -18,19 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
+from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.bounded_files import read_regular_file
 
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
 
-ENGINE_NAMES = ("auto", "ollama", "vllm", "openai", "llamacpp")
-"""The values ``[engine] name`` and ``--engine`` accept."""
-
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 """A ``config.toml`` larger than this is refused (read with a cap, not trusted by its size)."""
-
-_URL_KEYS = {"ollama": "host", "vllm": "base_url", "openai": "base_url", "llamacpp": None}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,9 +181,7 @@ def check_url(value: str, where: str) -> str:
 
 
 _FILE_URL_KEYS = (
-    ("engine", "ollama", "host"),
-    ("engine", "vllm", "base_url"),
-    ("engine", "openai", "base_url"),
+    *(("engine", name, key) for name, key in ENGINE_URL_KEYS.items()),
     ("tools", "web_search", "provider_url"),
 )
 
@@ -253,7 +247,7 @@ def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None
                 "--base-url does not apply to the embedded llamacpp engine.",
                 hint="Drop --base-url, or choose --engine openai|vllm|ollama.",
             )
-        key = _URL_KEYS.get(str(name))
+        key = ENGINE_URL_KEYS.get(str(name))
         if key is not None:
             url = check_url(overrides.base_url.rstrip("/"), "--base-url")
             _section(raw, "engine", str(name))[key] = url

@@ -2,8 +2,8 @@
 
 Both edit the *default* files (never a named persona's copy) through the persona store,
 whose edits are locked and atomic. The file is a Markdown list: one entry per ``- `` line.
-Unlike the original, an empty or unmatched ``remove`` changes nothing (it used to delete
-every line), an ambiguous ``update`` changes nothing and lists the candidates, a duplicate
+An empty or unmatched ``remove`` changes nothing (it never deletes every line), an
+ambiguous ``update`` changes nothing and lists the candidates, a duplicate
 ``add`` is reported, and a file cannot grow past twice its prompt budget.
 """
 

@@ -1,7 +1,7 @@
 """Reading labelled action text (ReAct's Thought / Action / Action Input / Final Answer, and
 the structured THOUGHT / TOOL / ARGUMENTS / FINAL_ANSWER format) and JSON envelopes.
 
-The rules, which the original got wrong in each case:
+The rules, each one a way a model's reply is misread otherwise:
 
 * labels count only at the start of a line (after optional markdown such as ``**`` or
   ``>``), case-insensitively, so "Transaction: 5" is not an action;

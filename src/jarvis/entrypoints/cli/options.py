@@ -1,27 +1,21 @@
 """Options shared by several commands, and how a command gets its runtime.
 
 Commands import only typer at module level; configuration, the container and the engines
-are imported inside :func:`open_runtime`, when a command actually runs.
+are imported inside :func:`open_runtime` (which calls
+:func:`~jarvis.entrypoints.bootstrap.bootstrap`), when a command actually runs.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.application.engine_names import EngineName
+
 if TYPE_CHECKING:
     from jarvis.entrypoints.runtime import Runtime
-
-
-class EngineName(StrEnum):
-    auto = "auto"
-    ollama = "ollama"
-    vllm = "vllm"
-    openai = "openai"
-    llamacpp = "llamacpp"
 
 
 EngineOption = Annotated[
@@ -80,19 +74,15 @@ def open_runtime(
     model: str | None,
     verbose: bool,
 ) -> Runtime:
-    """The runtime for one command: configuration loaded and the container chosen.
+    """The runtime for one command, from its options.
 
     The container is ``ctx.obj`` when the caller provided one (tests pass a container
     whose providers are overridden with fakes), else a fresh one.
     """
-    from jarvis.entrypoints.container import container_or_new
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.settings import EngineOverrides, load_config
 
     settings = load_config(
-        config,
-        overrides=EngineOverrides(
-            engine=engine.value if engine is not None else None, base_url=base_url, model=model
-        ),
+        config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
     )
-    return Runtime(container_or_new(ctx.obj), settings, notice=stderr_line if verbose else None)
+    return bootstrap(settings, container=ctx.obj, notice=stderr_line if verbose else None)

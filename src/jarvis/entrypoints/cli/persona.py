@@ -76,12 +76,10 @@ def persona_warnings(verbose: bool) -> Iterator[None]:
 
 
 def _configured(ctx: typer.Context, config: Path | None) -> Container:
-    from jarvis.entrypoints.container import configure, container_or_new
+    from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    container = container_or_new(ctx.obj)
-    configure(container, load_config(config))
-    return container
+    return bootstrap(load_config(config), container=ctx.obj).container
 
 
 def _table(report: PersonaPromptReport) -> list[str]:

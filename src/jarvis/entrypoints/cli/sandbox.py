@@ -29,12 +29,10 @@ app = typer.Typer(
 
 
 def _runtime(ctx: typer.Context, config: Path | None) -> ContainerPort:
-    from jarvis.entrypoints.container import configure, container_or_new
+    from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    container = container_or_new(ctx.obj)
-    configure(container, load_config(config), engine="openai")
-    return container.container_runtime()
+    return bootstrap(load_config(config), container=ctx.obj).container.container_runtime()
 
 
 @app.command("build")

@@ -84,12 +84,10 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
 
     def body() -> None:
         from jarvis.application.tools.catalogue import ToolCatalogue
-        from jarvis.entrypoints.container import configure, container_or_new
+        from jarvis.entrypoints.bootstrap import bootstrap
         from jarvis.entrypoints.settings import load_config
 
-        container = container_or_new(ctx.obj)
-        configure(container, load_config(config))
-        catalogue = container.tools()
+        catalogue = bootstrap(load_config(config), container=ctx.obj).container.tools()
         specs = catalogue.specs() if isinstance(catalogue, ToolCatalogue) else []
         if json_output:
             rows = [

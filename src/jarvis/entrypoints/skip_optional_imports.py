@@ -8,6 +8,12 @@ where those happen to be installed they cost more than the whole ``jarvis ask`` 
 :func:`skipping` makes such probes fail fast, for modules that are not imported yet, for
 the duration of one import only. It holds the interpreter's import lock meanwhile, so no
 other thread can import one of those modules while it is hidden.
+
+Measured on the development machine (2 vCPUs, Python 3.11, dependency-injector 4.49 with
+pydantic, PyYAML, pydantic-settings, click and rich installed; medians of 15 fresh
+processes): importing dependency-injector 194 ms the ordinary way, 27 ms through
+:func:`import_dependency_injector` (saves ~165 ms, nearly all of it pydantic); httpx 67 ms,
+34 ms through :func:`import_httpx` (saves ~30 ms of click and rich).
 """
 
 from __future__ import annotations
