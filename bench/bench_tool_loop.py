@@ -51,13 +51,14 @@ class RawPayload:
 
 def raw_payload(tool: ToolPort) -> RawPayload:
     """The payload the orchestrator sends when ``tool`` is its only tool."""
+    from jarvis.adapters.inference._openai_wire import tool_to_openai
     from jarvis.domain.agents.orchestrator import OrchestratorAgent
     from jarvis.testing import ScriptedInference
 
     agent = OrchestratorAgent(ScriptedInference(), "stub-model", tools=[tool])
     return RawPayload(
         system=agent.effective_system_prompt(),
-        tool=dict(tool.spec.to_openai()),
+        tool=dict(tool_to_openai(tool.spec)),
         settings={"temperature": agent.temperature, "max_tokens": agent.max_tokens},
     )
 

@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 
 import pytest
 
+from jarvis.adapters.inference._openai_wire import tool_to_openai
 from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import ToolCall
@@ -69,7 +70,7 @@ class ToolContract(Generic[ToolT]):
         assert set(map(str, required)) <= properties.keys()
 
     def test_the_openai_rendering_is_json(self, tool: ToolT) -> None:
-        rendered = json.loads(json.dumps(tool.spec.to_openai()))
+        rendered = json.loads(json.dumps(tool_to_openai(tool.spec)))
         assert rendered["type"] == "function"
         assert rendered["function"]["name"] == tool.spec.name
         assert rendered["function"]["parameters"] == tool.spec.parameters

@@ -8,7 +8,6 @@ import pytest
 
 from jarvis.domain.completion import Usage
 from jarvis.domain.messages import Message, Role, ToolCall
-from jarvis.domain.tools import ToolSpec
 
 
 class TestToolCallFromJsonText:
@@ -48,19 +47,3 @@ def test_messages_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         message.content = "changed"  # type: ignore[misc]
     assert message.role is Role.USER
-
-
-def test_tool_spec_renders_openai_function_format() -> None:
-    spec = ToolSpec(
-        name="calculator",
-        description="Evaluate arithmetic.",
-        parameters={"type": "object", "properties": {"expression": {"type": "string"}}},
-    )
-    assert spec.to_openai() == {
-        "type": "function",
-        "function": {
-            "name": "calculator",
-            "description": "Evaluate arithmetic.",
-            "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
-        },
-    }

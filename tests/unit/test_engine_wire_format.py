@@ -8,7 +8,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from jarvis.adapters.inference._openai_wire import WireRenderer, messages_to_openai
+from jarvis.adapters.inference._openai_wire import (
+    WireRenderer,
+    messages_to_openai,
+    tool_to_openai,
+)
 from jarvis.adapters.inference._sse import ServerSentEvent, server_sent_events
 from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
 from jarvis.adapters.inference.ollama import OllamaEngine
@@ -100,7 +104,7 @@ async def test_the_openai_request_carries_tools_choice_format_and_tool_messages(
         "temperature": 0.2,
         "max_tokens": 50,
         "stream": False,
-        "tools": [SEARCH.to_openai()],
+        "tools": [tool_to_openai(SEARCH)],
         "tool_choice": {"type": "function", "function": {"name": "search"}},
         "response_format": {
             "type": "json_schema",
@@ -246,7 +250,7 @@ async def test_the_ollama_request_is_the_native_shape() -> None:
         "options": {"temperature": 0.1, "num_predict": 64, "num_ctx": 8192, "top_k": 10},
         "think": False,
         "keep_alive": "10m",
-        "tools": [SEARCH.to_openai()],
+        "tools": [tool_to_openai(SEARCH)],
         "format": "json",
     }
 
@@ -372,7 +376,7 @@ def test_rendered_lists_are_the_callers_own() -> None:
     renderer = WireRenderer()
     tools = (ToolSpec(name="lookup", description="Look up."),)
     renderer.tools(tools).clear()
-    assert renderer.tools(tools) == [tools[0].to_openai()]
+    assert renderer.tools(tools) == [tool_to_openai(tools[0])]
     conversation = (Message.system("s"), Message.user("u"))
     renderer.messages(conversation).append({"role": "user", "content": "added by the caller"})
     assert renderer.messages(conversation) == messages_to_openai(conversation)
@@ -392,3 +396,19 @@ def test_only_the_most_recent_conversations_are_remembered(
     renderer.messages(kept)
     renderer.messages(dropped)
     assert rendered == [dropped[0]]
+
+
+def test_tool_spec_renders_openai_function_format() -> None:
+    spec = ToolSpec(
+        name="calculator",
+        description="Evaluate arithmetic.",
+        parameters={"type": "object", "properties": {"expression": {"type": "string"}}},
+    )
+    assert tool_to_openai(spec) == {
+        "type": "function",
+        "function": {
+            "name": "calculator",
+            "description": "Evaluate arithmetic.",
+            "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+        },
+    }

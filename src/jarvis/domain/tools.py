@@ -32,17 +32,6 @@ class ToolSpec:
     side_effects: bool = False
     blocking: bool = True
 
-    def to_openai(self) -> JSONObject:
-        """The OpenAI function-calling rendering of this spec."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
 
 TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
 """What replaces the end of a text cut to its limit: the model sees that, and how much, is

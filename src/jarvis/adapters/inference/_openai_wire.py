@@ -115,8 +115,20 @@ def messages_to_openai(messages: Iterable[Message]) -> list[JSONValue]:
     return [message_to_openai(message) for message in messages]
 
 
+def tool_to_openai(spec: ToolSpec) -> JSONObject:
+    """The OpenAI function-calling rendering of a tool spec (Ollama's ``tools`` too)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
 def tools_to_openai(tools: Iterable[ToolSpec]) -> list[JSONValue]:
-    return [tool.to_openai() for tool in tools]
+    return [tool_to_openai(tool) for tool in tools]
 
 
 def tool_choice_to_openai(choice: ToolChoice, tools: tuple[ToolSpec, ...]) -> JSONValue:

@@ -63,6 +63,7 @@ from jarvis.adapters.inference._json import (
     loads,
     names_in,
 )
+from jarvis.adapters.inference._openai_wire import tools_to_openai
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import (
     ContextTooLongError,
@@ -176,7 +177,7 @@ class OllamaEngine:
         if keep_alive is not None:
             body["keep_alive"] = keep_alive
         if request.tools and request.tool_choice != "none":
-            body["tools"] = [tool.to_openai() for tool in request.tools]
+            body["tools"] = tools_to_openai(request.tools)
         if request.response_format is not None:
             schema = request.response_format.schema
             body["format"] = (
