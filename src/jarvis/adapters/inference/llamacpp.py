@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
 from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
+from jarvis.adapters.inference._chunks import completion_chunks
 from jarvis.adapters.inference._error_bodies import is_context_overflow
 from jarvis.adapters.inference._json import as_object, get_list, get_object, get_str
 from jarvis.adapters.inference._openai_wire import (
@@ -280,14 +281,8 @@ class LlamaCppEngine:
         deadline = loop.time() + self._timeout
         if request.tools and request.tool_choice == "auto" and self._may_use_function_calling():
             completion = await self._generate(request, deadline)
-            if completion.content:
-                yield StreamChunk(content=completion.content, model=completion.model)
-            yield StreamChunk(
-                tool_calls=completion.tool_calls,
-                finish_reason=completion.finish_reason,
-                usage=completion.usage,
-                model=completion.model,
-            )
+            for whole in completion_chunks(completion):
+                yield whole
             return
         self._check(request)
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()

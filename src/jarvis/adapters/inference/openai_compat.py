@@ -33,6 +33,7 @@ from typing import Literal, TypeVar
 import httpx
 
 from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
+from jarvis.adapters.inference._chunks import completion_chunks
 from jarvis.adapters.inference._error_bodies import (
     error_message,
     is_context_overflow,
@@ -311,14 +312,8 @@ class OpenAICompatibleEngine:
             # streaming, under the same deadline: the answer, or the error it was hiding,
             # arrives whole.
             completion = await self._generate(request, deadline)
-            if completion.content:
-                yield StreamChunk(content=completion.content, model=completion.model)
-            yield StreamChunk(
-                tool_calls=completion.tool_calls,
-                finish_reason=completion.finish_reason,
-                usage=completion.usage,
-                model=completion.model,
-            )
+            for whole in completion_chunks(completion):
+                yield whole
             return
         if not done and reader.finish is None:
             raise EngineProtocolError(
