@@ -1,0 +1,152 @@
+"""The behaviour every OperatorStorePort implementation shows (fake and real alike)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+import pytest
+
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.json_types import JSONValue
+from jarvis.domain.operators import MAX_STATE_BYTES
+from jarvis.domain.ports import OperatorStorePort
+
+StoreT = TypeVar("StoreT", bound=OperatorStorePort)
+
+EXPIRED_AFTER = 0.3
+"""How long the expiry tests wait past a 0.05 s lease: longer is always expired."""
+
+
+class OperatorStoreContract(Generic[StoreT]):
+    """Subclass with a ``store`` fixture returning a fresh, empty store."""
+
+    @pytest.fixture
+    def store(self) -> StoreT:
+        raise NotImplementedError("subclass must provide the `store` fixture")
+
+    # -- state ---------------------------------------------------------------------------
+
+    async def test_an_unknown_key_is_none(self, store: StoreT) -> None:
+        assert await store.get_state("operator:x:state") is None
+        assert await store.state_keys("operator:") == []
+
+    async def test_a_value_round_trips_exactly(self, store: StoreT) -> None:
+        value: JSONValue = {
+            "n": 3,
+            "f": 2.5,
+            "ok": True,
+            "none": None,
+            "list": [1, "ü 🚀", {"a": []}],
+            "nul": "a\x00b",
+            "quote": "'; DROP TABLE x; --",
+        }
+        await store.put_state("operator:a:state", value)
+        assert await store.get_state("operator:a:state") == value
+        await store.put_state("operator:a:text", "plain")
+        assert await store.get_state("operator:a:text") == "plain"
+
+    async def test_put_replaces(self, store: StoreT) -> None:
+        await store.put_state("operator:a:state", {"v": 1})
+        await store.put_state("operator:a:state", [2])
+        assert await store.get_state("operator:a:state") == [2]
+
+    async def test_concurrent_puts_leave_one_whole_value(self, store: StoreT) -> None:
+        values: list[JSONValue] = [{"writer": n, "payload": "x" * 1000} for n in range(20)]
+        await asyncio.gather(*(store.put_state("operator:a:state", v) for v in values))
+        assert await store.get_state("operator:a:state") in values
+
+    @pytest.mark.parametrize("bad", [float("nan"), float("inf"), {"x": [float("-inf")]}])
+    async def test_non_finite_numbers_are_refused(self, store: StoreT, bad: object) -> None:
+        with pytest.raises(ConfigurationError):
+            await store.put_state("operator:a:state", bad)  # type: ignore[arg-type]
+        assert await store.get_state("operator:a:state") is None
+
+    async def test_an_oversized_value_is_refused(self, store: StoreT) -> None:
+        with pytest.raises(ConfigurationError, match="too large"):
+            await store.put_state("operator:a:state", "x" * (MAX_STATE_BYTES + 1))
+        assert await store.get_state("operator:a:state") is None
+
+    @pytest.mark.parametrize("bad", ["", "a b", "é", "x" * 201, "tab\there", "new\nline"])
+    async def test_invalid_keys_are_refused(self, store: StoreT, bad: str) -> None:
+        with pytest.raises(ConfigurationError):
+            await store.put_state(bad, 1)
+        with pytest.raises(ConfigurationError):
+            await store.get_state(bad)
+
+    async def test_keys_by_prefix_sorted_and_deleted(self, store: StoreT) -> None:
+        for key in ("operator:b:state", "operator:a:z", "operator:a:A", "operator:ab:state"):
+            await store.put_state(key, 1)
+        assert await store.state_keys("operator:a:") == ["operator:a:A", "operator:a:z"]
+        assert await store.delete_state("operator:a:") == 2
+        assert await store.state_keys("operator:") == ["operator:ab:state", "operator:b:state"]
+        assert await store.get_state("operator:ab:state") == 1
+
+    async def test_a_short_prefix_cannot_delete_everything(self, store: StoreT) -> None:
+        await store.put_state("operator:a:state", 1)
+        with pytest.raises(ConfigurationError):
+            await store.delete_state("")
+        with pytest.raises(ConfigurationError):
+            await store.delete_state("op")
+        assert await store.get_state("operator:a:state") == 1
+
+    # -- leases --------------------------------------------------------------------------
+
+    async def test_one_holder_at_a_time(self, store: StoreT) -> None:
+        assert await store.acquire_lease("run:a", "h1", 60) is True
+        assert await store.acquire_lease("run:a", "h2", 60) is False
+        assert await store.acquire_lease("run:a", "h1", 60) is True  # its own: extended
+        assert await store.renew_lease("run:a", "h2", 60) is False
+        assert await store.renew_lease("run:a", "h1", 60) is True
+        await store.release_lease("run:a", "h2")  # not h2's: nothing happens
+        assert await store.acquire_lease("run:a", "h2", 60) is False
+        await store.release_lease("run:a", "h1")
+        assert await store.acquire_lease("run:a", "h2", 60) is True
+        assert await store.renew_lease("run:a", "h1", 60) is False
+
+    async def test_an_expired_lease_can_be_taken(self, store: StoreT) -> None:
+        assert await store.acquire_lease("run:a", "h1", 0.05) is True
+        await asyncio.sleep(EXPIRED_AFTER)
+        assert await store.acquire_lease("run:a", "h2", 60) is True
+        assert await store.renew_lease("run:a", "h1", 60) is False
+
+    async def test_concurrent_takers_one_wins(self, store: StoreT) -> None:
+        won = await asyncio.gather(*(store.acquire_lease("run:a", f"h{n}", 60) for n in range(20)))
+        assert won.count(True) == 1
+
+    @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), 1e12])
+    async def test_invalid_ttls_are_refused(self, store: StoreT, ttl: float) -> None:
+        with pytest.raises(ConfigurationError):
+            await store.acquire_lease("run:a", "h1", ttl)
+
+    # -- ticks ---------------------------------------------------------------------------
+
+    async def test_a_tick_is_claimed_once(self, store: StoreT) -> None:
+        won = await asyncio.gather(*(store.claim_tick("a", 1_000, f"h{n}", 60) for n in range(10)))
+        assert won.count(True) == 1
+        winner = f"h{won.index(True)}"
+        assert await store.complete_tick("a", 1_000, "intruder") is False
+        assert await store.complete_tick("a", 1_000, winner) is True
+        assert await store.claim_tick("a", 1_000, winner, 60) is False
+        assert await store.claim_tick("a", 1_000, "h-late", 60) is False
+
+    async def test_a_completed_tick_never_expires(self, store: StoreT) -> None:
+        assert await store.claim_tick("a", 5, "h1", 0.05) is True
+        assert await store.complete_tick("a", 5, "h1") is True
+        await asyncio.sleep(EXPIRED_AFTER)
+        assert await store.claim_tick("a", 5, "h2", 60) is False
+        assert await store.renew_lease("tick:a:00000000000000000005", "h1", 60) is False
+
+    async def test_an_abandoned_claim_can_be_taken_again(self, store: StoreT) -> None:
+        assert await store.claim_tick("a", 7, "crashed", 0.05) is True
+        await asyncio.sleep(EXPIRED_AFTER)
+        assert await store.claim_tick("a", 7, "h2", 60) is True
+        assert await store.complete_tick("a", 7, "crashed") is False
+        assert await store.complete_tick("a", 7, "h2") is True
+
+    async def test_ticks_of_other_operators_and_times_are_separate(self, store: StoreT) -> None:
+        assert await store.claim_tick("a", 1, "h1", 60) is True
+        assert await store.claim_tick("a", 2, "h2", 60) is True
+        assert await store.claim_tick("b", 1, "h2", 60) is True
+        assert await store.complete_tick("a", 2, "h2") is True
+        assert await store.claim_tick("a", 1, "h3", 60) is False  # still h1's, not completed
