@@ -25,22 +25,7 @@ STOP_REASONS = {"final_answer", "max_turns", "parse_error"}
 def jarvis(server: LlamaServer, *args: str) -> Result:
     return CliRunner().invoke(
         app,
-        [
-            "ask",
-            "--engine",
-            "openai",
-            "--base-url",
-            server.base_url,
-            "--model",
-            server.model,
-            "--temperature",
-            "0",
-            "--max-tokens",
-            "96",
-            "--tools",
-            "calculator",
-            *args,
-        ],
+        ["ask", *server.ask_options(max_tokens=96), "--tools", "calculator", *args],
         obj=Container(),
     )
 

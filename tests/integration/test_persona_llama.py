@@ -26,21 +26,7 @@ SOUL = "You are a ship's navigator. Answer in one short sentence, like a sailor 
 def ask_json(server: LlamaServer, *args: str) -> dict[str, object]:
     result = CliRunner().invoke(
         app,
-        [
-            "ask",
-            "--engine",
-            "openai",
-            "--base-url",
-            server.base_url,
-            "--model",
-            server.model,
-            "--max-tokens",
-            "8",
-            "--temperature",
-            "0",
-            "--json",
-            *args,
-        ],
+        ["ask", *server.ask_options(max_tokens=8), "--json", *args],
         obj=Container(),
     )
     assert result.exit_code == 0, result.output

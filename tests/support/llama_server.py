@@ -46,6 +46,21 @@ class LlamaServer:
     model_path: str
     n_ctx: int
 
+    def ask_options(self, *, max_tokens: int) -> list[str]:
+        """The ``jarvis ask`` options that run on this server, greedily and bounded."""
+        return [
+            "--engine",
+            "openai",
+            "--base-url",
+            self.base_url,
+            "--model",
+            self.model,
+            "--max-tokens",
+            str(max_tokens),
+            "--temperature",
+            "0",
+        ]
+
 
 def missing_requirement() -> str | None:
     """Why the server cannot be started here, or ``None`` when it can."""
