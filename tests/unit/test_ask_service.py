@@ -35,6 +35,16 @@ async def test_an_explicit_model_wins() -> None:
     assert engine.requests[0].model == "given"
 
 
+async def test_the_agent_settings_fill_what_a_question_leaves_unset() -> None:
+    engine = ScriptedInference(["a", "b"], engine_id="llamacpp")
+    configured = service(engine, default_temperature=0.3, default_max_tokens=7)
+    await configured.ask(AskQuestion(question="q"))
+    await configured.ask(AskQuestion(question="q", temperature=0.9, max_tokens=11))
+    assert [(r.temperature, r.max_tokens) for r in engine.requests] == [(0.3, 7), (0.9, 11)]
+    sampling = configured.sampling(AskQuestion(question="q"))
+    assert (sampling.temperature, sampling.source) == (0.3, "requested")
+
+
 async def test_an_engine_without_models_is_reported_with_a_hint() -> None:
     engine = ScriptedInference(["x"], models=[])
     with pytest.raises(EngineUnavailableError, match="lists no models") as info:

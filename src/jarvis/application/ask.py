@@ -158,6 +158,8 @@ class AskService:
         bus: EventBus | None = None,
         repl: ReplPort | None = None,
         default_max_turns: int | None = None,
+        default_temperature: float | None = None,
+        default_max_tokens: int | None = None,
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
         sandbox: SandboxBuilder | None = None,
     ) -> None:
@@ -175,6 +177,11 @@ class AskService:
         self.default_max_turns = default_max_turns
         """``[agent] max_turns``: the turn budget of tool-using agents unless the question's
         agent options set one; ``None`` leaves each agent its own default."""
+        self.default_temperature = default_temperature
+        """``[agent] temperature``: for a question that sets none (``None``: the engine's or
+        the agent's default)."""
+        self.default_max_tokens = default_max_tokens
+        """``[agent] max_tokens``: for a question that sets none (``None``: the agent's)."""
         self.engine_sampling = engine_sampling
         """Per engine id, the sampling used when a question sets no temperature."""
         self._resolved_model: str | None = default_model or None
@@ -199,11 +206,12 @@ class AskService:
         return models[0]
 
     def sampling(self, command: AskQuestion) -> Sampling:
-        """The temperature ``command`` runs with: its own, else the engine's default
-        (:data:`ENGINE_SAMPLING`), else the agent's. Raises ``UnknownAgentError`` for an
-        unknown agent, as running it would."""
-        if command.temperature is not None:
-            return Sampling(temperature=command.temperature, source="requested", why="as requested")
+        """The temperature ``command`` runs with: its own, else ``[agent] temperature``, else
+        the engine's default (:data:`ENGINE_SAMPLING`), else the agent's. Raises
+        ``UnknownAgentError`` for an unknown agent, as running it would."""
+        requested = self.default_temperature if command.temperature is None else command.temperature
+        if requested is not None:
+            return Sampling(temperature=requested, source="requested", why="as requested")
         engine = self.engine_sampling.get(self.inference.engine_id)
         if engine is not None:
             return Sampling(temperature=engine.temperature, source="engine", why=engine.why)
@@ -244,6 +252,7 @@ class AskService:
             if self.tools is not None and names:
                 tools = self.tools.build(names, inference=self.inference, model=model)
         default = agent_cls.default_sampling
+        max_tokens = self.default_max_tokens if command.max_tokens is None else command.max_tokens
         parts = AgentParts(
             inference=self.inference,
             model=model,
@@ -251,7 +260,7 @@ class AskService:
             sampling=replace(
                 default,
                 temperature=self.sampling(command).temperature,
-                max_tokens=default.max_tokens if command.max_tokens is None else command.max_tokens,
+                max_tokens=default.max_tokens if max_tokens is None else max_tokens,
             ),
             prompts=PromptSettings(
                 system_prompt=command.system_prompt,

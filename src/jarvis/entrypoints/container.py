@@ -432,6 +432,8 @@ def _ask_service(
         bus=bus,
         repl=repl,
         default_max_turns=config.agent.max_turns,
+        default_temperature=config.agent.temperature,
+        default_max_tokens=config.agent.max_tokens,
         sandbox=sandbox,
     )
 

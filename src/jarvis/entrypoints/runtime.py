@@ -261,17 +261,15 @@ class Runtime:
                 asyncio.run_coroutine_threadsafe(self._shut(state), state.loop)
 
     def question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
-        """The command for one question and its :class:`AskOptions`; ``None`` falls back to
-        the ``[agent]`` settings. An option that is not one of them is a ``TypeError``."""
+        """The command for one question and its :class:`AskOptions` (``None`` is left for the
+        ask use case to fill from the ``[agent]`` settings). An option that is not one of
+        them is a ``TypeError``."""
         unknown = options.keys() - _OPTION_NAMES
         if unknown:
             raise TypeError(
                 f"unexpected keyword argument {min(unknown)!r}; the options are "
                 + ", ".join(sorted(_OPTION_NAMES))
             )
-        settings = self.config.agent
-        temperature = options.get("temperature")
-        max_tokens = options.get("max_tokens")
         context = options.get("context")
         if isinstance(context, str):
             context = AgentContext(metadata={"context": context})
@@ -279,8 +277,8 @@ class Runtime:
             question=question,
             agent=options.get("agent"),
             model=options.get("model"),
-            temperature=settings.temperature if temperature is None else temperature,
-            max_tokens=settings.max_tokens if max_tokens is None else max_tokens,
+            temperature=options.get("temperature"),
+            max_tokens=options.get("max_tokens"),
             system_prompt=options.get("system"),
             tools=tuple(options.get("tools") or ()),
             persona=options.get("persona"),
