@@ -1,1 +1,1 @@
-"""Use cases: what the CLI, the SDK and the HTTP API ask jarvis to do."""
+"""Use cases: what the CLI, the SDK and the HTTP server (``jarvis serve``) ask jarvis to do."""

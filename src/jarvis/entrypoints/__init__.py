@@ -1,1 +1,2 @@
-"""Entry points: the CLI, the SDK, the HTTP API and the one composition root."""
+"""Entry points: the CLI, the SDK, the HTTP server (``jarvis serve``) and the one
+composition root (``container``, put together by ``bootstrap``)."""
