@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     app: typer.Typer
     """Every command (built on first use): ``CliRunner().invoke(app, [...])``."""
 
-COMMANDS = ("ask", "agents", "models", "tools", "persona", "sandbox")
+COMMANDS = ("ask", "chat", "sessions", "agents", "models", "tools", "persona", "sandbox")
 """The commands, in the order ``jarvis --help`` lists them."""
 
 GC_PAUSE_SECONDS = 0.5
@@ -83,6 +83,14 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.tools import tools
 
             built.command("tools")(tools)
+        elif name == "chat":
+            from jarvis.entrypoints.cli.chat import chat
+
+            built.command("chat", epilog=EXIT_CODES_HELP)(chat)
+        elif name == "sessions":
+            from jarvis.entrypoints.cli.sessions import app as sessions_app
+
+            built.add_typer(sessions_app, name="sessions", epilog=EXIT_CODES_HELP)
         elif name == "sandbox":
             from jarvis.entrypoints.cli.sandbox import app as sandbox_app
 

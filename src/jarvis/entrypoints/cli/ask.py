@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.ask import AskQuestion, Sampling
     from jarvis.domain.json_types import JSONObject
+    from jarvis.entrypoints.cli.conversation import SessionChoice
     from jarvis.entrypoints.runtime import Runtime
 
 
@@ -205,6 +206,24 @@ def ask(
             dir_okay=False,
         ),
     ] = None,
+    continue_last: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            "-c",
+            help="Continue the last conversation (a new one when there is none yet): its "
+            "history enters the prompt, and this exchange is added to it.",
+        ),
+    ] = False,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            help="Continue the conversation NAME (started when it does not exist yet); see "
+            "`jarvis sessions list`.",
+            show_default=False,
+        ),
+    ] = None,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -223,6 +242,7 @@ def ask(
         def arg(value: str | None) -> str | None:
             return None if value is None else repair_text(value)
 
+        conversation = _conversation(continue_last, arg(session))
         text = repair_text(read_question(question))
         context_text = read_context_file(context_file) if context_file is not None else None
         runtime = open_runtime(
@@ -261,12 +281,23 @@ def ask(
                     mode=mode,
                     verbose=verbose,
                     temperature_from=chosen_by,
+                    conversation=conversation,
                 )
             )
 
     code = guarded(body, verbose=verbose, cleanup=renderer.abort)
     if code:
         raise typer.Exit(code)
+
+
+def _conversation(continue_last: bool, session: str | None) -> SessionChoice | None:
+    """Which conversation ``-c`` / ``--session`` asked for (``None``: a one-off question,
+    which never loads the session store)."""
+    if not continue_last and session is None:
+        return None
+    from jarvis.entrypoints.cli.conversation import SessionChoice
+
+    return SessionChoice.of(continue_last=continue_last, name=session)
 
 
 def sampling_line(sampling: Sampling, temperature_from: str) -> str:
@@ -288,6 +319,7 @@ async def _answer(
     mode: str,
     verbose: bool,
     temperature_from: str = "",
+    conversation: SessionChoice | None = None,
 ) -> None:
     from jarvis.application.ask import Answer
     from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
@@ -300,8 +332,16 @@ async def _answer(
         if verbose:
             renderer.notice(sampling_line(service.sampling(command), temperature_from))
         answer: Answer | None = None
+        session_id: str | None = None
+        updates = None
+        if conversation is not None:
+            from jarvis.entrypoints.cli.conversation import conversation_updates
+
+            session_id, updates = await conversation_updates(
+                runtime, conversation, command, notice=renderer.notice if verbose else None
+            )
         if mode == "stream":
-            async for update in service.stream(command):
+            async for update in updates or service.stream(command):
                 if isinstance(update, TextDelta):
                     renderer.text(update.text)
                 elif isinstance(update, ToolCallsRequested):
@@ -314,9 +354,18 @@ async def _answer(
                     answer = update
             renderer.finish()
         else:
-            answer = await service.ask(command)
+            if updates is None:
+                answer = await service.ask(command)
+            else:
+                async for update in updates:
+                    if isinstance(update, Answer):
+                        answer = update
+            assert answer is not None
             if mode == "json":
-                renderer.answer(json_text(answer.to_json(), stream=renderer.out))
+                data = answer.to_json()
+                if session_id is not None:
+                    data["session"] = session_id
+                renderer.answer(json_text(data, stream=renderer.out))
             else:
                 renderer.answer(answer.content)
         if verbose and answer is not None:

@@ -27,6 +27,7 @@ EXIT_ENGINE_UNAVAILABLE = 3
 EXIT_MODEL_NOT_FOUND = 4
 EXIT_ENGINE_ERROR = 5
 EXIT_SANDBOX_UNAVAILABLE = 6
+EXIT_STORE_DAMAGED = 7
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
@@ -44,6 +45,8 @@ Exit codes:
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS
        sandbox on this machine, no container runtime, its socket down, no image
+  7    the session store is damaged (not a jarvis database, a damaged message);
+       it was left untouched
   130  interrupted (Ctrl-C)
 """
 
@@ -66,6 +69,11 @@ def _is_store_unavailable(exc: BaseException) -> bool:
     return sessions is not None and isinstance(exc, sessions.SessionStoreUnavailableError)
 
 
+def _is_store_damaged(exc: BaseException) -> bool:
+    sessions = sys.modules.get("jarvis.domain.sessions")
+    return sessions is not None and isinstance(exc, sessions.SessionStoreCorruptError)
+
+
 def exit_code_for(exc: BaseException) -> int:
     """The documented exit code for an error."""
     if isinstance(exc, (KeyboardInterrupt, RunCancelledError)):
@@ -76,6 +84,8 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_ENGINE_UNAVAILABLE
     if isinstance(exc, SandboxError):
         return EXIT_SANDBOX_UNAVAILABLE
+    if _is_store_damaged(exc):
+        return EXIT_STORE_DAMAGED
     if isinstance(exc, InferenceError):
         return EXIT_ENGINE_ERROR
     if isinstance(exc, (ConfigurationError, PersonaError, ToolError)):

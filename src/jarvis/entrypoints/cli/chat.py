@@ -1,0 +1,399 @@
+"""``jarvis chat``: an interactive, streaming conversation in the terminal, on any agent.
+
+Every chat is a stored session (resumable with ``jarvis chat --session ID`` or
+``jarvis ask -c``). Input is read with prompt_toolkit when stdin and stdout are a terminal
+(line editing, history with the arrow keys, the session's earlier questions included;
+Enter sends, Alt-Enter or a line ending in ``\\`` starts a new line, pasted text keeps its
+lines); otherwise one line of stdin is one message. prompt_toolkit is imported by this
+command only, so no other command pays for it.
+
+While an answer streams, Ctrl-C stops it and the conversation goes on (a stopped answer
+is not stored: its question and partial answer never enter later prompts); at the prompt
+Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves. ``/new`` starts a new session,
+``/agent KEY`` and ``/tools a,b`` change the agent and its tools for the next questions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Protocol
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded, write_stderr
+from jarvis.entrypoints.cli.options import (
+    BaseUrlOption,
+    ConfigOption,
+    EngineOption,
+    ModelOption,
+    VerboseOption,
+    open_runtime,
+)
+from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
+from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
+
+if TYPE_CHECKING:
+    from jarvis.application.conversation import ConversationService
+    from jarvis.domain.json_types import JSONObject
+    from jarvis.entrypoints.runtime import Runtime
+
+PROMPT = "you> "
+MAX_MESSAGE_CHARS = 1 << 20
+"""A message typed or piped into the chat is refused beyond this many characters."""
+HELP = (
+    "Commands: /new (a new session), /agent KEY, /tools a,b (/tools none), /session, "
+    "/help, /exit. Alt-Enter or a trailing \\ for a new line; Ctrl-C stops an answer; "
+    "Ctrl-D leaves."
+)
+
+
+class LineReader(Protocol):
+    async def read(self) -> str:
+        """The next message; ``EOFError`` at the end (Ctrl-D), ``KeyboardInterrupt`` when
+        the line was abandoned (Ctrl-C at the prompt)."""
+        ...
+
+
+class _TerminalReader:
+    """prompt_toolkit's line editor: history with arrow keys, multi-line input."""
+
+    def __init__(self, history: list[str]) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+        remembered = InMemoryHistory()
+        for line in history:
+            remembered.append_string(line)
+        keys = KeyBindings()
+
+        @keys.add("escape", "enter")
+        def _newline(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @keys.add("enter")
+        def _send(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if buffer.document.text_before_cursor.endswith("\\"):
+                buffer.delete_before_cursor(1)
+                buffer.insert_text("\n")
+            else:
+                buffer.validate_and_handle()
+
+        self._session: PromptSession[str] = PromptSession(
+            history=remembered, key_bindings=keys, multiline=True, prompt_continuation=". "
+        )
+
+    async def read(self) -> str:
+        return await self._session.prompt_async(PROMPT)
+
+
+class _PipeReader:
+    """One line of stdin, one message (a trailing ``\\`` continues it on the next line)."""
+
+    async def read(self) -> str:
+        import asyncio
+
+        parts: list[str] = []
+        while True:
+            line = await asyncio.to_thread(sys.stdin.readline, MAX_MESSAGE_CHARS + 1)
+            if not line:
+                if parts:
+                    return "\n".join(parts)
+                raise EOFError
+            line = line.rstrip("\r\n")
+            if line.endswith("\\"):
+                parts.append(line[:-1])
+                continue
+            parts.append(line)
+            return "\n".join(parts)
+
+
+def _reader(history: list[str]) -> LineReader:
+    from jarvis.entrypoints.cli.render import is_tty
+
+    if sys.stdin is not None and is_tty(sys.stdin) and is_tty(sys.stdout):
+        return _TerminalReader(history)
+    return _PipeReader()
+
+
+@dataclass(slots=True, kw_only=True)
+class ChatState:
+    """What the next question is asked with; changed by the slash commands."""
+
+    session_id: str
+    agent: str | None = None
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system: str | None = None
+    persona: str | None = None
+    agent_options: JSONObject = field(default_factory=dict)
+
+
+def _say(line: str) -> None:
+    write_stderr(line.rstrip("\n") + "\n")
+
+
+async def _command(
+    text: str, state: ChatState, runtime: Runtime, conversations: ConversationService
+) -> bool:
+    """Run a slash command; ``False`` means leave the chat."""
+    from jarvis.domain.errors import JarvisError
+    from jarvis.entrypoints.cli.errors import describe
+
+    name, _, argument = text.partition(" ")
+    argument = argument.strip()
+    try:
+        if name in ("/exit", "/quit"):
+            return False
+        if name == "/new":
+            state.session_id = conversations.new_session_id()
+            _say(f"jarvis: new session {state.session_id}")
+        elif name == "/session":
+            _say(f"jarvis: session {state.session_id}")
+        elif name == "/agent":
+            service = await runtime.service()
+            if not argument:
+                _say(f"jarvis: agent {state.agent or service.default_agent}")
+                return True
+            key = service.registry.resolve(argument)
+            accepts = service.registry.get(key).accepts_tools
+            state.agent = key
+            if state.tools and not accepts:
+                state.tools = None
+                _say(f"jarvis: agent {key} (it takes no tools: tools cleared)")
+            else:
+                _say(f"jarvis: agent {key}")
+        elif name == "/tools":
+            if not argument:
+                shown = ", ".join(state.tools) if state.tools else "the default ([tools] enabled)"
+                _say(f"jarvis: tools {shown}")
+            elif argument == "none":
+                state.tools = None
+                _say("jarvis: tools: the default ([tools] enabled)")
+            else:
+                service = await runtime.service()
+                agent_cls = service.registry.get(
+                    service.registry.resolve(state.agent or service.default_agent)
+                )
+                if not agent_cls.accepts_tools:
+                    _say(
+                        f"jarvis: the {agent_cls.agent_id} agent takes no tools; choose one "
+                        "that does first, e.g. /agent orchestrator"
+                    )
+                    return True
+                state.tools = parse_tool_names(argument)
+                _say(f"jarvis: tools {', '.join(state.tools or ())}")
+        elif name == "/help":
+            _say(HELP)
+        else:
+            _say(f"jarvis: unknown command {name}. {HELP}")
+    except JarvisError as exc:
+        _say(f"jarvis: {describe(exc)}")
+    return True
+
+
+async def _turn(
+    text: str, state: ChatState, runtime: Runtime, conversations: ConversationService
+) -> None:
+    """One question, its answer streamed; Ctrl-C stops it (the chat goes on)."""
+    import asyncio
+    import signal
+
+    from jarvis.application.ask import Answer
+    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.entrypoints.cli.render import StreamRenderer, tool_call_line, tool_result_line
+
+    renderer = StreamRenderer()
+    command = runtime.question(
+        text,
+        agent=state.agent,
+        model=state.model,
+        temperature=state.temperature,
+        max_tokens=state.max_tokens,
+        system=state.system,
+        tools=state.tools,
+        persona=state.persona,
+        agent_options=state.agent_options,
+    )
+
+    async def answer() -> None:
+        renderer.start()
+        async for update in conversations.stream(state.session_id, command):
+            if isinstance(update, TextDelta):
+                renderer.text(update.text)
+            elif isinstance(update, ToolCallsRequested):
+                for call in update.calls:
+                    renderer.notice(tool_call_line(call.name, call.arguments_json()))
+            elif isinstance(update, ToolResultReady):
+                result = update.result
+                renderer.notice(tool_result_line(result.content, success=result.success))
+            elif isinstance(update, Answer) and not update.content.strip():
+                renderer.notice("jarvis: (an empty answer)")
+        renderer.finish()
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(answer())
+    stoppable = True
+    try:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here: no stopping
+        stoppable = False
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        renderer.abort()
+        _say("jarvis: stopped (this answer is not kept)")
+    except Exception as exc:
+        from jarvis.domain.errors import JarvisError
+        from jarvis.entrypoints.cli.errors import describe
+
+        renderer.abort()
+        if not isinstance(exc, JarvisError) or _is_store_damage(exc):
+            raise
+        _say(f"jarvis: {describe(exc)}")
+    finally:
+        if stoppable:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _is_store_damage(exc: BaseException) -> bool:
+    """A damaged session store ends the chat (its exit code says so); other errors of a
+    turn (an engine down, an unknown tool) are reported and the chat goes on."""
+    from jarvis.domain.sessions import SessionStoreCorruptError
+
+    return isinstance(exc, SessionStoreCorruptError)
+
+
+async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
+    from jarvis.entrypoints.conversations import conversation_service
+
+    try:
+        conversations = await conversation_service(runtime)
+        if last:
+            resume = await conversations.last_session()
+        history: list[str] = []
+        if resume is not None:
+            state.session_id = resume
+            records = await conversations.store.load_records(resume, limit=200)
+            history = [r.message.content for r in records if r.message.role.value == "user"]
+            if not records:
+                _say(f"jarvis: session {resume} (new)")
+            else:
+                more = "+" if len(records) >= 200 else ""
+                _say(f"jarvis: session {resume} ({len(records)}{more} messages)")
+        else:
+            _say(f"jarvis: session {state.session_id} (new)")
+        _say("jarvis: /help for commands; Ctrl-C stops an answer, Ctrl-D leaves")
+        reader = _reader(history)
+        while True:
+            try:
+                text = await reader.read()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            text = text.strip()
+            if not text:
+                continue
+            if len(text) > MAX_MESSAGE_CHARS:
+                _say(f"jarvis: a message is at most {MAX_MESSAGE_CHARS:,} characters")
+                continue
+            if text.startswith("/"):
+                if not await _command(text, state, runtime, conversations):
+                    break
+                continue
+            await _turn(text, state, runtime, conversations)
+    finally:
+        await runtime.aclose()
+
+
+def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
+    from jarvis.domain.errors import ConfigurationError
+
+    registry = runtime.container.agents()
+    key = registry.resolve(agent)
+    if tools and not registry.get(key).accepts_tools:
+        raise ConfigurationError(
+            f"Agent '{key}' does not take tools, but tools were given: " + ", ".join(tools),
+            hint="Use a tool-using agent such as --agent orchestrator, or drop --tools.",
+        )
+
+
+def chat(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", "-a", help="Agent key (default: [agent] default).", show_default=False
+        ),
+    ] = None,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    tools: ToolsOption = None,
+    persona: PersonaOption = None,
+    system: Annotated[
+        str | None,
+        typer.Option("--system", help="Replace the agent's system prompt.", show_default=False),
+    ] = None,
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-option",
+            "-O",
+            help="KEY=VALUE passed to the agent (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session", help="Resume the session NAME (started when new).", show_default=False
+        ),
+    ] = None,
+    continue_last: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the last conversation.")
+    ] = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Talk with an agent: streamed answers, history with the arrow keys, /help."""
+
+    def body() -> None:
+        from jarvis.entrypoints.cli.ask import parse_agent_options
+        from jarvis.entrypoints.cli.conversation import SessionChoice
+        from jarvis.entrypoints.cli.streams import repair_text
+
+        choice = SessionChoice.of(continue_last=continue_last, name=session)
+        runtime = open_runtime(
+            ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
+        )
+        from jarvis.application.conversation import new_session_id
+
+        state = ChatState(
+            session_id=new_session_id(),
+            agent=agent,
+            tools=parse_tool_names(tools),
+            system=None if system is None else repair_text(system),
+            persona=persona,
+            agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
+        )
+        if agent is not None:  # an unknown agent, or tools it cannot take: exit 2 now
+            _check_agent(runtime, agent, state.tools)
+        import asyncio
+
+        with persona_warnings(verbose):
+            asyncio.run(_chat(runtime, state, choice.name, choice.continue_last))
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+
+    code = guarded(body, verbose=verbose)
+    if code:
+        raise typer.Exit(code)

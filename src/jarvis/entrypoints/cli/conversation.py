@@ -1,0 +1,90 @@
+"""``jarvis ask -c`` / ``--session``: a question asked within a stored conversation.
+
+Loaded only when one of those options is given: a one-off ``jarvis ask`` never imports the
+session store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from jarvis.application.conversation import HistoryUsed
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.session_ids import check_session_id
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from jarvis.application.ask import Answer, AskQuestion
+    from jarvis.application.conversation import ConversationService, ConversationUpdate
+    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.entrypoints.runtime import Runtime
+
+    TurnUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | Answer
+    """A turn's updates as ``jarvis ask`` renders them (the history line said apart)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionChoice:
+    """The session a command continues: a name, or the last one (a new one if none)."""
+
+    name: str | None = None
+    continue_last: bool = False
+
+    @classmethod
+    def of(cls, *, continue_last: bool, name: str | None) -> SessionChoice:
+        if continue_last and name is not None:
+            raise ConfigurationError(
+                "--continue and --session cannot be used together.",
+                hint="-c continues the last conversation; --session NAME continues NAME.",
+            )
+        return cls(
+            name=None if name is None else check_session_id(name), continue_last=continue_last
+        )
+
+
+async def resolve_session(
+    service: ConversationService,
+    choice: SessionChoice,
+    *,
+    notice: Callable[[str], None] | None = None,
+) -> str:
+    """The session id ``choice`` means (``-c`` with no conversation yet starts one)."""
+    if choice.name is not None:
+        return choice.name
+    if choice.continue_last:
+        last = await service.last_session()
+        if last is not None:
+            return last
+    fresh = service.new_session_id()
+    if notice is not None:
+        notice(f"session: a new conversation, {fresh}")
+    return fresh
+
+
+async def conversation_updates(
+    runtime: Runtime,
+    choice: SessionChoice,
+    command: AskQuestion,
+    *,
+    notice: Callable[[str], None] | None = None,
+) -> tuple[str, AsyncIterator[TurnUpdate]]:
+    """The session id and the turn's updates (the ``--verbose`` history line said first)."""
+    from jarvis.entrypoints.conversations import conversation_service
+
+    service = await conversation_service(runtime)
+    session_id = await resolve_session(service, choice, notice=notice)
+    return session_id, _without_history(service.stream(session_id, command), notice)
+
+
+async def _without_history(
+    updates: AsyncIterator[ConversationUpdate], notice: Callable[[str], None] | None
+) -> AsyncIterator[TurnUpdate]:
+    async for update in updates:
+        if isinstance(update, HistoryUsed):
+            if notice is not None:
+                notice(update.describe())
+            continue
+        yield update

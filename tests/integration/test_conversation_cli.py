@@ -1,0 +1,228 @@
+"""``jarvis ask -c`` / ``--session`` and ``jarvis sessions``, as processes against a scripted
+engine whose request log shows what each question carried."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
+
+
+def jarvis(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+        check=False,
+    )
+
+
+def ask(engine: ScriptedEngine, *args: str) -> subprocess.CompletedProcess[str]:
+    return jarvis("ask", "--base-url", engine.url, "-m", MODEL, *args)
+
+
+def contents(messages: list[dict[str, object]]) -> list[tuple[object, object]]:
+    return [(m["role"], m.get("content")) for m in messages]
+
+
+def test_ask_continue_sends_the_first_exchange_with_the_second_question() -> None:
+    with ScriptedEngine([Reply("Paris."), Reply("About 2 million."), Reply("Rome.")]) as engine:
+        first = ask(engine, "-c", "Capital of France?")
+        assert first.returncode == 0, first.stderr
+        assert first.stdout.strip() == "Paris."
+        second = ask(engine, "-c", "Its population?")
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.strip() == "About 2 million."
+        third = ask(engine, "Capital of Italy?")  # no -c: a one-off question
+        assert third.returncode == 0, third.stderr
+    sent = engine.messages(1)
+    assert contents(sent[1:]) == [
+        ("user", "Capital of France?"),
+        ("assistant", "Paris."),
+        ("user", "Its population?"),
+    ]
+    assert contents(engine.messages(2)[1:]) == [("user", "Capital of Italy?")]
+
+
+def test_named_sessions_are_kept_apart_and_verbose_says_what_entered_the_prompt(
+    jarvis_home: Path,
+) -> None:
+    (jarvis_home / "config.toml").write_text("[sessions]\nhistory_messages = 2\n")
+    with ScriptedEngine([Reply("A1."), Reply("B1."), Reply("A2."), Reply("A3.")]) as engine:
+        assert ask(engine, "--session", "a", "qa1").returncode == 0
+        assert ask(engine, "--session", "b", "qb1").returncode == 0
+        assert ask(engine, "--session", "a", "qa2").returncode == 0
+        third = ask(engine, "--session", "a", "-v", "--no-stream", "qa3")
+        assert third.returncode == 0, third.stderr
+    assert contents(engine.messages(2)[1:]) == [
+        ("user", "qa1"),
+        ("assistant", "A1."),
+        ("user", "qa2"),
+    ]
+    assert contents(engine.messages(3)[1:]) == [
+        ("user", "qa2"),
+        ("assistant", "A2."),
+        ("user", "qa3"),
+    ]
+    assert "history of session 'a': 2 messages" in third.stderr
+    assert "2 older left out" in third.stderr
+
+
+def test_json_output_names_the_session() -> None:
+    with ScriptedEngine([Reply("Paris.")]) as engine:
+        result = ask(engine, "--session", "j1", "--json", "Capital?")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["session"] == "j1"
+    assert data["content"] == "Paris."
+
+
+def test_tool_calls_are_replayed_with_their_ids_and_results() -> None:
+    call = tool_call("call_abc", "calculator", {"expression": "2+2"})
+    script = [Reply(tool_calls=[call]), Reply("It is 4."), Reply("Yes.")]
+    with ScriptedEngine(script) as engine:
+        tools = ("-a", "orchestrator", "--tools", "calculator")
+        first = ask(engine, *tools, "-c", "What is 2+2?")
+        assert first.returncode == 0, first.stderr
+        assert "It is 4." in first.stdout
+        second = ask(engine, *tools, "-c", "Sure?")
+        assert second.returncode == 0, second.stderr
+    sent = engine.messages(2)[1:]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    replayed = sent[1]["tool_calls"]
+    assert isinstance(replayed, list)
+    assert replayed[0]["id"] == "call_abc"
+    assert replayed[0]["function"]["name"] == "calculator"
+    assert json.loads(replayed[0]["function"]["arguments"]) == {"expression": "2+2"}
+    assert sent[2]["tool_call_id"] == "call_abc"
+    assert sent[2]["content"] == "4"
+    assert sent[3]["content"] == "It is 4."
+
+
+def test_sessions_list_show_export_delete_json() -> None:
+    call = tool_call("call_1", "calculator", {"expression": "6*7"})
+    with ScriptedEngine([Reply(tool_calls=[call]), Reply("42."), Reply("Hi.")]) as engine:
+        tools = ("-a", "orchestrator", "--tools", "calculator")
+        assert ask(engine, *tools, "--session", "maths", "What is 6*7?").returncode == 0
+        assert ask(engine, "--session", "hello", "Hello there").returncode == 0
+
+    listed = jarvis("sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [r["id"] for r in rows] == ["hello", "maths"]
+    assert rows[1]["message_count"] == 4
+    assert rows[1]["title"] == "What is 6*7?"
+
+    shown = jarvis("sessions", "show", "maths", "--json")
+    assert shown.returncode == 0, shown.stderr
+    messages = json.loads(shown.stdout)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["tool_calls"][0]["id"] == "call_1"
+    assert messages[2] | {"at": 0, "time": ""} == {
+        "role": "tool",
+        "content": "42",
+        "tool_call_id": "call_1",
+        "name": "calculator",
+        "at": 0,
+        "time": "",
+    }
+    assert messages[3]["model"] == MODEL
+    # the run's usage, summed over its two inferences, on its answer
+    assert messages[3]["usage"] == {"prompt_tokens": 18, "completion_tokens": 6}
+
+    text = jarvis("sessions", "show", "maths")
+    assert "calculator" in text.stdout
+    assert "[call_1]" in text.stdout
+
+    exported = jarvis("sessions", "export", "maths")
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [line["role"] for line in lines] == ["user", "assistant", "tool", "assistant"]
+    assert jarvis("sessions", "export", "maths", "--json").returncode == 0
+
+    deleted = jarvis("sessions", "delete", "maths", "--json")
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout) == {"deleted": "maths"}
+    assert [r["id"] for r in json.loads(jarvis("sessions", "list", "--json").stdout)] == ["hello"]
+
+
+@pytest.mark.parametrize("command", ["show", "delete", "export"])
+def test_an_unknown_session_is_exit_2_listing_the_existing_ones(command: str) -> None:
+    with ScriptedEngine([Reply("x")]) as engine:
+        assert ask(engine, "--session", "kept-one", "q").returncode == 0
+    result = jarvis("sessions", command, "nope")
+    assert result.returncode == 2
+    assert "No session named 'nope'" in result.stderr
+    assert "kept-one" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_session_options_are_usage_errors() -> None:
+    with ScriptedEngine([Reply("x")]) as engine:
+        both = ask(engine, "-c", "--session", "a", "q")
+        bad = ask(engine, "--session", "../escape", "q")
+        assert engine.requests == []
+    assert both.returncode == 2
+    assert "cannot be used together" in both.stderr
+    assert bad.returncode == 2
+    assert "Invalid session id" in bad.stderr
+
+
+def test_a_damaged_database_is_exit_7_and_left_untouched(jarvis_home: Path) -> None:
+    database = jarvis_home / "sessions.db"
+    garbage = b"this is not a database\n" * 200
+    database.write_bytes(garbage)
+    with ScriptedEngine([Reply("x")]) as engine:
+        result = ask(engine, "-c", "q")
+        assert engine.requests == []  # nothing asked that could not be kept
+    listed = jarvis("sessions", "list")
+    for outcome in (result, listed):
+        assert outcome.returncode == 7, outcome.stderr
+        assert "damaged" in outcome.stderr
+        assert str(database) in outcome.stderr
+        assert "Traceback" not in outcome.stderr
+    assert database.read_bytes() == garbage
+    assert sorted(p.name for p in jarvis_home.iterdir()) == ["sessions.db"]
+
+
+def test_a_locked_database_is_exit_3_and_loses_nothing(jarvis_home: Path) -> None:
+    (jarvis_home / "config.toml").write_text("[sessions]\nbusy_timeout = 0.2\n")
+    with ScriptedEngine([Reply("First."), Reply("Second.")]) as engine:
+        assert ask(engine, "--session", "s", "one").returncode == 0
+        holder = sqlite3.connect(jarvis_home / "sessions.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN EXCLUSIVE")
+            locked = ask(engine, "--session", "s", "two")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        again = ask(engine, "--session", "s", "two")
+    assert locked.returncode == 3, locked.stderr
+    assert "locked" in locked.stderr
+    assert again.returncode == 0, again.stderr
+    shown = json.loads(jarvis("sessions", "show", "s", "--json").stdout)
+    assert [m["content"] for m in shown["messages"]] == ["one", "First.", "two", "Second."]
+
+
+def test_an_unreachable_postgres_is_exit_3_naming_the_url_without_its_password(
+    jarvis_home: Path,
+) -> None:
+    url = "postgresql://jarvis:s3cr3t-pw@127.0.0.1:1/jarvis"
+    (jarvis_home / "config.toml").write_text(f'[sessions]\nbackend = "postgres"\nurl = "{url}"\n')
+    with ScriptedEngine([Reply("x")]) as engine:
+        result = ask(engine, "-c", "q")
+    listed = jarvis("sessions", "list", "-v")
+    for outcome in (result, listed):
+        assert outcome.returncode == 3, outcome.stderr
+        assert "127.0.0.1:1" in outcome.stderr
+        assert "s3cr3t-pw" not in outcome.stderr
+        assert "***" in outcome.stderr
