@@ -55,7 +55,7 @@ import httpx
 
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._error_bodies import error_message
-from jarvis.adapters.inference._json import dumps, loads
+from jarvis.adapters.inference._json import dumps, loads, names_in
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
@@ -419,6 +419,19 @@ class EngineHttp:
             raise self.protocol_error(
                 reply.url, f"a body that is not JSON: {_snippet(reply.text)}"
             ) from exc
+
+    async def model_names(self, path: str, list_key: str, *name_keys: str) -> list[str]:
+        """The models the engine lists at ``path``: each entry of ``list_key``, named by its
+        first non-empty ``name_keys``. An error status or a reply that is no such list is
+        the engine's error."""
+        try:
+            data = await self.request_json("GET", path)
+        except EngineStatusError as exc:
+            raise default_status_error(self.engine_id, exc.status, exc.body, exc.url) from None
+        names = names_in(data, list_key, *name_keys)
+        if names is None:
+            raise self.protocol_error(self.url(path), "a model list that is not a JSON object")
+        return names
 
     async def probe(self, path: str, *, timeout: float) -> bool:
         """True when ``GET path`` answers 2xx within ``timeout``; never raises.

@@ -61,7 +61,6 @@ from jarvis.adapters.inference._json import (
     get_object,
     get_str,
     loads,
-    names_in,
 )
 from jarvis.adapters.inference._openai_wire import tools_to_openai
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
@@ -337,16 +336,7 @@ class OllamaEngine:
         yield final
 
     async def list_models(self) -> list[str]:
-        try:
-            data = await self._http.request_json("GET", "/api/tags")
-        except EngineStatusError as exc:
-            raise default_status_error("ollama", exc.status, exc.body, exc.url) from None
-        names = names_in(data, "models", "name", "model")
-        if names is None:
-            raise self._http.protocol_error(
-                self._http.url("/api/tags"), "a model list that is not a JSON object"
-            )
-        return names
+        return await self._http.model_names("/api/tags", "models", "name", "model")
 
     async def health(self) -> bool:
         return await self._http.probe("/api/tags", timeout=HEALTH_TIMEOUT)

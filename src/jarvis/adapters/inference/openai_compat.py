@@ -47,7 +47,7 @@ from jarvis.adapters.inference._http import (
     RetryPolicy,
     default_status_error,
 )
-from jarvis.adapters.inference._json import as_object, loads, names_in
+from jarvis.adapters.inference._json import as_object, loads
 from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
     ChunkReader,
@@ -325,16 +325,7 @@ class OpenAICompatibleEngine:
         yield reader.final()
 
     async def list_models(self) -> list[str]:
-        try:
-            data = await self._http.request_json("GET", "/models")
-        except EngineStatusError as exc:
-            raise default_status_error(self._engine_id, exc.status, exc.body, exc.url) from None
-        names = names_in(data, "data", "id")
-        if names is None:
-            raise self._http.protocol_error(
-                self._http.url("/models"), "a model list that is not a JSON object"
-            )
-        return names
+        return await self._http.model_names("/models", "data", "id")
 
     async def health(self) -> bool:
         return await self._http.probe("/models", timeout=HEALTH_TIMEOUT)
