@@ -226,3 +226,34 @@ def test_an_unreachable_postgres_is_exit_3_naming_the_url_without_its_password(
         assert "127.0.0.1:1" in outcome.stderr
         assert "s3cr3t-pw" not in outcome.stderr
         assert "***" in outcome.stderr
+
+
+def _modules_after(*argv: str) -> set[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['jarvis', *{list(argv)!r}]\n"
+        "from jarvis.entrypoints.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(__import__('json').dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = json.loads(result.stderr.strip().splitlines()[-1])
+    assert isinstance(loaded, list)
+    return set(loaded)
+
+
+def test_a_one_off_question_never_loads_the_session_store() -> None:
+    store_modules = {
+        "sqlite3",
+        "jarvis.adapters.sqlite_sessions",
+        "jarvis.application.conversation",
+        "prompt_toolkit",
+    }
+    with ScriptedEngine([Reply("x")]) as engine:
+        plain = _modules_after("ask", "--base-url", engine.url, "-m", MODEL, "q")
+        continued = _modules_after("ask", "--base-url", engine.url, "-m", MODEL, "-c", "q")
+    assert not plain & store_modules
+    assert {"sqlite3", "jarvis.adapters.sqlite_sessions"} <= continued
+    assert "prompt_toolkit" not in continued

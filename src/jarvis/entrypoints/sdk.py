@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.ports import InferencePort, ToolPort
+    from jarvis.entrypoints.sdk_conversation import AsyncConversation, Conversation
 
 T = TypeVar("T")
 
@@ -163,6 +164,25 @@ class Jarvis:
         if not isinstance(catalogue, ToolCatalogue):
             raise RuntimeError("This Jarvis instance has no tool catalogue.")
         return catalogue.register(tool)
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def conversation(self, name: str | None = None, **options: Unpack[AskOptions]) -> Conversation:
+        """A conversation whose questions carry its history and are stored (``[sessions]``):
+        ``with j.conversation() as c: c.ask(...)``. ``name`` continues (or starts) that
+        session; without one, a new session. ``options`` apply to every question; see
+        :mod:`jarvis.entrypoints.sdk_conversation`."""
+        from jarvis.entrypoints.sdk_conversation import Conversation
+
+        return Conversation(self, name, options)
+
+    def aconversation(
+        self, name: str | None = None, **options: Unpack[AskOptions]
+    ) -> AsyncConversation:
+        """:meth:`conversation` for ``async with``: ``await c.aask(...)`` on the caller's loop."""
+        from jarvis.entrypoints.sdk_conversation import AsyncConversation
+
+        return AsyncConversation(self, name, options)
 
     # -- the loop ---------------------------------------------------------------------------
 

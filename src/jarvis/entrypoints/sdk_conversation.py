@@ -1,0 +1,158 @@
+"""The SDK's conversations: ``with j.conversation() as c: c.ask(...)``.
+
+::
+
+    with Jarvis() as j:
+        with j.conversation() as chat:               # a new session
+            chat.ask("What is the capital of France?")
+            chat.ask("And its population?")          # carries the first exchange
+        print(chat.session_id)                       # resumable: jarvis ask --session ID
+
+        j.conversation("support-42").ask("...")      # a named session, started when new
+
+    async with Jarvis() as j:
+        async with j.aconversation("notes") as chat:
+            await chat.aask("...")
+
+Each question goes through :class:`~jarvis.application.conversation.ConversationService`,
+the use case of ``jarvis ask -c`` and ``jarvis chat``: the session's bounded history
+(``[sessions] history_messages`` / ``history_tokens``) enters the prompt as messages, and
+the exchange (tool calls and results included) is stored in ``[sessions]`` once answered.
+A question that fails, or a stream closed early, stores nothing. Options given to
+``conversation()`` apply to each question; a question's own options win.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from types import TracebackType
+from typing import TYPE_CHECKING, Unpack
+
+from jarvis.entrypoints.runtime import AskOptions
+
+if TYPE_CHECKING:
+    from jarvis.application.ask import Answer, AskQuestion
+    from jarvis.domain.sessions import SessionMessage
+    from jarvis.entrypoints.sdk import Jarvis
+
+_END = object()
+
+
+class _Turns:
+    """What both kinds of conversation share: the session and how one turn runs."""
+
+    def __init__(self, jarvis: Jarvis, name: str | None, options: AskOptions) -> None:
+        from jarvis.application.conversation import new_session_id
+        from jarvis.domain.session_ids import check_session_id
+
+        self._jarvis = jarvis
+        self.session_id = check_session_id(name) if name is not None else new_session_id()
+        """The stored session's id (``jarvis sessions show ID``)."""
+        self.options = options
+
+    def _command(self, question: str, options: AskOptions) -> AskQuestion:
+        merged: AskOptions = {**self.options, **options}
+        return self._jarvis._question(question, **merged)
+
+    async def _answer(self, command: AskQuestion) -> Answer:
+        from jarvis.entrypoints.conversations import conversation_service
+
+        service = await conversation_service(self._jarvis._runtime)
+        return (await service.ask(self.session_id, command)).answer
+
+    async def _pieces(self, command: AskQuestion) -> AsyncGenerator[str, None]:
+        from jarvis.domain.updates import TextDelta
+        from jarvis.entrypoints.conversations import conversation_service
+
+        service = await conversation_service(self._jarvis._runtime)
+        turn = service.stream(self.session_id, command)
+        try:
+            async for update in turn:
+                if isinstance(update, TextDelta):
+                    yield update.text
+        finally:
+            await turn.aclose()  # type: ignore[attr-defined]  # an async generator
+
+    async def _records(self) -> tuple[SessionMessage, ...]:
+        from jarvis.entrypoints.conversations import session_store
+
+        return await session_store(self._jarvis._runtime).load_records(self.session_id)
+
+
+class Conversation(_Turns):
+    """A conversation for synchronous code (``Jarvis.conversation``)."""
+
+    def ask(self, question: str, **options: Unpack[AskOptions]) -> str:
+        """The answer's text; the question and answer join the session."""
+        return self.ask_full(question, **options).content
+
+    def ask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
+        """The whole answer (content, turns, tool results, usage, model, stop reason)."""
+        return self._jarvis._call(self._answer(self._command(question, options)))
+
+    def ask_stream(
+        self, question: str, **options: Unpack[AskOptions]
+    ) -> Generator[str, None, None]:
+        """The answer's text as it is generated; stored once it is complete (stopping
+        early stores nothing)."""
+        stream = self._pieces(self._command(question, options))
+
+        async def next_piece() -> object:
+            try:
+                return await anext(stream)
+            except StopAsyncIteration:
+                return _END
+
+        try:
+            while (piece := self._jarvis._call(next_piece())) is not _END:
+                assert isinstance(piece, str)
+                yield piece
+        finally:
+            with contextlib.suppress(RuntimeError):
+                self._jarvis._call(stream.aclose())
+
+    def messages(self) -> tuple[SessionMessage, ...]:
+        """Every stored message of the session, oldest first, with model, usage, time."""
+        return self._jarvis._call(self._records())
+
+    def __enter__(self) -> Conversation:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Nothing to close: the session is stored after each answer."""
+
+
+class AsyncConversation(_Turns):
+    """A conversation for ``async`` code (``Jarvis.aconversation``), on the caller's loop."""
+
+    async def aask(self, question: str, **options: Unpack[AskOptions]) -> str:
+        return (await self.aask_full(question, **options)).content
+
+    async def aask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
+        self._jarvis._check_open()
+        return await self._answer(self._command(question, options))
+
+    async def aask_stream(self, question: str, **options: Unpack[AskOptions]) -> AsyncIterator[str]:
+        self._jarvis._check_open()
+        async for piece in self._pieces(self._command(question, options)):
+            yield piece
+
+    async def amessages(self) -> tuple[SessionMessage, ...]:
+        return await self._records()
+
+    async def __aenter__(self) -> AsyncConversation:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Nothing to close: the session is stored after each answer."""
