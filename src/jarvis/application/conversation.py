@@ -15,7 +15,7 @@ objects and the managed-agent HTTP API all go through :class:`ConversationServic
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -131,7 +131,7 @@ class Asker(Protocol):
 def new_session_id(now: datetime | None = None) -> str:
     """A fresh session id: the UTC time, then random hex (``20261201-093012-4f2a9c``)."""
     moment = now or utc_now()
-    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    return f"{moment:%Y%m%d-%H%M%S}-{os.urandom(3).hex()}"  # not `secrets`: 1.4 ms to import
 
 
 def tool_message_content(content: str, *, success: bool) -> str:
