@@ -257,3 +257,50 @@ def test_a_one_off_question_never_loads_the_session_store() -> None:
     assert not plain & store_modules
     assert {"sqlite3", "jarvis.adapters.sqlite_sessions"} <= continued
     assert "prompt_toolkit" not in continued
+
+
+def test_an_invalid_sessions_section_is_exit_2_naming_the_accepted_values(
+    jarvis_home: Path,
+) -> None:
+    (jarvis_home / "config.toml").write_text('[sessions]\nbackend = "mongo"\n')
+    result = jarvis("sessions", "list")
+    assert result.returncode == 2
+    assert "sessions.backend" in result.stderr
+    assert "sqlite" in result.stderr
+    (jarvis_home / "config.toml").write_text("[sessions]\nhistory_messages = -1\n")
+    result = jarvis("sessions", "list")
+    assert result.returncode == 2
+    assert "sessions.history_messages" in result.stderr
+
+
+def chat_piped(*args: str, lines: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", "chat", *args],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_chat_reads_one_message_a_line_from_a_pipe_and_stores_the_session() -> None:
+    with ScriptedEngine([Reply("One."), Reply("Two.")]) as engine:
+        result = chat_piped(
+            "--base-url", engine.url, "-m", MODEL, "--session", "piped", lines="first\nsecond\n"
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["One.", "Two."]
+    assert contents(engine.messages(1)[1:]) == [
+        ("user", "first"),
+        ("assistant", "One."),
+        ("user", "second"),
+    ]
+
+
+def test_chat_reports_an_engine_that_is_down_and_goes_on() -> None:
+    result = chat_piped("--base-url", "http://127.0.0.1:9/v1", "-m", MODEL, lines="one\ntwo\n")
+    assert result.returncode == 0
+    assert result.stderr.count("127.0.0.1:9") >= 2  # each question says why it got no answer
+    assert "Traceback" not in result.stderr
+    assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"  # nothing stored
