@@ -14,7 +14,10 @@ from jarvis.testing import InMemoryPersonaStore, InMemoryRepl, ScriptedInference
 EXTERNAL_RUNTIMES = {"claude_code", "opencode", "openhands", "sandboxed"}
 """Agents that hand the question to another runtime instead of calling the engine; they
 pass the persona on in their own way and are tested with their adapters."""
-AGENTS = [key for key, _ in builtin_agents() if key not in EXTERNAL_RUNTIMES]
+OPERATIVES = {"operative", "monitor_operative"}
+"""Agents that run only as operators (their state follows the persona in the system
+prompt); tested in test_operative_agent.py."""
+AGENTS = [key for key, _ in builtin_agents() if key not in EXTERNAL_RUNTIMES | OPERATIVES]
 PERSONA = "## Agent Persona\n\nAlways answer in French.\n\n## Agent Memory\n\n- likes tea"
 
 

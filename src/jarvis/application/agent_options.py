@@ -61,6 +61,8 @@ NUMBER_OPTIONS: dict[str, NumberRule] = {
     "max_prompt_tokens": NumberRule(1, 1 << 24),
     "max_prefetch_urls": NumberRule(0, 20),
     "prefetch_max_chars": NumberRule(1, 100_000_000),
+    "history_messages": NumberRule(0, 1_000),
+    "recall_top_k": NumberRule(1, 50),
 }
 """The numeric options of the built-in agents (see ``jarvis ask --help``) and their ranges."""
 

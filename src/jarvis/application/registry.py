@@ -157,6 +157,18 @@ def _sandboxed() -> type[BaseAgent]:
     return SandboxedAgent
 
 
+def _operative() -> type[BaseAgent]:
+    from jarvis.domain.agents.operative import OperativeAgent
+
+    return OperativeAgent
+
+
+def _monitor_operative() -> type[BaseAgent]:
+    from jarvis.domain.agents.monitor_operative import MonitorOperativeAgent
+
+    return MonitorOperativeAgent
+
+
 def builtin_agents() -> AgentRegistry:
     """A registry with every agent jarvis ships (each imported when first used)."""
     registry = AgentRegistry()
@@ -166,4 +178,6 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy("native_openhands", _native_openhands)
     registry.register_lazy("rlm", _rlm)
     registry.register_lazy("sandboxed", _sandboxed)
+    registry.register_lazy("operative", _operative)
+    registry.register_lazy("monitor_operative", _monitor_operative)
     return registry

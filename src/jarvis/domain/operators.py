@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.ports import EmbeddingPort, MemoryPort, OperatorStorePort, SessionStorePort
 
 _OPERATOR_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _STATE_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
@@ -255,3 +257,22 @@ def lease_ttl_us(ttl_seconds: float) -> int:
     ):
         raise ConfigurationError(f"A lease ttl is 0 to 366 days, not {ttl_seconds!r}.")
     return max(1, round(ttl_seconds * 1_000_000))
+
+
+# --- what an operative agent runs on -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorBinding:
+    """What one tick of an operator runs on besides the engine: the operator's id, the
+    session store that keeps its ticks, the operator store that keeps its state, and for
+    ``monitor_operative``'s retrieval a keyword index factory (a fresh, empty
+    :class:`~jarvis.domain.ports.MemoryPort` per tick) and a sentence-embedding model.
+    ``tick_label`` names the tick in the operator's prompt (its scheduled time)."""
+
+    operator_id: str
+    sessions: SessionStorePort
+    store: OperatorStorePort
+    keyword_index: Callable[[], MemoryPort] | None = None
+    embeddings: EmbeddingPort | None = None
+    tick_label: str = ""

@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 
 from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
 from jarvis.domain.events import EventBus
+from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 
 Choice = TypeVar("Choice", bound=str)
@@ -45,8 +46,9 @@ class AgentOptions(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentParts:
     """What the application hands every agent besides its options: the engine and model,
-    the event bus, sampling and prompt settings, the run's tools and the REPL factory (the
-    agents that take no tools or run no code ignore those)."""
+    the event bus, sampling and prompt settings, the run's tools, the REPL factory and the
+    operator a tick runs for (the agents that take no tools, run no code or are no
+    operatives ignore those)."""
 
     inference: InferencePort
     model: str
@@ -55,3 +57,4 @@ class AgentParts:
     prompts: PromptSettings = field(default_factory=PromptSettings)
     tools: tuple[ToolPort, ...] = ()
     repl: ReplPort | None = None
+    operator: OperatorBinding | None = None
