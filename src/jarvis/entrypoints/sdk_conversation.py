@@ -27,22 +27,36 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from types import TracebackType
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
-from jarvis.entrypoints.runtime import AskOptions
+from jarvis.entrypoints.runtime import AskOptions, Runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.domain.sessions import SessionMessage
-    from jarvis.entrypoints.sdk import Jarvis
 
+T = TypeVar("T")
 _END = object()
+
+
+class _Owner(Protocol):
+    """What a conversation uses of its ``Jarvis`` (not imported: ``sdk`` imports this)."""
+
+    _runtime: Runtime
+
+    def _question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion: ...
+
+    def _call(self, coro: Coroutine[object, object, T]) -> T: ...
+
+    def _check_open(self) -> None: ...
 
 
 class _Turns:
     """What both kinds of conversation share: the session and how one turn runs."""
 
-    def __init__(self, jarvis: Jarvis, name: str | None, options: AskOptions) -> None:
+    def __init__(self, jarvis: _Owner, name: str | None, options: AskOptions) -> None:
         from jarvis.application.conversation import new_session_id
         from jarvis.domain.session_ids import check_session_id
 
