@@ -304,3 +304,31 @@ def test_chat_reports_an_engine_that_is_down_and_goes_on() -> None:
     assert result.stderr.count("127.0.0.1:9") >= 2  # each question says why it got no answer
     assert "Traceback" not in result.stderr
     assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"  # nothing stored
+
+
+def test_conversations_on_a_real_postgresql_are_shared_by_every_jarvis_using_it(
+    jarvis_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.postgres_server import running_postgres
+
+    with running_postgres() as server:
+        url = server.create_database()
+        (jarvis_home / "config.toml").write_text(
+            f'[sessions]\nbackend = "postgres"\nurl = "{url}"\n'
+        )
+        other = tmp_path / "other-machine"  # another config dir, the same server
+        other.mkdir()
+        (other / "config.toml").write_text(f'[sessions]\nbackend = "postgres"\nurl = "{url}"\n')
+        with ScriptedEngine([Reply("Paris."), Reply("Rome.")]) as engine:
+            assert ask(engine, "--session", "shared", "Capital of France?").returncode == 0
+            monkeypatch.setenv("OPENJARVIS_HOME", str(other))
+            second = ask(engine, "--session", "shared", "And of Italy?")
+            listed = jarvis("sessions", "list", "--json")
+        assert second.returncode == 0, second.stderr
+        assert contents(engine.messages(1)[1:]) == [
+            ("user", "Capital of France?"),
+            ("assistant", "Paris."),
+            ("user", "And of Italy?"),
+        ]
+        assert [(r["id"], r["message_count"]) for r in json.loads(listed.stdout)] == [("shared", 4)]
+        assert not (jarvis_home / "sessions.db").exists()
