@@ -93,9 +93,10 @@ def test_chat_streams_stops_on_ctrl_c_keeps_the_conversation_and_leaves_on_ctrl_
             child.expect_exact("Still here.")
             child.expect_exact("you>")
 
-            # a trailing backslash continues the message on a new line
+            # a trailing backslash, or Alt-Enter, continues the message on a new line
             child.send("line one\\\r")
-            child.send("line two\r")
+            child.send("line two\x1b\r")
+            child.send("line three\r")
             child.expect_exact("Two lines read.")
             child.expect_exact("you>")
 
@@ -110,7 +111,7 @@ def test_chat_streams_stops_on_ctrl_c_keeps_the_conversation_and_leaves_on_ctrl_
     assert requests[1] == ["Capital of France?", "Paris is the capital.", "Tell me more"]
     # the stopped answer was not kept: the next question carries the first exchange only
     assert requests[2] == ["Capital of France?", "Paris is the capital.", "Tell me more"]
-    assert requests[3][-1] == "line one\nline two"
+    assert requests[3][-1] == "line one\nline two\nline three"
     assert not any("abandoned" in str(r) for r in requests)
     kept = [m["content"] for m in session_messages(session)]
     assert kept == [
@@ -118,7 +119,7 @@ def test_chat_streams_stops_on_ctrl_c_keeps_the_conversation_and_leaves_on_ctrl_
         "Paris is the capital.",
         "Tell me more",
         "Still here.",
-        "line one\nline two",
+        "line one\nline two\nline three",
         "Two lines read.",
     ]
 
