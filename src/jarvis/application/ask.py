@@ -15,6 +15,7 @@ from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
@@ -36,6 +37,8 @@ class AskQuestion:
     agent_options: JSONObject = field(default_factory=dict)
     mounts: tuple[str, ...] = ()
     """Host folders for the ``sandboxed`` agent: ``PATH[:TARGET][:ro|rw]``."""
+    operator: OperatorBinding | None = None
+    """The operator a tick of ``operative`` / ``monitor_operative`` runs for."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +271,7 @@ class AskService:
             ),
             tools=tuple(tools),
             repl=self.repl if agent_cls.uses_repl else None,
+            operator=command.operator,
         )
         defaults: JSONObject = {}
         if self.default_max_turns is not None:

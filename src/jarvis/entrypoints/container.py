@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from jarvis.domain.ports import (
         ContainerPort,
         MemoryPort,
+        OperatorStorePort,
         PersonaStorePort,
         ReplPort,
         ReplSession,
@@ -410,6 +411,31 @@ def _session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
             close()
 
 
+def _operator_store(sessions: SessionStorePort) -> OperatorStorePort:
+    """Operator state and leases, in the session store's own database (SQLite or
+    PostgreSQL), so operators share whatever the sessions share."""
+    from jarvis.adapters.postgres_sessions import PostgresSessionStore
+    from jarvis.adapters.postgres_sessions.operators import PostgresOperatorStore
+    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+    from jarvis.adapters.sqlite_sessions.operators import SqliteOperatorStore
+
+    if isinstance(sessions, SqliteSessionStore):
+        return SqliteOperatorStore(sessions)
+    if isinstance(sessions, PostgresSessionStore):
+        return PostgresOperatorStore(sessions)
+    raise ConfigurationError(
+        "Operators keep their state in the sqlite or postgres session store.",
+        hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
+    )
+
+
+def _keyword_index() -> MemoryPort:
+    """A fresh in-memory SQLite FTS5 index (``monitor_operative``'s keyword recall)."""
+    from jarvis.adapters.sqlite_memory.store import SqliteMemory
+
+    return SqliteMemory(":memory:")
+
+
 def _ask_service(
     *,
     config: JarvisConfig,
@@ -521,6 +547,13 @@ class Container(containers.DeclarativeContainer):
     sessions: providers.Provider[SessionStorePort] = providers.Resource(_session_store, config)
     """The conversation store (``[sessions]``); tests override it with
     ``jarvis.testing.InMemorySessionStore``."""
+
+    operator_store: providers.Provider[OperatorStorePort] = providers.Singleton(
+        _operator_store, sessions
+    )
+    """Operator state and leases (``jarvis operators``), in the ``sessions`` database; tests
+    override it with ``jarvis.testing.operators.InMemoryOperatorStore``."""
+    keyword_index: providers.Provider[Callable[[], MemoryPort]] = providers.Object(_keyword_index)
 
     ask_service: providers.Provider[AskService] = providers.Factory(
         _ask_service,

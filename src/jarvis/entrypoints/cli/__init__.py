@@ -25,7 +25,17 @@ if TYPE_CHECKING:
     app: typer.Typer
     """Every command (built on first use): ``CliRunner().invoke(app, [...])``."""
 
-COMMANDS = ("ask", "chat", "sessions", "agents", "models", "tools", "persona", "sandbox")
+COMMANDS = (
+    "ask",
+    "chat",
+    "sessions",
+    "agents",
+    "models",
+    "tools",
+    "persona",
+    "sandbox",
+    "operators",
+)
 """The commands, in the order ``jarvis --help`` lists them."""
 
 GC_PAUSE_SECONDS = 0.5
@@ -95,6 +105,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.sandbox import app as sandbox_app
 
             built.add_typer(sandbox_app, name="sandbox")
+        elif name == "operators":
+            from jarvis.entrypoints.cli.operators import app as operators_app
+
+            built.add_typer(operators_app, name="operators")
         else:
             from jarvis.entrypoints.cli.persona import app as persona_app
 

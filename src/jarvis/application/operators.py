@@ -1,0 +1,437 @@
+"""The operators use case: definitions, one tick, history, removal, and the scheduler.
+
+A tick goes through the ask use case like any question (same tools, persona, model and
+sampling rules), with the operator bound to it (``AskQuestion.operator``): the operative
+agent recalls and saves the operator's state itself. Ticks of one operator never overlap:
+each holds the operator's run lease (:func:`~jarvis.domain.operators.run_lease`), renewed
+while it runs, wherever it runs.
+
+The scheduler (:class:`Scheduler`) runs due ticks exactly once across any number of
+schedulers sharing a store: for each operator it takes the run lease, reads the schedule's
+progress (``operator:<id>:schedule``), claims the next due tick in the store
+(``claim_tick``), runs it, records the progress, then marks the tick completed. A scheduler
+that restarts resumes after the last completed tick, so no tick is missed or repeated;
+after a long stop only the latest :data:`CATCH_UP` missed ticks are run (the others are
+counted as skipped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jarvis.application.ask import Answer, AskQuestion
+from jarvis.application.registry import AgentRegistry
+from jarvis.application.schedules import label, latest_ticks, next_tick
+from jarvis.domain.agents.options import AgentParts
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import ConfigurationError, JarvisError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.operators import (
+    DEFINITION_PREFIX,
+    OPERATIVE_AGENTS,
+    Operator,
+    OperatorBinding,
+    check_operator_id,
+    key_prefix,
+    operator_from_record,
+    operator_to_record,
+    run_lease,
+    session_id_of,
+)
+from jarvis.domain.ports import (
+    EmbeddingPort,
+    MemoryPort,
+    OperatorStorePort,
+    SessionStorePort,
+)
+from jarvis.domain.sessions import SessionMessage, SessionStoreCorruptError, to_micros, utc_now
+
+CATCH_UP = 24
+"""At most this many missed ticks are run when a scheduler resumes after a long stop."""
+LEASE_TTL = 300.0
+"""How long a lease outlives its holder's last renewal (renewed every third of it)."""
+LISTED_IN_ERRORS = 20
+
+
+class UnknownOperatorError(ConfigurationError):
+    """No operator has this name (exit code 2), naming the existing ones."""
+
+    def __init__(self, name: str, existing: list[str]) -> None:
+        listing = (
+            "Existing operators: " + ", ".join(existing[:LISTED_IN_ERRORS]) + "."
+            if existing
+            else "There are no operators yet."
+        )
+        super().__init__(
+            f"No operator named {name!r}. {listing}",
+            hint="See them with `jarvis operators list`; add one with `jarvis operators add`.",
+        )
+        self.name = name
+        self.existing = existing
+
+
+class OperatorBusyError(JarvisError):
+    """Another tick of the operator is running (here or on another machine)."""
+
+
+class Asker(Protocol):
+    """What a tick runs on (:class:`~jarvis.application.ask.AskService`)."""
+
+    registry: AgentRegistry
+
+    async def ask(self, command: AskQuestion) -> Answer: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TickOutcome:
+    """One tick: which operator, when it was due (``None``: asked for by hand), and its
+    answer or the error that ended it."""
+
+    operator: str
+    tick_us: int | None
+    answer: Answer | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorStatus:
+    """An operator as listed."""
+
+    operator: Operator
+    last_tick_us: int | None
+    next_tick_us: int | None
+    ticks: int
+    skipped: int = 0
+    last_error: str = ""
+
+
+def new_holder() -> str:
+    """A lease holder name unique to this scheduler: host, process, random."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class _Unused:
+    """An engine for checking options only: building an agent makes no inference."""
+
+    engine_id = "none"
+    base_url = ""
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        raise RuntimeError("no inference while checking options")
+
+    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        raise RuntimeError("no inference while checking options")
+
+    async def list_models(self) -> list[str]:
+        return []
+
+    async def health(self) -> bool:
+        return False
+
+    async def aclose(self) -> None:
+        return None
+
+
+class OperatorService:
+    """Operators on a store: :meth:`add`, :meth:`get`, :meth:`list`, :meth:`remove`,
+    :meth:`history` (no engine needed), and :meth:`tick` (on the ``asker``)."""
+
+    def __init__(
+        self,
+        *,
+        store: OperatorStorePort,
+        sessions: SessionStorePort,
+        registry: AgentRegistry,
+        asker: Callable[[], Asker] | None = None,
+        keyword_index: Callable[[], MemoryPort] | None = None,
+        embeddings: Callable[[], EmbeddingPort | None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.sessions = sessions
+        self.registry = registry
+        self.asker = asker
+        self.keyword_index = keyword_index
+        self.embeddings = embeddings
+        self.clock = clock
+
+    def _now_us(self) -> int:
+        return round(self.clock() * 1_000_000)
+
+    # -- definitions ----------------------------------------------------------------------
+
+    def check_agent(self, agent: str, options: JSONObject) -> str:
+        """The agent key, when it is an operative and takes ``options``."""
+        key = self.registry.resolve(agent)
+        if key not in OPERATIVE_AGENTS:
+            raise ConfigurationError(
+                f"Agent '{key}' cannot run as an operator.",
+                hint="Use --agent " + " or --agent ".join(OPERATIVE_AGENTS) + ".",
+            )
+        self.registry.create(key, AgentParts(inference=_Unused(), model="check"), options)
+        return key
+
+    async def add(self, operator: Operator) -> Operator:
+        check_operator_id(operator.id)
+        if not operator.prompt.strip():
+            raise ConfigurationError(
+                "An operator needs a prompt.", hint='Add --prompt "what each tick does".'
+            )
+        key = self.check_agent(operator.agent, operator.agent_options)
+        if await self.store.get_state(DEFINITION_PREFIX + operator.id) is not None:
+            raise ConfigurationError(
+                f"An operator named {operator.id!r} exists already.",
+                hint=f"Remove it first: jarvis operators remove {operator.id}",
+            )
+        created = operator.created_us or self._now_us()
+        created = -(-created // 1_000_000) * 1_000_000  # on a whole second: ticks are too
+        stored = Operator(
+            id=operator.id,
+            agent=key,
+            prompt=operator.prompt,
+            schedule=operator.schedule,
+            tools=operator.tools,
+            agent_options=operator.agent_options,
+            model=operator.model,
+            created_us=created,
+        )
+        await self.store.put_state(DEFINITION_PREFIX + stored.id, operator_to_record(stored))
+        return stored
+
+    async def names(self) -> list[str]:
+        keys = await self.store.state_keys(DEFINITION_PREFIX)
+        return [k.removeprefix(DEFINITION_PREFIX) for k in keys]
+
+    async def get(self, name: str) -> Operator:
+        check_operator_id(name)
+        value = await self.store.get_state(DEFINITION_PREFIX + name)
+        if value is None:
+            raise UnknownOperatorError(name, await self.names())
+        try:
+            return operator_from_record(value)
+        except ValueError as exc:
+            raise SessionStoreCorruptError(f"Operator {name!r} is damaged ({exc}).") from exc
+
+    async def list(self) -> list[Operator]:
+        return [await self.get(name) for name in await self.names()]
+
+    async def status(self, operator: Operator) -> OperatorStatus:
+        progress = await self.progress(operator.id)
+        last = _int(progress.get("last_tick_us"))
+        after = last if last is not None else operator.created_us
+        return OperatorStatus(
+            operator=operator,
+            last_tick_us=last,
+            next_tick_us=next_tick(
+                operator.schedule, anchor_us=operator.created_us, after_us=after
+            ),
+            ticks=_int(progress.get("ticks")) or 0,
+            skipped=_int(progress.get("skipped")) or 0,
+            last_error=str(progress.get("last_error") or ""),
+        )
+
+    async def remove(self, name: str) -> None:
+        """Forget the operator: its definition, everything it kept, its session."""
+        await self.get(name)
+        await self.store.delete_state(key_prefix(name))
+        await self.sessions.delete(session_id_of(name))
+        await self.store.delete_state(DEFINITION_PREFIX + name)
+
+    async def history(self, name: str, *, limit: int | None = None) -> tuple[SessionMessage, ...]:
+        await self.get(name)
+        return await self.sessions.load_records(session_id_of(name), limit=limit)
+
+    async def progress(self, operator_id: str) -> JSONObject:
+        value = await self.store.get_state(key_prefix(operator_id) + "schedule")
+        return value if isinstance(value, dict) else {}
+
+    # -- ticks ------------------------------------------------------------------------------
+
+    def binding(self, operator: Operator, tick_label: str) -> OperatorBinding:
+        return OperatorBinding(
+            operator_id=operator.id,
+            sessions=self.sessions,
+            store=self.store,
+            keyword_index=self.keyword_index,
+            embeddings=self.embeddings() if self.embeddings is not None else None,
+            tick_label=tick_label,
+        )
+
+    async def run(self, operator: Operator, tick_label: str) -> Answer:
+        """One tick of ``operator`` now (the caller holds its run lease)."""
+        if self.asker is None:
+            raise ConfigurationError("No engine is configured to run operator ticks.")
+        return await self.asker().ask(
+            AskQuestion(
+                question=operator.prompt,
+                agent=operator.agent,
+                model=operator.model,
+                tools=operator.tools,
+                agent_options=operator.agent_options,
+                operator=self.binding(operator, tick_label),
+            )
+        )
+
+    async def tick(self, name: str, *, holder: str | None = None) -> Answer:
+        """One tick of operator ``name`` now, outside its schedule (``jarvis operators
+        tick``); ``OperatorBusyError`` while another of its ticks runs."""
+        operator = await self.get(name)
+        owner = holder or new_holder()
+        async with self.leased(run_lease(operator.id), owner) as held:
+            if not held:
+                raise OperatorBusyError(
+                    f"A tick of operator {name!r} is running; try again when it is done.",
+                    hint="Its scheduler (jarvis operators run) holds it.",
+                )
+            return await self.run(operator, label(self._now_us()) + " (by hand)")
+
+    @contextlib.asynccontextmanager
+    async def leased(
+        self, name: str, holder: str, *, also: Sequence[str] = (), ttl: float = LEASE_TTL
+    ) -> AsyncIterator[bool]:
+        """Hold lease ``name`` (renewing it, and ``also``, every ``ttl / 3``) for the
+        block; yields whether it was taken. Released on the way out."""
+        if not await self.store.acquire_lease(name, holder, ttl):
+            yield False
+            return
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(ttl / 3)
+                for lease in (name, *also):
+                    with contextlib.suppress(JarvisError):
+                        await self.store.renew_lease(lease, holder, ttl)
+
+        renewer = asyncio.create_task(renew())
+        try:
+            yield True
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            with contextlib.suppress(JarvisError):
+                await self.store.release_lease(name, holder)
+
+
+def _int(value: JSONValue | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(slots=True)
+class Scheduler:
+    """Runs the due ticks of every operator of ``service``'s store (see the module)."""
+
+    service: OperatorService
+    holder: str = field(default_factory=new_holder)
+    ttl: float = LEASE_TTL
+    catch_up: int = CATCH_UP
+    on_tick: Callable[[TickOutcome], None] | None = None
+
+    async def run_due(self, *, limit: int | None = None) -> list[TickOutcome]:
+        """Every due tick of every operator (at most ``limit``), oldest first per
+        operator; each once."""
+        outcomes: list[TickOutcome] = []
+        for name in await self.service.names():
+            while limit is None or len(outcomes) < limit:
+                outcome = await self._one(name)
+                if outcome is None:
+                    break
+                outcomes.append(outcome)
+                if self.on_tick is not None:
+                    self.on_tick(outcome)
+        return outcomes
+
+    async def _due(self, operator: Operator, now_us: int) -> tuple[int | None, int]:
+        """The next due tick (``None``: none is due) and how many older ones are skipped."""
+        progress = await self.service.progress(operator.id)
+        last = _int(progress.get("last_tick_us"))
+        after = operator.created_us if last is None else last
+        due = next_tick(operator.schedule, anchor_us=operator.created_us, after_us=after)
+        if due is None or due > now_us:
+            return None, 0
+        latest = latest_ticks(
+            operator.schedule, anchor_us=operator.created_us, now_us=now_us, count=self.catch_up
+        )
+        if latest and due < latest[0]:  # down for long: resume with the latest ticks
+            skipped = sum(1 for _ in _between(operator, due, latest[0]))
+            return latest[0], skipped
+        return due, 0
+
+    async def _one(self, name: str) -> TickOutcome | None:
+        """Run the operator's next due tick, if one is due and no one else runs it."""
+        service, store = self.service, self.service.store
+        try:
+            operator = await service.get(name)
+        except UnknownOperatorError:
+            return None  # removed meanwhile
+        due, _ = await self._due(operator, service._now_us())
+        if due is None:
+            return None
+        lease = run_lease(operator.id)
+        async with service.leased(lease, self.holder, ttl=self.ttl) as held:
+            if not held:
+                return None
+            due, skipped = await self._due(operator, service._now_us())  # fresh, under lease
+            if due is None or not await store.claim_tick(operator.id, due, self.holder, self.ttl):
+                return None
+            outcome = await self._run(operator, due)
+            progress = await service.progress(operator.id)
+            progress["last_tick_us"] = due
+            progress["ticks"] = (_int(progress.get("ticks")) or 0) + 1
+            progress["skipped"] = (_int(progress.get("skipped")) or 0) + skipped
+            progress["last_error"] = outcome.error
+            progress["updated_us"] = to_micros(utc_now())
+            await store.put_state(key_prefix(operator.id) + "schedule", progress)
+            await store.complete_tick(operator.id, due, self.holder)
+            return outcome
+
+    async def _run(self, operator: Operator, due: int) -> TickOutcome:
+        """The tick; its failure is recorded, not retried (a down engine would otherwise
+        be asked again at once, for ever)."""
+        try:
+            answer = await self.service.run(operator, label(due))
+        except (JarvisError, OSError) as exc:
+            return TickOutcome(operator=operator.id, tick_us=due, error=str(exc)[:500])
+        return TickOutcome(operator=operator.id, tick_us=due, answer=answer)
+
+    async def serve(
+        self,
+        *,
+        poll_seconds: float = 1.0,
+        stop: asyncio.Event | None = None,
+        max_ticks: int | None = None,
+        until: float | None = None,
+    ) -> int:
+        """Run due ticks until ``stop`` is set, ``max_ticks`` ran, or the clock passes
+        ``until`` (seconds since the epoch); returns how many ticks ran."""
+        ran = 0
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            if until is not None and self.service.clock() >= until:
+                break
+            left = None if max_ticks is None else max_ticks - ran
+            ran += len(await self.run_due(limit=left))
+            if max_ticks is not None and ran >= max_ticks:
+                return ran
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+        return ran
+
+
+def _between(operator: Operator, first: int, end: int) -> Sequence[int]:
+    """The ticks from ``first`` (included) to ``end`` (excluded), at most 10,000 counted."""
+    ticks: list[int] = []
+    tick: int | None = first
+    while tick is not None and tick < end and len(ticks) < 10_000:
+        ticks.append(tick)
+        tick = next_tick(operator.schedule, anchor_us=operator.created_us, after_us=tick)
+    return ticks

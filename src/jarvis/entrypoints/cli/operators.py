@@ -1,0 +1,374 @@
+"""``jarvis operators add | list | tick | history | remove | run``: scheduled operatives.
+
+An operator is kept in the ``[sessions]`` store's database (SQLite by default, or one
+PostgreSQL that several machines share): its definition, its state, its schedule's
+progress; its ticks' prompts and answers are its session (``operator:NAME``). ``run`` is
+the scheduler: it runs each due tick exactly once, even with several schedulers on one
+PostgreSQL, and resumes after a restart without missing or repeating a tick.
+
+An unknown NAME, an invalid ``--every`` or ``--cron``, or an agent that is no operative is a
+usage error (exit code 2) that names what exists or shows an example.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+    from pathlib import Path
+    from typing import TypeVar
+
+    from jarvis.application.ask import Answer
+    from jarvis.application.operators import OperatorService, OperatorStatus, TickOutcome
+    from jarvis.entrypoints.runtime import Runtime
+
+    T = TypeVar("T")
+
+app = typer.Typer(
+    help="Operators: operative agents that run on a schedule and keep state between ticks.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+NameArgument = Annotated[str, typer.Argument(help="The operator's name.", show_default=False)]
+
+
+def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
+    return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
+
+
+def _service(runtime: Runtime) -> OperatorService:
+    """The use case on the runtime's stores; no engine until :func:`_with_asker`."""
+    from jarvis.application.operators import OperatorService
+
+    container = runtime.container
+    return OperatorService(
+        store=container.operator_store(),
+        sessions=container.sessions(),
+        registry=container.agents(),
+        keyword_index=container.keyword_index(),
+    )
+
+
+async def _with_asker(runtime: Runtime, service: OperatorService) -> None:
+    """Give ``service`` the running loop's ask use case (built on the first tick's loop)."""
+    ask = await runtime.service()
+    service.asker = lambda: ask
+
+
+def _await(coro: Coroutine[object, object, T]) -> T:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _json(value: object) -> None:
+    from jarvis.entrypoints.cli.streams import json_text
+
+    _write(json_text(value, stream=sys.stdout))
+
+
+def _time(micros: int | None) -> str:
+    if micros is None:
+        return "-"
+    from jarvis.domain.sessions import from_micros
+
+    return from_micros(micros).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    name: NameArgument,
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="operative or monitor_operative.")
+    ] = "operative",
+    every: Annotated[
+        str | None, typer.Option("--every", help="Tick every interval: 30s, 30m, 1h30m, 1d.")
+    ] = None,
+    cron: Annotated[
+        str | None, typer.Option("--cron", help='Tick on a cron expression: "0 8 * * *".')
+    ] = None,
+    tz: Annotated[str, typer.Option("--tz", help="The time zone of --cron.")] = "UTC",
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="What each tick does.")] = "",
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Comma-separated tools of the ticks.")
+    ] = None,
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option("--agent-option", "-O", help="KEY=VALUE, kept with the operator."),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The ticks' model.")] = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Add an operator (--every or --cron; without either it ticks only by hand)."""
+
+    def body() -> None:
+        from jarvis.application.schedules import check_cron
+        from jarvis.application.schedules import every as interval
+        from jarvis.domain.errors import ConfigurationError
+        from jarvis.domain.json_types import JSONObject
+        from jarvis.domain.operators import Operator, Schedule
+
+        if every is not None and cron is not None:
+            raise ConfigurationError(
+                "Give --every or --cron, not both.", hint="Example: --every 30m"
+            )
+        schedule = Schedule()
+        if every is not None:
+            schedule = interval(every)
+        elif cron is not None:
+            schedule = check_cron(cron, tz)
+        from jarvis.entrypoints.cli.agent_options import parse_agent_options
+
+        options: JSONObject = parse_agent_options(agent_option or [])
+        names = tuple(t.strip() for t in (tools or "").split(",") if t.strip())
+        runtime = _runtime(ctx, config)
+        service = _service(runtime)
+        if names:
+            from jarvis.application.tools.catalogue import ToolCatalogue
+
+            catalogue = runtime.container.tools()
+            if isinstance(catalogue, ToolCatalogue):
+                names = catalogue.validate(names)
+        stored = _await(
+            service.add(
+                Operator(
+                    id=name,
+                    agent=agent,
+                    prompt=prompt,
+                    schedule=schedule,
+                    tools=names,
+                    agent_options=options,
+                    model=model,
+                )
+            )
+        )
+        status = _await(service.status(stored))
+        if json_output:
+            _json(_status_json(status))
+        else:
+            _write(
+                f"added operator {stored.id} ({stored.agent}, {stored.schedule.describe()}); "
+                f"next tick: {_time(status.next_tick_us)}"
+            )
+
+    _exit(guarded(body, verbose=False))
+
+
+def _status_json(status: OperatorStatus) -> dict[str, object]:
+    op = status.operator
+    return {
+        "name": op.id,
+        "agent": op.agent,
+        "schedule": op.schedule.describe(),
+        "prompt": op.prompt,
+        "tools": list(op.tools),
+        "agent_options": op.agent_options,
+        "model": op.model,
+        "created_us": op.created_us,
+        "last_tick_us": status.last_tick_us,
+        "next_tick_us": status.next_tick_us,
+        "ticks": status.ticks,
+        "skipped": status.skipped,
+        "last_error": status.last_error,
+    }
+
+
+@app.command("list")
+def list_operators(
+    ctx: typer.Context, config: ConfigOption = None, json_output: JsonOption = False
+) -> None:
+    """Every operator: agent, schedule, last and next tick."""
+
+    def body() -> None:
+        service = _service(_runtime(ctx, config))
+
+        async def statuses() -> list[OperatorStatus]:
+            return [await service.status(op) for op in await service.list()]
+
+        found = _await(statuses())
+        if json_output:
+            _json([_status_json(s) for s in found])
+            return
+        if not found:
+            _write("no operators (add one with: jarvis operators add NAME --every 30m ...)")
+            return
+        _write(f"{'NAME':<20} {'AGENT':<18} {'SCHEDULE':<22} {'TICKS':>5}  NEXT")
+        for s in found:
+            _write(
+                f"{s.operator.id:<20} {s.operator.agent:<18} "
+                f"{s.operator.schedule.describe():<22} {s.ticks:>5}  {_time(s.next_tick_us)}"
+            )
+
+    _exit(guarded(body, verbose=False))
+
+
+def _answer_json(answer: Answer) -> dict[str, object]:
+    data: dict[str, object] = dict(answer.to_json())
+    data["metadata"] = answer.metadata
+    return data
+
+
+@app.command("tick")
+def tick(
+    ctx: typer.Context,
+    name: NameArgument,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run one tick of NAME now (outside its schedule) and print its answer."""
+
+    def body() -> None:
+        runtime = _runtime(ctx, config)
+        service = _service(runtime)
+
+        async def go() -> Answer:
+            try:
+                await service.get(name)  # an unknown name: no engine is started
+                await _with_asker(runtime, service)
+                return await service.tick(name)
+            finally:
+                await runtime.aclose()
+
+        answer = _await(go())
+        if json_output:
+            _json(_answer_json(answer))
+        else:
+            _write(_printable(answer.content))
+
+    _exit(guarded(body, verbose=verbose))
+
+
+@app.command("history")
+def history(
+    ctx: typer.Context,
+    name: NameArgument,
+    last: Annotated[
+        int | None, typer.Option("--last", "-n", min=1, help="Only the last N ticks.")
+    ] = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """The ticks of NAME: each prompt and answer, oldest first."""
+
+    def body() -> None:
+        from jarvis.domain.messages import Role
+        from jarvis.domain.sessions import to_micros
+
+        service = _service(_runtime(ctx, config))
+        records = _await(service.history(name, limit=None if last is None else 2 * last))
+        if json_output:
+            _json(
+                [
+                    {
+                        "role": r.message.role.value,
+                        "content": r.message.content,
+                        "model": r.model,
+                        "at_us": to_micros(r.created_at),
+                    }
+                    for r in records
+                ]
+            )
+            return
+        if not records:
+            _write(f"operator {name} has not ticked yet")
+        for r in records:
+            who = "tick" if r.message.role is Role.USER else "answer"
+            _write(f"[{_time(to_micros(r.created_at))}] {who}: {_printable(r.message.content)}")
+
+    _exit(guarded(body, verbose=False))
+
+
+@app.command("remove")
+def remove(ctx: typer.Context, name: NameArgument, config: ConfigOption = None) -> None:
+    """Remove NAME: its definition, state, memory and history."""
+
+    def body() -> None:
+        service = _service(_runtime(ctx, config))
+        _await(service.remove(name))
+        _write(f"removed operator {name}")
+
+    _exit(guarded(body, verbose=False))
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.05, max=3600, help="Seconds between checks.")
+    ] = 1.0,
+    duration: Annotated[
+        float | None, typer.Option("--for", min=0, help="Stop after this many seconds.")
+    ] = None,
+    max_ticks: Annotated[
+        int | None, typer.Option("--max-ticks", min=1, help="Stop after this many ticks.")
+    ] = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """The scheduler: run every operator's due ticks until stopped (Ctrl-C)."""
+
+    def body() -> None:
+        import time
+
+        from jarvis.application.operators import Scheduler
+
+        runtime = _runtime(ctx, config)
+        service = _service(runtime)
+
+        def report(outcome: TickOutcome) -> None:
+            from jarvis.application.schedules import label
+
+            when = label(outcome.tick_us) if outcome.tick_us is not None else "now"
+            if json_output:
+                _json(
+                    {
+                        "operator": outcome.operator,
+                        "tick_us": outcome.tick_us,
+                        "content": outcome.answer.content if outcome.answer else None,
+                        "error": outcome.error,
+                    }
+                )
+            else:
+                status = f"error: {outcome.error}" if outcome.error else "ok"
+                sys.stderr.write(f"jarvis: ticked {outcome.operator} at {when}: {status}\n")
+                sys.stderr.flush()
+
+        scheduler = Scheduler(service, on_tick=report)
+        until = None if duration is None else time.time() + duration
+
+        async def go() -> int:
+            try:
+                await _with_asker(runtime, service)
+                return await scheduler.serve(poll_seconds=poll, max_ticks=max_ticks, until=until)
+            finally:
+                await runtime.aclose()
+
+        _await(go())
+
+    _exit(guarded(body, verbose=verbose))
