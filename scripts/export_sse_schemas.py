@@ -1,0 +1,31 @@
+"""Rewrite ``contracts/schemas/sse/*.json`` from the server's event models.
+
+Run after changing ``src/jarvis/entrypoints/http/events.py``:
+``.venv/bin/python scripts/export_sse_schemas.py``. A unit test fails while the committed
+schemas differ from the models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jarvis.entrypoints.http.events import schemas
+
+TARGET = Path(__file__).resolve().parent.parent / "contracts" / "schemas" / "sse"
+
+
+def render(schema: object) -> str:
+    """The committed form of one schema: sorted keys, two-space indent, final newline."""
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main() -> None:
+    TARGET.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas().items():
+        (TARGET / name).write_text(render(schema), encoding="utf-8")
+        print(f"wrote {TARGET / name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""Managed agents: named, persisted agent definitions that a server runs on request.
+
+A definition says which agent of the registry answers (``agent``), on which model, with
+which system prompt, tools, persona, sampling and turn budget. Its conversation lives in the
+session store under :func:`session_id_of`, so any process that shares the store (one
+PostgreSQL for several servers) continues the same conversation.
+
+Definitions are stored as one canonical JSON record (:func:`agent_to_record`), the same in
+every backend, so they move between stores unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.json_types import JSONObject, JSONValue
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+MAX_DEFINITION_BYTES = 256 * 1024
+"""The largest stored definition (a system prompt of a few pages is far smaller)."""
+
+
+def check_agent_id(agent_id: str) -> str:
+    """``agent_id`` when it is a valid managed-agent id (letters, digits, ``_ -``, at most 64
+    characters), else ``ConfigurationError``: ids become store keys and session ids."""
+    if not _AGENT_ID.match(agent_id):
+        raise ConfigurationError(
+            f"Invalid managed agent id {agent_id!r}.",
+            hint="Use letters, digits, _ and - (at most 64 characters).",
+        )
+    return agent_id
+
+
+def session_id_of(agent_id: str) -> str:
+    """The session that holds managed agent ``agent_id``'s conversation."""
+    return f"managed-agent:{check_agent_id(agent_id)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManagedAgent:
+    """One managed agent's definition. ``None`` fields fall back to the server's
+    configuration, as ``jarvis ask`` does without the matching option."""
+
+    id: str
+    name: str = ""
+    agent: str = "simple"
+    """The registry key (or alias) of the agent that answers."""
+    model: str | None = None
+    system_prompt: str | None = None
+    """Replaces the agent's own prompt (never its protocol instructions)."""
+    tools: tuple[str, ...] = ()
+    persona: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_turns: int | None = None
+    agent_options: JSONObject = field(default_factory=dict)
+    """Further settings of the agent, as ``-O KEY=VALUE`` on the command line."""
+    created_us: int = 0
+    updated_us: int = 0
+
+
+def agent_to_record(agent: ManagedAgent) -> str:
+    """The canonical JSON text every store keeps for ``agent``; refuses an oversized one."""
+    data: JSONObject = {
+        "id": agent.id,
+        "name": agent.name,
+        "agent": agent.agent,
+        "model": agent.model,
+        "system_prompt": agent.system_prompt,
+        "tools": list(agent.tools),
+        "persona": agent.persona,
+        "temperature": agent.temperature,
+        "max_tokens": agent.max_tokens,
+        "max_turns": agent.max_turns,
+        "agent_options": agent.agent_options,
+        "created_us": agent.created_us,
+        "updated_us": agent.updated_us,
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_DEFINITION_BYTES:
+        raise ConfigurationError(
+            f"The managed agent definition is larger than {MAX_DEFINITION_BYTES} bytes.",
+            hint="Shorten its system prompt.",
+        )
+    return text
+
+
+def _opt_str(value: JSONValue) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("expected a string or null")
+
+
+def _opt_int(value: JSONValue) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise TypeError("expected an integer or null")
+
+
+def _opt_float(value: JSONValue) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError("expected a number or null")
+
+
+def agent_from_record(text: str | bytes) -> ManagedAgent:
+    """Parse what :func:`agent_to_record` wrote; ``ValueError`` when it is not one."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError("a definition is a JSON object")
+        tools = data.get("tools") or []
+        options = data.get("agent_options") or {}
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise TypeError("tools is a list of names")
+        if not isinstance(options, dict):
+            raise TypeError("agent_options is an object")
+        return ManagedAgent(
+            id=check_agent_id(str(data["id"])),
+            name=str(data.get("name") or ""),
+            agent=str(data["agent"]),
+            model=_opt_str(data.get("model")),
+            system_prompt=_opt_str(data.get("system_prompt")),
+            tools=tuple(tools),
+            persona=_opt_str(data.get("persona")),
+            temperature=_opt_float(data.get("temperature")),
+            max_tokens=_opt_int(data.get("max_tokens")),
+            max_turns=_opt_int(data.get("max_turns")),
+            agent_options=options,
+            created_us=_opt_int(data.get("created_us")) or 0,
+            updated_us=_opt_int(data.get("updated_us")) or 0,
+        )
+    except (KeyError, TypeError, ValueError, RecursionError, ConfigurationError) as exc:
+        raise ValueError(f"not a managed agent definition: {exc}") from exc
+
+
+class ManagedAgentStorePort(Protocol):
+    """Where managed agent definitions persist (the session store's database).
+
+    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    exception) when the store fails, as the session store does; an invalid id is a
+    ``ConfigurationError``. Writers are last-writer-wins per definition.
+    """
+
+    async def put(self, agent: ManagedAgent) -> None:
+        """Create the definition, or replace the one with the same id."""
+        ...
+
+    async def get(self, agent_id: str) -> ManagedAgent | None:
+        """The definition, or ``None`` when there is none with that id."""
+        ...
+
+    async def list(self) -> list[ManagedAgent]:
+        """Every definition, oldest first (by creation time, then id)."""
+        ...
+
+    async def delete(self, agent_id: str) -> bool:
+        """Forget a definition; ``True`` when there was one."""
+        ...

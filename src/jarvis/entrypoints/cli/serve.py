@@ -1,0 +1,118 @@
+"""``jarvis serve``: the HTTP server (managed agents, OpenAI- and Anthropic-compatible APIs).
+
+The web framework is imported only here, when the command runs: ``jarvis ask`` never loads
+it. Without the ``serve`` extra the command says how to install it (exit code 2).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import (
+    BaseUrlOption,
+    ConfigOption,
+    EngineOption,
+    ModelOption,
+    VerboseOption,
+)
+
+
+def _require_framework() -> None:
+    import importlib.util
+
+    from jarvis.domain.errors import ConfigurationError
+
+    missing = [n for n in ("uvicorn", "fastapi") if importlib.util.find_spec(n) is None]
+    if missing:
+        raise ConfigurationError(
+            "jarvis serve needs " + " and ".join(missing) + ", which are not installed.",
+            hint="Install them with: pip install 'jarvis[serve]'",
+        )
+
+
+def serve(
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on; anything but loopback needs an API key."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535)] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="JARVIS_API_KEY",
+            show_envvar=True,
+            help="Key every request must send (Authorization: Bearer KEY or "
+            "x-api-key); required beyond loopback.",
+            show_default=False,
+        ),
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            help="Allow browser requests from this origin (repeatable; CORS is off without it).",
+            show_default=False,
+        ),
+    ] = None,
+    max_body_mb: Annotated[
+        float, typer.Option("--max-body-mb", min=0.001, max=1024, help="Largest request body.")
+    ] = 8.0,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout", min=1, max=86_400, help="Seconds a non-streamed request may take."
+        ),
+    ] = 600.0,
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-output-tokens",
+            min=1,
+            max=1 << 20,
+            help="Cap on the tokens the compatible endpoints ask for.",
+        ),
+    ] = 8192,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    config: ConfigOption = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Serve jarvis agents over HTTP: /v1/managed-agents (SSE), /v1/chat/completions,
+    /v1/models, /v1/messages. Binds 127.0.0.1:8000 unless told otherwise."""
+
+    def body() -> None:
+        from jarvis.entrypoints.http.server import check_bind
+
+        key = api_key or None
+        check_bind(host, key)
+        _require_framework()
+        from jarvis.entrypoints.bootstrap import bootstrap
+        from jarvis.entrypoints.cli.options import stderr_line
+        from jarvis.entrypoints.http.app import create_app
+        from jarvis.entrypoints.http.server import run
+        from jarvis.entrypoints.http.state import ServeLimits
+        from jarvis.entrypoints.http.wiring import server_state
+        from jarvis.entrypoints.settings import EngineOverrides, load_config
+
+        loaded = load_config(
+            config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
+        )
+        runtime = bootstrap(loaded, notice=stderr_line if verbose else None)
+        limits = ServeLimits(
+            max_body_bytes=int(max_body_mb * 1024 * 1024),
+            request_timeout=request_timeout,
+            max_output_tokens=max_output_tokens,
+        )
+        app = create_app(
+            server_state(runtime, limits=limits), api_key=key, cors_origins=tuple(cors_origin or ())
+        )
+        run(app, host=host, port=port, log_level="info" if verbose else "warning")
+
+    raise typer.Exit(guarded(body, verbose=verbose))

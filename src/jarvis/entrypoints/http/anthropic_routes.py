@@ -1,0 +1,265 @@
+"""``POST /v1/messages`` (and ``/count_tokens``): Anthropic's Messages API on your engine.
+
+Claude Code, the Claude Agent SDK and the ``anthropic`` SDKs talk to the engine jarvis
+runs (``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT``). The server is a translating proxy: the
+client's system prompt, messages and tools go to the engine in one inference, and the
+model's text and tool calls come back as Anthropic content blocks (``tool_use`` with the
+parsed ``input``), streamed as Anthropic's events with ``stream``. The client runs the
+tools and its loop, as it does against Anthropic.
+
+``model``: a model the engine lists is used as is; ``jarvis/<agent key>`` puts that agent's
+system prompt (and persona) before the client's; any other name (``claude-sonnet-4-5``...)
+runs the server's default model and is echoed back. ``max_tokens`` is capped at the
+server's ``max_output_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncGenerator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from jarvis.application.ask import AskQuestion, AskService
+from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.messages import Message
+from jarvis.entrypoints.http import events as ev
+from jarvis.entrypoints.http.anthropic_wire import (
+    CountTokensRequest,
+    MessagesRequest,
+    estimate_tokens,
+    last_is_answerable,
+    system_text,
+    to_messages,
+    to_tool_specs,
+)
+from jarvis.entrypoints.http.errors import ApiError, api_error
+from jarvis.entrypoints.http.openai_routes import state_of
+from jarvis.entrypoints.http.state import ServerState
+from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+
+router = APIRouter()
+
+_STOP: dict[FinishReason, str] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "end_turn",
+    "error": "end_turn",
+}
+
+
+async def _engine_model(state: ServerState, service: AskService, requested: str) -> str:
+    if state.engine_models is None:
+        try:
+            state.engine_models = tuple(await service.inference.list_models())
+        except Exception:  # the engine answers generations even when it cannot list
+            state.engine_models = ()
+    if requested in state.engine_models:
+        return requested
+    return await service.resolve_model(None)
+
+
+async def build_request(
+    state: ServerState, service: AskService, body: MessagesRequest
+) -> InferenceRequest:
+    messages = to_messages(body, max_chars=state.limits.max_message_chars)
+    last_is_answerable(messages)
+    system = system_text(body)
+    if body.model.startswith("jarvis/"):
+        key = body.model.removeprefix("jarvis/")
+        if not service.registry.contains(key):
+            raise ApiError(
+                404, f"No agent named {key[:128]!r}.", "not_found_error", "model_not_found"
+            )
+        agent, model = await service.build_agent(AskQuestion(question="-", agent=key))
+        system = "\n\n".join(p for p in (agent.effective_system_prompt(), system) if p)
+    else:
+        model = await _engine_model(state, service, body.model)
+    specs = to_tool_specs(body.tools)
+    choice = body.tool_choice
+    tool_choice = "auto"
+    if choice is not None:
+        if choice.type == "none":
+            tool_choice = "none"
+        elif choice.type == "any":
+            tool_choice = "required"
+        elif choice.type == "tool":
+            specs = tuple(s for s in specs if s.name == choice.name)
+            if not specs:
+                raise ApiError(400, f"tool_choice names {choice.name!r}, not among the tools.")
+            tool_choice = "required"
+    options: dict[str, object] = {}
+    if body.top_p is not None:
+        options["top_p"] = body.top_p
+    temperature = body.temperature
+    if temperature is None:
+        temperature = service.sampling(AskQuestion(question="-")).temperature
+    return InferenceRequest(
+        messages=(*((Message.system(system),) if system else ()), *messages),
+        model=model,
+        temperature=temperature,
+        max_tokens=min(body.max_tokens, state.limits.max_output_tokens),
+        tools=specs,
+        tool_choice=tool_choice,  # type: ignore[arg-type]
+        options=options,  # type: ignore[arg-type]
+    )
+
+
+def _usage(usage: Usage, estimate: int) -> ev.AnthropicUsage:
+    return ev.AnthropicUsage(
+        input_tokens=usage.prompt_tokens or estimate, output_tokens=usage.completion_tokens
+    )
+
+
+def _message(
+    message_id: str, model: str, completion: Completion, estimate: int
+) -> ev.AnthropicMessage:
+    blocks: list[ev.TextBlock | ev.ToolUseBlock] = []
+    if completion.content or not completion.tool_calls:
+        blocks.append(ev.TextBlock(text=completion.content))
+    blocks.extend(
+        ev.ToolUseBlock(id=c.id, name=c.name, input=c.arguments) for c in completion.tool_calls
+    )
+    stop = "tool_use" if completion.tool_calls else _STOP[completion.finish_reason]
+    return ev.AnthropicMessage(
+        id=message_id,
+        content=blocks,
+        model=model,
+        stop_reason=stop,  # type: ignore[arg-type]
+        usage=_usage(completion.usage, estimate),
+    )
+
+
+@router.post(
+    "/v1/messages",
+    summary="Anthropic Messages over the server's engine",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def messages(body: MessagesRequest, request: Request) -> Response:
+    state = state_of(request)
+    service = await state.service()
+    inference_request = await build_request(state, service, body)
+    estimate = estimate_tokens(body)
+    message_id = "msg_" + secrets.token_hex(12)
+    if body.stream:
+        return EventStream(
+            _frames(state, service, inference_request, body.model, message_id, estimate)
+        )
+    async with asyncio.timeout(state.limits.request_timeout):
+        completion = await service.inference.generate(inference_request)
+    return JSONResponse(_message(message_id, body.model, completion, estimate).model_dump())
+
+
+@router.post("/v1/messages/count_tokens", summary="An estimate of a request's input tokens")
+async def count_tokens(body: CountTokensRequest) -> dict[str, int]:
+    return {"input_tokens": estimate_tokens(body)}
+
+
+def _event(event: ev._Event) -> bytes:
+    return ev.encode(getattr(event, "type"), event)  # noqa: B009  # every event has its type
+
+
+async def _frames(
+    state: ServerState,
+    service: AskService,
+    request: InferenceRequest,
+    model: str,
+    message_id: str,
+    estimate: int,
+) -> AsyncGenerator[bytes, None]:
+    chunks = service.inference.stream(request)
+    state.active_runs += 1
+    index = 0
+    text_open = False
+    started = False
+    try:
+        async with asyncio.timeout(state.limits.stream_timeout):
+            while True:
+                try:
+                    chunk: StreamChunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    if not started:
+                        raise BeforeStream(exc) from exc
+                    raise
+                if not started:
+                    started = True
+                    shell = ev.AnthropicMessage(
+                        id=message_id,
+                        content=[],
+                        model=model,
+                        stop_reason=None,
+                        usage=ev.AnthropicUsage(input_tokens=estimate, output_tokens=0),
+                    )
+                    yield _event(ev.MessageStart(message=shell))
+                if chunk.content:
+                    if not text_open:
+                        text_open = True
+                        yield _event(
+                            ev.ContentBlockStart(index=index, content_block=ev.TextBlock(text=""))
+                        )
+                    yield _event(
+                        ev.ContentBlockDelta(
+                            index=index, delta=ev.TextDeltaBody(text=chunk.content)
+                        )
+                    )
+                if not chunk.is_final:
+                    continue
+                if text_open or not chunk.tool_calls:
+                    if not text_open:
+                        yield _event(
+                            ev.ContentBlockStart(index=index, content_block=ev.TextBlock(text=""))
+                        )
+                    yield _event(ev.ContentBlockStop(index=index))
+                    index += 1
+                    text_open = False
+                for call in chunk.tool_calls:
+                    yield _event(
+                        ev.ContentBlockStart(
+                            index=index,
+                            content_block=ev.ToolUseBlock(id=call.id, name=call.name, input={}),
+                        )
+                    )
+                    yield _event(
+                        ev.ContentBlockDelta(
+                            index=index,
+                            delta=ev.InputJsonDelta(
+                                partial_json=json.dumps(call.arguments, ensure_ascii=False)
+                            ),
+                        )
+                    )
+                    yield _event(ev.ContentBlockStop(index=index))
+                    index += 1
+                usage = chunk.usage or Usage()
+                stop = "tool_use" if chunk.tool_calls else _STOP[chunk.finish_reason or "stop"]
+                yield _event(
+                    ev.MessageDelta(
+                        delta=ev.MessageDeltaBody(stop_reason=stop),  # type: ignore[arg-type]
+                        usage=ev.MessageDeltaUsage(
+                            output_tokens=usage.completion_tokens,
+                            input_tokens=usage.prompt_tokens or estimate,
+                        ),
+                    )
+                )
+                yield _event(ev.MessageStop())
+                return
+    except BeforeStream:
+        raise
+    except Exception as exc:
+        error = api_error(exc)
+        body = ev.AnthropicError(
+            error=ev.AnthropicErrorBody(
+                type="overloaded_error" if error.status == 503 else "api_error",
+                message=error.message,
+            )
+        )
+        yield _event(body)
+    finally:
+        state.active_runs -= 1
+        await aclose(chunks)

@@ -1,0 +1,105 @@
+"""Every failure becomes a JSON error body with a 4xx or 5xx status, never a traceback.
+
+Two shapes, as the clients expect: OpenAI's ``{"error": {"message", "type", "code"}}``
+everywhere, Anthropic's ``{"type": "error", "error": {"type", "message"}}`` under
+``/v1/messages``. Messages come from jarvis's own errors (which name what went wrong and
+how to fix it) with credentials in URLs masked; request bodies are never echoed back, so a
+secret a client sent cannot come back in an error (or a log line).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from jarvis.application.managed_agents import ManagedAgentNotFoundError, NothingToRunError
+from jarvis.domain.errors import (
+    ContainerRuntimeUnavailableError,
+    ContextTooLongError,
+    EngineProtocolError,
+    EngineTimeoutError,
+    EngineUnavailableError,
+    InferenceError,
+    JarvisError,
+    ModelNotFoundError,
+    RateLimitedError,
+    SandboxError,
+    ToolsNotSupportedError,
+)
+from jarvis.domain.sessions import SessionStoreError, SessionStoreUnavailableError
+from jarvis.entrypoints.redact import redact_urls
+
+LOG = logging.getLogger("jarvis.serve")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError(Exception):
+    """An error with its HTTP status, OpenAI ``type`` and optional ``code``."""
+
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    code: str | None = None
+
+
+_BY_CLASS: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
+    (ManagedAgentNotFoundError, 404, "not_found_error", "agent_not_found"),
+    (NothingToRunError, 409, "invalid_request_error", "nothing_to_run"),
+    (ModelNotFoundError, 404, "not_found_error", "model_not_found"),
+    (RateLimitedError, 429, "rate_limit_error", "engine_rate_limited"),
+    (EngineTimeoutError, 504, "timeout_error", "engine_timeout"),
+    (EngineUnavailableError, 503, "engine_unavailable", "engine_unavailable"),
+    (ContextTooLongError, 400, "invalid_request_error", "context_length_exceeded"),
+    (ToolsNotSupportedError, 400, "invalid_request_error", "tools_not_supported"),
+    (EngineProtocolError, 502, "engine_error", "engine_protocol_error"),
+    (InferenceError, 502, "engine_error", None),
+    (ContainerRuntimeUnavailableError, 503, "sandbox_unavailable", None),
+    (SandboxError, 503, "sandbox_error", None),
+    (SessionStoreUnavailableError, 503, "store_unavailable", None),
+    (SessionStoreError, 500, "store_error", None),
+)
+
+
+def api_error(exc: BaseException) -> ApiError:
+    """The :class:`ApiError` for any exception (an unexpected one is logged, not shown)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return ApiError(504, "The request took longer than the server allows.", "timeout_error")
+    if isinstance(exc, JarvisError):
+        message = redact_urls(str(exc))
+        for cls, status, kind, code in _BY_CLASS:
+            if isinstance(exc, cls):
+                return ApiError(status, message, kind, code)
+        return ApiError(400, message, "invalid_request_error")  # configuration, persona...
+    LOG.error("unexpected %s while serving a request", type(exc).__name__, exc_info=exc)
+    return ApiError(500, "Internal server error.", "server_error")
+
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+
+
+def openai_body(error: ApiError) -> dict[str, object]:
+    return {"error": {"message": error.message, "type": error.type, "code": error.code}}
+
+
+def anthropic_body(error: ApiError) -> dict[str, object]:
+    kind = _ANTHROPIC_TYPES.get(error.status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+
+def body_for(path: str, error: ApiError) -> dict[str, object]:
+    """The error body in the shape the endpoint's clients read."""
+    if path.startswith("/v1/messages"):
+        return anthropic_body(error)
+    return openai_body(error)

@@ -1,0 +1,234 @@
+"""The managed-agent API: definitions, their conversations, and streamed runs.
+
+``POST /v1/managed-agents/{id}/messages`` stores the user message first. With ``stream``
+the agent runs at once and the reply is Server-Sent Events (see
+:mod:`jarvis.entrypoints.http.events`): OpenAI chunks for the text, ``event: tool_calls``
+and ``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
+final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
+``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
+``POST .../run`` answers what waits. A client that disconnects cancels the run; what it
+completed is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from jarvis.application.ask import Answer
+from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.entrypoints.http import events as ev
+from jarvis.entrypoints.http.errors import api_error
+from jarvis.entrypoints.http.managed_wire import (
+    ManagedAgentIn,
+    ManagedAgentOut,
+    ManagedAgentPatch,
+    MessageIn,
+    MessageOut,
+    RunIn,
+)
+from jarvis.entrypoints.http.openai_routes import finish_for, state_of, usage_out
+from jarvis.entrypoints.http.state import ServerState
+from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+
+router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+_SSE: dict[int | str, dict[str, Any]] = {200: {"content": {"text/event-stream": {}}}}
+
+
+@router.post("", status_code=201, response_model=ManagedAgentOut)
+async def create(body: ManagedAgentIn, request: Request) -> ManagedAgentOut:
+    return ManagedAgentOut.of(await state_of(request).managed.create(body.spec()))
+
+
+@router.get("")
+async def list_agents(request: Request) -> dict[str, object]:
+    agents = await state_of(request).managed.all()
+    return {"object": "list", "data": [ManagedAgentOut.of(a).model_dump() for a in agents]}
+
+
+@router.get("/{agent_id}", response_model=ManagedAgentOut)
+async def get(agent_id: str, request: Request) -> ManagedAgentOut:
+    return ManagedAgentOut.of(await state_of(request).managed.get(agent_id))
+
+
+@router.patch("/{agent_id}", response_model=ManagedAgentOut)
+async def update(agent_id: str, body: ManagedAgentPatch, request: Request) -> ManagedAgentOut:
+    spec, fields = body.spec()
+    return ManagedAgentOut.of(await state_of(request).managed.update(agent_id, spec, fields))
+
+
+@router.delete("/{agent_id}")
+async def delete(agent_id: str, request: Request) -> dict[str, object]:
+    await state_of(request).managed.delete(agent_id)
+    return {"id": agent_id, "object": "managed_agent", "deleted": True}
+
+
+@router.get("/{agent_id}/messages")
+async def list_messages(
+    agent_id: str, request: Request, limit: int | None = Query(default=None, ge=0, le=1000)
+) -> dict[str, object]:
+    records = await state_of(request).managed.messages(agent_id, limit=limit)
+    return {"object": "list", "data": [MessageOut.of(r).model_dump() for r in records]}
+
+
+@router.post("/{agent_id}/messages", responses=_SSE)
+async def post_message(agent_id: str, body: MessageIn, request: Request) -> Response:
+    state = state_of(request)
+    if len(body.content) > state.limits.max_message_chars:
+        from jarvis.entrypoints.http.errors import ApiError
+
+        raise ApiError(
+            413,
+            f"The message is longer than {state.limits.max_message_chars} characters.",
+            code="message_too_large",
+        )
+    record = await state.managed.post(agent_id, body.content)
+    if body.stream:
+        return EventStream(run_frames(state, agent_id))
+    return JSONResponse(
+        {"status": "queued", "message": MessageOut.of(record).model_dump()}, status_code=202
+    )
+
+
+@router.post("/{agent_id}/run", responses=_SSE)
+async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Response:
+    state = state_of(request)
+    if body is not None and body.stream:
+        await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
+        return EventStream(run_frames(state, agent_id))
+    async with asyncio.timeout(state.limits.request_timeout):
+        answer = await state.managed.run(agent_id)
+    return JSONResponse(
+        {
+            "status": "completed",
+            "content": answer.content,
+            "stop_reason": answer.stop_reason,
+            "turns": answer.turns,
+            "model": answer.model,
+            "usage": usage_out(answer.usage),
+            "tool_results": [
+                {
+                    "tool_name": r.tool_name,
+                    "output": r.content,
+                    "success": r.success,
+                    "call_id": r.call_id,
+                }
+                for r in answer.tool_results
+            ],
+        }
+    )
+
+
+def _chunk(
+    reply_id: str,
+    model: str,
+    delta: ev.Delta,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+    summary: ev.RunSummary | None = None,
+) -> bytes:
+    return ev.encode(
+        None,
+        ev.ChatChunk(
+            id=reply_id,
+            created=int(time.time()),
+            model=model,
+            choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]
+            usage=None if usage is None else ev.ChunkUsage(**usage),
+            jarvis=summary,
+        ),
+    )
+
+
+async def run_frames(state: ServerState, agent_id: str) -> AsyncGenerator[bytes, None]:
+    """The run's SSE frames; ``[DONE]`` ends every stream that started."""
+    reply_id = "chatcmpl-" + secrets.token_hex(12)
+    model = agent_id
+    updates = state.managed.stream(agent_id)
+    started = False
+    calls = 0
+    state.active_runs += 1
+    try:
+        async with asyncio.timeout(state.limits.stream_timeout):
+            while True:
+                try:
+                    update = await anext(updates)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    if not started:
+                        raise BeforeStream(exc) from exc
+                    raise
+                if not started:
+                    started = True
+                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
+                if isinstance(update, TextDelta):
+                    if update.text:
+                        yield _chunk(reply_id, model, ev.Delta(content=update.text))
+                elif isinstance(update, ToolCallsRequested):
+                    calls += len(update.calls)
+                    yield ev.encode(
+                        "tool_calls",
+                        ev.ToolCallsEvent(
+                            calls=[
+                                ev.CallInfo(id=c.id, tool_name=c.name, arguments=c.arguments_json())
+                                for c in update.calls
+                            ]
+                        ),
+                    )
+                elif isinstance(update, ToolResultReady):
+                    result = update.result
+                    yield ev.encode(
+                        "tool_result",
+                        ev.ToolResultEvent(
+                            tool_name=result.tool_name,
+                            output=result.content,
+                            success=result.success,
+                            call_id=result.call_id,
+                            latency_ms=round(result.latency_seconds * 1000, 3),
+                        ),
+                    )
+                elif isinstance(update, Answer):
+                    yield _chunk(
+                        reply_id,
+                        model,
+                        ev.Delta(),
+                        finish_for(update),
+                        usage_out(update.usage),
+                        ev.RunSummary(
+                            stop_reason=update.stop_reason, turns=update.turns, tool_calls=calls
+                        ),
+                    )
+    except BeforeStream:
+        raise
+    except Exception as exc:
+        error = api_error(exc)
+        yield ev.encode(
+            "error",
+            ev.ErrorEvent(
+                error=ev.ErrorBody(message=error.message, type=error.type, code=error.code)
+            ),
+        )
+        yield _chunk(
+            reply_id,
+            model,
+            ev.Delta(),
+            "stop",
+            None,
+            ev.RunSummary(stop_reason="error", turns=0, tool_calls=calls),
+        )
+    finally:
+        state.active_runs -= 1
+        await aclose(updates)
+    yield ev.DONE
+
+
+__all__ = ["router"]

@@ -1,0 +1,336 @@
+"""``POST /v1/chat/completions`` and ``GET /v1/models``: any OpenAI client talks to jarvis.
+
+``model`` names the agent: ``jarvis/<agent key>`` (``jarvis/orchestrator``, ``jarvis/react``)
+runs that agent of the registry with the server's defaults; a managed agent's id runs its
+definition (model, system prompt, tools, persona, sampling, max_turns) without its stored
+conversation (a chat-completions client sends the whole conversation every time).
+
+Without client ``tools`` the **agent runs**: the last message is the question, the ones
+before it the conversation, and the agent's own tool loop (its server-side tools) runs to
+the final answer, which is returned (streamed token by token with ``stream``).
+
+With client ``tools`` the server is a **proxy to the engine**: one inference with the
+agent's system prompt (template, ``system_prompt``, persona) followed by the client's own
+system messages, the client's messages and the client's tools; the model's ``tool_calls``
+are returned to the client in OpenAI's shape for it to execute, and its ``tool`` messages
+carry the results into the next request. The agent's loop and server-side tools are not
+used then: the client owns the tools, so it owns the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import replace
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from jarvis.application.ask import Answer, AskQuestion, AskService
+from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.completion import StreamChunk, Usage
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.managed_agents import check_agent_id
+from jarvis.domain.messages import Message, Role
+from jarvis.domain.updates import TextDelta
+from jarvis.entrypoints.http import events as ev
+from jarvis.entrypoints.http.errors import ApiError, api_error
+from jarvis.entrypoints.http.openai_wire import (
+    ChatRequest,
+    NamedToolChoice,
+    split_question,
+    to_messages,
+    to_tool_specs,
+    tool_call_out,
+)
+from jarvis.entrypoints.http.state import ServerState
+from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+
+router = APIRouter()
+
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+    "error": "stop",
+}
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.jarvis
+    return state
+
+
+def finish_for(answer: Answer) -> str:
+    """``stop`` for a final answer; ``length`` when a budget (turns, time, tokens) ended it."""
+    return "stop" if answer.stop_reason in ("final_answer", "cancelled", "error") else "length"
+
+
+def usage_out(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+async def command_for(
+    state: ServerState,
+    service: AskService,
+    body: ChatRequest,
+    question: str,
+    history: tuple[Message, ...],
+) -> AskQuestion:
+    """The question for the agent ``body.model`` names (404 when none)."""
+    max_tokens = body.max_completion_tokens or body.max_tokens
+    managed = state.managed
+    context = AgentContext(conversation=history) if history else None
+    if body.model.startswith("jarvis/"):
+        key = body.model.removeprefix("jarvis/")
+        if not service.registry.contains(key):
+            raise _unknown_model(body.model)
+        return AskQuestion(
+            question=question,
+            agent=key,
+            temperature=managed.default_temperature
+            if body.temperature is None
+            else body.temperature,
+            max_tokens=managed.default_max_tokens if max_tokens is None else max_tokens,
+            context=context,
+        )
+    try:
+        agent_id = check_agent_id(body.model)
+    except ConfigurationError:
+        raise _unknown_model(body.model) from None
+    agent = await managed.agents.get(agent_id)
+    if agent is None:
+        raise _unknown_model(body.model)
+    command = managed.question(agent, question, history)
+    if body.temperature is not None:
+        command = replace(command, temperature=body.temperature)
+    if max_tokens is not None:
+        command = replace(command, max_tokens=max_tokens)
+    return command
+
+
+def _unknown_model(model: str) -> ApiError:
+    return ApiError(
+        404,
+        f"No agent named {model[:256]!r}: use jarvis/<agent key> (GET "
+        "/v1/models lists them) or a managed agent's id.",
+        "not_found_error",
+        "model_not_found",
+    )
+
+
+@router.get("/v1/models", summary="The agents, as OpenAI models")
+async def list_models(request: Request) -> dict[str, object]:
+    state = state_of(request)
+    service = await state.service()
+    data: list[dict[str, object]] = [
+        {"id": f"jarvis/{key}", "object": "model", "created": 0, "owned_by": "jarvis"}
+        for key in service.registry.keys()  # noqa: SIM118  # names only, nothing loaded
+    ]
+    data.extend(
+        {
+            "id": a.id,
+            "object": "model",
+            "created": a.created_us // 1_000_000,
+            "owned_by": "jarvis-managed-agent",
+        }
+        for a in await state.managed.all()
+    )
+    return {"object": "list", "data": data}
+
+
+@router.post(
+    "/v1/chat/completions",
+    summary="OpenAI Chat Completions over a jarvis agent",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def chat_completions(body: ChatRequest, request: Request) -> Response:
+    state = state_of(request)
+    limits = state.limits
+    messages = to_messages(body.messages, max_chars=limits.max_message_chars)
+    service = await state.service()
+    if body.tools:
+        return await _proxy(state, service, body, messages)
+    question, history = split_question(messages)
+    command = await command_for(state, service, body, question, history)
+    reply_id = "chatcmpl-" + secrets.token_hex(12)
+    if body.stream:
+        return EventStream(_agent_frames(state, service, command, body.model, reply_id))
+    async with asyncio.timeout(limits.request_timeout):
+        answer = await service.ask(command)
+    return JSONResponse(
+        _completion(reply_id, body.model, answer.content, (), finish_for(answer), answer.usage)
+    )
+
+
+def _completion(
+    reply_id: str, model: str, content: str, calls: tuple[object, ...], finish: str, usage: Usage
+) -> dict[str, object]:
+    message: dict[str, object] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return {
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": usage_out(usage),
+    }
+
+
+def _chunk(
+    reply_id: str,
+    model: str,
+    delta: ev.Delta,
+    finish: str | None = None,
+    usage: Usage | None = None,
+) -> bytes:
+    chunk = ev.ChatChunk(
+        id=reply_id,
+        created=int(time.time()),
+        model=model,
+        choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]
+        usage=None if usage is None else ev.ChunkUsage(**usage_out(usage)),
+    )
+    return ev.encode(None, chunk)
+
+
+def _error_frame(exc: BaseException) -> bytes:
+    error = api_error(exc)
+    return ev.encode(
+        None,
+        ev.ErrorEvent(error=ev.ErrorBody(message=error.message, type=error.type, code=error.code)),
+    )
+
+
+async def _agent_frames(
+    state: ServerState, service: AskService, command: AskQuestion, model: str, reply_id: str
+) -> AsyncGenerator[bytes, None]:
+    updates = service.stream(command)
+    started = False
+    state.active_runs += 1
+    try:
+        async with asyncio.timeout(state.limits.stream_timeout):
+            async for update in _first_then_rest(updates):
+                if not started:
+                    started = True
+                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
+                if isinstance(update, TextDelta):
+                    if update.text:
+                        yield _chunk(reply_id, model, ev.Delta(content=update.text))
+                elif isinstance(update, Answer):
+                    yield _chunk(reply_id, model, ev.Delta(), finish_for(update), update.usage)
+    except BeforeStream:
+        raise
+    except Exception as exc:
+        yield _error_frame(exc)
+    finally:
+        state.active_runs -= 1
+        await aclose(updates)
+    yield ev.DONE
+
+
+async def _first_then_rest(items: AsyncIterator[object]) -> AsyncIterator[object]:
+    """``items``, with a failure before the first one raised as :class:`BeforeStream`."""
+    try:
+        first = await anext(items)
+    except StopAsyncIteration:
+        return
+    except Exception as exc:
+        raise BeforeStream(exc) from exc
+    yield first
+    async for item in items:
+        yield item
+
+
+async def _proxy(
+    state: ServerState, service: AskService, body: ChatRequest, messages: list[Message]
+) -> Response:
+    """One inference with the agent's system prompt and the client's tools."""
+    if not messages or messages[-1].role not in (Role.USER, Role.TOOL):
+        raise ApiError(400, "The last message must be the user's or a tool result.")
+    first_user = next((m.content for m in messages if m.role is Role.USER), "")
+    command = await command_for(state, service, body, first_user or "-", ())
+    key = service.registry.resolve(command.agent or service.default_agent)
+    if getattr(service.registry.get(key), "wraps_agent", False):
+        raise ApiError(400, "Client tools cannot be proxied through the sandboxed agent.")
+    agent, _model = await service.build_agent(replace(command, tools=()))
+    system = [agent.effective_system_prompt()]
+    system.extend(m.content for m in messages if m.role is Role.SYSTEM and m.content.strip())
+    rest = [m for m in messages if m.role is not Role.SYSTEM]
+    specs = to_tool_specs(body.tools or [])
+    choice = body.tool_choice
+    if isinstance(choice, NamedToolChoice):
+        specs = tuple(s for s in specs if s.name == choice.function.name)
+        if not specs:
+            raise ApiError(
+                400, f"tool_choice names {choice.function.name!r}, which is not among the tools."
+            )
+    request = replace(
+        agent.request([Message.system("\n\n".join(p for p in system if p)), *rest]),
+        tools=specs,
+        tool_choice="required" if isinstance(choice, NamedToolChoice) else (choice or "auto"),
+    )
+    reply_id = "chatcmpl-" + secrets.token_hex(12)
+    if body.stream:
+        return EventStream(_proxy_frames(state, service, request, body.model, reply_id))
+    async with asyncio.timeout(state.limits.request_timeout):
+        completion = await service.inference.generate(request)
+    calls = tuple(tool_call_out(i, c) for i, c in enumerate(completion.tool_calls))
+    for call in calls:
+        call.pop("index")
+    return JSONResponse(
+        _completion(
+            reply_id,
+            body.model,
+            completion.content,
+            calls,
+            "tool_calls" if completion.tool_calls else _FINISH[completion.finish_reason],
+            completion.usage,
+        )
+    )
+
+
+async def _proxy_frames(
+    state: ServerState, service: AskService, request: InferenceRequest, model: str, reply_id: str
+) -> AsyncGenerator[bytes, None]:
+    chunks = service.inference.stream(request)
+    started = False
+    state.active_runs += 1
+    try:
+        async with asyncio.timeout(state.limits.stream_timeout):
+            async for item in _first_then_rest(chunks):
+                assert isinstance(item, StreamChunk)
+                if not started:
+                    started = True
+                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
+                if item.content:
+                    yield _chunk(reply_id, model, ev.Delta(content=item.content))
+                if item.is_final:
+                    if item.tool_calls:
+                        deltas = [
+                            ev.ToolCallDelta.model_validate(tool_call_out(i, c))
+                            for i, c in enumerate(item.tool_calls)
+                        ]
+                        yield _chunk(reply_id, model, ev.Delta(tool_calls=deltas))
+                    finish = (
+                        "tool_calls" if item.tool_calls else _FINISH[item.finish_reason or "stop"]
+                    )
+                    yield _chunk(reply_id, model, ev.Delta(), finish, item.usage or Usage())
+    except BeforeStream:
+        raise
+    except Exception as exc:
+        yield _error_frame(exc)
+    finally:
+        state.active_runs -= 1
+        await aclose(chunks)
+    yield ev.DONE

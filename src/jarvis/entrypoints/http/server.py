@@ -1,0 +1,118 @@
+"""Running the application on uvicorn: bind rules, and a server in a thread.
+
+Safe by default: the server binds ``127.0.0.1``; any other address needs an API key, and
+without one :func:`check_bind` refuses to start. Access logs are uvicorn's (method, path,
+status; never headers, so never a key).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+import time
+from dataclasses import dataclass
+from types import TracebackType
+
+import uvicorn
+
+from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.http.security import App
+
+STARTUP_TIMEOUT = 30.0
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, api_key: str | None) -> None:
+    """Refuse to listen beyond this machine without an API key."""
+    if not is_loopback(host) and not api_key:
+        raise ConfigurationError(
+            f"Refusing to listen on {host} without an API key: anyone who can reach it "
+            "could run agents and tools on this machine.",
+            hint="Pass --api-key KEY (or set JARVIS_API_KEY), or bind 127.0.0.1.",
+        )
+    if api_key is not None and len(api_key) < 16:
+        raise ConfigurationError(
+            "The API key is too short (at least 16 characters).",
+            hint="Generate one: python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        )
+
+
+def uvicorn_config(app: App, *, host: str, port: int, log_level: str = "info") -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="off",
+        proxy_headers=False,
+        server_header=False,
+        timeout_keep_alive=5,
+        h11_max_incomplete_event_size=64 * 1024,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class ServerThread:
+    """``with ServerThread(app) as address:`` serves on a free loopback port (or ``port``)
+    in a thread of its own, returning only once the server listens; leaving the block
+    stops it. For tests, benchmarks and applications embedding the server."""
+
+    def __init__(
+        self, app: App, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+    ) -> None:
+        self.server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level))
+        self.thread = threading.Thread(target=self.server.run, name="jarvis-serve", daemon=True)
+        self.host = host
+
+    def __enter__(self) -> Address:
+        self.thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not self.server.started:  # uvicorn sets it once it listens
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.server.should_exit = True
+                raise RuntimeError("The server did not start.")
+            time.sleep(0.005)
+        sockets = [s for server in self.server.servers for s in server.sockets]
+        port = int(sockets[0].getsockname()[1])
+        return Address(self.host, port)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.server.should_exit = True
+        self.thread.join(STARTUP_TIMEOUT)
+
+
+def run(app: App, *, host: str, port: int, log_level: str = "warning") -> None:
+    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly)."""
+    import sys
+
+    server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level))
+    sys.stderr.write(f"jarvis: serving on http://{host}:{port} (Ctrl-C to stop)\n")
+    server.run()
+    if not server.started:
+        raise ConfigurationError(
+            f"Could not listen on {host}:{port}.",
+            hint="Is another server using that port? Choose one with --port.",
+        )

@@ -1,0 +1,26 @@
+"""``InMemoryManagedAgentStore``: managed agent definitions kept in a dict."""
+
+from __future__ import annotations
+
+from jarvis.domain.managed_agents import ManagedAgent, agent_to_record, check_agent_id
+
+
+class InMemoryManagedAgentStore:
+    """Behaves like the real stores (same id rule, same size bound), without a database."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, ManagedAgent] = {}
+
+    async def put(self, agent: ManagedAgent) -> None:
+        check_agent_id(agent.id)
+        agent_to_record(agent)  # the same size bound as the real stores
+        self._agents[agent.id] = agent
+
+    async def get(self, agent_id: str) -> ManagedAgent | None:
+        return self._agents.get(check_agent_id(agent_id))
+
+    async def list(self) -> list[ManagedAgent]:
+        return sorted(self._agents.values(), key=lambda a: (a.created_us, a.id))
+
+    async def delete(self, agent_id: str) -> bool:
+        return self._agents.pop(check_agent_id(agent_id), None) is not None

@@ -1,0 +1,62 @@
+"""``jarvis serve``'s application on a free loopback port, in a thread, over fakes or a real engine.
+
+The server runs the real application (FastAPI on uvicorn) with a real :class:`Runtime`:
+only the engine is swapped (a scripted, gated or llama.cpp engine) and the stores are the
+in-memory fakes unless a test passes real ones. :func:`serving` returns once the server
+listens, so no test waits on a timer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from jarvis.application.managed_agents import ManagedAgentService
+from jarvis.domain.managed_agents import ManagedAgentStorePort
+from jarvis.domain.ports import InferencePort, SessionStorePort, ToolPort
+from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.http.app import create_app
+from jarvis.entrypoints.http.server import ServerThread
+from jarvis.entrypoints.http.state import ServeLimits, ServerState
+from jarvis.entrypoints.runtime import Runtime
+from jarvis.entrypoints.settings import EngineOverrides, load_config
+from jarvis.testing import InMemorySessionStore
+from jarvis.testing.managed_agents import InMemoryManagedAgentStore
+
+API_KEY = "test-key-0123456789abcdef"
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    url: str
+    state: ServerState
+    sessions: SessionStorePort
+    agents: ManagedAgentStorePort
+    runtime: Runtime
+
+
+@contextmanager
+def serving(
+    inference: InferencePort | None = None,
+    *,
+    engine: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    tools: Sequence[ToolPort] = (),
+    limits: ServeLimits | None = None,
+    sessions: SessionStorePort | None = None,
+    agents: ManagedAgentStorePort | None = None,
+    cors_origins: Sequence[str] = (),
+) -> Iterator[Served]:
+    config = load_config(overrides=EngineOverrides(engine=engine, base_url=base_url, model=model))
+    runtime = bootstrap(config, inference=inference)
+    runtime.container.user_tools().extend(tools)
+    sessions = InMemorySessionStore() if sessions is None else sessions
+    agents = InMemoryManagedAgentStore() if agents is None else agents
+    managed = ManagedAgentService(agents=agents, sessions=sessions, ask=runtime.service)
+    state = ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
+    app = create_app(state, api_key=api_key, cors_origins=cors_origins)
+    with ServerThread(app) as address:
+        yield Served(address.url, state, sessions, agents, runtime)
