@@ -35,6 +35,7 @@ COMMANDS = (
     "persona",
     "sandbox",
     "operators",
+    "serve",
 )
 """The commands, in the order ``jarvis --help`` lists them."""
 
@@ -101,6 +102,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.sessions import app as sessions_app
 
             built.add_typer(sessions_app, name="sessions", epilog=EXIT_CODES_HELP)
+        elif name == "serve":
+            from jarvis.entrypoints.cli.serve import serve
+
+            built.command("serve", epilog=EXIT_CODES_HELP)(serve)
         elif name == "sandbox":
             from jarvis.entrypoints.cli.sandbox import app as sandbox_app
 
