@@ -306,3 +306,35 @@ def test_the_conversation_lives_in_the_session_store() -> None:
         gone = asyncio.run(served.sessions.load(session_id_of("st")))
     assert [m.content for m in stored] == ["Hello", "Hi."]
     assert gone == ()
+
+
+def test_concurrent_messages_to_one_agent_are_all_answered() -> None:
+    """Another client's answer stored meanwhile never leaves a message unanswerable."""
+    import asyncio
+
+    engine = ScriptedInference(["An answer."], latency=0.01)
+    with serving(engine) as served:
+        httpx.post(served.url + "/v1/managed-agents", json={"id": "busy"}).raise_for_status()
+
+        async def all_at_once() -> list[httpx.Response]:
+            async with httpx.AsyncClient(base_url=served.url, timeout=60) as client:
+                return await asyncio.gather(
+                    *(
+                        client.post(
+                            "/v1/managed-agents/busy/messages",
+                            json={"content": f"question {n}", "stream": True},
+                        )
+                        for n in range(20)
+                    )
+                )
+
+        replies = asyncio.run(all_at_once())
+        stored = httpx.get(served.url + "/v1/managed-agents/busy/messages").json()["data"]
+    assert [r.status_code for r in replies] == [200] * 20
+    assert all(r.text.rstrip().endswith("data: [DONE]") for r in replies)
+    assert sorted(m["content"] for m in stored if m["role"] == "user") == sorted(
+        f"question {n}" for n in range(20)
+    )
+    assert sum(m["role"] == "assistant" for m in stored) == 20
+    questions = {r.messages[-1].content for r in engine.requests}
+    assert questions == {f"question {n}" for n in range(20)}  # each run answered its own

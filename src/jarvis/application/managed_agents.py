@@ -264,26 +264,46 @@ class ManagedAgentService:
             agent_options=options,
         )
 
-    async def prepare(self, agent_id: str) -> tuple[ManagedAgent, AskQuestion]:
-        """The question the waiting user message asks, with the conversation before it."""
+    async def prepare(
+        self, agent_id: str, pending: SessionMessage | None = None
+    ) -> tuple[ManagedAgent, AskQuestion]:
+        """The question of ``pending`` (a message :meth:`post` stored), else of the user
+        message that waits at the end of the conversation, with the conversation before
+        it. Other clients' messages stored meanwhile stay in the history; they never make
+        this one unanswerable."""
         agent = await self.get(agent_id)
-        stored = await self.sessions.load(session_id_of(agent_id), limit=self.history_messages + 1)
-        if not stored or stored[-1].role is not Role.USER:
+        stored = list(
+            await self.sessions.load_records(
+                session_id_of(agent_id), limit=self.history_messages + 1
+            )
+        )
+        if pending is not None:
+            if pending in stored:
+                stored.remove(pending)
+            question = pending.message.content
+        elif stored and stored[-1].message.role is Role.USER:
+            question = stored.pop().message.content
+        else:
             raise NothingToRunError(
                 f"Managed agent {agent_id!r} has no message waiting for an answer.",
                 hint="POST a message first.",
             )
         history = trim_history(
-            stored[:-1], max_messages=self.history_messages, max_tokens=self.history_tokens
+            [r.message for r in stored],
+            max_messages=self.history_messages,
+            max_tokens=self.history_tokens,
         )
-        return agent, self.question(agent, stored[-1].content, history.messages)
+        return agent, self.question(agent, question, history.messages)
 
-    async def stream(self, agent_id: str) -> AsyncIterator[RunUpdate | Answer]:
-        """Run the agent on the waiting message: its updates, then the :class:`Answer`.
+    async def stream(
+        self, agent_id: str, pending: SessionMessage | None = None
+    ) -> AsyncIterator[RunUpdate | Answer]:
+        """Run the agent on ``pending`` (else the waiting message): its updates, then the
+        :class:`Answer`.
 
         What the run produced is stored when it ends, also when it fails or is cancelled
         (closing this generator cancels the run)."""
-        agent, command = await self.prepare(agent_id)
+        agent, command = await self.prepare(agent_id, pending)
         service = await self.ask()
         transcript = Transcript(agent.model or "")
         finished = False

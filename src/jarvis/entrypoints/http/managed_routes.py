@@ -22,6 +22,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import Answer
+from jarvis.domain.sessions import SessionMessage
 from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.errors import api_error
@@ -92,7 +93,7 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
         )
     record = await state.managed.post(agent_id, body.content)
     if body.stream:
-        return EventStream(run_frames(state, agent_id))
+        return EventStream(run_frames(state, agent_id, record))
     return JSONResponse(
         {"status": "queued", "message": MessageOut.of(record).model_dump()}, status_code=202
     )
@@ -148,11 +149,13 @@ def _chunk(
     )
 
 
-async def run_frames(state: ServerState, agent_id: str) -> AsyncGenerator[bytes, None]:
+async def run_frames(
+    state: ServerState, agent_id: str, pending: SessionMessage | None = None
+) -> AsyncGenerator[bytes, None]:
     """The run's SSE frames; ``[DONE]`` ends every stream that started."""
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     model = agent_id
-    updates = state.managed.stream(agent_id)
+    updates = state.managed.stream(agent_id, pending)
     started = False
     calls = 0
     state.active_runs += 1

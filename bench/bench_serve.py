@@ -1,0 +1,260 @@
+"""``jarvis serve`` under load, against the stub engine.
+
+    python -m bench.bench_serve [--quick]   # just these rows
+    python -m bench.run                     # with every other benchmark
+
+The server is the real command (``jarvis serve --engine openai --base-url <stub>``) in a
+process of its own; the clients are httpx in this process.
+
+* 100 concurrent streaming clients (``/v1/chat/completions`` with ``stream``, and the
+  managed-agent stream): every one must get its whole answer and ``[DONE]``;
+* time to the first token through the server against a direct streamed call to the stub,
+  alternating, one request at a time: the server's overhead (p50);
+* non-streamed throughput at 50 concurrent requests against the same agent through
+  ``Jarvis.aask`` in one process, interleaved blocks;
+* the server's peak RSS (``VmHWM``) after that load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from bench.common import BenchContext, Row
+
+CLIENTS = 100
+WIDTH = 50
+QUESTION = "What is the capital of France?"
+CHAT = {"model": "jarvis/simple", "messages": [{"role": "user", "content": QUESTION}]}
+STARTUP = 60.0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _server(ctx: BenchContext, home: str) -> Iterator[tuple[str, int]]:
+    port = _free_port()
+    env = {**os.environ, **ctx.env, "OPENJARVIS_HOME": home}
+    process = subprocess.Popen(
+        ctx.jarvis_command(
+            "serve",
+            "--port",
+            str(port),
+            "--engine",
+            "openai",
+            "--base-url",
+            ctx.stub_url,
+            "--model",
+            "stub-model",
+        ),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError("jarvis serve exited at start")
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("jarvis serve did not start")
+            time.sleep(0.05)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def _stream(client: httpx.AsyncClient, path: str, body: dict[str, object]) -> bool:
+    """One whole stream: True when it ended with ``[DONE]`` after some content."""
+    content = False
+    async with client.stream("POST", path, json=body) as reply:
+        if reply.status_code != 200:
+            return False
+        last = ""
+        async for line in reply.aiter_lines():
+            if line.startswith("data: "):
+                last = line
+                content = content or '"content":"' in line
+    return content and last == "data: [DONE]"
+
+
+async def _concurrent_streams(url: str) -> tuple[int, int]:
+    limits = httpx.Limits(max_connections=CLIENTS * 2, max_keepalive_connections=CLIENTS)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
+        await client.post("/v1/managed-agents", json={"id": "bench"})
+        chat = [
+            _stream(client, "/v1/chat/completions", {**CHAT, "stream": True})
+            for _ in range(CLIENTS)
+        ]
+        managed = [
+            _stream(
+                client, "/v1/managed-agents/bench/messages", {"content": QUESTION, "stream": True}
+            )
+            for _ in range(CLIENTS)
+        ]
+        results = await asyncio.gather(*chat, *managed, return_exceptions=True)
+    errors = sum(1 for r in results if r is not True)
+    return len(results), errors
+
+
+async def _first_token(client: httpx.AsyncClient, url: str, body: dict[str, object]) -> float:
+    started = time.perf_counter()
+    async with client.stream("POST", url, json=body) as reply:
+        async for line in reply.aiter_lines():
+            if '"content":"' in line and '"content":""' not in line:
+                return time.perf_counter() - started
+    raise RuntimeError("no token")
+
+
+async def _first_token_rows(ctx: BenchContext, url: str) -> Row:
+    runs = 30 if ctx.quick else 200
+    direct_body = {
+        "model": "stub-model",
+        "stream": True,
+        "messages": [{"role": "user", "content": QUESTION}],
+    }
+    ours, direct = [], []
+    async with httpx.AsyncClient(timeout=60) as client:
+        for _ in range(10):  # warm both paths (connections, the server's first run)
+            await _first_token(client, url + "/v1/chat/completions", {**CHAT, "stream": True})
+            await _first_token(client, ctx.stub_url + "/chat/completions", direct_body)
+        for _ in range(runs):
+            ours.append(
+                await _first_token(client, url + "/v1/chat/completions", {**CHAT, "stream": True})
+            )
+            direct.append(
+                await _first_token(client, ctx.stub_url + "/chat/completions", direct_body)
+            )
+    ours_ms, direct_ms = statistics.median(ours) * 1000, statistics.median(direct) * 1000
+    overhead = ours_ms - direct_ms
+    return Row(
+        name="serve: first token, /v1/chat/completions stream (p50)",
+        value=ours_ms,
+        unit="ms",
+        baseline=direct_ms,
+        baseline_name="direct stub stream",
+        goal="overhead <= 5 ms p50",
+        ok=overhead <= 5.0,
+        note=f"overhead {overhead:.2f} ms, {runs} alternating runs",
+    )
+
+
+async def _throughput_rows(ctx: BenchContext, url: str) -> Row:
+    from jarvis import Jarvis
+
+    rounds, blocks = (2, 2) if ctx.quick else (4, 5)
+
+    async def rate(one: Callable[[], Awaitable[object]]) -> float:
+        started = time.perf_counter()
+        for _ in range(rounds):
+            await asyncio.gather(*(one() for _ in range(WIDTH)))
+        return WIDTH * rounds / (time.perf_counter() - started)
+
+    limits = httpx.Limits(max_connections=WIDTH * 2, max_keepalive_connections=WIDTH)
+    async with (
+        httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client,
+        Jarvis(engine="openai", base_url=ctx.stub_url, model="stub-model") as j,
+    ):
+
+        async def served() -> object:
+            reply = await client.post("/v1/chat/completions", json=CHAT)
+            reply.raise_for_status()
+            return reply.json()["choices"][0]["message"]["content"]
+
+        async def sdk() -> object:
+            return await j.aask(QUESTION, agent="simple")
+
+        for _ in range(2):
+            await asyncio.gather(*(served() for _ in range(WIDTH)))
+            await asyncio.gather(*(sdk() for _ in range(WIDTH)))
+        ours, theirs = [], []
+        for _ in range(blocks):
+            ours.append(await rate(served))
+            theirs.append(await rate(sdk))
+    value, baseline = statistics.median(ours), statistics.median(theirs)
+    return Row(
+        name=f"serve: {WIDTH} concurrent non-streamed completions",
+        value=value,
+        unit="runs/s",
+        baseline=baseline,
+        baseline_name="Jarvis.aask in one process",
+        goal=">= 0.8x",
+        ok=value >= 0.8 * baseline,
+        note=f"median of {blocks} interleaved blocks of {rounds} x {WIDTH}",
+    )
+
+
+async def run(ctx: BenchContext) -> list[Row]:
+    with (
+        tempfile.TemporaryDirectory(prefix="jarvis-bench-serve-") as home,
+        _server(ctx, home) as (url, pid),
+    ):
+        total, errors = await _concurrent_streams(url)
+        streams = Row(
+            name=f"serve: {CLIENTS} concurrent streams x 2 (chat, managed agent)",
+            value=errors,
+            unit="errors",
+            goal="0 errors",
+            ok=errors == 0,
+            note=f"{total} streams, each to [DONE]",
+        )
+        first = await _first_token_rows(ctx, url)
+        throughput = await _throughput_rows(ctx, url)
+        rss = Row(
+            name="serve: peak RSS after the load",
+            value=_peak_rss_mb(pid),
+            unit="MB",
+            note="VmHWM of the jarvis serve process",
+        )
+    return [streams, first, throughput, rss]
+
+
+def main() -> None:
+    from bench.run import table
+    from bench.stub_server import StubServer
+
+    parser = argparse.ArgumentParser(description="the jarvis serve benchmarks alone")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    with StubServer() as stub:
+        ctx = BenchContext(stub_url=stub.url, quick=args.quick)
+        print(table(asyncio.run(run(ctx))))
+
+
+if __name__ == "__main__":
+    main()
