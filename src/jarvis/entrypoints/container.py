@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (
         ContainerPort,
         MemoryPort,
@@ -638,3 +639,21 @@ def loop_engine(container: Container, name: str) -> EngineResource | None:
     if provider.last_overriding is not None:
         return None
     return providers.Resource(provider.provides, *provider.args, **provider.kwargs)
+
+
+def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
+    """Managed agent definitions in ``sessions``' own database (``jarvis serve``): the
+    SQLite file or the PostgreSQL server every server on it shares."""
+    from jarvis.adapters.postgres_sessions import PostgresSessionStore
+    from jarvis.adapters.postgres_sessions.managed_agents import PostgresManagedAgentStore
+    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+    from jarvis.adapters.sqlite_sessions.managed_agents import SqliteManagedAgentStore
+
+    if isinstance(sessions, SqliteSessionStore):
+        return SqliteManagedAgentStore(sessions)
+    if isinstance(sessions, PostgresSessionStore):
+        return PostgresManagedAgentStore(sessions)
+    raise ConfigurationError(
+        "Managed agents need the SQLite or PostgreSQL session store.",
+        hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
+    )
