@@ -133,12 +133,49 @@ ensure_podman() {  # the container runtime the sandbox tests drive through its D
             podman runc catatonit >&2 || die "installing podman failed (apt-get install podman runc catatonit)"
 }
 
+RUNTIMES="${JARVIS_RUNTIMES:-$HOME/.cache/jarvis/runtimes}"
+OPENCODE_VERSION="1.18.33"
+OPENHANDS_VERSION="1.58.2"
+
+ensure_agent_runtimes() {  # the external agents' runtimes, pinned, cached, reused by later runs
+    local private
+    private="$(mktemp -d)"
+    # npm's postinstall scripts write into HOME and the XDG dirs: keep them out of the user's
+    local npm_env=(env HOME="$private" XDG_CONFIG_HOME="$private/config" XDG_DATA_HOME="$private/data"
+        XDG_CACHE_HOME="$private/cache" XDG_STATE_HOME="$private/state" TMPDIR="$private"
+        npm_config_cache="$RUNTIMES/npm-cache" npm_config_update_notifier=false npm_config_fund=false
+        npm_config_audit=false)
+    local opencode="$RUNTIMES/opencode-$OPENCODE_VERSION"
+    if [ ! -x "$opencode/node_modules/opencode-linux-x64/bin/opencode" ] && command -v npm >/dev/null 2>&1; then
+        say "Installing opencode-ai $OPENCODE_VERSION into $opencode (about 350 MB)"
+        mkdir -p "$opencode"
+        (cd "$opencode" && "${npm_env[@]}" npm install --no-save --loglevel=error \
+            "opencode-ai@$OPENCODE_VERSION" >&2) || say "installing opencode failed: its tests fail in CI"
+    fi
+    local openhands="$RUNTIMES/openhands-$OPENHANDS_VERSION"
+    local py312=""
+    if command -v pyenv >/dev/null 2>&1 && pyenv prefix 3.12 >/dev/null 2>&1; then
+        py312="$(pyenv prefix 3.12)/bin/python3.12"
+    elif command -v python3.12 >/dev/null 2>&1; then
+        py312="$(command -v python3.12)"
+    fi
+    if [ ! -f "$openhands/.installed" ] && [ -n "$py312" ]; then
+        say "Installing openhands-sdk $OPENHANDS_VERSION into $openhands (Python 3.12, about 3 minutes)"
+        "$py312" -m venv "$openhands" >&2 &&
+            "$openhands/bin/python" -m pip install -q --disable-pip-version-check \
+                "openhands-sdk==$OPENHANDS_VERSION" "openhands-tools==$OPENHANDS_VERSION" >&2 &&
+            touch "$openhands/.installed" || say "installing openhands-sdk failed: its tests fail in CI"
+    fi
+    rm -rf "$private"
+}
+
 ensure_installed() {
     local mode="$1"
     ensure_sandbox_libraries
     if [ "$mode" = dev ]; then
         ensure_postgresql
         ensure_podman
+        ensure_agent_runtimes
     fi
     if [ "$mode" = runtime ]; then
         installed runtime dev && return 0

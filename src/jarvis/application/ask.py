@@ -14,6 +14,7 @@ from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
+from jarvis.domain.external_runtime import ExternalRuntimesPort
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
@@ -165,6 +166,7 @@ class AskService:
         default_max_tokens: int | None = None,
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
         sandbox: SandboxBuilder | None = None,
+        runtimes: ExternalRuntimesPort | None = None,
     ) -> None:
         self.registry = registry
         self.inference = inference
@@ -190,6 +192,8 @@ class AskService:
         self._resolved_model: str | None = default_model or None
         self.sandbox = sandbox
         """Builds ``sandboxed`` runs (``None``: no container sandbox configured)."""
+        self.runtimes = runtimes
+        """The external runtimes the ``opencode`` / ``openhands`` agents delegate to."""
 
     async def resolve_model(self, requested: str | None) -> str:
         """``requested`` > configured default > the engine's first model."""
@@ -272,6 +276,7 @@ class AskService:
             tools=tuple(tools),
             repl=self.repl if agent_cls.uses_repl else None,
             operator=command.operator,
+            runtimes=self.runtimes,
         )
         defaults: JSONObject = {}
         if self.default_max_turns is not None:

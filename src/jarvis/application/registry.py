@@ -157,6 +157,18 @@ def _sandboxed() -> type[BaseAgent]:
     return SandboxedAgent
 
 
+def _opencode() -> type[BaseAgent]:
+    from jarvis.domain.agents.external import OpenCodeAgent
+
+    return OpenCodeAgent
+
+
+def _openhands() -> type[BaseAgent]:
+    from jarvis.domain.agents.external import OpenHandsAgent
+
+    return OpenHandsAgent
+
+
 def _operative() -> type[BaseAgent]:
     from jarvis.domain.agents.operative import OperativeAgent
 
@@ -180,4 +192,6 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy("sandboxed", _sandboxed)
     registry.register_lazy("operative", _operative)
     registry.register_lazy("monitor_operative", _monitor_operative)
+    registry.register_lazy("opencode", _opencode)
+    registry.register_lazy("openhands", _openhands)
     return registry

@@ -134,3 +134,13 @@ class ContainerImageError(SandboxError):
 
 class RunCancelledError(JarvisError):
     pass
+
+
+class ExternalRuntimeError(SandboxError):
+    """An external agent runtime (opencode, openhands, claude_code) is not installed, did
+    not start, crashed or ran out of time. A sandbox-class error: like a missing container
+    runtime it is something on the machine, not in the question (CLI exit code 6)."""
+
+    def __init__(self, message: str, *, runtime: str, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.runtime = runtime

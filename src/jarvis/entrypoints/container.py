@@ -28,6 +28,8 @@ every key.
 * ``sessions``: the conversation store (``[sessions]``: SQLite, PostgreSQL or JSON lines),
   its adapter imported when a conversation first needs it.
 * ``container_runtime``, ``sandbox``: Docker or Podman, and the ``sandboxed`` agent's runner.
+* ``external_runtimes``: the ``opencode`` agent's server, started on first use, stopped by
+  ``shutdown_resources()``.
 
 To add a provider: a function that takes what it builds from (``config: JarvisConfig``,
 other providers) and imports its adapter inside, so that nothing is imported before it is
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (
         ContainerPort,
@@ -412,6 +415,49 @@ def _session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
             close()
 
 
+class _ExternalRuntimes:
+    """The external agents' runtimes (``opencode``), each built on first use and kept, so a
+    second question reuses a running server; closing stops every process they started."""
+
+    def __init__(self, config: JarvisConfig) -> None:
+        self._config = config
+        self._runtimes: dict[str, ExternalRuntimePort] = {}
+
+    def get(self, runtime_id: str) -> ExternalRuntimePort:
+        from jarvis.domain.errors import ExternalRuntimeError
+
+        runtime = self._runtimes.get(runtime_id)
+        if runtime is not None:
+            return runtime
+        if runtime_id == "opencode":
+            from jarvis.adapters.opencode_server import OpenCodeRuntime
+            from jarvis.entrypoints.settings import config_dir
+
+            runtime = OpenCodeRuntime(data_dir=config_dir() / "runtimes" / "opencode")
+        else:
+            raise ExternalRuntimeError(
+                f"No external runtime named '{runtime_id}'.", runtime=runtime_id
+            )
+        self._runtimes[runtime_id] = runtime
+        return runtime
+
+    def close_now(self) -> None:
+        """Stops every runtime's processes at once (no event loop needed)."""
+        for runtime in self._runtimes.values():
+            close = getattr(runtime, "close_now", None)
+            if callable(close):
+                close()
+        self._runtimes.clear()
+
+
+def _external_runtimes(config: JarvisConfig) -> Iterator[ExternalRuntimesPort]:
+    runtimes = _ExternalRuntimes(config)
+    try:
+        yield runtimes
+    finally:
+        runtimes.close_now()
+
+
 def _operator_store(sessions: SessionStorePort) -> OperatorStorePort:
     """Operator state and leases, in the session store's own database (SQLite or
     PostgreSQL), so operators share whatever the sessions share."""
@@ -447,6 +493,7 @@ def _ask_service(
     bus: EventBus,
     repl: ReplPort,
     sandbox: _SandboxOnDemand,
+    runtimes: ExternalRuntimesPort | None = None,
 ) -> AskService:
     return AskService(
         registry=registry,
@@ -462,6 +509,7 @@ def _ask_service(
         default_temperature=config.agent.temperature,
         default_max_tokens=config.agent.max_tokens,
         sandbox=sandbox,
+        runtimes=runtimes,
     )
 
 
@@ -545,6 +593,11 @@ class Container(containers.DeclarativeContainer):
         _sandboxed_agents, containers=container_runtime.provider, config=config
     )
 
+    external_runtimes: providers.Provider[ExternalRuntimesPort] = providers.Resource(
+        _external_runtimes, config
+    )
+    """The ``opencode`` agent's runtime; ``shutdown_resources()`` stops its server."""
+
     sessions: providers.Provider[SessionStorePort] = providers.Resource(_session_store, config)
     """The conversation store (``[sessions]``); tests override it with
     ``jarvis.testing.InMemorySessionStore``."""
@@ -566,6 +619,7 @@ class Container(containers.DeclarativeContainer):
         bus=bus,
         repl=repl,
         sandbox=providers.Factory(_SandboxOnDemand, sandbox.provider),
+        runtimes=external_runtimes,
     )
     """The ask use case; asynchronous (``await container.ask_service.async_()``) while its
     engine is one of the container's resources."""

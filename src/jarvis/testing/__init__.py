@@ -5,6 +5,7 @@ written against a fake keeps meaning something against the real thing.
 """
 
 from jarvis.testing.containers import InMemoryContainerRuntime
+from jarvis.testing.external_runtimes import InMemoryExternalRuntime, InMemoryExternalRuntimes
 from jarvis.testing.inference import ScriptedInference
 from jarvis.testing.memory import InMemoryMemory
 from jarvis.testing.persona import InMemoryPersonaStore
@@ -14,6 +15,8 @@ from jarvis.testing.tools import InMemoryTool
 
 __all__ = [
     "InMemoryContainerRuntime",
+    "InMemoryExternalRuntime",
+    "InMemoryExternalRuntimes",
     "InMemoryMemory",
     "InMemoryPersonaStore",
     "InMemoryRepl",

@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 
 from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
 from jarvis.domain.events import EventBus
+from jarvis.domain.external_runtime import ExternalRuntimesPort
 from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 
@@ -58,3 +59,5 @@ class AgentParts:
     tools: tuple[ToolPort, ...] = ()
     repl: ReplPort | None = None
     operator: OperatorBinding | None = None
+    runtimes: ExternalRuntimesPort | None = None
+    """The external runtimes (opencode, openhands) of the agents that delegate to one."""

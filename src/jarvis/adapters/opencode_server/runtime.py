@@ -1,0 +1,235 @@
+"""The ``opencode`` external runtime over ``opencode serve``'s HTTP API.
+
+One server per engine configuration, started on first use and reused by later runs (a
+second question costs 0.2-0.5 s, not a 3-5 s boot). A run opens the server's ``/event``
+stream first, then sends the prompt with ``prompt_async``, streams the text deltas of the
+session's parts and reports each finished tool part; ``session.idle`` ends it, and the
+session's messages are read back for the final answer, the tool calls and the tokens.
+Sessions continue across runs: the last one of each workspace, or the one named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+
+from jarvis.adapters.opencode_server.config import PROVIDER_ID, opencode_config
+from jarvis.adapters.opencode_server.process import ServerProcess
+from jarvis.adapters.opencode_server.wire import (
+    MAX_EVENT_LINE,
+    MAX_MESSAGES_BYTES,
+    RunState,
+    final_reply,
+)
+from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
+from jarvis.domain.external_runtime import (
+    ExternalEvent,
+    ExternalRunDone,
+    ExternalRunRequest,
+    ExternalTextDelta,
+    ExternalToolDone,
+)
+
+OPENCODE_VERSION = "1.18.33"
+INSTALL_HINT = (
+    f"Install it with scripts/test (it caches opencode-ai {OPENCODE_VERSION} under "
+    "~/.cache/jarvis/runtimes), or `npm install opencode-ai@"
+    f"{OPENCODE_VERSION}` and set JARVIS_OPENCODE_BIN to "
+    "node_modules/opencode-linux-x64/bin/opencode."
+)
+
+
+def opencode_binary(env: dict[str, str] | None = None) -> str | None:
+    """``$JARVIS_OPENCODE_BIN``, else the pinned copy in the runtimes cache, else PATH."""
+    env = dict(os.environ) if env is None else env
+    if explicit := env.get("JARVIS_OPENCODE_BIN"):
+        return explicit if os.access(explicit, os.X_OK) else None
+    cache = Path(env.get("JARVIS_RUNTIMES") or Path.home() / ".cache" / "jarvis" / "runtimes")
+    pinned = cache / f"opencode-{OPENCODE_VERSION}/node_modules/opencode-linux-x64/bin/opencode"
+    if os.access(pinned, os.X_OK):
+        return str(pinned)
+    return shutil.which("opencode")
+
+
+class OpenCodeRuntime:
+    """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions."""
+
+    def __init__(self, *, data_dir: Path, binary: str | None = None) -> None:
+        self.data_dir = data_dir
+        self._binary = binary
+        self._server: ServerProcess | None = None
+        self._key: tuple[str, str, str] = ("", "", "")
+        self._lock = asyncio.Lock()
+        self._last_session: dict[str, str] = {}
+
+    @property
+    def runtime_id(self) -> str:
+        return "opencode"
+
+    @property
+    def server(self) -> ServerProcess | None:
+        """The running server, if any (tests and benchmarks count its processes)."""
+        return self._server
+
+    async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
+        key = (request.base_url, request.model, request.api_key)
+        async with self._lock:
+            server = self._server
+            if server is not None and server.alive and self._key == key:
+                return server
+            if server is not None:
+                await server.stop()
+                self._server = None
+            binary = self._binary or opencode_binary()
+            if binary is None or not os.access(binary, os.X_OK):
+                raise ExternalRuntimeError(
+                    "The opencode binary is not installed.", runtime="opencode", hint=INSTALL_HINT
+                )
+            config = opencode_config(
+                base_url=request.base_url, model=request.model, api_key=request.api_key
+            )
+            server = ServerProcess(binary, self.data_dir, config)
+            await server.start(request.workspace)
+            self._server, self._key = server, key
+            return server
+
+    async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
+        server = await self._ensure_server(request)
+        endpoint = server.endpoint
+        timeout = httpx.Timeout(30.0, read=None)
+        async with httpx.AsyncClient(
+            base_url=endpoint.url, auth=endpoint.auth, timeout=timeout
+        ) as client:
+            try:
+                session = await self._session(client, request)
+            except httpx.HTTPError as exc:
+                raise ExternalRuntimeError(
+                    f"opencode did not answer ({type(exc).__name__}).",
+                    runtime="opencode",
+                    hint=server.output_hint(),
+                ) from None
+            state = RunState(session_id=session)
+            try:
+                async with asyncio.timeout(request.timeout):
+                    async for event in self._events(client, server, request, state):
+                        yield event
+                    done = await self._final(client, state)
+            except httpx.HTTPError as exc:
+                raise ExternalRuntimeError(
+                    f"opencode stopped before the run finished ({type(exc).__name__}).",
+                    runtime="opencode",
+                    hint=server.output_hint(),
+                ) from None
+            except TimeoutError:
+                with contextlib.suppress(httpx.HTTPError):
+                    await client.post(f"/session/{session}/abort", timeout=5.0)
+                raise ExternalRuntimeError(
+                    f"opencode did not finish within {request.timeout:g} s; the run was aborted.",
+                    runtime="opencode",
+                    hint="Raise the limit with -O timeout=SECONDS.",
+                ) from None
+            self._last_session[request.workspace] = session
+            yield done
+
+    async def _session(self, client: httpx.AsyncClient, request: ExternalRunRequest) -> str:
+        directory = {"directory": request.workspace}
+        if request.session_id:
+            reply = await client.get(f"/session/{request.session_id}", params=directory)
+            if reply.status_code != 200:
+                raise ConfigurationError(
+                    f"opencode has no session '{request.session_id}'.",
+                    hint="Drop -O session to continue the last one, or -O new_session=true.",
+                )
+            return request.session_id
+        last = self._last_session.get(request.workspace)
+        if last and not request.new_session:
+            return last
+        title = " ".join(request.prompt.split())[:60] or "jarvis"
+        reply = await client.post("/session", params=directory, json={"title": title})
+        self._check(reply, "create a session")
+        session = reply.json().get("id")
+        if not isinstance(session, str) or not session:
+            raise ExternalRuntimeError(
+                "opencode created a session without an id.", runtime="opencode"
+            )
+        return session
+
+    def _check(self, reply: httpx.Response, what: str) -> None:
+        if reply.status_code >= 400:
+            raise ExternalRuntimeError(
+                f"opencode could not {what} (HTTP {reply.status_code}): {reply.text[:300]}",
+                runtime="opencode",
+            )
+
+    async def _events(
+        self,
+        client: httpx.AsyncClient,
+        server: ServerProcess,
+        request: ExternalRunRequest,
+        state: RunState,
+    ) -> AsyncIterator[ExternalTextDelta | ExternalToolDone]:
+        directory = {"directory": request.workspace}
+        body: dict[str, object] = {
+            "parts": [{"type": "text", "text": request.prompt}],
+            "model": {"providerID": PROVIDER_ID, "modelID": request.model},
+            "agent": request.mode,
+        }
+        if request.system_prompt:
+            body["system"] = request.system_prompt
+        async with client.stream("GET", "/event", params=directory) as stream:
+            self._check(stream, "open its event stream")
+            sent = False
+            async for line in stream.aiter_lines():
+                if not sent:  # the stream is open: nothing of the run can be missed now
+                    reply = await client.post(
+                        f"/session/{state.session_id}/prompt_async", params=directory, json=body
+                    )
+                    self._check(reply, "accept the prompt")
+                    sent = True
+                if not line.startswith("data:") or len(line) > MAX_EVENT_LINE:
+                    continue
+                with contextlib.suppress(ValueError):
+                    event = json.loads(line[5:])
+                    for item in state.feed(event):
+                        yield item
+                    if state.idle:
+                        return
+                    if state.permission is not None:  # config allows or denies; never wait
+                        await client.post(
+                            f"/permission/{state.permission}/reply", json={"reply": "reject"}
+                        )
+                        state.permission = None
+        raise ExternalRuntimeError(
+            "opencode stopped before the run finished.",
+            runtime="opencode",
+            hint=server.output_hint(),
+        )
+
+    async def _final(self, client: httpx.AsyncClient, state: RunState) -> ExternalRunDone:
+        reply = await client.get(f"/session/{state.session_id}/message")
+        self._check(reply, "list the session's messages")
+        if len(reply.content) > MAX_MESSAGES_BYTES:
+            raise ExternalRuntimeError(
+                "opencode's session is too large to read.", runtime="opencode"
+            )
+        return final_reply(reply.json(), state)
+
+    def close_now(self) -> None:
+        """Stops the server at once, from synchronous code (the container's shutdown)."""
+        if self._server is not None:
+            self._server.stop_now()
+            self._server = None
+        self._last_session.clear()
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            if self._server is not None:
+                await self._server.stop()
+                self._server = None

@@ -1,0 +1,94 @@
+"""External agent runtimes (opencode, openhands): the port the delegating agents use.
+
+jarvis does not run these agents' loops itself: a runtime of their own (the ``opencode
+serve`` process, the openhands SDK in its own Python) plans, calls its tools in the
+workspace and talks to the user's engine through the engine's OpenAI-compatible API. The
+agent only says what to do and where; the adapter reports what happens as
+:data:`ExternalEvent` values, the last one always :class:`ExternalRunDone`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, TypeAlias
+
+from jarvis.domain.completion import Usage
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.tools import ToolResult
+
+RuntimeMode = Literal["build", "plan"]
+"""``build`` may edit files and run commands in the workspace; ``plan`` only reads."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalRunRequest:
+    """One task for an external runtime.
+
+    ``base_url`` is the engine's OpenAI-compatible base URL (``.../v1``) and ``model`` the
+    engine's model name; ``session_id`` continues that session of the runtime (``""``: the
+    runtime's last session in this workspace, or a new one when ``new_session``).
+    """
+
+    prompt: str
+    workspace: str
+    model: str
+    base_url: str
+    api_key: str = ""
+    mode: RuntimeMode = "build"
+    session_id: str = ""
+    new_session: bool = False
+    system_prompt: str = ""
+    timeout: float = 600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalTextDelta:
+    """A piece of the runtime's answer, as its model streamed it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalToolDone:
+    """The runtime finished one of its own tool calls (it already ran it)."""
+
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalRunDone:
+    """The run is over: the final answer, every tool call, the session to continue."""
+
+    content: str
+    session_id: str
+    tool_results: tuple[ToolResult, ...] = ()
+    turns: int = 1
+    usage: Usage = field(default_factory=Usage)
+    metadata: JSONObject = field(default_factory=dict)
+
+
+ExternalEvent: TypeAlias = ExternalTextDelta | ExternalToolDone | ExternalRunDone
+
+
+class ExternalRuntimePort(Protocol):
+    """One external runtime. ``run`` yields events and ends with :class:`ExternalRunDone`;
+    a runtime that is missing, fails to start, crashes or times out raises
+    :class:`~jarvis.domain.errors.ExternalRuntimeError`. ``aclose`` stops every process
+    the runtime started and removes its temporary files."""
+
+    @property
+    def runtime_id(self) -> str: ...
+
+    def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ExternalRuntimesPort(Protocol):
+    """The runtimes of one application, each started on first use and kept for later runs
+    (a second question to ``opencode`` reuses its server)."""
+
+    def get(self, runtime_id: str) -> ExternalRuntimePort:
+        """The runtime named ``runtime_id``; an unknown name is an ``ExternalRuntimeError``."""
+        ...

@@ -1,0 +1,44 @@
+"""The pinned opencode binary for the tests: skip when it is not installed, unless CI=true
+(then a missing runtime fails loudly: scripts/lib/install.sh installs it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jarvis.adapters.opencode_server import opencode_binary
+
+
+def require_opencode() -> str:
+    binary = opencode_binary()
+    if binary is not None:
+        return binary
+    reason = "opencode is not installed (scripts/lib/install.sh ensure_agent_runtimes)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; CI must install it")
+    pytest.skip(reason)
+
+
+def opencode_processes() -> list[int]:
+    """Every live process running an opencode binary (the tests count them)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0].endswith(b"/opencode"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def private_dirs(tmp: str | None = None) -> list[str]:
+    """The server's private temp dirs left in the temp dir."""
+    import tempfile
+
+    base = Path(tmp or tempfile.gettempdir())
+    return sorted(p.name for p in base.glob("jarvis-opencode-*"))
