@@ -163,12 +163,6 @@ def _opencode() -> type[BaseAgent]:
     return OpenCodeAgent
 
 
-def _openhands() -> type[BaseAgent]:
-    from jarvis.domain.agents.external import OpenHandsAgent
-
-    return OpenHandsAgent
-
-
 def _operative() -> type[BaseAgent]:
     from jarvis.domain.agents.operative import OperativeAgent
 
@@ -193,5 +187,4 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy("operative", _operative)
     registry.register_lazy("monitor_operative", _monitor_operative)
     registry.register_lazy("opencode", _opencode)
-    registry.register_lazy("openhands", _openhands)
     return registry
