@@ -183,29 +183,41 @@ class OpenCodeRuntime:
         }
         if request.system_prompt:
             body["system"] = request.system_prompt
-        async with client.stream("GET", "/event", params=directory) as stream:
-            self._check(stream, "open its event stream")
-            sent = False
-            async for line in stream.aiter_lines():
-                if not sent:  # the stream is open: nothing of the run can be missed now
-                    reply = await client.post(
-                        f"/session/{state.session_id}/prompt_async", params=directory, json=body
-                    )
-                    self._check(reply, "accept the prompt")
-                    sent = True
-                if not line.startswith("data:") or len(line) > MAX_EVENT_LINE:
-                    continue
-                with contextlib.suppress(ValueError):
-                    event = json.loads(line[5:])
-                    for item in state.feed(event):
-                        yield item
-                    if state.idle:
-                        return
-                    if state.permission is not None:  # config allows or denies; never wait
-                        await client.post(
-                            f"/permission/{state.permission}/reply", json={"reply": "reject"}
+        prompt: asyncio.Task[httpx.Response] | None = None
+        try:
+            async with client.stream("GET", "/event", params=directory) as stream:
+                self._check(stream, "open its event stream")
+                async for line in stream.aiter_lines():
+                    if prompt is None:  # the stream is open: nothing of the run can be missed
+                        # the blocking endpoint, not prompt_async: the latter costs opencode
+                        # ~350 ms more per prompt; its reply is read back with the rest
+                        prompt = asyncio.create_task(
+                            client.post(
+                                f"/session/{state.session_id}/message",
+                                params=directory,
+                                json=body,
+                                timeout=httpx.Timeout(30.0, read=None),
+                            )
                         )
-                        state.permission = None
+                    if not line.startswith("data:") or len(line) > MAX_EVENT_LINE:
+                        continue
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(line[5:])
+                        for item in state.feed(event):
+                            yield item
+                        if state.idle:
+                            self._check(await prompt, "run the prompt")
+                            return
+                        if state.permission is not None:  # config allows or denies; never wait
+                            await client.post(
+                                f"/permission/{state.permission}/reply", json={"reply": "reject"}
+                            )
+                            state.permission = None
+        finally:
+            if prompt is not None and not prompt.done():
+                prompt.cancel()
+                with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                    await prompt
         raise ExternalRuntimeError(
             "opencode stopped before the run finished.",
             runtime="opencode",
