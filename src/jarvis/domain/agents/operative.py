@@ -98,10 +98,13 @@ class OperativeOptions(TypedDict, total=False):
 
 
 class OperatorLoop(ToolUsingAgent):
-    """The tool loop of one tick: native function calling, with the tick's tools."""
+    """The tool loop of one tick: native function calling, with the tick's tools. A tick
+    runs unattended, so a conversation that outgrows the engine's context window is refitted
+    (oldest steps first, to half its size, three times at most) instead of failing the tick."""
 
     agent_id: ClassVar[str] = "operative"
     default_budget: ClassVar[RunBudget] = RunBudget(max_turns=20)
+    default_context_window: ClassVar[ContextWindow] = ContextWindow(overflow_retries=3)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,97 @@
+"""``operative`` and ``monitor_operative`` ticks against the real llama.cpp server.
+
+SmolLM2-135M is tiny: what it says is not the point. The server here gets a context of 8192
+tokens (a tool call and its result in llama.cpp's function-calling template take much of
+the shared server's 2048). The protocol is: every tick ends with
+exit code 0, its prompt and answer are in the operator's session, the next tick (another
+process) is shown the previous state, and the monitor's phases and strategies all run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.llama_server import LlamaServer, missing_requirement, running_llama_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[LlamaServer]:
+    reason = missing_requirement()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_llama_server(n_ctx=8192) as server:
+        yield server
+
+
+def jarvis(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+        check=False,
+    )
+
+
+def configure(home: Path, server: LlamaServer) -> None:
+    (home / "config.toml").write_text(
+        f'[engine]\nname = "openai"\nmodel = "{server.model}"\ntimeout = 300\n'
+        f'[engine.openai]\nbase_url = "{server.base_url}"\n'
+        "\n[agent]\nmax_tokens = 64\ntemperature = 0\n"
+    )
+
+
+def test_operative_ticks_keep_state_across_processes(
+    jarvis_home: Path, llama_server: LlamaServer
+) -> None:
+    configure(jarvis_home, llama_server)
+    added = jarvis(
+        "operators", "add", "notes", "--tools", "think", "--prompt", "Write one sentence about tea."
+    )
+    assert added.returncode == 0, added.stderr
+    first = jarvis("operators", "tick", "notes", "--json")
+    assert first.returncode == 0, first.stderr
+    one = json.loads(first.stdout)
+    assert one["metadata"]["state_recalled"] is False
+    second = jarvis("operators", "tick", "notes", "--json")
+    assert second.returncode == 0, second.stderr
+    two = json.loads(second.stdout)
+    assert two["metadata"]["history_messages"] == 2
+    saved = one["metadata"]["state_saved"]
+    assert two["metadata"]["state_recalled"] is (saved != "kept")
+    history = json.loads(jarvis("operators", "history", "notes", "--json").stdout)
+    assert [r["role"] for r in history] == ["user", "assistant", "user", "assistant"]
+    assert history[1]["content"] == one["content"]
+
+
+def test_monitor_operative_tick_runs_every_phase(
+    jarvis_home: Path, llama_server: LlamaServer
+) -> None:
+    configure(jarvis_home, llama_server)
+    added = jarvis(
+        "operators", "add", "watch", "-a", "monitor_operative", "--tools", "think",
+        "-O", "retrieval_strategy=keyword", "-O", "max_turns=2",
+        "--prompt", "Name one colour of tea.",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    for _ in range(2):  # the second tick has a note to recall
+        ticked = jarvis("operators", "tick", "watch", "--json")
+        assert ticked.returncode == 0, ticked.stderr
+    data = json.loads(ticked.stdout)
+    metadata = data["metadata"]
+    assert metadata["phases"] == ["plan", "act", "verify"]
+    assert metadata["strategy"]["memory_extraction"] == "causality_graph"
+    assert metadata["retrieval"] == "keyword"
+    assert data["turns"] >= 3  # plan, at least one act turn, verify
+    assert data["stop_reason"] in {"final_answer", "max_turns", "parse_error"}
