@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from jarvis.application.registry import AgentRegistry
 from jarvis.domain.agent_contract import AgentContext, AgentResult
@@ -14,12 +14,15 @@ from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
-from jarvis.domain.external_runtime import ExternalRuntimesPort
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
+
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
+    # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.operators import OperatorBinding
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

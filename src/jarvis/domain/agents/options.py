@@ -11,13 +11,17 @@ the command line and the SDK alike, and an agent's options are the ones its code
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
 from jarvis.domain.events import EventBus
-from jarvis.domain.external_runtime import ExternalRuntimesPort
-from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
+
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
+    # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.operators import OperatorBinding
+
 
 Choice = TypeVar("Choice", bound=str)
 
