@@ -267,6 +267,7 @@ async def test_the_persona_follows_the_operatives_own_prompt_and_precedes_its_st
     await builtin_agents().create(agent, parts, options).arun(PROMPT)
     system = engine.requests[0].messages[0].content
     own, _, rest = system.partition(persona)
-    assert own.startswith("You are a") and "operator" in own
+    assert own.startswith("You are a")
+    assert "operator" in own
     assert rest.lstrip().startswith("## Tick")
     assert "## Previous State" in rest
