@@ -3,8 +3,8 @@
     python -m bench.bench_sessions [--quick]   # just these rows
     python -m bench.run                        # with every other benchmark
 
-* append one message (``SqliteSessionStore.append``, WAL, ``synchronous=FULL``: one
-  fsync per append; and with ``durable=False``) against the same ``INSERT`` done with
+* append one message (``SqliteSessionStore.append``, WAL: the default ``synchronous=NORMAL``,
+  and ``durable=True``, one fsync per append) against the same ``INSERT`` done with
   ``sqlite3`` directly, alternating, as fsync latency depends on the disk's load;
 * the last 50 messages of a 10,000-message session, decoded to messages, against the bare
   ``SELECT`` of their rows;
@@ -90,21 +90,21 @@ async def _append_rows(folder: Path, runs: int, *, durable: bool) -> Row:
     p90 = statistics.quantiles(ours, n=10)[-1] * 1000
     if durable:
         return Row(
-            name="append one message, SQLite session store (default: fsync per append)",
+            name="append one message, SQLite session store (durable = true: fsync per append)",
             value=p50,
             unit="ms",
             baseline=statistics.median(baseline) * 1000,
             baseline_name="bare sqlite3 INSERT, synchronous=FULL",
-            goal="<= 1 ms p50",
-            ok=p50 <= 1.0,
             note=f"p90 {p90:.2f} ms; bound by the disk's fsync, as the baseline is",
         )
     return Row(
-        name="append one message, SQLite session store (durable = false)",
+        name="append one message, SQLite session store (the default: WAL, synchronous=NORMAL)",
         value=p50,
         unit="ms",
         baseline=statistics.median(baseline) * 1000,
         baseline_name="bare sqlite3 INSERT, synchronous=NORMAL",
+        goal="<= 1 ms p50",
+        ok=p50 <= 1.0,
         note=f"p90 {p90:.2f} ms; no fsync per append",
     )
 
