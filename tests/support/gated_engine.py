@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback_engine import LoopbackEngine
 
 ANSWER = "The capital of France is Paris."
 MODEL = "gated-model"
@@ -20,19 +21,12 @@ GATE_TIMEOUT = 120.0
 """A backstop only: a test that never releases the gate ends its stream after this."""
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that went away mid-stream is what these tests do; no traceback."""
-
-
-class GatedEngine:
+class GatedEngine(LoopbackEngine):
     """``with GatedEngine() as engine:`` serves on a free port until the block ends."""
 
     def __init__(self, *, answer: str = ANSWER) -> None:
+        super().__init__()
         self.answer = answer
-        self.gate = threading.Event()
         self.first_word_sent = threading.Event()
         self.requests = 0
         engine = self
@@ -88,10 +82,7 @@ class GatedEngine:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="gated-engine", daemon=True
-        )
+        self._serve(Handler, "gated-engine")
 
     def completion(self) -> dict[str, object]:
         return {
@@ -107,27 +98,3 @@ class GatedEngine:
             ],
             "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
         }
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def release(self) -> None:
-        """Let every held-back answer finish."""
-        self.gate.set()
-
-    def __enter__(self) -> GatedEngine:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(10)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback_engine import LoopbackEngine
 
 MODEL = "scripted-model"
 HOLD_TIMEOUT = 120.0
@@ -38,21 +39,14 @@ def tool_call(call_id: str, name: str, arguments: dict[str, object]) -> dict[str
     }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that went away mid-stream is what some tests do; no traceback."""
-
-
-class ScriptedEngine:
+class ScriptedEngine(LoopbackEngine):
     """``with ScriptedEngine([Reply("Paris."), ...]) as engine:`` serves until the block ends."""
 
     def __init__(self, replies: list[Reply] | None = None) -> None:
+        super().__init__()
         self.script = list(replies or [Reply("The capital of France is Paris.")])
         self.requests: list[dict[str, object]] = []
         self.first_word_sent = threading.Event()
-        self.gate = threading.Event()
         self._lock = threading.Lock()
         self._cursor = 0
         engine = self
@@ -124,10 +118,7 @@ class ScriptedEngine:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="scripted-engine", daemon=True
-        )
+        self._serve(Handler, "scripted-engine")
 
     def _next(self, body: dict[str, object]) -> Reply:
         with self._lock:
@@ -166,27 +157,3 @@ class ScriptedEngine:
             messages = self.requests[index]["messages"]
         assert isinstance(messages, list)
         return messages
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def release(self) -> None:
-        """Let a held reply finish."""
-        self.gate.set()
-
-    def __enter__(self) -> ScriptedEngine:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(10)
