@@ -53,21 +53,10 @@ def mount_request(item: MountRequest | str) -> MountRequest:
 
 
 def inner_prompts(agent: BaseAgent) -> tuple[str | None, str, JSONObject]:
-    """The wrapped agent's system prompt override, persona sections and engine options,
-    read from its settings (``prompts``/``sampling`` value objects, or the older
-    attributes of the same names)."""
-    prompts = getattr(agent, "prompts", agent)
-    sampling = getattr(agent, "sampling", None)
-    system = getattr(prompts, "system_prompt", None)
-    persona = getattr(prompts, "persona_prompt", "")
-    options = getattr(sampling, "engine_options", None)
-    if options is None:
-        options = getattr(agent, "options", None)
-    return (
-        system if isinstance(system, str) else None,
-        persona if isinstance(persona, str) else "",
-        dict(options) if isinstance(options, dict) else {},
-    )
+    """The wrapped agent's system prompt override, persona sections and engine options:
+    what the inside must rebuild, since only the agent's key and options cross the wire."""
+    prompts, sampling = agent.prompts, agent.sampling
+    return prompts.system_prompt, prompts.persona_prompt, dict(sampling.engine_options)
 
 
 class SandboxedAgent(BaseAgent):
@@ -133,13 +122,9 @@ class SandboxedAgent(BaseAgent):
     def _announce(self, what: str | AgentResult) -> None:
         """``AGENT_*`` start / end events, through the base agent's helpers."""
         if isinstance(what, str):
-            started = getattr(self, "run_started", None) or getattr(self, "turn_started", None)
-            if callable(started):
-                started(what)
-            return
-        ended = getattr(self, "run_ended", None) or getattr(self, "turn_ended", None)
-        if callable(ended):
-            ended(what)
+            self.run_started(what)
+        else:
+            self.run_ended(what)
 
     def payload(self, input: str, context: AgentContext | None) -> RunMessage:
         """The ``run`` line: the inner agent, its persona, conversation and tools."""
