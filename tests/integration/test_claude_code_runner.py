@@ -1,0 +1,433 @@
+"""``claude_code_runner/runner.mjs`` for real: the checkout's runner on the pinned Claude Agent
+SDK (its native CLI included) against a loopback Anthropic Messages API, over the runner's
+stdin/stdout protocol (claude_code_runner/README.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.anthropic_stub import MODEL, AnthropicReply, AnthropicStub, ToolUse
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "claude_code_runner"
+VERSION = json.loads((SOURCE / "package.json").read_text())["version"]
+START = "---OPENJARVIS_OUTPUT_START---"
+END = "---OPENJARVIS_OUTPUT_END---"
+RUN_TIMEOUT = 120.0
+"""A backstop only: every run here ends on its own well before this."""
+
+
+def installed_runner_dir() -> Path | None:
+    """``$JARVIS_CLAUDE_CODE_RUNNER_DIR``, else the copy scripts/lib/install.sh caches."""
+    explicit = os.environ.get("JARVIS_CLAUDE_CODE_RUNNER_DIR")
+    if explicit:
+        candidate = Path(explicit)
+    else:
+        cache = Path(os.environ.get("JARVIS_RUNTIMES") or Path.home() / ".cache/jarvis/runtimes")
+        candidate = cache / f"claude-code-runner-{VERSION}"
+    sdk = candidate / "node_modules/@anthropic-ai/claude-agent-sdk/package.json"
+    return candidate if sdk.is_file() else None
+
+
+def require(what: str) -> None:
+    reason = f"{what} (scripts/lib/install.sh ensure_agent_runtimes installs it)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; CI must install it")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    binary = shutil.which("node")
+    if binary is None:
+        require("node is not on PATH")
+    assert binary is not None
+    return binary
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Path:
+    """The checkout's runner.mjs next to the installed dependencies: what is tested is the
+    script in this tree, not whichever copy the cache holds."""
+    installed = installed_runner_dir()
+    if installed is None:
+        require(f"claude_code_runner {VERSION} is not installed")
+    assert installed is not None
+    home = tmp_path / "runner"
+    home.mkdir()
+    shutil.copy(SOURCE / "runner.mjs", home / "runner.mjs")
+    shutil.copy(SOURCE / "package.json", home / "package.json")
+    (home / "node_modules").symlink_to(installed / "node_modules")
+    return home / "runner.mjs"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path) -> Path:
+    return tmp_path / "claude-config"
+
+
+@dataclass
+class Run:
+    code: int
+    events: list[dict[str, object]]
+    final: dict[str, object]
+    stderr: str
+    seconds: float
+
+
+def parse(stdout: str) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """The protocol, strictly: JSON event lines, then START, one JSON line, END, nothing else."""
+    lines = stdout.splitlines()
+    assert lines.count(START) == 1, stdout
+    at = lines.index(START)
+    assert lines[at + 2 :] == [END], stdout
+    events = [json.loads(line) for line in lines[:at]]
+    final = json.loads(lines[at + 1])
+    assert isinstance(final, dict)
+    return events, final
+
+
+def request(
+    stub: AnthropicStub, workspace: Path, config_dir: Path, **fields: object
+) -> dict[str, object]:
+    body: dict[str, object] = {
+        "prompt": "What is the capital of France?",
+        "api_key": "stub-key",
+        "base_url": stub.base_url,
+        "workspace": str(workspace),
+        "allowed_tools": [],
+        "system_prompt": "",
+        "session_id": "",
+        "model": MODEL,
+        "max_turns": 5,
+        "permission_mode": "default",
+        "config_dir": str(config_dir),
+    }
+    body.update(fields)
+    return body
+
+
+def run(node: str, runner: Path, stdin: str) -> Run:
+    started = time.monotonic()
+    done = subprocess.run(
+        [node, str(runner)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    events, final = parse(done.stdout)
+    return Run(done.returncode, events, final, done.stderr, time.monotonic() - started)
+
+
+def run_request(node: str, runner: Path, body: dict[str, object]) -> Run:
+    return run(node, runner, json.dumps(body))
+
+
+@pytest.fixture
+def stub() -> Iterator[AnthropicStub]:
+    with AnthropicStub([AnthropicReply("The capital of France is Paris.")]) as server:
+        yield server
+
+
+def test_a_text_answer_streams_deltas_and_ends_with_the_final_block(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    done = run_request(
+        node, runner, request(stub, workspace, config_dir, system_prompt="You are Jarvis.")
+    )
+
+    assert done.code == 0, done.stderr
+    session = done.events[0]
+    assert session["type"] == "session"
+    assert isinstance(session["session_id"], str)
+    assert session["session_id"]
+    deltas = [e["text"] for e in done.events if e["type"] == "text_delta"]
+    assert len(deltas) == 6
+    assert "".join(map(str, deltas)) == "The capital of France is Paris."
+    assert {e["type"] for e in done.events} == {"session", "text_delta"}
+    assert done.final == {
+        "content": "The capital of France is Paris.",
+        "session_id": session["session_id"],
+        "num_turns": 1,
+        "usage": {"input_tokens": 17, "output_tokens": 5},
+        "tool_results": [],
+        "is_error": False,
+        "subtype": "success",
+        "error": "",
+    }
+    # one model call, with the persona in the system prompt and the prompt as the user's turn
+    assert len(stub.requests) == 1
+    sent = stub.requests[0]
+    assert sent["model"] == MODEL
+    assert sent["stream"] is True
+    assert "You are Jarvis." in json.dumps(sent["system"])
+    assert "What is the capital of France?" in json.dumps(sent["messages"])
+    assert stub.headers[0].get("x-api-key") == "stub-key"
+    # all state in the private config dir: the session transcript lives there
+    assert list(config_dir.glob(f"projects/*/{session['session_id']}.jsonl"))
+
+
+def test_a_tool_round_writes_the_file_and_sends_the_result_back(
+    node: str, runner: Path, workspace: Path, config_dir: Path
+) -> None:
+    target = workspace / "hello.txt"
+    write = ToolUse("toolu_stub_1", "Write", {"file_path": str(target), "content": "hi\n"})
+    script = [AnthropicReply("Writing it.", tool_uses=[write]), AnthropicReply("Done.")]
+    with AnthropicStub(script) as stub:
+        body = request(
+            stub, workspace, config_dir, allowed_tools=["Write"], permission_mode="acceptEdits"
+        )
+        done = run_request(node, runner, body)
+
+    assert done.code == 0, done.stderr
+    assert target.read_text() == "hi\n"
+    assert len(stub.requests) == 2
+    # the tool set is restricted to what was allowed (a deferred placeholder is never callable)
+    tools = stub.requests[0]["tools"]
+    assert isinstance(tools, list)
+    assert [t["name"] for t in tools if not t.get("defer_loading")] == ["Write"]
+    messages = stub.requests[1]["messages"]
+    assert isinstance(messages, list)
+    results = [
+        block
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert [r["tool_use_id"] for r in results] == ["toolu_stub_1"]
+    assert not results[0].get("is_error")
+    uses = [e for e in done.events if e["type"] == "tool_use"]
+    assert uses == [
+        {"type": "tool_use", "id": "toolu_stub_1", "name": "Write", "input": write.input}
+    ]
+    tool_events = [e for e in done.events if e["type"] == "tool_result"]
+    assert len(tool_events) == 1
+    assert tool_events[0]["is_error"] is False
+    assert done.final["content"] == "Done."
+    assert done.final["num_turns"] == 2
+    assert done.final["usage"] == {"input_tokens": 34, "output_tokens": 10}
+    listed = done.final["tool_results"]
+    assert isinstance(listed, list)
+    assert len(listed) == 1
+    assert listed[0]["tool_name"] == "Write"
+    assert listed[0]["tool_use_id"] == "toolu_stub_1"
+    assert listed[0]["input"] == write.input
+    assert listed[0]["is_error"] is False
+    assert listed[0]["content"] == tool_events[0]["content"]
+    assert "hello.txt" in listed[0]["content"]
+
+
+def test_a_session_id_resumes_the_conversation(
+    node: str, runner: Path, workspace: Path, config_dir: Path
+) -> None:
+    script = [AnthropicReply("Your name is Ada."), AnthropicReply("You told me: Ada.")]
+    with AnthropicStub(script) as stub:
+        first = run_request(
+            node, runner, request(stub, workspace, config_dir, prompt="My name is Ada.")
+        )
+        session_id = first.final["session_id"]
+        second = run_request(
+            node,
+            runner,
+            request(stub, workspace, config_dir, prompt="What is my name?", session_id=session_id),
+        )
+
+    assert first.code == 0, first.stderr
+    assert second.code == 0, second.stderr
+    assert second.final["session_id"] == session_id
+    assert second.final["content"] == "You told me: Ada."
+    resumed = json.dumps(stub.requests[1]["messages"])
+    for earlier in ("My name is Ada.", "Your name is Ada.", "What is my name?"):
+        assert earlier in resumed
+    assert "Your name is Ada." not in json.dumps(stub.requests[0]["messages"])
+
+
+@pytest.mark.parametrize(
+    ("stdin", "complaint"),
+    [
+        ("", "no request"),
+        ("{not json", "not JSON"),
+        ("[1, 2]", "JSON object"),
+        ("missing:prompt", 'missing field "prompt"'),
+        ("missing:config_dir", 'missing field "config_dir"'),
+        ("bad:max_turns", '"max_turns"'),
+        ("bad:permission_mode", '"permission_mode"'),
+        ("bad:workspace", '"workspace"'),
+        ("bad:allowed_tools", '"allowed_tools"'),
+    ],
+)
+def test_bad_input_is_an_error_block_and_exit_code_2(
+    node: str,
+    runner: Path,
+    stub: AnthropicStub,
+    workspace: Path,
+    config_dir: Path,
+    stdin: str,
+    complaint: str,
+) -> None:
+    if ":" in stdin and not stdin.startswith("{"):
+        kind, field = stdin.split(":")
+        body = request(stub, workspace, config_dir)
+        if kind == "missing":
+            del body[field]
+        else:
+            body[field] = {
+                "max_turns": 0,
+                "permission_mode": "yolo",
+                "workspace": "relative/dir",
+            }.get(field, "Write")
+        stdin = json.dumps(body)
+
+    done = run(node, runner, stdin)
+
+    assert done.code == 2
+    assert done.events == []
+    assert done.final["is_error"] is True
+    assert done.final["subtype"] == "error_input"
+    assert complaint in str(done.final["error"])
+    assert stub.requests == []
+
+
+def test_unknown_keys_are_ignored(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    body = request(stub, workspace, config_dir) | {"future_option": {"x": 1}}
+
+    done = run_request(node, runner, body)
+
+    assert done.code == 0, done.stderr
+    assert done.final["content"] == "The capital of France is Paris."
+
+
+@pytest.mark.parametrize(
+    "failure", [AnthropicReply(status=500), AnthropicReply(drop=True)], ids=["500", "dropped"]
+)
+def test_a_failing_engine_is_an_error_result_in_bounded_time(
+    node: str,
+    runner: Path,
+    workspace: Path,
+    config_dir: Path,
+    failure: AnthropicReply,
+) -> None:
+    with AnthropicStub([failure]) as stub:
+        done = run_request(node, runner, request(stub, workspace, config_dir))
+
+    assert done.code == 1, done.stderr
+    assert done.final["is_error"] is True
+    assert done.final["error"]
+    # CLAUDE_CODE_MAX_RETRIES=1: one retry, not the default ten over three minutes
+    assert 1 <= len(stub.requests) <= 4
+    assert done.seconds < 60
+
+
+def processes_in_group(group: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # fields after the command: state, ppid, pgrp; a zombie is already gone for good
+        if fields[0] != "Z" and int(fields[2]) == group:
+            found.append(int(entry.name))
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_mid_run_aborts_and_leaves_no_process(
+    node: str, runner: Path, workspace: Path, config_dir: Path, sig: signal.Signals
+) -> None:
+    held = AnthropicReply("A long answer that never ends.", hold=True)
+    with AnthropicStub([held]) as stub, (workspace.parent / "request.json").open("w+") as body:
+        json.dump(request(stub, workspace, config_dir), body)
+        body.seek(0)
+        proc = subprocess.Popen(
+            [node, str(runner)],
+            stdin=body,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert stub.first_chunk_sent.wait(RUN_TIMEOUT), "the CLI never asked the model"
+            cli = children_of(proc.pid)
+            assert cli, "the runner has no CLI child mid-run"
+            started = time.monotonic()
+            proc.send_signal(sig)
+            stdout, stderr = proc.communicate(timeout=30)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    assert proc.returncode == 1, stderr
+    assert took < 10
+    events, final = parse(stdout)
+    assert final["is_error"] is True
+    assert final["subtype"] == "error_runtime"
+    assert sig.name in str(final["error"])
+    assert [e["type"] for e in events][:1] == ["session"]
+    # neither the CLI child nor anything else of the runner's process group is left
+    deadline = time.monotonic() + 5
+    while (processes_in_group(proc.pid) or any(map(alive, cli))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_in_group(proc.pid) == []
+    assert [pid for pid in cli if alive(pid)] == []
+
+
+def test_stdin_closed_early_is_bad_input(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    whole = json.dumps(request(stub, workspace, config_dir))
+
+    done = run(node, runner, whole[: len(whole) // 2])
+
+    assert done.code == 2
+    assert done.final["subtype"] == "error_input"
+    assert stub.requests == []
