@@ -136,6 +136,7 @@ ensure_podman() {  # the container runtime the sandbox tests drive through its D
 RUNTIMES="${JARVIS_RUNTIMES:-$HOME/.cache/jarvis/runtimes}"
 OPENCODE_VERSION="1.18.33"
 OPENHANDS_VERSION="1.58.2"
+CLAUDE_CODE_RUNNER_VERSION="0.1.0"  # claude_code_runner/package.json
 
 ensure_agent_runtimes() {  # the external agents' runtimes, pinned, cached, reused by later runs
     local private
@@ -152,6 +153,23 @@ ensure_agent_runtimes() {  # the external agents' runtimes, pinned, cached, reus
         (cd "$opencode" && "${npm_env[@]}" npm install --no-save --loglevel=error \
             "opencode-ai@$OPENCODE_VERSION" >&2) || say "installing opencode failed: its tests fail in CI"
     fi
+    # the claude_code runner with its pinned SDK (the CLI is a native binary in an optional
+    # dependency: never --omit=optional); npm ci again only when the lock file changed
+    local runner="$RUNTIMES/claude-code-runner-$CLAUDE_CODE_RUNNER_VERSION"
+    local runner_src="$JARVIS_ROOT/claude_code_runner"
+    local runner_stamp
+    runner_stamp="$(cksum < "$runner_src/package-lock.json")"
+    if { [ ! -f "$runner/.installed" ] || [ "$(cat "$runner/.installed")" != "$runner_stamp" ]; } &&
+        command -v npm >/dev/null 2>&1; then
+        say "Installing claude_code_runner $CLAUDE_CODE_RUNNER_VERSION into $runner (about 450 MB)"
+        mkdir -p "$runner" && rm -f "$runner/.installed" &&
+            cp "$runner_src/package.json" "$runner_src/package-lock.json" "$runner/" &&
+            (cd "$runner" && "${npm_env[@]}" npm ci --omit=dev --prefer-offline --loglevel=error >&2) &&
+            printf '%s\n' "$runner_stamp" > "$runner/.installed" ||
+            say "installing claude_code_runner failed: its tests fail in CI"
+    fi
+    # the script itself is cheap to refresh: the cached copy never lags the checkout
+    if [ -f "$runner/.installed" ]; then cp "$runner_src/runner.mjs" "$runner_src/README.md" "$runner/"; fi
     local openhands="$RUNTIMES/openhands-$OPENHANDS_VERSION"
     local py312=""
     if command -v pyenv >/dev/null 2>&1 && pyenv prefix 3.12 >/dev/null 2>&1; then
