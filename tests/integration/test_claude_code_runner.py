@@ -431,3 +431,88 @@ def test_stdin_closed_early_is_bad_input(
     assert done.code == 2
     assert done.final["subtype"] == "error_input"
     assert stub.requests == []
+
+
+def test_an_oversized_request_is_bad_input(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    body = request(stub, workspace, config_dir, prompt="x" * (5 * 1024 * 1024))
+
+    done = run_request(node, runner, body)
+
+    assert done.code == 2
+    assert done.final["subtype"] == "error_input"
+    assert "larger than" in str(done.final["error"])
+    assert stub.requests == []
+
+
+def test_an_unknown_session_is_a_runtime_error(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    unknown = "00000000-0000-4000-8000-000000000000"
+
+    done = run_request(node, runner, request(stub, workspace, config_dir, session_id=unknown))
+
+    assert done.code == 1, done.stderr
+    assert done.final["is_error"] is True
+    assert done.final["error"]
+    assert stub.requests == []
+
+
+def test_the_turn_limit_ends_the_run_with_the_sdk_subtype(
+    node: str, runner: Path, workspace: Path, config_dir: Path
+) -> None:
+    again = ToolUse("toolu_again", "Write", {"file_path": str(workspace / "a.txt"), "content": "a"})
+    with AnthropicStub([AnthropicReply(tool_uses=[again])]) as stub:
+        body = request(
+            stub,
+            workspace,
+            config_dir,
+            allowed_tools=["Write"],
+            permission_mode="acceptEdits",
+            max_turns=1,
+        )
+        done = run_request(node, runner, body)
+
+    assert done.code == 1, done.stderr
+    assert done.final["is_error"] is True
+    assert done.final["subtype"] == "error_max_turns"
+    assert len(stub.requests) == 1
+
+
+def test_without_permission_a_write_is_refused_and_the_refusal_goes_back(
+    node: str, runner: Path, workspace: Path, config_dir: Path
+) -> None:
+    target = workspace / "refused.txt"
+    write = ToolUse("toolu_no", "Write", {"file_path": str(target), "content": "no\n"})
+    script = [AnthropicReply(tool_uses=[write]), AnthropicReply("I may not write.")]
+    with AnthropicStub(script) as stub:
+        body = request(stub, workspace, config_dir, allowed_tools=[], permission_mode="dontAsk")
+        done = run_request(node, runner, body)
+
+    assert done.code == 0, done.stderr
+    assert not target.exists()
+    listed = done.final["tool_results"]
+    assert isinstance(listed, list)
+    assert [r["tool_use_id"] for r in listed] == ["toolu_no"]
+    assert listed[0]["is_error"] is True
+    assert "toolu_no" in json.dumps(stub.requests[1]["messages"])
+
+
+def test_an_allowed_tool_runs_without_asking(
+    node: str, runner: Path, workspace: Path, config_dir: Path
+) -> None:
+    target = workspace / "allowed.txt"
+    write = ToolUse("toolu_yes", "Write", {"file_path": str(target), "content": "yes\n"})
+    script = [AnthropicReply(tool_uses=[write]), AnthropicReply("Written.")]
+    with AnthropicStub(script) as stub:
+        body = request(
+            stub, workspace, config_dir, allowed_tools=["Write"], permission_mode="dontAsk"
+        )
+        done = run_request(node, runner, body)
+
+    assert done.code == 0, done.stderr
+    assert target.read_text() == "yes\n"
+    listed = done.final["tool_results"]
+    assert isinstance(listed, list)
+    assert [r["is_error"] for r in listed] == [False]
