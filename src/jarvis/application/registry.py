@@ -163,6 +163,12 @@ def _opencode() -> type[BaseAgent]:
     return OpenCodeAgent
 
 
+def _claude_code() -> type[BaseAgent]:
+    from jarvis.domain.agents.external import ClaudeCodeAgent
+
+    return ClaudeCodeAgent
+
+
 def _operative() -> type[BaseAgent]:
     from jarvis.domain.agents.operative import OperativeAgent
 
@@ -187,4 +193,5 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy("operative", _operative)
     registry.register_lazy("monitor_operative", _monitor_operative)
     registry.register_lazy("opencode", _opencode)
+    registry.register_lazy("claude_code", _claude_code)
     return registry

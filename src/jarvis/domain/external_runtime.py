@@ -1,4 +1,4 @@
-"""External agent runtimes (opencode, openhands): the port the delegating agents use.
+"""External agent runtimes (opencode, openhands, claude_code): the port the delegating agents use.
 
 jarvis does not run these agents' loops itself: a runtime of their own (the ``opencode
 serve`` process, the openhands SDK in its own Python) plans, calls its tools in the
@@ -15,6 +15,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from jarvis.domain.completion import Usage
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.ports import InferencePort
 from jarvis.domain.tools import ToolResult
 
 RuntimeMode = Literal["build", "plan"]
@@ -28,6 +29,13 @@ class ExternalRunRequest:
     ``base_url`` is the engine's OpenAI-compatible base URL (``.../v1``) and ``model`` the
     engine's model name; ``session_id`` continues that session of the runtime (``""``: the
     runtime's last session in this workspace, or a new one when ``new_session``).
+
+    A runtime that speaks another API than the engine's (``claude_code``: Anthropic's) gets
+    the ``engine`` itself and reaches it through an endpoint jarvis serves for it; then
+    ``base_url`` is empty, or names such an endpoint (``""`` with an ``api_key``: the
+    vendor's cloud). ``allowed_tools`` (empty: the runtime's own set), ``max_turns`` (0: the
+    runtime's default) and ``permission_mode`` (``""``: the runtime's default) are the
+    runtime's own settings, ignored by runtimes without them.
     """
 
     prompt: str
@@ -40,6 +48,10 @@ class ExternalRunRequest:
     new_session: bool = False
     system_prompt: str = ""
     timeout: float = 600.0
+    allowed_tools: tuple[str, ...] = ()
+    max_turns: int = 0
+    permission_mode: str = ""
+    engine: InferencePort | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

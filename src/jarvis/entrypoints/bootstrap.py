@@ -20,6 +20,14 @@ from jarvis.entrypoints.runtime import Runtime
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.ports import InferencePort
+    from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+
+
+def _loopback_endpoint() -> LoopbackEndpoint:
+    """``claude_code``'s Anthropic-compatible endpoint (imported when that agent runs)."""
+    from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+
+    return LoopbackEndpoint()
 
 
 def bootstrap(
@@ -40,6 +48,7 @@ def bootstrap(
     """
     built: Container = container_or_new(container)
     built.config.override(config)
+    built.loopback_endpoint.override(_loopback_endpoint)
     if inference is not None:
         built.inference.override(inference)
     return Runtime(built, config, notice=notice)

@@ -58,6 +58,7 @@ from dependency_injector import containers, providers, resources  # noqa: E402
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from jarvis.adapters.claude_agent_sdk import LoopbackEndpoint
     from jarvis.application.ask import AskQuestion
     from jarvis.application.config import ReplSettings
     from jarvis.application.sandboxed_ask import SandboxedAgents
@@ -415,12 +416,22 @@ def _session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
             close()
 
 
+def _no_endpoint() -> LoopbackEndpoint | None:
+    return None
+
+
 class _ExternalRuntimes:
-    """The external agents' runtimes (``opencode``), each built on first use and kept, so a
+    """The external agents' runtimes (``opencode``, ``claude_code``: its Anthropic-compatible
+    endpoint on loopback over the engine), each built on first use and kept, so a
     second question reuses a running server; closing stops every process they started."""
 
-    def __init__(self, config: JarvisConfig) -> None:
+    def __init__(
+        self, config: JarvisConfig, endpoint: Callable[[], LoopbackEndpoint | None] = _no_endpoint
+    ) -> None:
         self._config = config
+        self._endpoint = endpoint
+        """Makes ``claude_code``'s Anthropic-compatible endpoint over the engine (bootstrap
+        provides it: it lives in ``entrypoints.http``, which imports this module)."""
         self._runtimes: dict[str, ExternalRuntimePort] = {}
 
     def get(self, runtime_id: str) -> ExternalRuntimePort:
@@ -434,6 +445,15 @@ class _ExternalRuntimes:
             from jarvis.entrypoints.settings import config_dir
 
             runtime = OpenCodeRuntime(data_dir=config_dir() / "runtimes" / "opencode")
+        elif runtime_id == "claude_code":
+            from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
+            from jarvis.entrypoints.settings import config_dir
+
+            runtime = ClaudeCodeRuntime(
+                install_root=config_dir() / "claude_code_runner",
+                state_dir=config_dir() / "runtimes" / "claude_code",
+                endpoint=self._endpoint(),
+            )
         else:
             raise ExternalRuntimeError(
                 f"No external runtime named '{runtime_id}'.", runtime=runtime_id
@@ -450,8 +470,10 @@ class _ExternalRuntimes:
         self._runtimes.clear()
 
 
-def _external_runtimes(config: JarvisConfig) -> Iterator[ExternalRuntimesPort]:
-    runtimes = _ExternalRuntimes(config)
+def _external_runtimes(
+    config: JarvisConfig, endpoint: Callable[[], LoopbackEndpoint | None]
+) -> Iterator[ExternalRuntimesPort]:
+    runtimes = _ExternalRuntimes(config, endpoint)
     try:
         yield runtimes
     finally:
@@ -593,8 +615,13 @@ class Container(containers.DeclarativeContainer):
         _sandboxed_agents, containers=container_runtime.provider, config=config
     )
 
+    loopback_endpoint: providers.Provider[Callable[[], LoopbackEndpoint | None]] = providers.Object(
+        _no_endpoint
+    )
+    """Makes jarvis's Anthropic-compatible endpoint on loopback for ``claude_code``
+    (:func:`~jarvis.entrypoints.bootstrap.bootstrap` sets it)."""
     external_runtimes: providers.Provider[ExternalRuntimesPort] = providers.Resource(
-        _external_runtimes, config
+        _external_runtimes, config, loopback_endpoint
     )
     """The ``opencode`` agent's runtime; ``shutdown_resources()`` stops its server."""
 

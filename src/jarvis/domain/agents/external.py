@@ -1,4 +1,4 @@
-"""``opencode`` and ``openhands``: hand the question to an external coding agent.
+"""``opencode``, ``openhands`` and ``claude_code``: hand the question to an external coding agent.
 
 The runtime (see :mod:`jarvis.domain.external_runtime`) runs its own loop and its own tools
 in the workspace, on the user's engine: the agent derives the engine's OpenAI-compatible
@@ -10,6 +10,10 @@ Options: ``workspace`` (default: the current directory), ``agent`` (opencode: ``
 ``plan``), ``session`` (continue that session; default: the runtime's last session in the
 workspace), ``new_session`` (start afresh), ``timeout`` (seconds), ``base_url`` (the
 engine's OpenAI-compatible URL, when it cannot be derived), ``api_key`` (for that URL).
+
+``claude_code`` speaks Anthropic's API, so it needs no OpenAI-compatible URL: it gets the
+engine itself and the runtime serves it an Anthropic-compatible endpoint on loopback (any
+engine, the embedded one too). Its own options are listed on :class:`ClaudeCodeAgent`.
 """
 
 from __future__ import annotations
@@ -193,3 +197,118 @@ class OpenHandsAgent(ExternalRuntimeAgent):
     agent_id: ClassVar[str] = "openhands"
     runtime_id: ClassVar[str] = "openhands"
     default_timeout: ClassVar[float] = 900.0
+
+
+CLAUDE_PERMISSION_MODES = ("acceptEdits", "default", "plan", "dontAsk", "bypassPermissions")
+
+
+class ClaudeCodeAgent(ExternalRuntimeAgent):
+    """The Claude Agent SDK's agent (Claude Code), on the user's engine by default.
+
+    Options besides ``workspace``, ``session``, ``new_session`` and ``timeout`` (default
+    300 s): ``tools`` (comma-separated, e.g. ``Read,Write,Edit``: the only tools it may
+    use; default: the SDK's own set), ``permission_mode`` (default ``acceptEdits``: file
+    edits in the workspace go through unattended, while shell commands and anything else
+    that needs an approval are refused, as nobody is there to approve them),
+    ``max_turns``, and ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
+    and the SDK's default model instead of the engine); ``base_url`` / ``api_key`` name
+    another Anthropic-compatible endpoint.
+    """
+
+    agent_id: ClassVar[str] = "claude_code"
+    runtime_id: ClassVar[str] = "claude_code"
+    default_timeout: ClassVar[float] = 300.0
+
+    def __init__(
+        self,
+        parts: AgentParts,
+        *,
+        runtimes: ExternalRuntimesPort | None,
+        workspace: str,
+        session_id: str = "",
+        new_session: bool = False,
+        timeout: float = 300.0,
+        base_url: str = "",
+        api_key: str = "",
+        allowed_tools: tuple[str, ...] = (),
+        permission_mode: str = "acceptEdits",
+        max_turns: int = 0,
+        cloud: bool = False,
+    ) -> None:
+        super().__init__(
+            parts,
+            runtimes=runtimes,
+            workspace=workspace,
+            mode="build",
+            session_id=session_id,
+            new_session=new_session,
+            timeout=timeout,
+            base_url=base_url,
+            api_key=api_key,
+        )
+        self.allowed_tools = allowed_tools
+        self.permission_mode = permission_mode
+        self.max_turns = max_turns
+        self.cloud = cloud
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        timeout = options.number("timeout", cls.default_timeout)
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        max_turns = options.integer("max_turns", 0)
+        if max_turns < 0:
+            raise ValueError("max_turns must not be negative")
+        tools = options.text("tools", None) or ""
+        return cls(
+            parts,
+            runtimes=parts.runtimes,
+            workspace=options.text("workspace", None) or os.getcwd(),
+            session_id=options.text("session", None) or "",
+            new_session=options.flag("new_session", False),
+            timeout=timeout,
+            base_url=options.text("base_url", None) or "",
+            api_key=options.text("api_key", None) or "",
+            allowed_tools=tuple(t.strip() for t in tools.split(",") if t.strip()),
+            permission_mode=options.choice(
+                "permission_mode",
+                CLAUDE_PERMISSION_MODES,
+                "acceptEdits",
+                what="permission mode",
+            ),
+            max_turns=max_turns,
+            cloud=options.flag("cloud", False),
+        )
+
+    def _request(self, input: str) -> ExternalRunRequest:
+        if not os.path.isdir(self.workspace):
+            raise ConfigurationError(f"The workspace '{self.workspace}' is not a directory.")
+        engine: InferencePort | None = self.inference
+        base_url, api_key, model = self.base_url, self.api_key, self.model
+        if self.cloud:
+            api_key = api_key or os.environ.get("ANTHROPIC_API_KEY", "")
+            if not api_key:
+                raise ConfigurationError(
+                    "-O cloud=true needs an Anthropic API key.",
+                    hint="Set ANTHROPIC_API_KEY, or drop cloud=true to run on your engine.",
+                )
+            engine, base_url, model = None, "", ""
+        elif base_url:
+            engine = None
+        return ExternalRunRequest(
+            prompt=input,
+            workspace=os.path.realpath(self.workspace),
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            session_id=self.session_id,
+            new_session=self.new_session,
+            system_prompt=self.effective_system_prompt()
+            if self.prompts.system_prompt or self.prompts.persona_prompt
+            else "",
+            timeout=self.timeout,
+            allowed_tools=self.allowed_tools,
+            max_turns=self.max_turns,
+            permission_mode=self.permission_mode,
+            engine=engine,
+        )

@@ -1,0 +1,176 @@
+"""jarvis's Anthropic-compatible endpoint for one external runtime, on loopback.
+
+The ``claude_code`` agent's SDK speaks Anthropic's Messages API only. To run it on the
+user's own engine (any engine, the embedded one too), this serves ``/v1/messages`` over
+that engine on ``127.0.0.1``, on a free port, with a random API key nobody else knows:
+only the runner jarvis starts, which gets the key on its stdin, can call it. Only the
+Anthropic routes are mounted (no managed agents, no chat completions).
+
+The server is a task on the event loop of the run that started it, over that loop's
+engine (an HTTP engine's connections belong to its loop): started on the first run, kept
+for later ones on the same loop and engine, stopped by :meth:`LoopbackEndpoint.aclose`
+(or at once, by :meth:`LoopbackEndpoint.close_now`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from jarvis.entrypoints.http import anthropic_routes
+from jarvis.entrypoints.http.app import _CatchAll, _reply, _validation_message
+from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.security import App, Guard
+from jarvis.entrypoints.http.server import uvicorn_config
+from jarvis.entrypoints.http.state import ServeLimits, ServerState
+
+if TYPE_CHECKING:
+    from jarvis.application.ask import AskService
+    from jarvis.domain.ports import InferencePort
+
+START_DEADLINE = 30.0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: Ctrl-C belongs to the command running the
+    agent, which stops the runtime (and this server) itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def anthropic_app(state: ServerState, *, api_key: str) -> App:
+    """``/v1/messages`` and ``/v1/messages/count_tokens`` over ``state``, behind the key."""
+    app = FastAPI(title="jarvis (loopback)", openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.jarvis = state
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return _reply(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _reply(request, ApiError(400, _validation_message(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return _reply(request, ApiError(exc.status_code, str(exc.detail), kind))
+
+    app.include_router(anthropic_routes.router)
+    app.add_middleware(_CatchAll)
+    limits = state.limits
+    return Guard(
+        app, api_key=api_key, max_body_bytes=limits.max_body_bytes, body_timeout=limits.body_timeout
+    )
+
+
+def _state(engine: InferencePort, model: str, limits: ServeLimits) -> ServerState:
+    from jarvis.application.ask import AskService
+    from jarvis.application.managed_agents import ManagedAgentService
+    from jarvis.application.registry import builtin_agents
+    from jarvis.testing import InMemorySessionStore
+    from jarvis.testing.managed_agents import InMemoryManagedAgentStore
+
+    service = AskService(registry=builtin_agents(), inference=engine, default_model=model or None)
+
+    async def ask() -> AskService:
+        return service
+
+    # the managed-agent routes are not mounted: this service is never reached
+    managed = ManagedAgentService(
+        agents=InMemoryManagedAgentStore(), sessions=InMemorySessionStore(), ask=ask
+    )
+    return ServerState(service=ask, managed=managed, limits=limits)
+
+
+class LoopbackEndpoint:
+    """The endpoint of one runtime (``ClaudeCodeRuntime``'s ``LoopbackEndpoint``)."""
+
+    def __init__(self, *, limits: ServeLimits | None = None) -> None:
+        self.limits = limits or ServeLimits()
+        self._lock = asyncio.Lock()
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._socket: socket.socket | None = None
+        self._key = ("", "")
+        self._bound: tuple[int, int] = (0, 0)
+        """``id`` of the engine and of the loop the running server serves."""
+
+    @property
+    def url(self) -> str:
+        return self._key[0]
+
+    async def start(self, engine: InferencePort, model: str) -> tuple[str, str]:
+        bound = (id(engine), id(asyncio.get_running_loop()))
+        async with self._lock:
+            task = self._task
+            if task is not None and not task.done() and self._bound == bound:
+                return self._key
+            await self._stop()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+            key = secrets.token_urlsafe(32)
+            app = anthropic_app(_state(engine, model, self.limits), api_key=key)
+            config = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning")
+            config.timeout_graceful_shutdown = 2
+            server = _Server(config)
+            self._server, self._socket = server, sock
+            self._task = asyncio.create_task(server.serve(sockets=[sock]))
+            async with asyncio.timeout(START_DEADLINE):
+                while not server.started:  # set once it listens; the task fails otherwise
+                    if self._task.done():
+                        break
+                    await asyncio.sleep(0.002)
+            if not server.started:
+                await self._stop()
+                raise RuntimeError("jarvis's loopback Anthropic endpoint did not start.")
+            self._key = (f"http://127.0.0.1:{port}", key)
+            self._bound = bound
+            return self._key
+
+    async def _stop(self) -> None:
+        server, task = self._server, self._task
+        self._server = self._task = None
+        self._key, self._bound = ("", ""), (0, 0)
+        if server is not None:
+            server.should_exit = True
+        if task is not None:
+            try:
+                await asyncio.wait_for(task, 5.0)
+            except (TimeoutError, asyncio.CancelledError, Exception):
+                task.cancel()
+        self._close_socket()
+
+    def _close_socket(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            await self._stop()
+
+    def close_now(self) -> None:
+        """Stops serving without waiting (from synchronous code on or off the loop)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it went with it
+                self._task.cancel()
+        self._server = self._task = None
+        self._key, self._bound = ("", ""), (0, 0)
+        self._close_socket()
