@@ -163,6 +163,12 @@ def _opencode() -> type[BaseAgent]:
     return OpenCodeAgent
 
 
+def _openhands() -> type[BaseAgent]:
+    from jarvis.domain.agents.external import OpenHandsAgent
+
+    return OpenHandsAgent
+
+
 def _claude_code() -> type[BaseAgent]:
     from jarvis.domain.agents.external import ClaudeCodeAgent
 
@@ -194,4 +200,5 @@ def builtin_agents() -> AgentRegistry:
     registry.register_lazy("monitor_operative", _monitor_operative)
     registry.register_lazy("opencode", _opencode)
     registry.register_lazy("claude_code", _claude_code)
+    registry.register_lazy("openhands", _openhands)
     return registry

@@ -455,6 +455,11 @@ class _ExternalRuntimes:
                 state_dir=config_dir() / "runtimes" / "claude_code",
                 endpoint=self._endpoint(),
             )
+        elif runtime_id == "openhands":
+            from jarvis.adapters.openhands_sdk import OpenHandsRuntime
+            from jarvis.entrypoints.settings import config_dir
+
+            runtime = OpenHandsRuntime(data_dir=config_dir() / "runtimes" / "openhands")
         else:
             raise ExternalRuntimeError(
                 f"No external runtime named '{runtime_id}'.", runtime=runtime_id

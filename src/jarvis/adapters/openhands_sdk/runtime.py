@@ -1,0 +1,164 @@
+"""The ``openhands`` external runtime: the openhands SDK in a Python 3.12+ of its own,
+one runner process per run, driven over stdio.
+
+A run spawns the runner (:mod:`.process`), writes the request, streams its events and
+reads the final block (:mod:`.wire`). The SDK's conversations persist in ``data_dir``
+(jarvis's config dir): a run continues the conversation named by ``session_id``, else the
+last one of its workspace (kept in a small file per workspace, so it holds across asks),
+else starts one. The timeout covers the whole run, the SDK's 8-12 s import included; on
+timeout, error, cancellation or :meth:`close_now` the runner's process group is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from jarvis.adapters.openhands_sdk.interpreter import find_python
+from jarvis.adapters.openhands_sdk.process import RunnerProcess
+from jarvis.adapters.openhands_sdk.wire import RunnerOutput
+from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
+from jarvis.domain.external_runtime import ExternalEvent, ExternalRunRequest
+
+MAX_ITERATIONS = 50
+"""The SDK's agent steps per run (its own default is 500)."""
+
+
+def conversation_hex(session_id: str) -> str | None:
+    """A session id as the SDK's conversation id (32 hex digits), or ``None``."""
+    try:
+        return uuid.UUID(session_id.strip()).hex
+    except ValueError:
+        return None
+
+
+class OpenHandsRuntime:
+    """``ExternalRuntimePort`` for the openhands SDK; ``data_dir`` keeps its conversations.
+    ``python`` overrides the interpreter search (see :mod:`.interpreter`)."""
+
+    def __init__(self, *, data_dir: Path, python: str | None = None) -> None:
+        self.data_dir = data_dir
+        self._python_override = python
+        self._python: str | None = None
+        self._running: set[RunnerProcess] = set()
+
+    @property
+    def runtime_id(self) -> str:
+        return "openhands"
+
+    @property
+    def running(self) -> frozenset[RunnerProcess]:
+        """The runners alive now (tests count their processes)."""
+        return frozenset(self._running)
+
+    async def _interpreter(self) -> str:
+        if self._python is None:
+            self._python = await asyncio.to_thread(find_python, self._python_override)
+        return self._python
+
+    def _last_file(self, workspace: str) -> Path:
+        digest = hashlib.sha256(workspace.encode()).hexdigest()[:32]
+        return self.data_dir / "workspaces" / digest
+
+    def _exists(self, conversation: str) -> bool:
+        return (self.data_dir / conversation / "base_state.json").is_file()
+
+    def _conversation(self, request: ExternalRunRequest) -> str:
+        """The conversation this run continues or starts."""
+        if request.session_id:
+            named = conversation_hex(request.session_id)
+            if named is None or not self._exists(named):
+                raise ConfigurationError(
+                    f"openhands has no session '{request.session_id[:100]}'.",
+                    hint="Drop -O session to continue the last one, or -O new_session=true.",
+                )
+            return named
+        if not request.new_session:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                with self._last_file(request.workspace).open("rb") as handle:
+                    last = conversation_hex(handle.read(64).decode())
+                if last is not None and self._exists(last):
+                    return last
+        return uuid.uuid4().hex
+
+    def _remember(self, workspace: str, conversation: str) -> None:
+        path = self._last_file(workspace)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(conversation)
+        partial.replace(path)
+
+    def _payload(self, request: ExternalRunRequest, conversation: str) -> bytes:
+        return json.dumps(
+            {
+                "prompt": request.prompt,
+                "workspace": request.workspace,
+                "model": request.model,
+                "base_url": request.base_url,
+                "api_key": request.api_key,
+                "system_prompt": request.system_prompt,
+                "conversation_id": conversation,
+                "persistence_dir": str(self.data_dir),
+                "max_iterations": MAX_ITERATIONS,
+                "mode": request.mode,
+                "timeout": request.timeout,
+            }
+        ).encode()
+
+    async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
+        python = await self._interpreter()
+        conversation = self._conversation(request)
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        runner = RunnerProcess(python, self.data_dir)
+        self._running.add(runner)
+        output = RunnerOutput()
+        try:
+            try:
+                async with asyncio.timeout(request.timeout):
+                    await runner.start(self._payload(request, conversation), request.workspace)
+                    async for line in runner.lines():
+                        for event in output.feed(line):
+                            yield event
+                    code = await runner.wait()
+            except TimeoutError:
+                raise ExternalRuntimeError(
+                    f"openhands did not finish within {request.timeout:g} s; the run was stopped.",
+                    runtime="openhands",
+                    hint="Raise the limit with -O timeout=SECONDS (the SDK alone takes 8-12 s "
+                    "to start).",
+                ) from None
+            except OSError as exc:
+                raise ExternalRuntimeError(
+                    f"openhands could not be started: {exc}", runtime="openhands"
+                ) from None
+            hint = runner.output_hint()
+            if not output.final_seen and code != 0:
+                raise ExternalRuntimeError(
+                    f"openhands stopped before the run finished (exit status {code}).",
+                    runtime="openhands",
+                    hint=hint,
+                )
+            done = output.result(session_id=conversation, hint=hint)
+        finally:
+            self._running.discard(runner)
+            await runner.stop()
+        self._remember(request.workspace, done.session_id)
+        yield done
+
+    def close_now(self) -> None:
+        """Kills every running runner at once, from synchronous code (the container's
+        shutdown, Ctrl-C)."""
+        for runner in list(self._running):
+            runner.stop_now()
+        self._running.clear()
+
+    async def aclose(self) -> None:
+        for runner in list(self._running):
+            await runner.stop()
+        self._running.clear()

@@ -1,0 +1,342 @@
+"""The openhands runtime for real: the pinned openhands SDK (Python 3.12 venv) on the
+scripted engine, through the adapter, the agent and the CLI. The SDK takes 6-12 s to
+import, so each test makes as few runs as its assertions need."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from contracts.external_runtime_contract import ExternalRuntimeContract, collect, done
+from jarvis.adapters.openhands_sdk import OpenHandsRuntime
+from jarvis.domain.errors import ExternalRuntimeError
+from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
+from tests.support.openhands import openhands_processes, private_dirs, require_openhands
+from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ANSWER = "The capital of France is Paris."
+
+
+@pytest.fixture
+def engine() -> Iterator[ScriptedEngine]:
+    with ScriptedEngine([Reply(ANSWER)]) as scripted:
+        yield scripted
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[OpenHandsRuntime]:
+    opened = OpenHandsRuntime(data_dir=tmp_path / "data", python=require_openhands())
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+@pytest.fixture
+def request_for(engine: ScriptedEngine) -> Callable[..., ExternalRunRequest]:
+    def make(prompt: str, workspace: str, **fields: object) -> ExternalRunRequest:
+        fields.setdefault("timeout", 120)
+        return ExternalRunRequest(
+            prompt=prompt,
+            workspace=workspace,
+            model=MODEL,
+            base_url=engine.url,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    return make
+
+
+class TestOpenHandsContract(ExternalRuntimeContract):
+    expected_answer = ANSWER
+
+    @pytest.fixture
+    def run_request(
+        self, request_for: Callable[..., ExternalRunRequest]
+    ) -> Callable[..., ExternalRunRequest]:
+        return request_for
+
+
+async def test_a_tool_round_writes_the_file_and_returns_the_result_to_the_model(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    target = workspace / "hello.txt"
+    arguments: dict[str, object] = {"command": "create", "path": str(target), "file_text": "hi\n"}
+    engine.script = [
+        Reply(tool_calls=[tool_call("call_1", "file_editor", arguments)]),
+        Reply("Wrote hello.txt."),
+    ]
+    events = await collect(runtime, request_for("write hello.txt", str(workspace)))
+    result = done(events)
+    assert target.read_text() == "hi\n"
+    assert result.content == "Wrote hello.txt."
+    assert [t.tool_name for t in result.tool_results] == ["file_editor"]
+    assert result.tool_results[0].success
+    assert result.tool_results[0].call_id == "call_1"
+    assert result.turns == 2
+    assert result.usage.total_tokens == 24  # two calls of the scripted engine's 12
+    streamed = [e for e in events if isinstance(e, ExternalToolDone)]
+    assert [e.result.call_id for e in streamed] == ["call_1"]
+    assert "".join(e.text for e in events if isinstance(e, ExternalTextDelta)) == result.content
+    # the model saw the tool's result, under its call id, on the second request
+    assert len(engine.requests) == 2
+    tool_messages = [m for m in engine.messages(-1) if m.get("role") == "tool"]
+    assert [m.get("tool_call_id") for m in tool_messages] == ["call_1"]
+    assert "hello.txt" in json.dumps(tool_messages[0].get("content"))
+    # the LLM was pointed at the engine as the runner was told: model, no reasoning effort
+    first = engine.requests[0]
+    assert first["model"] == MODEL
+    assert first.get("stream") is True
+    assert "reasoning_effort" not in first
+
+
+async def test_the_runner_is_private_and_leaves_nothing_behind(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """The runner's environment holds none of the user's variables (a key in the caller's
+    environment does not reach the SDK), its HOME is private, and after the run no process
+    of its group and no temp dir remain; the terminal tool ran in the workspace."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    engine.script = [
+        Reply(
+            tool_calls=[
+                tool_call("call_t", "terminal", {"command": "pwd > where.txt; env > env.txt"})
+            ]
+        ),
+        Reply("Done."),
+    ]
+    before_procs, before_dirs = set(openhands_processes()), private_dirs()
+    os.environ["JARVIS_TEST_SECRET"] = "do-not-leak"
+    try:
+        result = done(await collect(runtime, request_for("where am I", str(workspace))))
+    finally:
+        del os.environ["JARVIS_TEST_SECRET"]
+    assert result.tool_results[0].tool_name == "terminal"
+    assert (workspace / "where.txt").read_text().strip() == str(workspace)
+    env = (workspace / "env.txt").read_text()
+    assert "do-not-leak" not in env
+    home = next(line[5:] for line in env.splitlines() if line.startswith("HOME="))
+    assert "/jarvis-openhands-" in home
+    assert home != str(Path.home())
+    assert not await asyncio.to_thread(os.path.exists, home)
+    assert set(openhands_processes()) == before_procs
+    assert private_dirs() == before_dirs
+    assert not runtime.running
+
+
+async def test_a_timeout_stops_the_run_with_a_clear_error_and_no_process_left(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """Whatever the runner is doing when the time is up (importing the SDK, waiting for
+    the held answer), its whole group goes and the error says what happened."""
+    engine.script = [Reply("Never finished.", hold=True)]
+    before = set(openhands_processes())
+    started = time.monotonic()
+    try:
+        with pytest.raises(ExternalRuntimeError, match="did not finish within 4 s") as caught:
+            await collect(runtime, request_for("slow", str(tmp_path), timeout=4))
+    finally:
+        engine.release()
+    assert "-O timeout=SECONDS" in caught.value.hint
+    assert time.monotonic() - started < 20
+    assert set(openhands_processes()) == before
+    assert private_dirs() == []
+
+
+async def test_a_runner_that_dies_mid_run_is_a_clear_error(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    engine.script = [Reply("Held.", hold=True)]
+
+    async def kill_when_asked() -> None:
+        assert await asyncio.to_thread(engine.first_word_sent.wait, 90)
+        (runner,) = runtime.running
+        assert runner.pid is not None
+        os.killpg(runner.pid, signal.SIGKILL)
+
+    killer = asyncio.create_task(kill_when_asked())
+    try:
+        with pytest.raises(ExternalRuntimeError, match="stopped before the run finished"):
+            await collect(runtime, request_for("crash", str(tmp_path)))
+    finally:
+        engine.release()
+        await killer
+    assert not runtime.running
+
+
+async def test_an_engine_that_refuses_is_the_runners_error(tmp_path: Path) -> None:
+    """Nothing listens at the engine's URL: the SDK's own error comes back as a clear
+    ``ExternalRuntimeError`` (not a hang, not a traceback)."""
+    runtime = OpenHandsRuntime(data_dir=tmp_path / "data", python=require_openhands())
+    request = ExternalRunRequest(
+        prompt="x", workspace=str(tmp_path), model=MODEL, base_url="http://127.0.0.1:9/v1"
+    )
+    with pytest.raises(ExternalRuntimeError, match="openhands failed: ") as caught:
+        await collect(runtime, request)
+    assert "Traceback" not in str(caught.value)
+
+
+def _base_python() -> str:
+    """The 3.12 the pinned venv was made from: new enough, but without the SDK."""
+    config = (Path(require_openhands()).parent.parent / "pyvenv.cfg").read_text()
+    return next(
+        line.split("=", 1)[1].strip()
+        for line in config.splitlines()
+        if line.startswith("executable")
+    )
+
+
+@pytest.mark.parametrize(
+    ("which", "says"),
+    [
+        ("/usr/bin/python3", "openhands needs Python 3.12 or newer; '{}' is Python 3."),
+        ("missing", "The Python for openhands, '{}', does not run."),
+        ("base", "The openhands SDK is not installed in '{}' (Python 3.12"),
+    ],
+)
+async def test_a_python_without_the_sdk_says_how_to_install_it(
+    which: str, says: str, tmp_path: Path
+) -> None:
+    python = {"missing": str(tmp_path / "no-python"), "base": ""}.get(which, which)
+    python = python or await asyncio.to_thread(_base_python)
+    runtime = OpenHandsRuntime(data_dir=tmp_path, python=python)
+    request = ExternalRunRequest(
+        prompt="x", workspace=str(tmp_path), model="m", base_url="http://127.0.0.1:9/v1"
+    )
+    with pytest.raises(ExternalRuntimeError) as caught:
+        await collect(runtime, request)
+    assert str(caught.value).startswith(says.format(python))
+    assert "openhands-sdk==1.58.2 openhands-tools==1.58.2" in caught.value.hint
+    assert "JARVIS_OPENHANDS_PYTHON" in caught.value.hint
+
+
+# --- through the CLI -------------------------------------------------------------------------
+
+
+def _cli_env(home: Path, tmp: Path, python: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENJARVIS", "JARVIS_"))}
+    env.update(OPENJARVIS_HOME=str(home), TMPDIR=str(tmp), JARVIS_OPENHANDS_PYTHON=python)
+    return env
+
+
+def _ask(engine: ScriptedEngine, workspace: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "jarvis",
+        "ask",
+        "-a",
+        "openhands",
+        "--engine",
+        "openai",
+        "--base-url",
+        engine.url,
+        "--model",
+        MODEL,
+        "-O",
+        f"workspace={workspace}",
+        *extra,
+    ]
+
+
+def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
+    engine: ScriptedEngine, tmp_path: Path
+) -> None:
+    python = require_openhands()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    before = set(openhands_processes())
+    done_ = subprocess.run(
+        [*_ask(engine, tmp_path, "--json"), "what is the capital of France?"],
+        env=_cli_env(tmp_path / "home", tmp, python),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done_.returncode == 0, done_.stderr
+    answer = json.loads(done_.stdout)
+    assert answer["content"] == ANSWER
+    assert answer["turns"] == 1
+    data = tmp_path / "home" / "runtimes" / "openhands"
+    assert len(list(data.glob("*/base_state.json"))) == 1
+    assert len(list((data / "workspaces").iterdir())) == 1  # the workspace's last session
+    assert set(openhands_processes()) == before
+    assert private_dirs(str(tmp)) == []
+
+
+def test_cli_python_without_the_sdk_exit_6_with_install_hint(
+    engine: ScriptedEngine, tmp_path: Path
+) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    done_ = subprocess.run(
+        [*_ask(engine, tmp_path), "hi"],
+        env=_cli_env(tmp_path / "home", tmp, "/usr/bin/python3"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done_.returncode == 6, done_.stderr
+    assert "/usr/bin/python3" in done_.stderr
+    assert "pip install openhands-sdk==1.58.2" in done_.stderr.replace("DIR/bin/", "")
+    assert "Traceback" not in done_.stderr
+    assert engine.requests == []
+
+
+def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
+    engine: ScriptedEngine, tmp_path: Path
+) -> None:
+    python = require_openhands()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    engine.script = [Reply("Held answer.", hold=True)]
+    before = set(openhands_processes())
+    proc = subprocess.Popen(
+        [*_ask(engine, tmp_path), "hold on"],
+        env=_cli_env(tmp_path / "home", tmp, python),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert engine.first_word_sent.wait(120), "the model was never asked"
+        assert set(openhands_processes()) != before
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        engine.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while set(openhands_processes()) != before and time.monotonic() < deadline:
+        time.sleep(0.1)  # the parent-death signal reaches the runner as jarvis exits
+    assert set(openhands_processes()) == before
+    assert private_dirs(str(tmp)) == []
