@@ -124,6 +124,8 @@ function parseRequest(text) {
  * leaks in (no cloud key, no HOME) beyond PATH; all its state lands in config_dir.
  */
 function cliEnvironment(req) {
+    // private to the user: sessions hold the whole conversation, tool output included
+    mkdirSync(req.configDir, { recursive: true, mode: 0o700 });
     const tmp = join(req.configDir, "tmp");
     mkdirSync(tmp, { recursive: true, mode: 0o700 });
     const env = {

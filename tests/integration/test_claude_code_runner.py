@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -516,3 +518,98 @@ def test_an_allowed_tool_runs_without_asking(
     listed = done.final["tool_results"]
     assert isinstance(listed, list)
     assert [r["is_error"] for r in listed] == [False]
+
+
+def test_the_callers_environment_and_home_stay_out_of_the_run(
+    node: str, runner: Path, workspace: Path, config_dir: Path, tmp_path: Path
+) -> None:
+    """The CLI's environment is replaced: a secret of the caller's never reaches a tool, a
+    cloud key and URL of the caller's never reach the CLI, nothing lands in HOME or TMPDIR."""
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    probe = ToolUse(
+        "toolu_env", "Bash", {"command": "env; echo HOME_IS=$HOME", "description": "env"}
+    )
+    script = [AnthropicReply(tool_uses=[probe]), AnthropicReply("Seen.")]
+    with AnthropicStub(script) as stub:
+        body = request(stub, workspace, config_dir, allowed_tools=["Bash"])
+        started = subprocess.run(
+            [node, str(runner)],
+            input=json.dumps(body),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            check=False,
+            env={
+                "PATH": os.environ["PATH"],
+                "HOME": str(home),
+                "TMPDIR": str(tmp),
+                "CALLER_SECRET": "s3cret-of-the-caller",
+                "ANTHROPIC_API_KEY": "sk-ant-cloud-key-of-the-caller",
+                "ANTHROPIC_AUTH_TOKEN": "cloud-token-of-the-caller",
+            },
+        )
+
+    assert started.returncode == 0, started.stderr
+    _, final = parse(started.stdout)
+    listed = final["tool_results"]
+    assert isinstance(listed, list)
+    output = str(listed[0]["content"])
+    assert f"HOME_IS={config_dir}" in output
+    assert "s3cret-of-the-caller" not in output
+    assert "cloud" not in output
+    assert {h.get("x-api-key") for h in stub.headers} == {"stub-key"}
+    assert not any("authorization" in {k.lower() for k in h} for h in stub.headers)
+    assert list(home.iterdir()) == []
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[tuple[int, int]]:
+    """A throwaway ordinary user, created as root with ``useradd``."""
+    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
+    if os.geteuid() != 0 or useradd is None or userdel is None:
+        pytest.skip("needs root with useradd/userdel to create a second, ordinary user")
+    name = f"jvcc{os.getpid() % 100000}"
+    subprocess.run(
+        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run([userdel, name], check=False, capture_output=True)
+
+
+def test_another_user_cannot_read_the_sessions(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, other_user: tuple[int, int]
+) -> None:
+    """The runner creates config_dir private (0700): another user on the machine reads no
+    transcript, even where the directory above it is open to all."""
+    uid, gid = other_user
+    open_dir = Path(tempfile.mkdtemp(prefix="jarvis-cc-test-"))
+    try:
+        open_dir.chmod(0o755)
+        readable = open_dir / "readable.txt"
+        readable.write_text("anyone\n")
+        readable.chmod(0o644)
+        config_dir = open_dir / "claude-config"
+        done = run_request(node, runner, request(stub, workspace, config_dir))
+        assert done.code == 0, done.stderr
+        transcripts = list(config_dir.glob("projects/*/*.jsonl"))
+        assert len(transcripts) == 1
+
+        def as_other(*command: str) -> int:
+            return subprocess.run(
+                command, user=uid, group=gid, extra_groups=[], capture_output=True, check=False
+            ).returncode
+
+        assert as_other("cat", str(readable)) == 0
+        assert as_other("ls", str(config_dir)) != 0
+        assert as_other("cat", str(transcripts[0])) != 0
+        assert config_dir.stat().st_mode & 0o077 == 0
+    finally:
+        shutil.rmtree(open_dir)
