@@ -87,10 +87,17 @@ class MiniLMEmbeddings:
         wanted = sorted({text for text in clipped if text not in found}, key=len)
         for start in range(0, len(wanted), BATCH_SIZE):
             chunk = wanted[start : start + BATCH_SIZE]
-            encodings = tokenizer.encode_batch(chunk)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            # one text at a time: encode_batch would start the tokenizer's thread pool, which
+            # then warns on every later fork of this process (the REPL sandbox, runtimes)
+            encodings = [tokenizer.encode(text) for text in chunk]
+            width = max(len(e.ids) for e in encodings)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)  # [PAD] is id 0
+            types = np.zeros_like(ids)
+            mask = np.zeros_like(ids)
+            for row, e in enumerate(encodings):
+                ids[row, : len(e.ids)] = e.ids
+                types[row, : len(e.ids)] = e.type_ids
+                mask[row, : len(e.ids)] = e.attention_mask
             with self._lock:
                 batch = encoder.sentence_vectors(ids, types, mask)
                 for text, vector in zip(chunk, batch, strict=True):
@@ -128,7 +135,7 @@ def _load(folder: Path) -> tuple[Tokenizer, Encoder]:
             + INSTALL_HINT,
         ) from exc
     # the packaged tokenizer.json pads every text to 128 tokens and cuts there; the model
-    # reads up to MAX_TOKENS, and a batch needs padding only to its longest text
+    # reads up to MAX_TOKENS, and a batch is padded (above) only to its longest text
     tokenizer.enable_truncation(max_length=min(MAX_TOKENS, model.max_positions))
-    tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()
     return tokenizer, model
