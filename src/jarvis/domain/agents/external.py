@@ -206,8 +206,8 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
     """The Claude Agent SDK's agent (Claude Code), on the user's engine by default.
 
     Options besides ``workspace``, ``session``, ``new_session`` and ``timeout`` (default
-    300 s): ``tools`` (comma-separated, e.g. ``Read,Write,Edit``: the only tools it may
-    use; default: the SDK's own set), ``permission_mode`` (default ``acceptEdits``: file
+    300 s): ``allowed_tools`` (comma-separated, e.g. ``Read,Write,Edit``: the only tools
+    it may use; default: the SDK's own set), ``permission_mode`` (default ``acceptEdits``: file
     edits in the workspace go through unattended, while shell commands and anything else
     that needs an approval are refused, as nobody is there to approve them),
     ``max_turns``, and ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
@@ -259,7 +259,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
         max_turns = options.integer("max_turns", 0)
         if max_turns < 0:
             raise ValueError("max_turns must not be negative")
-        tools = options.text("tools", None) or ""
+        tools = options.text("allowed_tools", None) or ""
         return cls(
             parts,
             runtimes=parts.runtimes,
