@@ -25,6 +25,7 @@ TEXTS = [
     "",
     "   ",
     "\x00 nul, control \x1b[31m and émoji 🚀",
+    "a lone surrogate \ud800 from a JSON escape",
 ]
 TOLERANCE = 1e-5
 

@@ -77,7 +77,7 @@ class MiniLMEmbeddings:
         import numpy as np
 
         tokenizer, encoder = self._model()
-        clipped = [text[:MAX_TEXT_CHARS] for text in texts]
+        clipped = [_clean(text[:MAX_TEXT_CHARS]) for text in texts]
         found: dict[str, NDArray[np.float32]] = {}
         with self._lock:
             for text in clipped:
@@ -114,6 +114,16 @@ class MiniLMEmbeddings:
             if self._loaded is None:
                 self._loaded = _load(model_dir(self._configured))
             return self._loaded
+
+
+def _clean(text: str) -> str:
+    """``text`` as the tokenizer takes it: a lone surrogate (valid in a Python string, e.g.
+    from a JSON escape, never in UTF-8) becomes ``?``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def _load(folder: Path) -> tuple[Tokenizer, Encoder]:
