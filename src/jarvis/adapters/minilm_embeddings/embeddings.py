@@ -44,7 +44,8 @@ bound on the tokenizer's work for a huge input."""
 BATCH_SIZE = 16
 MAX_TEXTS = 4096
 CACHED = 4096
-"""Vectors kept by default (float32: about 1.5 kB each, 6 MB in all)."""
+"""Vectors kept by default (1.5 kB of float32 each, keyed by texts of at most
+:data:`MAX_TEXT_CHARS` characters: at most about 25 MB in all, 6 MB for short notes)."""
 
 
 class MiniLMEmbeddings:
