@@ -20,12 +20,25 @@ from contracts.external_runtime_contract import ExternalRuntimeContract, collect
 from jarvis.adapters.openhands_sdk import OpenHandsRuntime
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
-from tests.support.openhands import openhands_processes, private_dirs, require_openhands
+from tests.support.openhands import (
+    openhands_processes,
+    private_dirs,
+    require_openhands,
+    wait_for_command,
+)
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ANSWER = "The capital of France is Paris."
+BACKGROUND = "nohup sleep 600 >/dev/null 2>&1 &"
+SLEEP = [
+    Reply(tool_calls=[tool_call("call_s", "terminal", {"command": BACKGROUND})]),
+    Reply("Held.", hold=True),
+]
+"""The agent's terminal leaves a command running in the background, immune to the hangup
+its shell gets when the runner goes, then the model is held: the run is stopped while a
+process outside the runner's group is alive, and that process must go too."""
 
 
 @pytest.fixture
@@ -106,6 +119,41 @@ async def test_a_tool_round_writes_the_file_and_returns_the_result_to_the_model(
     assert "reasoning_effort" not in first
 
 
+async def test_plan_mode_can_neither_write_nor_run_commands(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """A model that tries anyway, in plan mode: neither tool exists there, the attempts come
+    back to it as failed tool results, and the workspace is untouched."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    target = workspace / "planned.txt"
+    create: dict[str, object] = {"command": "create", "path": str(target), "file_text": "x"}
+    engine.script = [
+        Reply(
+            tool_calls=[
+                tool_call("call_e", "file_editor", create),
+                tool_call("call_t", "terminal", {"command": f"touch {target}"}),
+            ]
+        ),
+        Reply("I may only plan."),
+    ]
+    result = done(await collect(runtime, request_for("edit it", str(workspace), mode="plan")))
+    assert result.content == "I may only plan."
+    assert not await asyncio.to_thread(target.exists)
+    assert {t.call_id for t in result.tool_results} == {"call_e", "call_t"}
+    assert not any(t.success for t in result.tool_results)
+    tools = engine.requests[0]["tools"]
+    assert isinstance(tools, list)
+    offered = {tool["function"]["name"] for tool in tools}
+    assert {"file_editor", "terminal"}.isdisjoint(offered)
+    assert {"glob", "grep"} <= offered
+    tool_messages = [m for m in engine.messages(-1) if m.get("role") == "tool"]
+    assert {m.get("tool_call_id") for m in tool_messages} == {"call_e", "call_t"}
+
+
 async def test_the_runner_is_private_and_leaves_nothing_behind(
     runtime: OpenHandsRuntime,
     engine: ScriptedEngine,
@@ -114,13 +162,18 @@ async def test_the_runner_is_private_and_leaves_nothing_behind(
 ) -> None:
     """The runner's environment holds none of the user's variables (a key in the caller's
     environment does not reach the SDK), its HOME is private, and after the run no process
-    of its group and no temp dir remain; the terminal tool ran in the workspace."""
+    of its tree (not even the command it left in the background) and no temp dir remain;
+    the terminal tool ran in the workspace."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     engine.script = [
         Reply(
             tool_calls=[
-                tool_call("call_t", "terminal", {"command": "pwd > where.txt; env > env.txt"})
+                tool_call(
+                    "call_t",
+                    "terminal",
+                    {"command": f"pwd > where.txt; env > env.txt; {BACKGROUND}"},
+                )
             ]
         ),
         Reply("Done."),
@@ -166,21 +219,23 @@ async def test_a_timeout_stops_the_run_with_a_clear_error_and_no_process_left(
     assert private_dirs() == []
 
 
-async def test_a_runner_that_dies_mid_run_is_a_clear_error(
+async def test_a_runner_that_dies_mid_run_is_a_clear_error_and_its_orphans_go(
     runtime: OpenHandsRuntime,
     engine: ScriptedEngine,
     request_for: Callable[..., ExternalRunRequest],
     tmp_path: Path,
 ) -> None:
-    engine.script = [Reply("Held.", hold=True)]
+    engine.script = list(SLEEP)
+    before = set(openhands_processes())
 
-    async def kill_when_asked() -> None:
-        assert await asyncio.to_thread(engine.first_word_sent.wait, 90)
+    async def kill_while_the_tool_runs() -> None:
+        await asyncio.to_thread(wait_for_command, b"sleep\x00600")
+        assert await asyncio.to_thread(engine.first_word_sent.wait, 60)
         (runner,) = runtime.running
         assert runner.pid is not None
-        os.killpg(runner.pid, signal.SIGKILL)
+        os.killpg(runner.pid, signal.SIGKILL)  # the runner's group only, as a crash would
 
-    killer = asyncio.create_task(kill_when_asked())
+    killer = asyncio.create_task(kill_while_the_tool_runs())
     try:
         with pytest.raises(ExternalRuntimeError, match="stopped before the run finished"):
             await collect(runtime, request_for("crash", str(tmp_path)))
@@ -188,6 +243,8 @@ async def test_a_runner_that_dies_mid_run_is_a_clear_error(
         engine.release()
         await killer
     assert not runtime.running
+    assert set(openhands_processes()) == before  # the terminal's shell and its sleep too
+    assert private_dirs() == []
 
 
 async def test_an_engine_that_refuses_is_the_runners_error(tmp_path: Path) -> None:
@@ -312,10 +369,12 @@ def test_cli_python_without_the_sdk_exit_6_with_install_hint(
 def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
+    """Ctrl-C while the agent's command runs in the background: jarvis exits 130 and the
+    runner, the terminal's shell (in a session of its own) and the command are all gone."""
     python = require_openhands()
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    engine.script = [Reply("Held answer.", hold=True)]
+    engine.script = list(SLEEP)
     before = set(openhands_processes())
     proc = subprocess.Popen(
         [*_ask(engine, tmp_path), "hold on"],
@@ -325,8 +384,8 @@ def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
         text=True,
     )
     try:
-        assert engine.first_word_sent.wait(120), "the model was never asked"
-        assert set(openhands_processes()) != before
+        wait_for_command(b"sleep\x00600")
+        assert engine.first_word_sent.wait(60), "the model was never asked again"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -335,8 +394,5 @@ def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
             proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    deadline = time.monotonic() + 10
-    while set(openhands_processes()) != before and time.monotonic() < deadline:
-        time.sleep(0.1)  # the parent-death signal reaches the runner as jarvis exits
     assert set(openhands_processes()) == before
     assert private_dirs(str(tmp)) == []

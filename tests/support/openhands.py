@@ -42,3 +42,28 @@ def private_dirs(tmp: str | None = None) -> list[str]:
     """The runners' private temp dirs left in the temp dir."""
     base = Path(tmp or tempfile.gettempdir())
     return sorted(p.name for p in base.glob("jarvis-openhands-*"))
+
+
+def command_processes(argv: bytes) -> list[int]:
+    """The runners' processes whose command line is ``argv`` (NUL-separated)."""
+    found = []
+    for pid in openhands_processes():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0")
+        except OSError:
+            continue
+        if cmdline == argv:
+            found.append(pid)
+    return found
+
+
+def wait_for_command(argv: bytes, seconds: float = 120.0) -> list[int]:
+    """Waits until a runner's tool runs ``argv`` (the condition, not a guess of time)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := command_processes(argv):
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"no runner ran {argv!r} within {seconds:g} s")

@@ -4,9 +4,14 @@ private environment, in a process group of its own, its output drained and bound
 The environment holds only PATH, LANG, a private HOME and TMPDIR (a temporary directory
 removed when the run ends: the SDK's terminal writes a shell history there) and the
 SDK's persistence dir in jarvis's config dir (conversations continue across runs); none
-of the user's variables, so no key or tracing endpoint reaches the SDK. The group is
-killed as a whole (the terminal tool starts a shell, the shell its commands), and the
-parent-death signal kills the runner even if jarvis itself is killed.
+of the user's variables, so no key or tracing endpoint reaches the SDK.
+
+Stopping kills the whole tree, not just the runner's process group: the SDK's terminal
+tool starts its shell in a session of its own (``setsid``), so its shell and commands are
+found by walking the runner's descendants and, for those already orphaned (a runner that
+crashed), by the private HOME every one of them inherits. The parent-death signal kills
+the runner even if jarvis itself is killed (its shell then ends on the closed pipe; a
+command running at that moment is the one thing that can outlive it).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import shutil
 import signal
 import tempfile
 import weakref
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -29,6 +34,7 @@ RUNNER = Path(__file__).with_name("runner_script.py")
 OUTPUT_TAIL_LINES = 40
 MAX_STDERR_LINE = 2_000
 STOP_GRACE = 3.0
+"""Seconds to wait for the runner's stderr to end after it exited."""
 
 
 def _die_with_parent() -> None:
@@ -37,9 +43,70 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _kill_group(pid: int, private: str) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+MAX_ENVIRON = 1_048_576
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read(4096)
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _has_home(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read(MAX_ENVIRON)
+    except OSError:
+        return False
+    return marker in b"\0" + environ
+
+
+def runner_tree(root: int | None, private: str) -> set[int]:
+    """``root`` (the runner, while it is ours), its descendants, and every process whose
+    HOME is the run's private dir, with theirs."""
+    marker = b"\0HOME=" + private.encode() + b"\0"
+    children: defaultdict[int, list[int]] = defaultdict(list)
+    pending: list[int] = [] if root is None else [root]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            parent = _parent(pid)
+            if parent is not None:
+                children[parent].append(pid)
+            if _has_home(pid, marker):
+                pending.append(pid)
+    tree: set[int] = set()
+    while pending:
+        pid = pending.pop()
+        if pid not in tree:
+            tree.add(pid)
+            pending.extend(children.get(pid, ()))
+    tree.discard(os.getpid())
+    return tree
+
+
+def _kill_tree(root: int | None, private: str) -> None:
+    """Stops the tree first (nothing in it can fork a new member), then kills it.
+    ``root`` is ``None`` once the runner is reaped (its pid may be someone else's now)."""
+    tree = runner_tree(root, private)
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signal.SIGSTOP)
+    if root is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(root, signal.SIGKILL)
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signal.SIGKILL)
+
+
+def _kill_group(pid: int | None, private: str) -> None:
+    _kill_tree(pid, private)
     shutil.rmtree(private, ignore_errors=True)
 
 
@@ -70,7 +137,7 @@ class RunnerProcess:
         self.tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
         self._proc: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
-        self._finalizer: weakref.finalize[[int, str], RunnerProcess] | None = None
+        self._finalizer: weakref.finalize[[int | None, str], RunnerProcess] | None = None
 
     async def start(self, request_json: bytes, workspace: str) -> None:
         """Spawns the runner and hands it the request (then closes its stdin)."""
@@ -138,35 +205,29 @@ class RunnerProcess:
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
 
+    def _live_pid(self) -> int | None:
+        """The runner's pid while it is not reaped (until then no one else can have it)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
     def output_hint(self) -> str:
         lines = [line for line in self.tail if line.strip()]
         return "Its last output:\n" + "\n".join(lines[-10:]) if lines else ""
 
     def stop_now(self) -> None:
         """Kills the group and removes the private dir, without an event loop."""
-        if self._proc is not None:
-            _kill_group(self._proc.pid, self.private)
-        else:
-            shutil.rmtree(self.private, ignore_errors=True)
+        _kill_group(self._live_pid(), self.private)
         if self._finalizer is not None:
             self._finalizer.detach()
 
     async def stop(self) -> None:
-        """SIGTERM to the group, SIGKILL after a grace period, then every straggler in the
-        group; the private dir removed."""
+        """Kills the whole tree (see the module's docstring) and reaps the runner; the
+        private dir removed. A runner that already exited may have left an orphan: it is
+        found by its HOME."""
         proc = self._proc
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), STOP_GRACE)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
+        _kill_tree(self._live_pid(), self.private)
         if proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
         if self._drain is not None:
             self._drain.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

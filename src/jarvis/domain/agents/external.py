@@ -192,10 +192,12 @@ class OpenCodeAgent(ExternalRuntimeAgent):
 
 
 class OpenHandsAgent(ExternalRuntimeAgent):
-    """The openhands SDK's agent, run in a Python of its own."""
+    """The openhands SDK's agent, run in a Python of its own: ``build`` (terminal and file
+    editor) or ``plan`` (read-only search, nothing that writes or runs commands)."""
 
     agent_id: ClassVar[str] = "openhands"
     runtime_id: ClassVar[str] = "openhands"
+    modes: ClassVar[tuple[RuntimeMode, ...]] = MODES
     default_timeout: ClassVar[float] = 900.0
 
 
