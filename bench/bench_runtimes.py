@@ -1,4 +1,4 @@
-"""External runtimes: what the ``opencode`` bridge costs over opencode itself.
+"""External runtimes: what the ``opencode`` and ``claude_code`` bridges cost over the runtimes.
 
     python -m bench.bench_runtimes [--quick]   # just these rows
     python -m bench.run                        # with every other benchmark
@@ -12,7 +12,12 @@ On the scripted engine (loopback, instant answers), with the pinned ``opencode s
   ``POST /session/{id}/message`` with httpx): the difference is the bridge's overhead;
 * a second ask reuses the server (the same process): no start-up again.
 
-Skipped (no rows) when opencode is not installed.
+For ``claude_code`` (the pinned runner and SDK, on jarvis's loopback Anthropic endpoint
+over the scripted engine): one run through the adapter against the same request piped
+into ``node runner.mjs`` bare (spawn to exit); the difference is the bridge's overhead.
+The endpoint's start-up is reported apart (once per runtime).
+
+Skipped (no rows) when opencode, or the runner, is not installed.
 """
 
 from __future__ import annotations
@@ -29,11 +34,11 @@ import httpx
 from bench.common import BenchContext, Row
 from jarvis.adapters.opencode_server import OpenCodeRuntime, opencode_binary
 from jarvis.adapters.opencode_server.config import PROVIDER_ID
-from jarvis.domain.external_runtime import ExternalRunDone, ExternalRunRequest
+from jarvis.domain.external_runtime import ExternalRunDone, ExternalRunRequest, ExternalRuntimePort
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 
 
-async def _ask(runtime: OpenCodeRuntime, request: ExternalRunRequest) -> ExternalRunDone:
+async def _ask(runtime: ExternalRuntimePort, request: ExternalRunRequest) -> ExternalRunDone:
     last = None
     async for event in runtime.run(request):
         last = event
@@ -117,11 +122,122 @@ async def _rows(binary: str, runs: int) -> list[Row]:
     ]
 
 
+def _claude_runner() -> Path | None:
+    import json
+    import os
+
+    version = json.loads(
+        (Path(__file__).resolve().parents[1] / "claude_code_runner/package.json").read_text()
+    )["version"]
+    cache = Path(os.environ.get("JARVIS_RUNTIMES") or Path.home() / ".cache/jarvis/runtimes")
+    explicit = os.environ.get("JARVIS_CLAUDE_CODE_RUNNER_DIR")
+    folder = Path(explicit) if explicit else cache / f"claude-code-runner-{version}"
+    ready = (folder / "runner.mjs").is_file() and (folder / "node_modules").is_dir()
+    return folder if ready else None
+
+
+async def _claude_rows(runner: Path, runs: int) -> list[Row]:
+    import shutil
+
+    from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
+    from jarvis.adapters.claude_agent_sdk.wire import RunnerRequest
+    from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+    from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+
+    node = shutil.which("node")
+    assert node is not None
+    with (
+        ScriptedEngine([Reply("The capital of France is Paris.")]) as scripted,
+        tempfile.TemporaryDirectory(prefix="jarvis-bench-claude-") as folder,
+    ):
+        engine = OpenAICompatibleEngine(scripted.url, max_retries=0)
+        endpoint = LoopbackEndpoint()
+        runtime = ClaudeCodeRuntime(
+            install_root=Path(folder) / "install",
+            state_dir=Path(folder) / "state",
+            endpoint=endpoint,
+            runner_dir=runner,
+        )
+        request = ExternalRunRequest(
+            prompt="capital of France?",
+            workspace=folder,
+            model=MODEL,
+            base_url="",
+            engine=engine,
+            allowed_tools=("Read",),
+            new_session=True,
+            timeout=120,
+        )
+        began = time.perf_counter()
+        url, key = await endpoint.start(engine, MODEL)
+        endpoint_start = time.perf_counter() - began
+        await _ask(runtime, request)  # warm: node's and the binary's pages in the cache
+        bare_request = (
+            RunnerRequest(
+                prompt="capital of France?",
+                api_key=key,
+                base_url=url,
+                workspace=folder,
+                allowed_tools=["Read"],
+                system_prompt="",
+                session_id="",
+                model=MODEL,
+                max_turns=30,
+                permission_mode="acceptEdits",
+                config_dir=str(Path(folder) / "state"),
+            )
+            .model_dump_json()
+            .encode()
+        )
+        ours, bare = [], []
+        for _ in range(runs):
+            began = time.perf_counter()
+            await _ask(runtime, request)
+            ours.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(
+                node,
+                str(runner / "runner.mjs"),
+                cwd=folder,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            out, _ = await proc.communicate(bare_request)
+            bare.append(time.perf_counter() - began)
+            assert proc.returncode == 0, out[-500:]
+        await runtime.aclose()
+        await engine.aclose()
+    ms = 1000.0
+    run_ms, bare_ms = statistics.median(ours) * ms, statistics.median(bare) * ms
+    return [
+        Row(
+            name="claude_code: loopback Anthropic endpoint start-up",
+            value=endpoint_start * ms,
+            unit="ms",
+            note="once per runtime (the first run)",
+        ),
+        Row(
+            name="claude_code: one run through the adapter",
+            value=run_ms,
+            unit="ms",
+            baseline=bare_ms,
+            baseline_name="the same request piped into node runner.mjs",
+            goal="overhead <= 50 ms p50",
+            ok=run_ms - bare_ms <= 50.0,
+        ),
+    ]
+
+
 async def run(ctx: BenchContext) -> list[Row]:
+    rows: list[Row] = []
     binary = opencode_binary()
-    if binary is None:
-        return []
-    return await _rows(binary, 5 if ctx.quick else 15)
+    if binary is not None:
+        rows += await _rows(binary, 5 if ctx.quick else 15)
+    runner = _claude_runner()
+    if runner is not None:
+        rows += await _claude_rows(runner, 4 if ctx.quick else 10)
+    return rows
 
 
 def main() -> None:

@@ -351,3 +351,33 @@ def test_unknown_permission_modes_are_refused(tmp_path: Path) -> None:
         builtin_agents().create(
             "claude_code", _parts(fake), {"workspace": str(tmp_path), "permission_mode": "yolo"}
         )
+
+
+def test_the_wheel_ships_every_runner_source() -> None:
+    import tomllib
+
+    from jarvis.adapters.claude_agent_sdk.install import SOURCES
+
+    root = Path(__file__).resolve().parents[2]
+    build = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    shipped = build["targets"]["wheel"]["force-include"]
+    for name in SOURCES:
+        assert (root / "claude_code_runner" / name).is_file(), name
+        assert shipped[f"claude_code_runner/{name}"] == f"jarvis/_claude_code_runner/{name}"
+
+
+def test_the_container_builds_the_runtime_with_its_loopback_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+    from jarvis.entrypoints.settings import load_config
+
+    monkeypatch.setenv("OPENJARVIS_HOME", str(tmp_path))
+    runtimes = bootstrap(load_config()).container.external_runtimes()
+    runtime = runtimes.get("claude_code")
+    assert isinstance(runtime, ClaudeCodeRuntime)
+    assert isinstance(runtime.endpoint, LoopbackEndpoint)
+    assert runtime.state_dir == tmp_path / "runtimes" / "claude_code"
+    assert runtime.install_root == tmp_path / "claude_code_runner"
+    assert runtimes.get("claude_code") is runtime
