@@ -27,6 +27,7 @@ from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
 from jarvis.domain.agents.rlm import RecursiveLMAgent
 from jarvis.domain.repl import ReplLimits
 from jarvis.testing import ScriptedInference
+from tests.integration.test_repl_attacks_memory import HOLD, watched
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +116,30 @@ async def test_rlm_keeps_the_secret_from_the_sub_model(
     assert value not in _seen_by_model(engine)
 
 
+_MEMORY_BOMB = HOLD + (
+    "r, w = os.pipe()\nfor _ in range(8):\n    holder(100, w)\n"
+    "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)\n"
+)
+"""8 processes of 100 MB each, every one below its own limit, then blocked until killed."""
+
+
+async def test_codeact_reports_a_session_stopped_for_memory_to_the_model(
+    repl: SubprocessRepl,
+) -> None:
+    engine = ScriptedInference([f"```python\n{_MEMORY_BOMB}```", "Stopped."])
+    sampled = watched(repl)
+    try:
+        agent = NativeOpenHandsAgent(engine, "m", repl=sampled)
+        result = await agent.arun("Use all the memory you can")
+    finally:
+        if sampled is not repl:
+            sampled.close()
+    assert result.content == "Stopped."
+    assert len(engine.requests) == 2
+    seen = _seen_by_model(engine)
+    assert f"the session used more than {LIMITS.memory_mb} MB of memory in total" in seen, seen
+
+
 class _ScriptedServer(ThreadingHTTPServer):
     """A loopback OpenAI-compatible server answering with ``replies`` in turn."""
 
@@ -189,3 +214,29 @@ def test_the_cli_keeps_the_secret_from_the_model(
     assert "found" in server.bodies[1] or "Error" in server.bodies[1]
     assert value not in server.bodies[1]
     assert value not in completed.stdout
+
+
+def test_the_cli_stops_a_session_over_its_memory(repl: SubprocessRepl, jarvis_home: Path) -> None:
+    """Through ``jarvis ask`` (its default limits: 512 MB): 800 MB in 8 processes."""
+    if repl.plan().cgroups is not None:
+        pytest.skip("the session has a cgroup here; the ordinary user's run has none")
+    server = _ScriptedServer([f"```python\n{_MEMORY_BOMB}```", "Stopped."])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLAMA", "VLLM"))}
+        env["OPENJARVIS_HOME"] = str(jarvis_home)
+        env["OPENAI_API_KEY"] = "sk-test"
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        completed = subprocess.run(
+            [sys.executable, "-m", "jarvis", "ask", "-a", "native_openhands", "--base-url", url,
+             "-m", "m", "Use all the memory you can"],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert completed.returncode == 0, completed.stderr
+    assert len(server.bodies) == 2, completed
+    assert "the session used more than 512 MB of memory in total" in server.bodies[1]
+    assert "Stopped." in completed.stdout

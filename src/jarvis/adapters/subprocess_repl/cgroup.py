@@ -18,6 +18,7 @@ import contextlib
 import os
 import secrets
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,9 +54,44 @@ def _writable_dir(path: Path) -> bool:
 
 
 def find_layout() -> CgroupLayout | None:
-    """The cgroup layout the host can create session groups in, or ``None``."""
-    if os.geteuid() != 0:
-        return None  # only root gets a group it may limit (no delegation is assumed)
+    """The cgroup layout the host can create session groups in, or ``None``.
+
+    Root may make groups below its own. An ordinary user may only where its own group was
+    delegated to it (made writable, e.g. by ``systemd-run --user --scope -p Delegate=yes``
+    or an administrator); that is checked by making one group, limiting it and moving a
+    short-lived process into it. Without it the session's memory is sampled instead
+    (``memory_watch.py``)."""
+    layout = _candidate_layout()
+    if layout is None or os.geteuid() == 0:
+        return layout
+    return layout if _usable(layout) else None
+
+
+def _usable(layout: CgroupLayout) -> bool:
+    """Can this user create, limit, join and remove a session group of ``layout``?"""
+    import subprocess
+
+    group = SessionCgroup(layout)
+    try:
+        group.create(memory_bytes=64 * 1024 * 1024, max_processes=4)
+        child = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", "import time; time.sleep(5)"],
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            group.adopt_tree(child.pid)
+            moved = child.pid in group.members()
+        finally:
+            child.kill()
+            child.wait()
+    except OSError:
+        moved = False
+    with contextlib.suppress(OSError):
+        group.remove()
+    return moved
+
+
+def _candidate_layout() -> CgroupLayout | None:
     groups = _own_groups()
     memory = _ROOT / "memory" / groups.get("memory", "/").lstrip("/")
     pids = _ROOT / "pids" / groups.get("pids", "/").lstrip("/")

@@ -3,8 +3,10 @@
 In the bubblewrap plans the host's child is ``bwrap``; it starts the first process of a
 PID namespace of its own (bubblewrap's init), which starts the interpreter. Killing that
 init ends every process in the namespace at once, whatever the code did (``setsid``,
-double forks); the host holds a pidfd on it and waits until it is gone. Without a
-sandbox the worker is the leader of its own process group, which is killed whole.
+double forks); the host holds a pidfd on it and waits until it is gone. Where no cgroup
+bounds the session's memory, a :class:`~jarvis.adapters.subprocess_repl.memory_watch.MemoryWatch`
+samples the whole namespace and kills it past the limit. Without a sandbox the worker is
+the leader of its own process group, which is killed whole.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from jarvis.adapters.subprocess_repl.memory_watch import MemoryWatch
 from jarvis.adapters.subprocess_repl.protocol import (
     WORKER_MESSAGE,
     ExecuteRequest,
@@ -43,6 +46,8 @@ class WorkerProcess:
         self._process = process
         self._sandboxed = sandboxed
         self._namespace_init: int | None = None
+        self._init_pid: int | None = None
+        self._watch: MemoryWatch | None = None
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
         self._drain = asyncio.ensure_future(self._drain_stderr())
@@ -82,9 +87,36 @@ class WorkerProcess:
         code runs); returns the host pids of the whole tree (for the session's cgroup)."""
         tree = _descendants(self._process.pid)
         if self._sandboxed and len(tree) > 1 and self._namespace_init is None:
+            self._init_pid = tree[1]
             with contextlib.suppress(OSError):
                 self._namespace_init = os.pidfd_open(tree[1])
         return tree
+
+    def watch_memory(self, *, limit_bytes: int, max_processes: int) -> None:
+        """Bound the memory of the whole sandbox by sampling (call after
+        :meth:`hold_namespace`, where no cgroup bounds it)."""
+        if self._init_pid is None or self._watch is not None:
+            return
+        self._watch = MemoryWatch(
+            root=self._process.pid,
+            init=self._init_pid,
+            limit_bytes=limit_bytes,
+            max_processes=max_processes,
+        )
+        self._watch.start()
+
+    @property
+    def memory_exceeded(self) -> str | None:
+        """Why the memory watch stopped the sandbox, or ``None`` when it did not."""
+        watch = self._watch
+        if watch is None or watch.exceeded_bytes is None:
+            return None
+        mb = 1024 * 1024
+        return (
+            f"the session used more than {watch.limit_bytes // mb} MB of memory in total "
+            f"(all its processes, /tmp and /dev/shm together: {watch.exceeded_bytes // mb} MB) "
+            "and was stopped"
+        )
 
     @property
     def pid(self) -> int:
@@ -120,6 +152,8 @@ class WorkerProcess:
     async def kill(self) -> None:
         """Kill the sandbox's PID namespace (or the process group) and wait until it is
         gone. Idempotent."""
+        if self._watch is not None:
+            await asyncio.to_thread(self._watch.stop)
         if self._process.returncode is None:
             self.killed_by_host = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -183,6 +217,9 @@ class WorkerProcess:
 
     def describe_exit(self) -> str:
         """Why the worker ended, in words."""
+        exceeded = self.memory_exceeded
+        if exceeded is not None:
+            return exceeded
         code = self._process.returncode
         if code is None:
             return "the interpreter stopped answering"

@@ -7,10 +7,12 @@ runs, and — where the host may create one — a cgroup per session (``cgroup.p
 * ``bwrap-root``: jarvis runs as root. bubblewrap is started as a throwaway uid drawn per
   session (never root, never the host's user), so the code owns nothing on the host but its
   working directory; the session's memory and process count are bounded by a cgroup when
-  one can be created, else per process.
+  one can be created, else the memory by sampling (``memory_watch.py``).
 * ``bwrap-user``: an ordinary user with unprivileged user namespaces. The same sandbox; the
   code runs as the caller's uid inside a user namespace, with no capabilities, and sees
-  none of the caller's files but its working directory. Memory is bounded per process.
+  none of the caller's files but its working directory. The session's memory is bounded by
+  a cgroup where one was delegated to the user, else by sampling it (``memory_watch.py``):
+  the sandbox is killed once all its processes and its tmpfs mounts together hold more.
 * ``unavailable``: no sandbox can be had (no user namespaces and not root, macOS, a
   container that forbids them). Code does **not** run: starting a session raises a
   ``SandboxError`` that says why and what to do instead.
@@ -38,6 +40,7 @@ from jarvis.adapters.subprocess_repl.bwrap import (
     view_arguments,
 )
 from jarvis.adapters.subprocess_repl.cgroup import CgroupLayout, find_layout
+from jarvis.adapters.subprocess_repl.memory_watch import INTERVAL
 from jarvis.adapters.subprocess_repl.seccomp import build_filter
 from jarvis.domain.errors import SandboxError
 from jarvis.domain.repl import ReplIsolation
@@ -201,12 +204,16 @@ def _bubblewrap_plan() -> SandboxPlan:
 
 
 def _plan(bwrap: str, python: str, *, seccomp: bytes | None, is_root: bool) -> SandboxPlan:
-    cgroups = find_layout() if is_root else None
+    cgroups = find_layout()
     if cgroups is not None:
         memory = "memory_mb for the whole session (all its processes and /tmp, cgroup)"
         processes = "at most max_processes processes for the whole session (cgroup)"
     else:
-        memory = "memory_mb per process (address space; no cgroup to bound the session)"
+        memory = (
+            "memory_mb per process (address space), and for the whole session (all its "
+            f"processes, /tmp and /dev/shm) sampled every {INTERVAL * 1000:g} ms, the sandbox "
+            "killed past it (no cgroup)"
+        )
         processes = "at most max_processes processes (RLIMIT_NPROC in its user namespace)"
     return SandboxPlan(
         name="bwrap-root" if is_root else "bwrap-user",

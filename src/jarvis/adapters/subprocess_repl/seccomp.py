@@ -5,10 +5,12 @@ classic BPF program, which ``bwrap --seccomp FD`` installs on the worker before 
 The namespaces already keep the code away from the host; the filter removes the kernel
 interfaces that sandbox escapes have used (new namespaces, ``ptrace``, keyrings, BPF,
 ``perf_event_open``, ``userfaultfd``, ``io_uring``, the new mount API, module loading,
-terminal injection) and every socket but ``AF_UNIX``. A refused call fails with ``EPERM``
-(``EACCES`` for sockets), so Python raises an ``OSError`` rather than dying. ``clone3``
-fails with ``ENOSYS``: its flags cannot be inspected, and the C library then falls back to
-``clone``, whose namespace flags are refused.
+terminal injection) and every socket but ``AF_UNIX``; also ``memfd_create`` and System V
+shared memory and message queues, which hold memory that no process maps and no mount
+shows, so that what the session holds can be measured (``memory_watch.py``). A refused
+call fails with ``EPERM`` (``EACCES`` for sockets), so Python raises an ``OSError`` rather
+than dying. ``clone3`` fails with ``ENOSYS``: its flags cannot be inspected, and the C
+library then falls back to ``clone``, whose namespace flags are refused.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ REFUSED_SYSCALLS = (
     "iopl",
     "ioperm",
     "vhangup",
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "msgget",
 )
 
 

@@ -226,6 +226,11 @@ class SubprocessReplSession:
             tree = worker.hold_namespace()
             if self._cgroup is not None:
                 await asyncio.to_thread(self._cgroup.adopt_tree, tree[0])
+            else:  # no cgroup: the session's memory is bounded by sampling it
+                worker.watch_memory(
+                    limit_bytes=self._limits.memory_mb * 1024 * 1024,
+                    max_processes=self._limits.max_processes,
+                )
             self._worker = worker
             for name, value in self._variables.items():
                 await self._send_variable(worker, name, value)
@@ -327,6 +332,8 @@ class SubprocessReplSession:
                 duration_seconds=loop.time() - started,
             )
         except (OSError, WorkerProtocolError) as exc:
+            if worker.memory_exceeded is not None:  # stopped while no code was running
+                return await self._crashed(worker, loop.time() - started)
             await self._discard_worker()
             return ExecutionResult(
                 error=(
@@ -347,7 +354,7 @@ class SubprocessReplSession:
                 f"The code ended the interpreter: {why}. The next execution starts a fresh "
                 "interpreter: every variable and import from earlier executions is lost."
             ),
-            error_kind="crashed",
+            error_kind="crashed" if worker.memory_exceeded is None else "memory_limit",
             traceback=tail[-2000:],
             duration_seconds=duration,
         )

@@ -1,0 +1,192 @@
+"""The memory of a whole session where no cgroup bounds it: a sampler that kills the
+sandbox when all its processes together hold more than the session's limit.
+
+An ordinary user gets no cgroup it may limit on most machines (no delegated subtree, no
+user systemd), and ``RLIMIT_AS`` bounds one process only: eight forks of a 200 MB process
+hold 1.6 GB. So, for each sandbox, a thread of the host samples what the sandbox holds
+and, once the sum is above the limit, sends ``SIGKILL`` to the sandbox's PID namespace
+init (through a pidfd: never a reused pid), which takes every process of the namespace
+down with it.
+
+What is counted, every :data:`INTERVAL` seconds:
+
+* every process below the ``bwrap`` the host started — the whole PID namespace, found by
+  following ``/proc/<pid>/task/<tid>/children`` from it. Forks cannot hide: a new process
+  is a child of one already counted, and an orphan (double fork, ``setsid``) is re-parented
+  to the namespace's init, which is in the tree and cannot be left. A process re-parented
+  between two reads of one walk may be missed by that one sample, never by the next;
+* of each, its proportional share of the anonymous and shared-memory pages it has resident
+  (``Pss_Anon`` + ``Pss_Shmem`` of ``/proc/<pid>/smaps_rollup``): pages shared after a
+  fork are counted once over all the processes sharing them, not once per process as
+  ``VmRSS`` would (eight forks of a 30 MB interpreter are 30 MB, not 240 MB);
+* the space used in the sandbox's own tmpfs mounts, ``/tmp`` and ``/dev`` (where
+  ``/dev/shm`` is): files there hold memory without being mapped by any process (a file
+  that is also mapped is counted twice — on the safe side).
+
+``memfd_create`` and System V shared memory, which hold memory no process maps and no
+mount shows, are refused by the seccomp filter.
+
+Why a sampler is sound here. It reacts only once per interval, so the sum may exceed the
+limit between two samples; by how much is bounded twice over. The code cannot hold more
+than ``max_processes`` × ``memory_mb`` at any instant (each process has ``RLIMIT_AS``,
+their number ``RLIMIT_NPROC``, the tmpfs mounts their size); and within one interval plus
+the time of one walk it can add only what its processes fault in meanwhile — page faults
+run at a few GB/s per core, so with the default 25 ms and two cores, a few hundred MB at
+the very worst, for tens of milliseconds. It bounds how long the session stays above its
+limit, not the peak as a cgroup does; where a cgroup can be had, it is used instead.
+
+Cost: one walk reads two small ``/proc`` files per process (``smaps_rollup`` costs the
+kernel a walk of the process's page tables) and two ``statvfs`` calls; every read is
+bounded in size and the walk in the number of processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable
+
+INTERVAL = 0.025
+"""Seconds between two samples."""
+_READ_LIMIT = 8192
+"""Bytes read of one ``smaps_rollup`` (about 1 KB) or ``children`` file at most."""
+MOUNTS = ("tmp", "dev")
+"""The sandbox's own tmpfs mounts, below ``/proc/<init>/root``."""
+_FIELDS = (b"Pss_Anon:", b"Pss_Shmem:")
+
+
+def _read(path: str) -> bytes:
+    """At most :data:`_READ_LIMIT` bytes of ``path`` (empty when it cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, _READ_LIMIT)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def session_pids(root: int, limit: int) -> list[int]:
+    """``root`` and the processes below it, parents first, at most ``limit`` of them."""
+    found: list[int] = []
+    seen: set[int] = set()
+    pending = [root]
+    while pending and len(found) < limit:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks[:limit]:
+            pending.extend(int(n) for n in _read(f"/proc/{pid}/task/{task}/children").split())
+    return found
+
+
+def process_bytes(pid: int) -> int:
+    """The anonymous and shared memory ``pid`` holds, its share of shared pages."""
+    total = 0
+    for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
+        if line.startswith(_FIELDS):
+            with contextlib.suppress(ValueError, IndexError):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def mounts_bytes(init: int, mounts: Iterable[str] = MOUNTS) -> int:
+    """Space used in the sandbox's tmpfs mounts, seen through its init's root."""
+    total = 0
+    for mount in mounts:
+        with contextlib.suppress(OSError):
+            usage = os.statvfs(f"/proc/{init}/root/{mount}")
+            total += (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+    return total
+
+
+def session_bytes(
+    root: int, init: int, *, max_processes: int, mounts: Iterable[str] = MOUNTS
+) -> int:
+    """One sample: everything the sandbox started at ``root`` holds, in bytes."""
+    pids = session_pids(root, max_processes)
+    return sum(process_bytes(pid) for pid in pids) + mounts_bytes(init, mounts)
+
+
+class MemoryWatch:
+    """The sampler of one sandbox: started once its tree is known, stopped with it.
+
+    ``root`` is the host's child (``bwrap``), ``init`` the PID namespace's init below it.
+    The watch holds its own pidfds on both, so a kill never reaches a reused pid.
+    ``mounts`` are the tmpfs mounts counted, relative to the init's root.
+    """
+
+    def __init__(
+        self,
+        *,
+        root: int,
+        init: int,
+        limit_bytes: int,
+        max_processes: int,
+        interval: float = INTERVAL,
+        mounts: tuple[str, ...] = MOUNTS,
+    ) -> None:
+        self.limit_bytes = limit_bytes
+        self._root = root
+        self._init = init
+        self._max_processes = max_processes + 4  # bwrap, its init, slack for a dying one
+        self._interval = interval
+        self._mounts = mounts
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.exceeded_bytes: int | None = None
+        """What the session held when it was stopped (``None``: it was not)."""
+        self.samples = 0
+        self.cpu_seconds = 0.0
+        """CPU time the sampler has used (its own thread's)."""
+
+    def start(self) -> None:
+        """Open the pidfds (while the processes surely exist) and start sampling; the
+        thread owns them and closes them when it ends."""
+        pidfds: list[int] = []
+        for pid in (self._init, self._root):
+            with contextlib.suppress(OSError):
+                pidfds.append(os.pidfd_open(pid))
+        self._thread = threading.Thread(
+            target=self._run, args=(pidfds,), name=f"jarvis-repl-memory-{self._root}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling (waits for the sampler to end). Idempotent."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
+
+    def _run(self, pidfds: list[int]) -> None:
+        try:
+            while not self._stop.wait(self._interval):
+                began = time.thread_time()
+                used = session_bytes(
+                    self._root, self._init, max_processes=self._max_processes, mounts=self._mounts
+                )
+                self.samples += 1
+                self.cpu_seconds += time.thread_time() - began
+                if used > self.limit_bytes:
+                    self.exceeded_bytes = used  # set before the kill: read once the worker ends
+                    for fd in pidfds:
+                        with contextlib.suppress(OSError):
+                            signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    return
+        finally:
+            for fd in pidfds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)

@@ -1,0 +1,183 @@
+"""Hostile code against the memory bound of the whole session, where no cgroup holds it.
+
+An ordinary user has no cgroup it may limit here, so the session's memory is sampled
+(``memory_watch.py``) and the sandbox killed past ``memory_mb``. As root the session has a
+cgroup; these tests then take the plan without it (what root gets where no cgroup can be
+made), so that the sampler is attacked in both runs: ``test_repl_attacks.py`` runs this
+file again as an ordinary user it creates. The hostile code holds its memory and then
+blocks until it is killed; the execution's own time limit (60 s) is the test's deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jarvis.adapters.subprocess_repl import SubprocessRepl, SubprocessReplSession
+from jarvis.domain.repl import ExecutionResult, ReplLimits
+from tests.integration.test_repl_attacks import SPAWN, _wait_until
+
+pytestmark = pytest.mark.integration
+
+LIMITS = ReplLimits(timeout_seconds=60.0, memory_mb=256, max_processes=32)
+STOPPED = "the session used more than 256 MB of memory in total"
+
+HOLD = textwrap.dedent(
+    """
+    import os, time
+    def hold(mb):
+        block = bytearray(mb << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        return block
+    def holder(mb, ready):
+        '''A child that holds ``mb`` MB, says so on ``ready`` and waits to be killed.'''
+        pid = os.fork()
+        if pid == 0:
+            kept = hold(mb)
+            os.write(ready, b'x')
+            while True:
+                time.sleep(60)
+        return pid
+    """
+)
+
+
+def watched(repl: SubprocessRepl) -> SubprocessRepl:
+    """``repl`` where the session's memory is sampled: as it is for an ordinary user, and
+    for root where no cgroup can be made."""
+    plan = repl.plan()
+    if plan.cgroups is None:
+        return repl
+    without = SubprocessRepl(limits=repl.limits)
+    without._plan = replace(plan, cgroups=None)  # the plan root gets without a cgroup
+    return without
+
+
+@pytest.fixture(scope="module")
+def repl() -> Iterator[SubprocessRepl]:
+    base = SubprocessRepl(limits=LIMITS)
+    isolation = base.isolation()
+    if not isolation.runs_code:
+        pytest.skip(f"no OS sandbox here: {isolation.describe()}")
+    repl = watched(base)
+    yield repl
+    repl.close()
+    base.close()
+
+
+@pytest.fixture
+async def session(repl: SubprocessRepl) -> AsyncIterator[SubprocessReplSession]:
+    session = await repl.start()
+    try:
+        yield session
+    finally:
+        await session.aclose()
+
+
+def _namespace(session: SubprocessReplSession) -> str:
+    """The sandbox's PID namespace (``pid:[N]``), through the host's view of its tree."""
+    root = session.worker_pid
+    assert root is not None
+    for task in os.listdir(f"/proc/{root}/task"):
+        children = Path(f"/proc/{root}/task/{task}/children").read_text().split()
+        if children:
+            return os.readlink(f"/proc/{children[0]}/ns/pid")
+    raise AssertionError("the sandbox has no init")
+
+
+def _members(namespace: str) -> list[int]:
+    """Host pids of the processes still in ``namespace`` (ours to read)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "ns" / "pid") == namespace:
+                    found.append(int(entry.name))
+    return found
+
+
+async def _attack(session: SubprocessReplSession, code: str) -> ExecutionResult:
+    """Run ``code`` (it ends blocked) and check the session was stopped, nothing of it is
+    left, and the next execution works in a fresh interpreter."""
+    await session.execute("1")
+    namespace = _namespace(session)
+    result = await session.execute(HOLD + code)
+    assert result.error_kind == "memory_limit", result
+    assert result.error is not None
+    assert STOPPED in result.error, result
+    assert _wait_until(lambda: not _members(namespace)), _members(namespace)
+    after = await session.execute("21 * 2")
+    assert after.value == "42", after
+    assert after.restarted, after
+    return result
+
+
+async def test_forks_each_under_the_limit_together_over_it_are_stopped(
+    session: SubprocessReplSession,
+) -> None:
+    """8 x 100 MB: every process is far below its own 256 MB, the sum far above."""
+    await _attack(
+        session,
+        "r, w = os.pipe()\nfor _ in range(8):\n    holder(100, w)\n"
+        "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+
+
+async def test_orphans_double_forked_into_new_sessions_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """Each holder is a grandchild in a session of its own whose parent exited: it is
+    re-parented to the namespace's init, away from the code's own process."""
+    await _attack(
+        session,
+        "r, w = os.pipe()\nfor _ in range(5):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        os.setsid()\n        holder(80, w)\n        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\nos.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+
+
+async def test_files_in_dev_shm_held_by_no_process_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """``/dev`` is a tmpfs of the sandbox's own with no size of its own: 6 x 50 MB (each
+    file below the file-size limit) written there by a program started behind the audit
+    hook's back, mapped by no process."""
+    await _attack(
+        session,
+        SPAWN + "spawn('/bin/sh', '-c', 'for i in 1 2 3 4 5 6; do "
+        "head -c 52428800 /dev/zero > /dev/shm/held$i; done')\ntime.sleep(600)",
+    )
+
+
+async def test_the_private_tmp_counts_with_the_processes(
+    session: SubprocessReplSession,
+) -> None:
+    """/tmp is capped at 64 MB by its size; 60 MB there and 4 x 60 MB held is over 256."""
+    await _attack(
+        session,
+        SPAWN + "pid = spawn('/bin/sh', '-c', 'head -c 62914560 /dev/zero > /tmp/held')\n"
+        "os.waitpid(pid, 0)\nr, w = os.pipe()\nfor _ in range(4):\n    holder(60, w)\n"
+        "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+
+
+async def test_a_session_under_its_limit_runs_to_completion(
+    session: SubprocessReplSession,
+) -> None:
+    """150 MB of 256 held for a second (forty samples); then 100 MB shared by six forks,
+    which ``VmRSS`` would count seven times (700 MB) and the sampler counts once."""
+    result = await session.execute(
+        HOLD + "kept = hold(150)\ntime.sleep(1)\ndel kept\nkept = hold(100)\npids = []\n"
+        "for _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(1)\n"
+        "        os._exit(0)\n    pids.append(pid)\n"
+        "sum(os.waitpid(p, 0)[1] == 0 for p in pids)"
+    )
+    assert result.error is None, result
+    assert result.value == "6", result

@@ -1,0 +1,159 @@
+"""The session-memory sampler on a plain process tree (no sandbox needed): what it counts,
+that orphans stay counted, that it kills past the limit and only then."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from jarvis.adapters.subprocess_repl.memory_watch import (
+    MemoryWatch,
+    process_bytes,
+    session_bytes,
+    session_pids,
+)
+
+if not sys.platform.startswith("linux"):
+    pytest.skip("reads Linux's /proc", allow_module_level=True)
+
+MB = 1024 * 1024
+TREE = textwrap.dedent(
+    """
+    import os, sys, time
+    def hold(mb):
+        block = bytearray(mb << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        return block
+    kids, mb, orphan = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+    for _ in range(kids):
+        pid = os.fork()
+        if pid == 0:
+            if orphan and os.fork() != 0:
+                os._exit(0)  # the holder below is re-parented away from this tree
+            kept = hold(mb)
+            os.write(1, b"x")
+            time.sleep(600)
+    os.write(1, b"parent")
+    time.sleep(600)
+    """
+)
+
+
+def _start(kids: int, mb: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", TREE, str(kids), str(mb), "0"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    seen = b""
+    while seen.count(b"x") < kids or b"parent" not in seen:  # every holder holds its memory
+        chunk = process.stdout.read1(64)
+        assert chunk, seen
+        seen += chunk
+    return process
+
+
+@pytest.fixture
+def trees() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_every_process_of_the_tree_is_counted_with_its_memory(
+    trees: list[subprocess.Popen[bytes]],
+) -> None:
+    trees.append(tree := _start(4, 40))
+    pids = session_pids(tree.pid, 100)
+    assert len(pids) == 5
+    assert all(process_bytes(pid) >= 40 * MB for pid in pids[1:])
+    assert session_bytes(tree.pid, tree.pid, max_processes=100, mounts=()) >= 160 * MB
+
+
+def test_the_walk_is_bounded(trees: list[subprocess.Popen[bytes]]) -> None:
+    trees.append(tree := _start(6, 1))
+    assert len(session_pids(tree.pid, 3)) == 3
+
+
+def test_shared_pages_after_a_fork_are_counted_once(
+    trees: list[subprocess.Popen[bytes]],
+) -> None:
+    code = (
+        "import os, time\nb = bytearray(64 << 20)\nfor i in range(0, len(b), 4096):\n"
+        "    b[i] = 1\nfor _ in range(4):\n    if os.fork() == 0:\n        break\n"
+        "os.write(1, b'x')\ntime.sleep(600)"
+    )
+    tree = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", code], stdout=subprocess.PIPE, start_new_session=True
+    )
+    trees.append(tree)
+    assert tree.stdout is not None
+    seen = b""
+    while seen.count(b"x") < 5:
+        seen += tree.stdout.read1(64)
+    total = session_bytes(tree.pid, tree.pid, max_processes=100, mounts=())
+    assert 64 * MB <= total < 2 * 64 * MB, total // MB  # VmRSS would say 5 x 64 MB
+
+
+def test_past_the_limit_the_tree_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
+    trees.append(tree := _start(4, 40))
+    watch = MemoryWatch(
+        root=tree.pid, init=tree.pid, limit_bytes=100 * MB, max_processes=16, mounts=()
+    )
+    watch.start()
+    try:
+        assert tree.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        watch.stop()
+    assert watch.exceeded_bytes is not None
+    assert watch.exceeded_bytes > 100 * MB
+
+
+def test_orphans_in_a_subreaper_tree_stay_counted(trees: list[subprocess.Popen[bytes]]) -> None:
+    """Outside a PID namespace an orphan goes to the host's init: this is what the sandbox's
+    own init prevents. Here the tree's root is made a subreaper to stand in for it."""
+    code = (
+        "import ctypes, sys\nctypes.CDLL(None).prctl(36, 1, 0, 0, 0)\n"  # PR_SET_CHILD_SUBREAPER
+        f"sys.argv = ['-', '3', '40', '1']\nexec({TREE!r})"
+    )
+    tree = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", code], stdout=subprocess.PIPE, start_new_session=True
+    )
+    trees.append(tree)
+    assert tree.stdout is not None
+    seen = b""
+    while seen.count(b"x") < 3 or b"parent" not in seen:
+        chunk = tree.stdout.read1(64)
+        assert chunk, seen
+        seen += chunk
+    assert session_bytes(tree.pid, tree.pid, max_processes=100, mounts=()) >= 120 * MB
+
+
+def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
+    trees.append(tree := _start(2, 40))
+    watch = MemoryWatch(
+        root=tree.pid, init=tree.pid, limit_bytes=200 * MB, max_processes=16, mounts=()
+    )
+    watch.start()
+    try:
+        deadline = time.monotonic() + 60
+        while watch.samples < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watch.samples >= 20
+        assert tree.poll() is None
+    finally:
+        watch.stop()
+    assert watch.exceeded_bytes is None
