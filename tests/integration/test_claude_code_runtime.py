@@ -228,16 +228,22 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
     engine: ScriptedEngine,
     request_for: Callable[..., ExternalRunRequest],
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
+    monkeypatch.setenv("JARVIS_SECRET_TOKEN", "must-not-leak-either")
     engine.script = [Reply("Never finished.", hold=True)]
     groups: list[int] = []
+    environments: list[bytes] = []
 
     async def note_the_group() -> None:
         await asyncio.to_thread(engine.first_word_sent.wait, 60)
         pid = runtime.running[0].pid
         assert pid is not None
         groups.append(pid)
-        assert len(group_members(pid)) >= 2  # the runner and its claude binary
+        members = group_members(pid)
+        assert len(members) >= 2  # the runner and its claude binary
+        environments.extend((Path("/proc") / str(m) / "environ").read_bytes() for m in members)
 
     watcher = asyncio.create_task(note_the_group())
     started = time.monotonic()
@@ -249,6 +255,9 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
         await watcher
     assert time.monotonic() - started < 30
     assert "-O timeout=SECONDS" in caught.value.hint
+    for environ in environments:  # the caller's secrets never reach the runtime
+        assert b"must-not-leak" not in environ
+        assert f"HOME={tmp_path / 'state'}".encode() in environ.split(b"\0")
     assert wait_until_gone(groups[0]) == []
     assert runtime.running == ()
 
@@ -420,7 +429,7 @@ def test_cli_cloud_without_a_key_is_refused(
         text=True,
         timeout=60,
     )
-    assert finished.returncode != 0
+    assert finished.returncode == 2, finished.stderr
     assert "ANTHROPIC_API_KEY" in finished.stderr
     assert engine.requests == []
 
