@@ -8,6 +8,9 @@
   against starting a bare ``python -I -S -c pass`` outside any sandbox;
 * per execution: one trivial cell through the protocol, against the cell's own run time
   inside the worker;
+* the memory sampler, where no cgroup bounds the session (ordinary users): the host's CPU
+  time per second of an idle session with ten processes to walk, and the per-execution
+  overhead with it running (as root, the cgroup plan is the baseline);
 * ``llm_batch`` of 16 prompts from code in the REPL, answered by the OpenAI-compatible
   engine adapter against the stub server with 250 ms of latency per completion, against
   one ``llm_query`` (the default concurrency of 16, and 8).
@@ -16,9 +19,11 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import statistics
 import sys
 import time
+from dataclasses import replace
 
 from bench.common import BenchContext, Row, stub_process
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
@@ -26,6 +31,41 @@ from jarvis.adapters.subprocess_repl import SubprocessRepl
 from jarvis.domain.agents.sub_calls import SubModelCallbacks
 
 LATENCY = 0.25
+_HOLDERS = (
+    "import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n"
+    "        b = bytearray(10 << 20)\n        b[::4096] = b'x' * len(b[::4096])\n"
+    "        time.sleep(600)\n'held'"
+)
+"""Eight idle processes of 10 MB each: what the sampler walks every interval."""
+
+
+def _sampled(repl: SubprocessRepl) -> SubprocessRepl:
+    """``repl`` with its session memory sampled: as is for an ordinary user; as root, the
+    plan root gets where no cgroup can be made."""
+    plan = repl.plan()
+    if plan.cgroups is None:
+        return repl
+    sampled = SubprocessRepl()
+    sampled._plan = replace(plan, cgroups=None)
+    return sampled
+
+
+async def _idle_cpu(repl: SubprocessRepl, seconds: float) -> float:
+    """The host's CPU seconds per second while a session with ten processes sits idle."""
+    session = await repl.start()
+    try:
+        result = await session.execute(_HOLDERS)
+        if not result.ok:
+            raise RuntimeError(f"the holders did not start: {result.error}")
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        started = time.perf_counter()
+        await asyncio.sleep(seconds)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        elapsed = time.perf_counter() - started
+    finally:
+        await session.aclose()
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return used / elapsed
 
 
 async def _bare_python(python: str, runs: int) -> float:
@@ -91,6 +131,13 @@ async def run(ctx: BenchContext) -> list[Row]:
     bare = await _bare_python(repl.python, runs)
     startup = await _startup(repl, runs)
     wall, inside = await _per_execution(repl, 50 if ctx.quick else 300)
+    sampled = _sampled(repl)
+    sampled_wall, sampled_inside = await _per_execution(sampled, 50 if ctx.quick else 300)
+    idle = 1.0 if ctx.quick else 5.0
+    sampler_cpu = await _idle_cpu(sampled, idle)
+    plain_cpu = await _idle_cpu(repl, idle) if sampled is not repl else None
+    if sampled is not repl:
+        sampled.close()
     batch = "answers = llm_batch([f'question {i}' for i in range(16)])\nlen(answers)"
     with stub_process("--latency", str(LATENCY)) as url:
         single = await _batch(repl, url, 16, "llm_query('one question')")
@@ -115,6 +162,25 @@ async def run(ctx: BenchContext) -> list[Row]:
             goal="<= 5 ms",
             ok=wall - inside <= 0.005,
             note="protocol round trip minus the cell's own run time",
+        ),
+        Row(
+            name="REPL memory sampler: host CPU per second of session (no cgroup)",
+            value=sampler_cpu * 1000,
+            unit="ms",
+            baseline=None if plain_cpu is None else plain_cpu * 1000,
+            baseline_name="the same session in a cgroup",
+            goal="<= 20 ms",
+            ok=sampler_cpu <= 0.020,
+            note="ten processes in the sandbox, sampled every 25 ms",
+        ),
+        Row(
+            name="REPL overhead per execution (memory sampled, no cgroup)",
+            value=(sampled_wall - sampled_inside) * 1000,
+            unit="ms",
+            baseline=(wall - inside) * 1000,
+            baseline_name="the plan in force",
+            goal="<= 5 ms",
+            ok=sampled_wall - sampled_inside <= 0.005,
         ),
         Row(
             name="llm_batch of 16, 250 ms stub (16 concurrent, default)",

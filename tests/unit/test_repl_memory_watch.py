@@ -17,6 +17,7 @@ import pytest
 from jarvis.adapters.subprocess_repl.memory_watch import (
     MemoryWatch,
     process_bytes,
+    resident_bytes,
     session_bytes,
     session_pids,
 )
@@ -80,7 +81,11 @@ def test_every_process_of_the_tree_is_counted_with_its_memory(
     pids = session_pids(tree.pid, 100)
     assert len(pids) == 5
     assert all(process_bytes(pid) >= 40 * MB for pid in pids[1:])
-    assert session_bytes(tree.pid, tree.pid, max_processes=100, mounts=()) >= 160 * MB
+    assert all(resident_bytes(pid) >= process_bytes(pid) for pid in pids)
+    limit = 1 << 40
+    assert session_bytes(tree.pid, tree.pid, max_processes=100, limit_bytes=limit, mounts=()) >= (
+        160 * MB
+    )
 
 
 def test_the_walk_is_bounded(trees: list[subprocess.Popen[bytes]]) -> None:
@@ -104,8 +109,11 @@ def test_shared_pages_after_a_fork_are_counted_once(
     seen = b""
     while seen.count(b"x") < 5:
         seen += tree.stdout.read1(64)
-    total = session_bytes(tree.pid, tree.pid, max_processes=100, mounts=())
-    assert 64 * MB <= total < 2 * 64 * MB, total // MB  # VmRSS would say 5 x 64 MB
+    pids = session_pids(tree.pid, 100)
+    assert sum(resident_bytes(pid) for pid in pids) >= 5 * 64 * MB  # counted in every fork
+    limit = 200 * MB
+    total = session_bytes(tree.pid, tree.pid, max_processes=100, limit_bytes=limit, mounts=())
+    assert 64 * MB <= total < 2 * 64 * MB, total // MB
 
 
 def test_past_the_limit_the_tree_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
@@ -139,7 +147,10 @@ def test_orphans_in_a_subreaper_tree_stay_counted(trees: list[subprocess.Popen[b
         chunk = tree.stdout.read1(64)
         assert chunk, seen
         seen += chunk
-    assert session_bytes(tree.pid, tree.pid, max_processes=100, mounts=()) >= 120 * MB
+    limit = 1 << 40
+    assert session_bytes(tree.pid, tree.pid, max_processes=100, limit_bytes=limit, mounts=()) >= (
+        120 * MB
+    )
 
 
 def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:

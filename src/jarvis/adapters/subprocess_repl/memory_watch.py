@@ -15,10 +15,13 @@ What is counted, every :data:`INTERVAL` seconds:
   is a child of one already counted, and an orphan (double fork, ``setsid``) is re-parented
   to the namespace's init, which is in the tree and cannot be left. A process re-parented
   between two reads of one walk may be missed by that one sample, never by the next;
-* of each, its proportional share of the anonymous and shared-memory pages it has resident
-  (``Pss_Anon`` + ``Pss_Shmem`` of ``/proc/<pid>/smaps_rollup``): pages shared after a
-  fork are counted once over all the processes sharing them, not once per process as
-  ``VmRSS`` would (eight forks of a 30 MB interpreter are 30 MB, not 240 MB);
+* of each, the anonymous and shared-memory pages it has resident. First cheaply, in full
+  (``RssAnon`` + ``RssShmem`` of ``/proc/<pid>/status``); when that sum is over the limit,
+  each process's proportional share (``Pss_Anon`` + ``Pss_Shmem`` of
+  ``/proc/<pid>/smaps_rollup``), so that pages shared after a fork are counted once over
+  all the processes sharing them, not once per process (six forks of a process holding
+  100 MB are 100 MB, not 700 MB). A share never exceeds the full count, so the cheap sum
+  within the limit means the exact one is too;
 * the space used in the sandbox's own tmpfs mounts, ``/tmp`` and ``/dev`` (where
   ``/dev/shm`` is): files there hold memory without being mapped by any process (a file
   that is also mapped is counted twice — on the safe side).
@@ -35,9 +38,10 @@ run at a few GB/s per core, so with the default 25 ms and two cores, a few hundr
 the very worst, for tens of milliseconds. It bounds how long the session stays above its
 limit, not the peak as a cgroup does; where a cgroup can be had, it is used instead.
 
-Cost: one walk reads two small ``/proc`` files per process (``smaps_rollup`` costs the
-kernel a walk of the process's page tables) and two ``statvfs`` calls; every read is
-bounded in size and the walk in the number of processes.
+Cost: one sample reads two small ``/proc`` files per process (its threads' ``children``
+and its ``status``; ``smaps_rollup`` only when the first sum is over the limit) and makes
+two ``statvfs`` calls; every read is bounded in size and the walk in the number of
+processes.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ _READ_LIMIT = 8192
 """Bytes read of one ``smaps_rollup`` (about 1 KB) or ``children`` file at most."""
 MOUNTS = ("tmp", "dev")
 """The sandbox's own tmpfs mounts, below ``/proc/<init>/root``."""
-_FIELDS = (b"Pss_Anon:", b"Pss_Shmem:")
+_PROPORTIONAL = (b"Pss_Anon:", b"Pss_Shmem:")
+_RESIDENT = (b"RssAnon:", b"RssShmem:")
 
 
 def _read(path: str) -> bytes:
@@ -92,14 +97,32 @@ def session_pids(root: int, limit: int) -> list[int]:
     return found
 
 
+def _kilobytes(text: bytes, fields: tuple[bytes, ...]) -> int:
+    """The sum of the ``Name:  N kB`` lines of ``text`` named in ``fields``, in bytes."""
+    total = 0
+    for field in fields:
+        start = text.find(b"\n" + field)
+        if start < 0:
+            continue
+        start += len(field) + 1
+        end = text.find(b"kB", start)
+        if end < 0:
+            continue
+        with contextlib.suppress(ValueError):
+            total += int(text[start:end]) * 1024
+    return total
+
+
+def resident_bytes(pid: int) -> int:
+    """The anonymous and shared memory ``pid`` has resident, shared pages counted in full
+    (``RssAnon`` + ``RssShmem`` of ``/proc/<pid>/status``: cheap, an upper bound of
+    :func:`process_bytes`)."""
+    return _kilobytes(_read(f"/proc/{pid}/status"), _RESIDENT)
+
+
 def process_bytes(pid: int) -> int:
     """The anonymous and shared memory ``pid`` holds, its share of shared pages."""
-    total = 0
-    for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
-        if line.startswith(_FIELDS):
-            with contextlib.suppress(ValueError, IndexError):
-                total += int(line.split()[1]) * 1024
-    return total
+    return _kilobytes(_read(f"/proc/{pid}/smaps_rollup"), _PROPORTIONAL)
 
 
 def mounts_bytes(init: int, mounts: Iterable[str] = MOUNTS) -> int:
@@ -113,11 +136,20 @@ def mounts_bytes(init: int, mounts: Iterable[str] = MOUNTS) -> int:
 
 
 def session_bytes(
-    root: int, init: int, *, max_processes: int, mounts: Iterable[str] = MOUNTS
+    root: int, init: int, *, max_processes: int, limit_bytes: int, mounts: Iterable[str] = MOUNTS
 ) -> int:
-    """One sample: everything the sandbox started at ``root`` holds, in bytes."""
+    """One sample of what the sandbox started at ``root`` holds, in bytes: the cheap upper
+    bound (resident pages counted in every process sharing them) when that is within
+    ``limit_bytes``, else the proportional count (each shared page once over its sharers).
+    The proportional count is exact but costs the kernel a walk of every page table, about
+    ten times the cheap one; it is needed only when sharing after forks could be all that
+    puts the bound above the limit."""
     pids = session_pids(root, max_processes)
-    return sum(process_bytes(pid) for pid in pids) + mounts_bytes(init, mounts)
+    tmpfs = mounts_bytes(init, mounts)
+    bound = sum(resident_bytes(pid) for pid in pids) + tmpfs
+    if bound <= limit_bytes:
+        return bound
+    return sum(process_bytes(pid) for pid in pids) + tmpfs
 
 
 class MemoryWatch:
@@ -176,7 +208,11 @@ class MemoryWatch:
             while not self._stop.wait(self._interval):
                 began = time.thread_time()
                 used = session_bytes(
-                    self._root, self._init, max_processes=self._max_processes, mounts=self._mounts
+                    self._root,
+                    self._init,
+                    max_processes=self._max_processes,
+                    limit_bytes=self.limit_bytes,
+                    mounts=self._mounts,
                 )
                 self.samples += 1
                 self.cpu_seconds += time.thread_time() - began
