@@ -95,7 +95,8 @@ async def test_a_tool_round_writes_the_file_and_returns_the_result_to_the_model(
         Reply(tool_calls=[tool_call("call_1", "file_editor", arguments)]),
         Reply("Wrote hello.txt."),
     ]
-    events = await collect(runtime, request_for("write hello.txt", str(workspace)))
+    request = request_for("write hello.txt", str(workspace), system_prompt="You are Ada.")
+    events = await collect(runtime, request)
     result = done(events)
     assert target.read_text() == "hi\n"
     assert result.content == "Wrote hello.txt."
@@ -117,6 +118,8 @@ async def test_a_tool_round_writes_the_file_and_returns_the_result_to_the_model(
     assert first["model"] == MODEL
     assert first.get("stream") is True
     assert "reasoning_effort" not in first
+    system = json.dumps(engine.messages(0)[0])
+    assert "You are Ada." in system  # the persona reaches the SDK's system message
 
 
 async def test_plan_mode_can_neither_write_nor_run_commands(
@@ -343,6 +346,20 @@ def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
     data = tmp_path / "home" / "runtimes" / "openhands"
     assert len(list(data.glob("*/base_state.json"))) == 1
     assert len(list((data / "workspaces").iterdir())) == 1  # the workspace's last session
+    # a second ask in the same workspace, another process: the conversation goes on
+    again = subprocess.run(
+        [*_ask(engine, tmp_path), "and of Italy?"],
+        env=_cli_env(tmp_path / "home", tmp, python),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert again.returncode == 0, again.stderr
+    assert ANSWER in again.stdout
+    history = json.dumps(engine.messages(-1))
+    assert "what is the capital of France?" in history
+    assert "and of Italy?" in history
+    assert len(list(data.glob("*/base_state.json"))) == 1
     assert set(openhands_processes()) == before
     assert private_dirs(str(tmp)) == []
 
@@ -396,3 +413,41 @@ def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
     assert "Traceback" not in err
     assert set(openhands_processes()) == before
     assert private_dirs(str(tmp)) == []
+
+
+@pytest.mark.timeout(240)
+def test_openhands_onto_the_llama_cpp_server(llama_server: object, tmp_path: Path) -> None:
+    """Protocol behaviour on a real engine, not wisdom: the SDK's large system prompt and
+    tool schemas reach SmolLM2 (2048-token context) through llama.cpp's OpenAI API, and the
+    run ends in bounded time either with an answer or with the engine's refusal as a clear
+    ``ExternalRuntimeError`` (never a hang, never a traceback), leaving no process."""
+    from tests.support.llama_server import LlamaServer
+
+    assert isinstance(llama_server, LlamaServer)
+    python = require_openhands()
+    before = set(openhands_processes())
+
+    async def main() -> str:
+        runtime = OpenHandsRuntime(data_dir=tmp_path / "data", python=python)
+        request = ExternalRunRequest(
+            prompt="Say hello.",
+            workspace=str(tmp_path),
+            model=llama_server.model,
+            base_url=llama_server.base_url,
+            timeout=120,
+        )
+        try:
+            result = done(await collect(runtime, request))
+        except ExternalRuntimeError as exc:
+            return f"error: {exc}"
+        finally:
+            await runtime.aclose()
+        return "answer" if result.session_id else "no session"
+
+    started = time.monotonic()
+    outcome = asyncio.run(main())
+    assert outcome == "answer" or outcome.startswith("error: openhands failed: "), outcome
+    assert "Traceback" not in outcome
+    assert "validation error" not in outcome  # the server took the SDK's messages as sent
+    assert time.monotonic() - started < 130
+    assert set(openhands_processes()) == before

@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 import weakref
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
@@ -44,6 +45,8 @@ def _die_with_parent() -> None:
 
 
 MAX_ENVIRON = 1_048_576
+KILL_WAIT = 5.0
+"""The longest a stop waits for the killed tree to exit (it takes milliseconds)."""
 
 
 def _parent(pid: int) -> int | None:
@@ -90,9 +93,32 @@ def runner_tree(root: int | None, private: str) -> set[int]:
     return tree
 
 
+def _gone(pid: int) -> bool:
+    """Exited (a zombie has no memory, environment or children left to worry about)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read(4096)
+    except OSError:
+        return True
+    state = stat[stat.rindex(b")") + 2 :][:1] if b")" in stat else b""
+    return state in (b"Z", b"X")
+
+
+def _wait_gone(tree: set[int], seconds: float = KILL_WAIT) -> None:
+    """SIGKILL is delivered asynchronously: wait (bounded) until the tree has exited, so
+    the caller can say "nothing is left" and mean it."""
+    deadline = time.monotonic() + seconds
+    pending = set(tree)
+    while pending and time.monotonic() < deadline:
+        pending = {pid for pid in pending if not _gone(pid)}
+        if pending:
+            time.sleep(0.01)
+
+
 def _kill_tree(root: int | None, private: str) -> None:
-    """Stops the tree first (nothing in it can fork a new member), then kills it.
-    ``root`` is ``None`` once the runner is reaped (its pid may be someone else's now)."""
+    """Stops the tree first (nothing in it can fork a new member), kills it, and waits for
+    it to exit. ``root`` is ``None`` once the runner is reaped (its pid may be someone
+    else's now)."""
     tree = runner_tree(root, private)
     for member in tree:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -103,6 +129,7 @@ def _kill_tree(root: int | None, private: str) -> None:
     for member in tree:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(member, signal.SIGKILL)
+    _wait_gone(tree)
 
 
 def _kill_group(pid: int | None, private: str) -> None:
@@ -225,7 +252,7 @@ class RunnerProcess:
         private dir removed. A runner that already exited may have left an orphan: it is
         found by its HOME."""
         proc = self._proc
-        _kill_tree(self._live_pid(), self.private)
+        await asyncio.to_thread(_kill_tree, self._live_pid(), self.private)
         if proc is not None:
             await proc.wait()
         if self._drain is not None:

@@ -225,6 +225,9 @@ def run(request: dict[str, object], emit: Emitter) -> dict[str, object]:
         usage_id="agent",
         num_retries=0,
         reasoning_effort=None,
+        # plain-string message content: every OpenAI-compatible server takes it (llama.cpp's
+        # Python server refuses the list-of-parts form for some roles)
+        force_string_serializer=True,
         stream=True,
         timeout=int(timeout),
     )
