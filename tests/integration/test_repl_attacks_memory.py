@@ -181,3 +181,102 @@ async def test_a_session_under_its_limit_runs_to_completion(
     )
     assert result.error is None, result
     assert result.value == "6", result
+
+
+_DELEGATED_HOST = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from jarvis.adapters.subprocess_repl import SubprocessRepl
+    from jarvis.domain.repl import ReplLimits
+
+    CODE = {code!r}
+
+    async def main():
+        repl = SubprocessRepl(limits=ReplLimits(timeout_seconds=60, memory_mb=256))
+        session = await repl.start()
+        group = None if session.cgroup is None else str(session.cgroup.memory)
+        try:
+            result = await session.execute(CODE)
+        finally:
+            await session.aclose()
+        repl.close()
+        print(json.dumps({{"group": group, "value": result.value, "error": result.error,
+                          "memory": repl.isolation().memory}}))
+
+    asyncio.run(main())
+    """
+)
+_EACH_REPORTS_OR_DIES = (
+    "import select\npipes = {}\nfor _ in range(8):\n    r, w = os.pipe()\n"
+    "    pid = holder(100, w)\n    os.close(w)\n    pipes[r] = pid\nheld = []\n"
+    "while pipes:\n    for r in select.select(list(pipes), [], [])[0]:\n"
+    "        if os.read(r, 1):\n            held.append(pipes[r])\n        del pipes[r]\n"
+    "sum(1 for p in held if os.waitpid(p, os.WNOHANG) == (0, 0))"
+)
+"""8 holders of 100 MB, each with a pipe of its own: readable when it holds its memory
+(a byte) or when it died (end of file); then how many still hold theirs."""
+
+
+def test_a_cgroup_delegated_to_an_ordinary_user_bounds_its_session() -> None:
+    """An administrator (here the test, as root) delegates a cgroup to the ordinary user:
+    the REPL finds it writable, checks it can use it, and the session's group is made
+    inside it; the kernel then holds the session to 256 MB."""
+    import json
+    import secrets
+    import shutil
+    import subprocess
+    import sys
+
+    from jarvis.adapters.subprocess_repl.cgroup import find_layout
+    from tests.integration.test_repl_attacks import ATTACK_USER, REPO, _site_packages
+
+    if os.environ.get("JARVIS_ATTACK_AS_USER") == "1":
+        pytest.skip("this is the ordinary user's run")
+    if os.geteuid() != 0:
+        pytest.skip("delegating a cgroup needs root")
+    layout = find_layout()
+    if layout is None or layout.unified:
+        pytest.skip("needs cgroup v1 (a v2 group delegated to a user must be a leaf)")
+    python = Path("/usr/bin/python3")
+    if not python.exists() or sys.version_info[:2] != (3, 11):
+        pytest.skip("needs /usr/bin/python3 of the same minor version as the suite")
+    if subprocess.run(["id", ATTACK_USER], capture_output=True, check=False).returncode != 0:
+        subprocess.run([shutil.which("useradd") or "/usr/sbin/useradd", "--create-home",
+                        ATTACK_USER], check=True)  # fmt: skip
+    uid = int(subprocess.run(["id", "-u", ATTACK_USER], capture_output=True, text=True,
+                             check=True).stdout)  # fmt: skip
+    name = f"jarvis-delegated-{secrets.token_hex(4)}"
+    groups = list(dict.fromkeys((layout.memory / name, layout.pids / name)))
+    for group in groups:
+        group.mkdir()
+        for entry in [group, *group.iterdir()]:
+            os.chown(entry, uid, uid)
+    script = _DELEGATED_HOST.format(code=HOLD + _EACH_REPORTS_OR_DIES)
+    join = " ".join(f"echo $$ > {group / 'cgroup.procs'};" for group in groups)
+    home = Path(f"~{ATTACK_USER}").expanduser()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": f"{REPO / 'src'}:{_site_packages()}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+    try:
+        completed = subprocess.run(
+            ["/bin/sh", "-c", f'{join} exec "$@"', "sh", runuser, "-u", ATTACK_USER, "--",
+             str(python), "-c", script],
+            cwd=home, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        for group in reversed(groups):
+            for child in [p for p in group.iterdir() if p.is_dir()] + [group]:
+                with contextlib.suppress(OSError):
+                    child.rmdir()
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["group"] is not None, report
+    assert Path(report["group"]).parent == layout.memory / name, report
+    assert report["memory"].endswith("cgroup)"), report
+    assert report["value"] is not None, report
+    assert int(report["value"]) * 100 <= 256, report
