@@ -517,3 +517,139 @@ def test_claude_code_onto_the_llama_cpp_server(
     outcome = asyncio.run(main())
     assert time.monotonic() - started < 300
     assert outcome == "answer" or outcome.startswith("error: claude_code"), outcome
+
+
+# --- another user on the same machine ----------------------------------------------------------
+
+_ATTACKER = """
+import json, os, sys, urllib.request, urllib.error
+url, state, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3].split(",")]
+seen = {"cmdlines": [], "environ": [], "status": None, "state": None}
+for pid in pids:
+    for name, into in (("cmdline", "cmdlines"), ("environ", "environ")):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as handle:
+                seen[into].append(handle.read().decode("utf-8", "replace"))
+        except OSError as exc:
+            seen[into].append(f"denied: {type(exc).__name__}")
+body = json.dumps({"model": "m", "max_tokens": 5,
+                   "messages": [{"role": "user", "content": "x"}]}).encode()
+request = urllib.request.Request(url + "/v1/messages", data=body,
+                                 headers={"content-type": "application/json"})
+try:
+    urllib.request.urlopen(request, timeout=10)
+    seen["status"] = 200
+except urllib.error.HTTPError as exc:
+    seen["status"] = exc.code
+try:
+    seen["state"] = os.listdir(state)
+except OSError as exc:
+    seen["state"] = f"denied: {type(exc).__name__}"
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[tuple[int, int]]:
+    """A throwaway ordinary user created with useradd (the tests must run as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("another user can only be created as root")
+    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
+    if useradd is None or userdel is None:
+        pytest.skip("running as root without useradd/userdel")
+    name = f"jvcc{os.getpid() % 100000}"
+    subprocess.run(
+        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        import pwd
+
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run([userdel, name], check=False, capture_output=True)
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may walk through (unlike pytest's own temp dirs)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="jarvis-cc-attack-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_another_user_can_neither_call_the_endpoint_nor_see_its_key(
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    runner_dir: Path,
+    open_dir: Path,
+    other_user: tuple[int, int],
+) -> None:
+    """While a run holds, an ordinary user of the machine reads every /proc entry of the
+    runner's process group it may, calls the endpoint and lists the SDK's state (in a dir
+    it may walk to): the key appears nowhere it can read, the endpoint refuses it, and the
+    state dir's own mode keeps it out."""
+    runtime = ClaudeCodeRuntime(
+        install_root=open_dir / "install",
+        state_dir=open_dir / "state",
+        endpoint=LoopbackEndpoint(),
+        runner_dir=runner_dir,
+    )
+    workspace = open_dir / "ws"
+    workspace.mkdir()
+    engine.script = [Reply("Held.", hold=True)]
+    uid, gid = other_user
+    python = next(
+        (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)),
+        None,
+    )
+    if python is None:
+        pytest.skip("no system python3 the other user may run")
+
+    async def attack() -> tuple[str, dict[str, object]]:
+        await asyncio.to_thread(engine.first_word_sent.wait, 60)
+        endpoint = runtime.endpoint
+        assert isinstance(endpoint, LoopbackEndpoint)
+        pid = runtime.running[0].pid
+        assert pid is not None
+        pids = ",".join(str(p) for p in group_members(pid))
+        state = str(open_dir / "state")
+        done_ = await asyncio.to_thread(
+            subprocess.run,
+            [python, "-I", "-c", _ATTACKER, endpoint.url, state, pids],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        engine.release()
+        assert done_.returncode == 0, done_.stderr
+        return endpoint.api_key, json.loads(done_.stdout)
+
+    attacker = asyncio.create_task(attack())
+    try:
+        done(await collect(runtime, request_for("hold", str(workspace))))
+    finally:
+        engine.release()
+        await runtime.aclose()
+    key, seen = await attacker
+    assert len(key) >= 32
+    assert seen["status"] == 401
+    assert str(seen["state"]).startswith("denied")
+    cmdlines, environ = seen["cmdlines"], seen["environ"]
+    assert isinstance(cmdlines, list)
+    assert isinstance(environ, list)
+    assert cmdlines
+    assert all(key not in text for text in cmdlines)
+    assert all(text.startswith("denied") for text in environ)

@@ -185,6 +185,7 @@ class ClaudeCodeRuntime:
         base_url, api_key = await self._target(request)
         payload = self._runner_request(request, session, base_url, api_key)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.state_dir.chmod(0o700)  # sessions hold the conversations: the owner's only
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),

@@ -112,6 +112,12 @@ class LoopbackEndpoint:
     def url(self) -> str:
         return self._key[0]
 
+    @property
+    def api_key(self) -> str:
+        """The running server's key (``""`` when stopped); nothing outside this process
+        and the runner it is handed to knows it."""
+        return self._key[1]
+
     async def start(self, engine: InferencePort, model: str) -> tuple[str, str]:
         bound = (id(engine), id(asyncio.get_running_loop()))
         async with self._lock:
