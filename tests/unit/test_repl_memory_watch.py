@@ -58,7 +58,7 @@ def _start(kids: int, mb: int) -> subprocess.Popen[bytes]:
     assert process.stdout is not None
     seen = b""
     while seen.count(b"x") < kids or b"parent" not in seen:  # every holder holds its memory
-        chunk = process.stdout.read1(64)
+        chunk = os.read(process.stdout.fileno(), 64)
         assert chunk, seen
         seen += chunk
     return process
@@ -108,7 +108,9 @@ def test_shared_pages_after_a_fork_are_counted_once(
     assert tree.stdout is not None
     seen = b""
     while seen.count(b"x") < 5:
-        seen += tree.stdout.read1(64)
+        chunk = os.read(tree.stdout.fileno(), 64)
+        assert chunk, seen
+        seen += chunk
     pids = session_pids(tree.pid, 100)
     assert sum(resident_bytes(pid) for pid in pids) >= 5 * 64 * MB  # counted in every fork
     limit = 200 * MB
@@ -144,7 +146,7 @@ def test_orphans_in_a_subreaper_tree_stay_counted(trees: list[subprocess.Popen[b
     assert tree.stdout is not None
     seen = b""
     while seen.count(b"x") < 3 or b"parent" not in seen:
-        chunk = tree.stdout.read1(64)
+        chunk = os.read(tree.stdout.fileno(), 64)
         assert chunk, seen
         seen += chunk
     limit = 1 << 40
