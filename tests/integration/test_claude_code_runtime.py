@@ -653,3 +653,58 @@ async def test_another_user_can_neither_call_the_endpoint_nor_see_its_key(
     assert cmdlines
     assert all(key not in text for text in cmdlines)
     assert all(text.startswith("denied") for text in environ)
+
+
+@pytest.mark.timeout(420)
+def test_claude_code_on_the_embedded_engine(runner_dir: Path, tmp_path: Path) -> None:
+    """The embedded engine has no HTTP API of its own: jarvis's endpoint serves it to the
+    SDK. SmolLM2's 2048-token context is smaller than the SDK's prompt, so the protocol is
+    what is checked: the request reaches the in-process engine and the run ends in bounded
+    time with an answer or the engine's error, clearly."""
+    from jarvis.adapters.inference.llamacpp import LlamaCppEngine
+    from jarvis.domain.completion import StreamChunk
+    from jarvis.domain.inference import InferenceRequest
+    from tests.support.llama_server import missing_requirement
+
+    reason = missing_requirement()
+    if reason is not None:
+        pytest.skip(reason)
+    asked: list[InferenceRequest] = []
+
+    class Recording(LlamaCppEngine):
+        async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+            asked.append(request)
+            async for chunk in super().stream(request):
+                yield chunk
+
+    async def main() -> str:
+        engine = Recording(n_ctx=2048)
+        runtime = ClaudeCodeRuntime(
+            install_root=tmp_path / "i",
+            state_dir=tmp_path / "s",
+            endpoint=LoopbackEndpoint(),
+            runner_dir=runner_dir,
+        )
+        request = ExternalRunRequest(
+            prompt="Say hello.",
+            workspace=str(tmp_path),
+            model="",
+            base_url="",
+            engine=engine,
+            allowed_tools=("Read",),
+            max_turns=1,
+            timeout=240,
+        )
+        try:
+            result = done(await collect(runtime, request))
+        except ExternalRuntimeError as exc:
+            return f"error: {exc}"
+        finally:
+            await runtime.aclose()
+            await engine.aclose()
+        return "answer" if result.session_id else "no session"
+
+    outcome = asyncio.run(main())
+    assert asked, "the embedded engine was never asked"
+    assert "Say hello." in json.dumps([m.content for m in asked[0].messages], default=str)
+    assert outcome == "answer" or outcome.startswith("error: claude_code"), outcome
