@@ -250,9 +250,9 @@ class ClaudeCodeRuntime:
                 runtime=RUNTIME,
             )
         if response.is_error or code != 0:
+            kind = response.subtype if response.subtype not in ("", "success") else _exit(code)
             raise ExternalRuntimeError(
-                f"claude_code failed ({response.subtype or _exit(code)}): "
-                f"{(response.error or response.content)[:1000]}",
+                f"claude_code failed ({kind}): {(response.error or response.content)[:1000]}",
                 runtime=RUNTIME,
                 hint=process.hint(),
             )
