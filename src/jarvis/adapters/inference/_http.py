@@ -56,6 +56,7 @@ import httpx
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._error_bodies import error_message
 from jarvis.adapters.inference._json import dumps, loads, names_in
+from jarvis.adapters.inference._pool import LeanPool
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
@@ -68,6 +69,8 @@ from jarvis.domain.json_types import JSONObject
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
 RETRIED_STATUSES = frozenset({429, 503})
+MAX_CONNECTIONS = 100
+"""Connections to one engine at most (a plain-HTTP engine's go through :class:`LeanPool`)."""
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 """Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
@@ -205,11 +208,14 @@ class EngineHttp:
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
+            transport = self._transport
+            if transport is None and self.base_url.startswith("http://"):
+                transport = LeanPool(max_connections=MAX_CONNECTIONS)
             self._client = httpx.AsyncClient(
                 headers=self._headers,
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(max_connections=100, max_keepalive_connections=50),
-                transport=self._transport,
+                limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=50),
+                transport=transport,
                 # Every request goes to the base URL: a plain-HTTP engine (a local server)
                 # never uses TLS, so skip loading the CA bundle (~50 ms per process).
                 verify=not self.base_url.startswith("http://"),

@@ -82,7 +82,8 @@ class Guard:
                 )
                 return
         try:
-            body = await asyncio.wait_for(self._read_body(scope, receive), self.body_timeout)
+            async with asyncio.timeout(self.body_timeout):  # no task per request (wait_for's)
+                body = await self._read_body(scope, receive)
         except ApiError as error:
             await _refuse(scope, send, error)
             return

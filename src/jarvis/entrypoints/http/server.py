@@ -2,7 +2,7 @@
 
 Safe by default: the server binds ``127.0.0.1``; any other address needs an API key, and
 without one :func:`check_bind` refuses to start. Access logs are uvicorn's (method, path,
-status; never headers, so never a key).
+status; never headers, so never a key), written with ``--verbose`` only.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ def uvicorn_config(app: App, *, host: str, port: int, log_level: str = "info") -
         host=host,
         port=port,
         log_level=log_level,
+        # one line per request only when it is shown (``--verbose``): formatting it costs
+        # more than routing the request
+        access_log=log_level in ("info", "debug", "trace"),
         lifespan="off",
         proxy_headers=False,
         server_header=False,
