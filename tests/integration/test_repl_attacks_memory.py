@@ -143,29 +143,34 @@ async def test_orphans_double_forked_into_new_sessions_are_counted(
     )
 
 
-async def test_files_in_dev_shm_held_by_no_process_are_counted(
+async def test_files_in_tmp_and_dev_shm_held_by_no_process_are_counted(
     session: SubprocessReplSession,
 ) -> None:
-    """``/dev`` is a tmpfs of the sandbox's own with no size of its own: 6 x 50 MB (each
-    file below the file-size limit) written there by a program started behind the audit
-    hook's back, mapped by no process."""
+    """60 MB in /tmp and 60 MB in /dev/shm (each is capped at 64 MB), written by a program
+    started behind the audit hook's back and mapped by no process, plus 3 x 60 MB held:
+    over 256 MB only when the files count."""
     await _attack(
         session,
-        SPAWN + "spawn('/bin/sh', '-c', 'for i in 1 2 3 4 5 6; do "
-        "head -c 52428800 /dev/zero > /dev/shm/held$i; done')\ntime.sleep(600)",
-    )
-
-
-async def test_the_private_tmp_counts_with_the_processes(
-    session: SubprocessReplSession,
-) -> None:
-    """/tmp is capped at 64 MB by its size; 60 MB there and 4 x 60 MB held is over 256."""
-    await _attack(
-        session,
-        SPAWN + "pid = spawn('/bin/sh', '-c', 'head -c 62914560 /dev/zero > /tmp/held')\n"
-        "os.waitpid(pid, 0)\nr, w = os.pipe()\nfor _ in range(4):\n    holder(60, w)\n"
+        SPAWN + "pid = spawn('/bin/sh', '-c', 'head -c 62914560 /dev/zero > /tmp/held; "
+        "head -c 62914560 /dev/zero > /dev/shm/held')\nos.waitpid(pid, 0)\n"
+        "r, w = os.pipe()\nfor _ in range(3):\n    holder(60, w)\n"
         "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
     )
+
+
+async def test_no_tmpfs_the_code_can_write_is_without_a_size(
+    session: SubprocessReplSession,
+) -> None:
+    """/dev is read-only and /dev/shm holds at most 64 MB: the code cannot hold more than
+    its processes' limits and the two tmpfs sizes, even between two samples."""
+    result = await session.execute(
+        SPAWN + "pid = spawn('/bin/sh', '-c', 'touch /dev/held; echo $? > /work/dev; "
+        "for i in 1 2 3; do head -c 41943040 /dev/zero > /dev/shm/held$i; done; "
+        "df -k /dev/shm | tail -1 > /work/shm')\nos.waitpid(pid, 0)\n"
+        "(open('dev').read().strip(), int(open('shm').read().split()[1]))"
+    )
+    assert result.error is None, result
+    assert result.value == "('1', 65536)", result
 
 
 async def test_a_session_under_its_limit_runs_to_completion(

@@ -11,7 +11,9 @@ parent. Its filesystem is an empty, read-only root holding only
   the sandbox's user),
 * the session's working directory read-write at :data:`SANDBOX_WORKDIR`,
 * a private, size-limited tmpfs at ``/tmp``, a fresh ``/proc`` of its own PID namespace,
-  and a minimal ``/dev`` (null, zero, random, urandom, tty, pts).
+  and a minimal, read-only ``/dev`` (null, zero, random, urandom, tty, pts) with a
+  size-limited tmpfs of its own at ``/dev/shm`` (POSIX semaphores and shared memory, which
+  ``multiprocessing`` uses): no tmpfs the code can write is without a size.
 
 No home directory, no ``/etc``, no host ``/proc``, ``/sys`` or ``/run``, no filesystem
 socket of the host.
@@ -91,12 +93,18 @@ def view_arguments(
         "--size",
         str(tmp_bytes),
         "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(tmp_bytes),
+        "--tmpfs",
         "/tmp",
         "--bind",
         workdir,
         SANDBOX_WORKDIR,
         "--remount-ro",
         "/",
+        "--remount-ro",
+        "/dev",
         "--chdir",
         SANDBOX_WORKDIR,
     ]

@@ -22,21 +22,22 @@ What is counted, every :data:`INTERVAL` seconds:
   all the processes sharing them, not once per process (six forks of a process holding
   100 MB are 100 MB, not 700 MB). A share never exceeds the full count, so the cheap sum
   within the limit means the exact one is too;
-* the space used in the sandbox's own tmpfs mounts, ``/tmp`` and ``/dev`` (where
-  ``/dev/shm`` is): files there hold memory without being mapped by any process (a file
-  that is also mapped is counted twice — on the safe side).
+* the space used in the sandbox's own writable tmpfs mounts, ``/tmp`` and ``/dev/shm``
+  (``/dev`` itself is read-only): files there hold memory without being mapped by any
+  process (a file that is also mapped is counted twice — on the safe side).
 
 ``memfd_create`` and System V shared memory, which hold memory no process maps and no
 mount shows, are refused by the seccomp filter.
 
 Why a sampler is sound here. It reacts only once per interval, so the sum may exceed the
 limit between two samples; by how much is bounded twice over. The code cannot hold more
-than ``max_processes`` × ``memory_mb`` at any instant (each process has ``RLIMIT_AS``,
-their number ``RLIMIT_NPROC``, the tmpfs mounts their size); and within one interval plus
-the time of one walk it can add only what its processes fault in meanwhile — page faults
-run at a few GB/s per core, so with the default 25 ms and two cores, a few hundred MB at
-the very worst, for tens of milliseconds. It bounds how long the session stays above its
-limit, not the peak as a cgroup does; where a cgroup can be had, it is used instead.
+than ``max_processes`` × ``memory_mb`` plus the two tmpfs sizes at any instant (each
+process has ``RLIMIT_AS``, their number ``RLIMIT_NPROC``, each tmpfs its size). And within
+one interval plus the time of one sample it can add only what its processes fault in
+meanwhile: page faults run at a few GB/s per core, so with the default 25 ms and two cores
+a few hundred MB at the very worst, for tens of milliseconds (measured: eight forks of
+100 MB against 256 MB were stopped at 258-281 MB). It bounds how long the session stays
+above its limit, not the peak as a cgroup does; where a cgroup can be had, it is used.
 
 Cost: one sample reads two small ``/proc`` files per process (its threads' ``children``
 and its ``status``; ``smaps_rollup`` only when the first sum is over the limit) and makes
@@ -57,7 +58,7 @@ INTERVAL = 0.025
 """Seconds between two samples."""
 _READ_LIMIT = 8192
 """Bytes read of one ``smaps_rollup`` (about 1 KB) or ``children`` file at most."""
-MOUNTS = ("tmp", "dev")
+MOUNTS = ("tmp", "dev/shm")
 """The sandbox's own tmpfs mounts, below ``/proc/<init>/root``."""
 _PROPORTIONAL = (b"Pss_Anon:", b"Pss_Shmem:")
 _RESIDENT = (b"RssAnon:", b"RssShmem:")

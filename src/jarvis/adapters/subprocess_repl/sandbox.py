@@ -56,7 +56,7 @@ PlanName = Literal["bwrap-root", "bwrap-user", "unavailable", "unsafe-audit-hook
 _THROWAWAY_UID_BASE = 0x50000000
 """Throwaway user ids are drawn above this, far from real accounts and subuid ranges."""
 TMP_BYTES = 64 * 1024 * 1024
-"""Size of the sandbox's private /tmp."""
+"""Size of the sandbox's private /tmp, and of its /dev/shm."""
 _PROBE = "import json,socket,decimal,statistics,zlib;print(1)"
 _REFUSAL_HINT = (
     "Run it in a container sandbox instead (`-a sandboxed`), allow unprivileged user "
@@ -236,7 +236,8 @@ def _plan(bwrap: str, python: str, *, seccomp: bytes | None, is_root: bool) -> S
             sandbox="bubblewrap",
             filesystem=(
                 "read-only /usr and interpreter, private working directory, "
-                f"{TMP_BYTES // (1024 * 1024)} MB private /tmp, own /proc, minimal /dev; "
+                f"{TMP_BYTES // (1024 * 1024)} MB private /tmp, own /proc, minimal read-only /dev "
+                f"with a {TMP_BYTES // (1024 * 1024)} MB /dev/shm; "
                 "no home, /etc, /sys or /run"
             ),
             seccomp=seccomp is not None,
