@@ -4,15 +4,24 @@
     python -m bench.run                     # with every other benchmark
 
 The server is the real command (``jarvis serve --engine openai --base-url <stub>``) in a
-process of its own; the clients are httpx in this process.
+process of its own; the stub engine is a process of its own too (as in ``bench.run``), so
+that neither side shares its interpreter with the load.
 
 * 100 concurrent streaming clients (``/v1/chat/completions`` with ``stream``, and the
-  managed-agent stream): every one must get its whole answer and ``[DONE]``;
+  managed-agent stream, httpx in this process): every one must get its whole answer and
+  ``[DONE]``;
 * time to the first token through the server against a direct streamed call to the stub,
   alternating, one request at a time: the server's overhead (p50);
 * non-streamed throughput at 50 concurrent requests against the same agent through
-  ``Jarvis.aask`` in one process, interleaved blocks;
-* the server's peak RSS (``VmHWM``) after that load.
+  ``Jarvis.aask`` in this process, interleaved blocks, each a few rounds of 50 concurrent
+  requests. Both sides reach the stub the same way (the engine adapter, keep-alive). The
+  clients of the server are 50 persistent HTTP/1.1 keep-alive connections written and read
+  with asyncio streams (:class:`_KeepAlive`), every answer checked: a few microseconds of
+  CPU per request, where an ``httpx.AsyncClient`` costs more than the server itself does
+  (its row is reported beside, for comparison). Every ratio is of one run;
+* the server's peak RSS (``VmHWM``) after that load;
+* the same throughput with ``--workers 2`` (no goal: the goal compares one server process
+  with one ``Jarvis.aask`` process).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from bench.stub_server import ANSWER
 
 CLIENTS = 100
 WIDTH = 50
+WORKERS = 2
 QUESTION = "What is the capital of France?"
 CHAT = {"model": "jarvis/simple", "messages": [{"role": "user", "content": QUESTION}]}
 STARTUP = 60.0
@@ -51,7 +61,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _server(ctx: BenchContext, home: str) -> Iterator[tuple[str, int]]:
+def _server(ctx: BenchContext, home: str, *options: str) -> Iterator[tuple[str, int]]:
     port = _free_port()
     env = {**os.environ, **ctx.env, "OPENJARVIS_HOME": home}
     process = subprocess.Popen(
@@ -65,6 +75,7 @@ def _server(ctx: BenchContext, home: str) -> Iterator[tuple[str, int]]:
             ctx.stub_url,
             "--model",
             "stub-model",
+            *options,
         ),
         env=env,
         stdout=subprocess.DEVNULL,
@@ -219,7 +230,9 @@ class _KeepAlive:
         return content
 
 
-async def _throughput_rows(ctx: BenchContext, url: str) -> list[Row]:
+async def _throughput_rows(ctx: BenchContext, url: str, *, workers: int = 1) -> list[Row]:
+    """The throughput rows; with several ``workers`` only the keep-alive one (no goal: the
+    goal compares one server process with one ``Jarvis.aask`` process)."""
     from jarvis import Jarvis
 
     rounds, blocks = (2, 2) if ctx.quick else (4, 5)
@@ -255,10 +268,22 @@ async def _throughput_rows(ctx: BenchContext, url: str) -> list[Row]:
         for _ in range(blocks):
             ours.append(await rate(keep_alive.ask))
             theirs.append(await rate(sdk))
-            through_httpx.append(await rate(served))
+            if workers == 1:
+                through_httpx.append(await rate(served))
     value, baseline = statistics.median(ours), statistics.median(theirs)
-    slow_client = statistics.median(through_httpx)
     note = f"median of {blocks} interleaved blocks of {rounds} x {WIDTH}"
+    if workers > 1:
+        return [
+            Row(
+                name=f"serve --workers {workers}: {WIDTH} concurrent non-streamed completions",
+                value=value,
+                unit="runs/s",
+                baseline=baseline,
+                baseline_name="Jarvis.aask in one process",
+                note=f"{WIDTH} keep-alive connections; {note}",
+            )
+        ]
+    slow_client = statistics.median(through_httpx)
     return [
         Row(
             name=f"serve: {WIDTH} concurrent non-streamed completions",
@@ -303,7 +328,12 @@ async def run(ctx: BenchContext) -> list[Row]:
             unit="MB",
             note="VmHWM of the jarvis serve process",
         )
-    return [streams, first, *throughput, rss]
+    with (
+        tempfile.TemporaryDirectory(prefix="jarvis-bench-serve-") as home,
+        _server(ctx, home, "--workers", str(WORKERS)) as (url, _),
+    ):
+        workers = await _throughput_rows(ctx, url, workers=WORKERS)
+    return [streams, first, *throughput, rss, *workers]
 
 
 def main() -> None:

@@ -78,6 +78,16 @@ def serve(
             help="Cap on the tokens the compatible endpoints ask for.",
         ),
     ] = 8192,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Server processes sharing the port (managed agents and conversations are "
+            "shared through the session store).",
+        ),
+    ] = 1,
     engine: EngineOption = None,
     base_url: BaseUrlOption = None,
     model: ModelOption = None,
@@ -93,26 +103,26 @@ def serve(
         key = api_key or None
         check_bind(host, key)
         _require_framework()
-        from jarvis.entrypoints.bootstrap import bootstrap
-        from jarvis.entrypoints.cli.options import stderr_line
-        from jarvis.entrypoints.http.app import create_app
+        from jarvis.entrypoints.cli.serve_launch import ServeSpec, build_app, run_workers
         from jarvis.entrypoints.http.server import run
-        from jarvis.entrypoints.http.state import ServeLimits
-        from jarvis.entrypoints.http.wiring import server_state
-        from jarvis.entrypoints.settings import EngineOverrides, load_config
 
-        loaded = load_config(
-            config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
-        )
-        runtime = bootstrap(loaded, notice=stderr_line if verbose else None)
-        limits = ServeLimits(
+        spec = ServeSpec(
+            config=None if config is None else str(config),
+            engine=engine,
+            base_url=base_url,
+            model=model,
+            api_key=key,
+            cors_origins=tuple(cors_origin or ()),
             max_body_bytes=int(max_body_mb * 1024 * 1024),
             request_timeout=request_timeout,
             max_output_tokens=max_output_tokens,
+            verbose=verbose,
         )
-        app = create_app(
-            server_state(runtime, limits=limits), api_key=key, cors_origins=tuple(cors_origin or ())
-        )
-        run(app, host=host, port=port, log_level="info" if verbose else "warning")
+        app = build_app(spec)  # in the workers too; here it checks the configuration first
+        log_level = "info" if verbose else "warning"
+        if workers == 1:
+            run(app, host=host, port=port, log_level=log_level)
+        else:
+            run_workers(spec, host=host, port=port, workers=workers, log_level=log_level)
 
     raise typer.Exit(guarded(body, verbose=verbose))

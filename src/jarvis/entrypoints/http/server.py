@@ -46,21 +46,23 @@ def check_bind(host: str, api_key: str | None) -> None:
         )
 
 
-def uvicorn_config(app: App, *, host: str, port: int, log_level: str = "info") -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
+def uvicorn_options(log_level: str) -> dict[str, object]:
+    """The settings every ``jarvis serve`` uvicorn runs with, one process or several."""
+    return {
+        "log_level": log_level,
         # one line per request only when it is shown (``--verbose``): formatting it costs
         # more than routing the request
-        access_log=log_level in ("info", "debug", "trace"),
-        lifespan="off",
-        proxy_headers=False,
-        server_header=False,
-        timeout_keep_alive=5,
-        h11_max_incomplete_event_size=64 * 1024,
-    )
+        "access_log": log_level in ("info", "debug", "trace"),
+        "lifespan": "off",
+        "proxy_headers": False,
+        "server_header": False,
+        "timeout_keep_alive": 5,
+        "h11_max_incomplete_event_size": 64 * 1024,
+    }
+
+
+def uvicorn_config(app: App, *, host: str, port: int, log_level: str = "info") -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, **uvicorn_options(log_level))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +121,23 @@ def run(app: App, *, host: str, port: int, log_level: str = "warning") -> None:
             f"Could not listen on {host}:{port}.",
             hint="Is another server using that port? Choose one with --port.",
         )
+
+
+def run_factory(factory: str, *, host: str, port: int, workers: int, log_level: str) -> None:
+    """Serve with ``workers`` processes until interrupted: uvicorn's supervisor starts them,
+    and each calls ``factory`` (``"module:function"``) for its application."""
+    try:
+        uvicorn.run(
+            factory,
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            **uvicorn_options(log_level),  # type: ignore[arg-type]
+        )
+    except SystemExit as exc:  # uvicorn exits when it cannot bind
+        if exc.code not in (0, None):
+            raise ConfigurationError(
+                f"Could not listen on {host}:{port}.",
+                hint="Is another server using that port? Choose one with --port.",
+            ) from None

@@ -1,0 +1,112 @@
+"""What ``jarvis serve`` was asked for, and the application built from it, in one process or
+in each of ``--workers N`` processes.
+
+With one worker the application is built and served in the command's own process. With
+more, uvicorn's supervisor starts ``N`` processes sharing the listening socket; each builds
+its own application through :func:`app_from_environment`, from the :class:`ServeSpec` the
+command leaves in the ``JARVIS_SERVE_SPEC`` variable of its environment (which the workers
+inherit, and which only the same user and root may read, like ``JARVIS_API_KEY``). What the
+workers share lives in the stores: managed agents and conversations in the SQLite file or on
+the PostgreSQL server. What is per process: ``active_runs`` in ``/health`` (the answering
+worker's), the engine's model list, and the connections to the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jarvis.entrypoints.http.security import App
+
+SPEC_VARIABLE = "JARVIS_SERVE_SPEC"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSpec:
+    """The options of ``jarvis serve`` that shape the application (not where it listens)."""
+
+    config: str | None = None
+    engine: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 8 * 1024 * 1024
+    request_timeout: float = 600.0
+    max_output_tokens: int = 8192
+    verbose: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSpec:
+        data = json.loads(text)
+        data["cors_origins"] = tuple(data.get("cors_origins") or ())
+        return cls(**data)
+
+
+def build_app(spec: ServeSpec) -> App:
+    """The application ``spec`` describes, over the configured engine and stores."""
+    from pathlib import Path
+
+    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.cli.options import stderr_line
+    from jarvis.entrypoints.http.app import create_app
+    from jarvis.entrypoints.http.state import ServeLimits
+    from jarvis.entrypoints.http.wiring import server_state
+    from jarvis.entrypoints.settings import EngineOverrides, load_config
+
+    loaded = load_config(
+        None if spec.config is None else Path(spec.config),
+        overrides=EngineOverrides(engine=spec.engine, base_url=spec.base_url, model=spec.model),
+    )
+    runtime = bootstrap(loaded, notice=stderr_line if spec.verbose else None)
+    limits = ServeLimits(
+        max_body_bytes=spec.max_body_bytes,
+        request_timeout=spec.request_timeout,
+        max_output_tokens=spec.max_output_tokens,
+    )
+    return create_app(
+        server_state(runtime, limits=limits), api_key=spec.api_key, cors_origins=spec.cors_origins
+    )
+
+
+def app_from_environment() -> App:
+    """The application of one worker process (uvicorn's factory for ``--workers``).
+
+    The variable is taken out of the worker's environment as it is read, so that nothing
+    the worker starts (a tool's process) inherits the API key it may hold."""
+    text = os.environ.pop(SPEC_VARIABLE, None)
+    if not text:
+        raise RuntimeError(f"{SPEC_VARIABLE} is not set: start workers with jarvis serve.")
+    return build_app(ServeSpec.from_json(text))
+
+
+def run_workers(
+    spec: ServeSpec, *, host: str, port: int, workers: int, log_level: str = "warning"
+) -> None:
+    """Serve with ``workers`` processes (uvicorn's supervisor; each builds its application
+    from ``spec``, see :func:`app_from_environment`) until interrupted."""
+    import os
+    import sys
+
+    from jarvis.entrypoints.http.server import run_factory
+
+    os.environ[SPEC_VARIABLE] = spec.to_json()
+    sys.stderr.write(
+        f"jarvis: serving on http://{host}:{port} with {workers} workers (Ctrl-C to stop)\n"
+    )
+    try:
+        run_factory(
+            "jarvis.entrypoints.cli.serve_launch:app_from_environment",
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+        )
+    finally:
+        os.environ.pop(SPEC_VARIABLE, None)
