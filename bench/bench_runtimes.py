@@ -1,4 +1,5 @@
-"""External runtimes: what the ``opencode`` and ``claude_code`` bridges cost over the runtimes.
+"""External runtimes: what the ``opencode``, ``claude_code`` and ``openhands`` bridges cost
+over the runtimes.
 
     python -m bench.bench_runtimes [--quick]   # just these rows
     python -m bench.run                        # with every other benchmark
@@ -17,13 +18,18 @@ over the scripted engine): one run through the adapter against the same request 
 into ``node runner.mjs`` bare (spawn to exit); the difference is the bridge's overhead.
 The endpoint's start-up is reported apart (once per runtime).
 
-Skipped (no rows) when opencode, or the runner, is not installed.
+For ``openhands`` (the pinned SDK in its Python 3.12 venv): one run through the adapter
+against the same request piped into ``python -I runner_script.py`` bare (spawn to exit);
+the difference is the bridge's overhead. The SDK's import alone is reported apart.
+
+Skipped (no rows) when opencode, a runner, or the openhands venv is not installed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -229,6 +235,104 @@ async def _claude_rows(runner: Path, runs: int) -> list[Row]:
     ]
 
 
+async def _openhands_rows(python: str, runs: int) -> list[Row]:
+    import json
+
+    from jarvis.adapters.openhands_sdk import OpenHandsRuntime
+    from jarvis.adapters.openhands_sdk.process import RUNNER, runner_environment
+
+    with (
+        ScriptedEngine([Reply("The capital of France is Paris.")]) as engine,
+        tempfile.TemporaryDirectory(prefix="jarvis-bench-openhands-") as folder,
+    ):
+        data = Path(folder) / "data"
+        runtime = OpenHandsRuntime(data_dir=data, python=python)
+        request = ExternalRunRequest(
+            prompt="capital of France?",
+            workspace=folder,
+            model=MODEL,
+            base_url=engine.url,
+            new_session=True,
+            timeout=120,
+        )
+        env = runner_environment(folder, data)
+        began = time.perf_counter()
+        imported = await asyncio.create_subprocess_exec(
+            python,
+            "-I",
+            "-c",
+            "import openhands.sdk, openhands.tools.terminal, openhands.tools.file_editor",
+            env=env,
+        )
+        assert await imported.wait() == 0
+        import_s = time.perf_counter() - began
+        await _ask(runtime, request)  # warm: the interpreter probed, the pages cached
+
+        async def through_the_adapter() -> float:
+            began = time.perf_counter()
+            await _ask(runtime, request)
+            return time.perf_counter() - began
+
+        async def bare_runner() -> float:
+            payload = json.dumps(
+                {
+                    "prompt": "capital of France?",
+                    "workspace": folder,
+                    "model": MODEL,
+                    "base_url": engine.url,
+                    "conversation_id": os.urandom(16).hex(),
+                    "persistence_dir": str(data),
+                    "mode": "build",
+                    "timeout": 120,
+                }
+            ).encode()
+            began = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(
+                python,
+                "-I",
+                str(RUNNER),
+                cwd=folder,
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            out, _ = await proc.communicate(payload)
+            assert proc.returncode == 0, out[-500:]
+            return time.perf_counter() - began
+
+        ours, bare = [], []
+        for index in range(runs):  # alternating which goes first: no order bias
+            if index % 2:
+                bare.append(await bare_runner())
+                ours.append(await through_the_adapter())
+            else:
+                ours.append(await through_the_adapter())
+                bare.append(await bare_runner())
+        await runtime.aclose()
+    ms = 1000.0
+    run_ms, bare_ms = statistics.median(ours) * ms, statistics.median(bare) * ms
+    paired = statistics.median(a - b for a, b in zip(ours, bare, strict=True)) * ms
+    return [
+        Row(
+            name="openhands: the SDK's import (python -I -c 'import openhands...')",
+            value=import_s,
+            unit="s",
+            note="the SDK's own cost, paid by every run",
+        ),
+        Row(
+            name="openhands: one run through the adapter",
+            value=run_ms,
+            unit="ms",
+            baseline=bare_ms,
+            baseline_name="the same request piped into python runner_script.py",
+            note=f"paired difference p50 {paired:.0f} ms",
+            goal="overhead <= 100 ms p50",
+            ok=paired <= 100.0,
+        ),
+    ]
+
+
 async def run(ctx: BenchContext) -> list[Row]:
     rows: list[Row] = []
     binary = opencode_binary()
@@ -237,6 +341,11 @@ async def run(ctx: BenchContext) -> list[Row]:
     runner = _claude_runner()
     if runner is not None:
         rows += await _claude_rows(runner, 4 if ctx.quick else 10)
+    from jarvis.adapters.openhands_sdk.interpreter import pinned_python
+
+    python = pinned_python(dict(os.environ))
+    if os.access(python, os.X_OK):
+        rows += await _openhands_rows(str(python), 2 if ctx.quick else 5)
     return rows
 
 

@@ -300,4 +300,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stderr.flush()
+    # the conversation is closed and persisted, the result written: skip the interpreter's
+    # teardown (the SDK's and litellm's exit hooks cost ~1 s and can do nothing useful now)
+    os._exit(status)

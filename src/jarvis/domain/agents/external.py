@@ -6,10 +6,11 @@ base URL (Ollama's ``/v1``, a vLLM or OpenAI-compatible server as configured) an
 it with the model. The embedded engine has no HTTP API of its own, so these agents refuse
 it with a message saying what to do instead.
 
-Options: ``workspace`` (default: the current directory), ``agent`` (opencode: ``build`` or
-``plan``), ``session`` (continue that session; default: the runtime's last session in the
-workspace), ``new_session`` (start afresh), ``timeout`` (seconds), ``base_url`` (the
-engine's OpenAI-compatible URL, when it cannot be derived), ``api_key`` (for that URL).
+Options: ``workspace`` (default: the current directory), ``agent`` (opencode and
+openhands: ``build`` or ``plan``), ``session`` (continue that session; default: the
+runtime's last session in the workspace), ``new_session`` (start afresh), ``timeout``
+(seconds), ``base_url`` (the engine's OpenAI-compatible URL, when it cannot be derived),
+``api_key`` (for that URL).
 
 ``claude_code`` speaks Anthropic's API, so it needs no OpenAI-compatible URL: it gets the
 engine itself and the runtime serves it an Anthropic-compatible endpoint on loopback (any
