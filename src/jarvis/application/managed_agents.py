@@ -149,8 +149,6 @@ class ManagedAgentService:
         agents: ManagedAgentStorePort,
         sessions: SessionStorePort,
         ask: Callable[[], Awaitable[AskService]],
-        default_temperature: float | None = None,
-        default_max_tokens: int | None = None,
         history_messages: int = 40,
         history_tokens: int = 3000,
         max_listed_messages: int = 1000,
@@ -158,8 +156,6 @@ class ManagedAgentService:
         self.agents = agents
         self.sessions = sessions
         self.ask = ask
-        self.default_temperature = default_temperature
-        self.default_max_tokens = default_max_tokens
         self.history_messages = history_messages
         self.history_tokens = history_tokens
         self.max_listed_messages = max_listed_messages
@@ -253,10 +249,10 @@ class ManagedAgentService:
             question=text,
             agent=agent.agent,
             model=agent.model,
-            temperature=(
-                self.default_temperature if agent.temperature is None else agent.temperature
-            ),
-            max_tokens=self.default_max_tokens if agent.max_tokens is None else agent.max_tokens,
+            # unset: AskService applies ``[agent] temperature`` / ``max_tokens``, as for
+            # ``jarvis ask`` (and says where the sampling came from)
+            temperature=agent.temperature,
+            max_tokens=agent.max_tokens,
             system_prompt=agent.system_prompt,
             tools=agent.tools,
             persona=agent.persona,

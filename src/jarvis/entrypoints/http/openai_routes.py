@@ -96,10 +96,8 @@ async def command_for(
         return AskQuestion(
             question=question,
             agent=key,
-            temperature=managed.default_temperature
-            if body.temperature is None
-            else body.temperature,
-            max_tokens=managed.default_max_tokens if max_tokens is None else max_tokens,
+            temperature=body.temperature,  # unset: AskService applies the [agent] defaults
+            max_tokens=max_tokens,
             context=context,
         )
     try:

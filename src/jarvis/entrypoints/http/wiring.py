@@ -33,8 +33,6 @@ def server_state(
         agents=agents,
         sessions=sessions,
         ask=runtime.service,
-        default_temperature=config.agent.temperature,
-        default_max_tokens=config.agent.max_tokens,
         history_messages=config.sessions.history_messages,
         history_tokens=config.sessions.history_tokens,
     )
