@@ -173,6 +173,29 @@ async def test_no_tmpfs_the_code_can_write_is_without_a_size(
     assert result.value == "('1', 65536)", result
 
 
+async def test_memory_held_after_an_execution_stops_the_session_and_the_next_one_says_so(
+    session: SubprocessReplSession,
+) -> None:
+    """Interpreters started behind the audit hook's back outlive the execution that
+    started them (forks do not: the worker ends those); the sandbox is stopped while no
+    code runs, and the next execution reports why rather than a broken protocol."""
+    await session.execute("1")
+    namespace = _namespace(session)
+    started = await session.execute(
+        SPAWN + "import sys\nfor _ in range(8):\n    spawn(sys.executable, '-I', '-S', '-c', "
+        "'import time\\nb = bytearray(100 << 20)\\nfor i in range(0, len(b), 4096):\\n"
+        "    b[i] = 1\\ntime.sleep(600)')\n'started'"
+    )
+    assert started.value == "'started'", started
+    assert _wait_until(lambda: not _members(namespace), timeout=60), _members(namespace)
+    result = await session.execute("21 * 2")
+    assert result.error_kind == "memory_limit", result
+    assert result.error is not None
+    assert STOPPED in result.error, result
+    after = await session.execute("21 * 2")
+    assert after.value == "42", after
+
+
 async def test_a_session_under_its_limit_runs_to_completion(
     session: SubprocessReplSession,
 ) -> None:
