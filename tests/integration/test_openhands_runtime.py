@@ -122,6 +122,19 @@ async def test_a_tool_round_writes_the_file_and_returns_the_result_to_the_model(
     assert "You are Ada." in system  # the persona reaches the SDK's system message
 
 
+async def test_the_turn_limit_ends_the_run_with_the_sdks_error(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """A model that never stops calling tools meets ``max_turns`` (the SDK's iterations)."""
+    engine.script = [Reply(tool_calls=[tool_call("call_l", "terminal", {"command": "true"})])]
+    with pytest.raises(ExternalRuntimeError, match=r"maximum iterations limit \(2\)"):
+        await collect(runtime, request_for("loop", str(tmp_path), max_turns=2))
+    assert len(engine.requests) == 2
+
+
 async def test_plan_mode_can_neither_write_nor_run_commands(
     runtime: OpenHandsRuntime,
     engine: ScriptedEngine,
@@ -451,3 +464,137 @@ def test_openhands_onto_the_llama_cpp_server(llama_server: object, tmp_path: Pat
     assert "validation error" not in outcome  # the server took the SDK's messages as sent
     assert time.monotonic() - started < 130
     assert set(openhands_processes()) == before
+
+
+# --- another user on the same machine ----------------------------------------------------------
+
+_ATTACKER = """
+import json, os, sys
+data, home, pids = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3].split(",")]
+seen = {"cmdlines": [], "environ": [], "data": None, "home": None}
+for pid in pids:
+    for name, into in (("cmdline", "cmdlines"), ("environ", "environ")):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as handle:
+                seen[into].append(handle.read().decode("utf-8", "replace"))
+        except OSError as exc:
+            seen[into].append(f"denied: {type(exc).__name__}")
+for key, path in (("data", data), ("home", home)):
+    try:
+        seen[key] = os.listdir(path)
+    except OSError as exc:
+        seen[key] = f"denied: {type(exc).__name__}"
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[tuple[int, int]]:
+    """A throwaway ordinary user created with useradd (the tests must run as root)."""
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("another user can only be created as root")
+    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
+    if useradd is None or userdel is None:
+        pytest.skip("running as root without useradd/userdel")
+    name = f"jvoh{os.getpid() % 100000}"
+    subprocess.run(
+        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        import pwd
+
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:
+        subprocess.run([userdel, name], check=False, capture_output=True)
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may walk through (unlike pytest's own temp dirs)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="jarvis-oh-attack-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_another_user_sees_neither_the_key_nor_the_conversations(
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    open_dir: Path,
+    other_user: tuple[int, int],
+) -> None:
+    """While a run holds, an ordinary user of the machine reads every /proc entry of the
+    runner's tree it may, and lists the conversations dir (created loosely beforehand, in
+    a dir it may walk to) and the runner's HOME: the engine's key is in no command line,
+    the environments are closed to it, both dirs too; and no file the SDK persisted holds
+    the key."""
+    from jarvis.adapters.openhands_sdk.process import runner_tree
+
+    data = open_dir / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    runtime = OpenHandsRuntime(data_dir=data, python=require_openhands())
+    workspace = open_dir / "ws"
+    workspace.mkdir()
+    engine.script = [Reply("Held.", hold=True)]
+    key = "sk-jarvis-test-" + os.urandom(12).hex()
+    uid, gid = other_user
+    python = next(
+        (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)),
+        None,
+    )
+    if python is None:
+        pytest.skip("no system python3 the other user may run")
+
+    async def attack() -> dict[str, object]:
+        assert await asyncio.to_thread(engine.first_word_sent.wait, 90)
+        (runner,) = runtime.running
+        assert runner.pid is not None
+        pids = ",".join(str(p) for p in sorted(runner_tree(runner.pid, runner.private)))
+        done_ = await asyncio.to_thread(
+            subprocess.run,
+            [python, "-I", "-c", _ATTACKER, str(data), runner.private, pids],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        engine.release()
+        assert done_.returncode == 0, done_.stderr
+        seen: dict[str, object] = json.loads(done_.stdout)
+        return seen
+
+    attacker = asyncio.create_task(attack())
+    try:
+        done(await collect(runtime, request_for("hold", str(workspace), api_key=key)))
+    finally:
+        engine.release()
+        await runtime.aclose()
+    seen = await attacker
+    assert str(seen["data"]).startswith("denied")
+    assert str(seen["home"]).startswith("denied")
+    cmdlines, environ = seen["cmdlines"], seen["environ"]
+    assert isinstance(cmdlines, list)
+    assert isinstance(environ, list)
+    assert len(cmdlines) >= 2  # the runner and the terminal's shell at least
+    assert all(key not in text for text in cmdlines)
+    assert all(str(text).startswith("denied") for text in environ)
+    assert engine.requests[0]["model"] == MODEL
+    stored = await asyncio.to_thread(
+        lambda: [p for p in data.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    )
+    assert stored == []

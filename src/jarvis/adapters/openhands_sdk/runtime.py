@@ -27,7 +27,8 @@ from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalEvent, ExternalRunRequest
 
 MAX_ITERATIONS = 50
-"""The SDK's agent steps per run (its own default is 500)."""
+"""The SDK's agent steps per run unless the request's ``max_turns`` says (its own default
+is 500)."""
 
 
 def conversation_hex(session_id: str) -> str | None:
@@ -105,7 +106,7 @@ class OpenHandsRuntime:
                 "system_prompt": request.system_prompt,
                 "conversation_id": conversation,
                 "persistence_dir": str(self.data_dir),
-                "max_iterations": MAX_ITERATIONS,
+                "max_iterations": request.max_turns or MAX_ITERATIONS,
                 "mode": request.mode,
                 "timeout": request.timeout,
             }
@@ -115,6 +116,8 @@ class OpenHandsRuntime:
         python = await self._interpreter()
         conversation = self._conversation(request)
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):  # the conversations are the user's: theirs only
+            self.data_dir.chmod(0o700)
         runner = RunnerProcess(python, self.data_dir)
         self._running.add(runner)
         output = RunnerOutput()
