@@ -396,6 +396,32 @@ def test_cli_python_without_the_sdk_exit_6_with_install_hint(
     assert engine.requests == []
 
 
+def test_cli_timeout_exit_6_with_the_limit_and_nothing_left_behind(
+    engine: ScriptedEngine, tmp_path: Path
+) -> None:
+    python = require_openhands()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    engine.script = [Reply("Never finished.", hold=True)]
+    before = set(openhands_processes())
+    try:
+        done_ = subprocess.run(
+            [*_ask(engine, tmp_path, "-O", "timeout=3"), "slow"],
+            env=_cli_env(tmp_path / "home", tmp, python),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        engine.release()
+    assert done_.returncode == 6, done_.stderr
+    assert "openhands did not finish within 3 s" in done_.stderr
+    assert "-O timeout=SECONDS" in done_.stderr
+    assert "Traceback" not in done_.stderr
+    assert set(openhands_processes()) == before
+    assert private_dirs(str(tmp)) == []
+
+
 def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
