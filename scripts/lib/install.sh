@@ -149,6 +149,20 @@ OPENCODE_VERSION="1.18.33"
 OPENHANDS_VERSION="1.58.2"
 CLAUDE_CODE_RUNNER_VERSION="0.1.0"  # claude_code_runner/package.json
 
+ensure_node() {  # Node.js >= 18.14 for the opencode and claude_code runtimes (npm installs them)
+    command -v npm >/dev/null 2>&1 && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "Node.js (npm) not found and no apt-get: the opencode and claude_code tests skip (and fail when CI=true)"
+        return 0
+    fi
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    say "Installing Node.js (Debian's nodejs and npm packages) for the external runtimes"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            nodejs npm >&2 || die "installing Node.js failed (apt-get install nodejs npm)"
+}
+
 ensure_agent_runtimes() {  # the external agents' runtimes, pinned, cached, reused by later runs
     local private
     private="$(mktemp -d)"
@@ -204,6 +218,7 @@ ensure_installed() {
     if [ "$mode" = dev ]; then
         ensure_postgresql
         ensure_podman
+        ensure_node
         ensure_agent_runtimes
     fi
     if [ "$mode" = runtime ]; then
