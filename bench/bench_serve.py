@@ -230,9 +230,17 @@ class _KeepAlive:
         return content
 
 
-async def _throughput_rows(ctx: BenchContext, url: str, *, workers: int = 1) -> list[Row]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: int = 1) -> list[Row]:
     """The throughput rows; with several ``workers`` only the keep-alive one (no goal: the
-    goal compares one server process with one ``Jarvis.aask`` process)."""
+    goal compares one server process with one ``Jarvis.aask`` process). With one, the note
+    says the CPU each request cost the server process and the ``Jarvis.aask`` process:
+    what bounds each side's rate once a process has a core to itself."""
     from jarvis import Jarvis
 
     rounds, blocks = (2, 2) if ctx.quick else (4, 5)
@@ -265,9 +273,14 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, workers: int = 1) -> 
             await rate(served)
             await rate(sdk)
         ours, through_httpx, theirs = [], [], []
+        server_cpu = own_cpu = 0.0
         for _ in range(blocks):
+            before = _cpu_seconds(pid)
             ours.append(await rate(keep_alive.ask))
+            server_cpu += _cpu_seconds(pid) - before
+            before = time.process_time()
             theirs.append(await rate(sdk))
+            own_cpu += time.process_time() - before
             if workers == 1:
                 through_httpx.append(await rate(served))
     value, baseline = statistics.median(ours), statistics.median(theirs)
@@ -284,6 +297,11 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, workers: int = 1) -> 
             )
         ]
     slow_client = statistics.median(through_httpx)
+    runs = blocks * rounds * WIDTH
+    cpu = (
+        f"CPU per request: server {server_cpu / runs * 1e6:.0f} us, "
+        f"Jarvis.aask process {own_cpu / runs * 1e6:.0f} us"
+    )
     return [
         Row(
             name=f"serve: {WIDTH} concurrent non-streamed completions",
@@ -293,7 +311,7 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, workers: int = 1) -> 
             baseline_name="Jarvis.aask in one process",
             goal=">= 0.8x",
             ok=value >= 0.8 * baseline,
-            note=f"{WIDTH} keep-alive connections; {note}",
+            note=f"{WIDTH} keep-alive connections; {note}; {cpu}",
         ),
         Row(
             name="serve: the same, httpx as the client",
@@ -321,7 +339,7 @@ async def run(ctx: BenchContext) -> list[Row]:
             note=f"{total} streams, each to [DONE]",
         )
         first = await _first_token_rows(ctx, url)
-        throughput = await _throughput_rows(ctx, url)
+        throughput = await _throughput_rows(ctx, url, pid=pid)
         rss = Row(
             name="serve: peak RSS after the load",
             value=_peak_rss_mb(pid),
@@ -330,9 +348,9 @@ async def run(ctx: BenchContext) -> list[Row]:
         )
     with (
         tempfile.TemporaryDirectory(prefix="jarvis-bench-serve-") as home,
-        _server(ctx, home, "--workers", str(WORKERS)) as (url, _),
+        _server(ctx, home, "--workers", str(WORKERS)) as (url, pid),
     ):
-        workers = await _throughput_rows(ctx, url, workers=WORKERS)
+        workers = await _throughput_rows(ctx, url, pid=pid, workers=WORKERS)
     return [streams, first, *throughput, rss, *workers]
 
 
