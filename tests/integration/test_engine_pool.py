@@ -184,3 +184,22 @@ async def test_a_refused_connection_is_httpx_connect_error_and_frees_its_slot() 
             with pytest.raises(httpx.ConnectError):
                 await client.get(f"http://127.0.0.1:{port}/")
         assert pool.open_connections == 0
+
+
+async def test_an_engine_behind_a_proxy_from_the_environment_is_reached_through_it(
+    server: HoldingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` keeps working: the pool steps aside for httpx's proxy transport. The
+    "engine" here is a port nothing listens on; only the proxy (the holding server, which
+    answers whatever it is asked) can answer."""
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    engine = OpenAICompatibleEngine(f"http://127.0.0.1:{port}/v1", max_retries=0)
+    assert (await engine.generate(_request())).content == "hi"
+    assert server.connections == 1
+    await engine.aclose()

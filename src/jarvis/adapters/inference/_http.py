@@ -209,7 +209,7 @@ class EngineHttp:
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
             transport = self._transport
-            if transport is None and self.base_url.startswith("http://"):
+            if transport is None and self.base_url.startswith("http://") and not _proxied():
                 transport = LeanPool(max_connections=MAX_CONNECTIONS)
             self._client = httpx.AsyncClient(
                 headers=self._headers,
@@ -553,6 +553,15 @@ async def _raw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
         return
     async for chunk in response.aiter_raw():
         yield chunk
+
+
+def _proxied() -> bool:
+    """True when the environment names a proxy for plain HTTP (``HTTP_PROXY``,
+    ``ALL_PROXY``): httpx's own transport then keeps applying it (and ``NO_PROXY``)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    return "http" in proxies or "all" in proxies
 
 
 def _check_identity(response: httpx.Response) -> None:

@@ -17,7 +17,8 @@ themselves are httpcore's (``AsyncHTTPConnection``): HTTP/1.1 parsing, connect t
 and keep-alive expiry are unchanged, and httpcore's errors become httpx's, as httpx's own
 transport maps them, so :mod:`._http` sees the same exceptions either way.
 
-Only plain HTTP (a local engine) goes through it; an ``https`` engine keeps httpx's pool.
+Only plain HTTP (a local engine) goes through it, and only when no proxy is configured in
+the environment; an ``https`` engine, or one behind a proxy, keeps httpx's pool.
 """
 
 from __future__ import annotations
