@@ -18,7 +18,7 @@ import pytest
 
 from contracts.external_runtime_contract import ExternalRuntimeContract, collect, done
 from jarvis.adapters.openhands_sdk import OpenHandsRuntime
-from jarvis.domain.errors import ExternalRuntimeError
+from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
 from tests.support.openhands import (
     openhands_processes,
@@ -168,6 +168,26 @@ async def test_plan_mode_can_neither_write_nor_run_commands(
     assert {"glob", "grep"} <= offered
     tool_messages = [m for m in engine.messages(-1) if m.get("role") == "tool"]
     assert {m.get("tool_call_id") for m in tool_messages} == {"call_e", "call_t"}
+
+
+async def test_build_and_plan_keep_a_conversation_each(
+    runtime: OpenHandsRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """The SDK refuses to continue a conversation with other tools: a workspace's last
+    conversation is kept per mode, and a named one asked in the other mode is a clear
+    error before anything starts."""
+    build = done(await collect(runtime, request_for("one", str(tmp_path))))
+    plan = done(await collect(runtime, request_for("two", str(tmp_path), mode="plan")))
+    assert plan.session_id != build.session_id
+    with pytest.raises(ConfigurationError, match="was started in build mode") as caught:
+        await collect(
+            runtime, request_for("three", str(tmp_path), mode="plan", session_id=build.session_id)
+        )
+    assert "-O agent=build" in caught.value.hint
+    assert len(engine.requests) == 2
 
 
 async def test_the_runner_is_private_and_leaves_nothing_behind(

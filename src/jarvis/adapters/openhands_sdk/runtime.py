@@ -63,12 +63,22 @@ class OpenHandsRuntime:
             self._python = await asyncio.to_thread(find_python, self._python_override)
         return self._python
 
-    def _last_file(self, workspace: str) -> Path:
-        digest = hashlib.sha256(workspace.encode()).hexdigest()[:32]
+    def _last_file(self, workspace: str, mode: str) -> Path:
+        """Where the workspace's last conversation in ``mode`` is noted. Per mode: the SDK
+        refuses to continue a conversation with other tools than it started with."""
+        digest = hashlib.sha256(f"{workspace}\0{mode}".encode()).hexdigest()[:32]
         return self.data_dir / "workspaces" / digest
+
+    def _mode_file(self, conversation: str) -> Path:
+        return self.data_dir / "modes" / conversation
 
     def _exists(self, conversation: str) -> bool:
         return (self.data_dir / conversation / "base_state.json").is_file()
+
+    def _read_small(self, path: Path) -> str:
+        with contextlib.suppress(OSError, UnicodeDecodeError), path.open("rb") as handle:
+            return handle.read(64).decode().strip()
+        return ""
 
     def _conversation(self, request: ExternalRunRequest) -> str:
         """The conversation this run continues or starts."""
@@ -79,21 +89,31 @@ class OpenHandsRuntime:
                     f"openhands has no session '{request.session_id[:100]}'.",
                     hint="Drop -O session to continue the last one, or -O new_session=true.",
                 )
+            started = self._read_small(self._mode_file(named))
+            if started and started != request.mode:
+                raise ConfigurationError(
+                    f"The openhands session '{named}' was started in {started} mode; it "
+                    f"cannot go on in {request.mode} mode (its tools would change).",
+                    hint=f"Pass -O agent={started}, or -O new_session=true.",
+                )
             return named
         if not request.new_session:
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                with self._last_file(request.workspace).open("rb") as handle:
-                    last = conversation_hex(handle.read(64).decode())
-                if last is not None and self._exists(last):
-                    return last
+            last = conversation_hex(
+                self._read_small(self._last_file(request.workspace, request.mode))
+            )
+            if last is not None and self._exists(last):
+                return last
         return uuid.uuid4().hex
 
-    def _remember(self, workspace: str, conversation: str) -> None:
-        path = self._last_file(workspace)
+    def _write_small(self, path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(conversation)
+        partial.write_text(text)
         partial.replace(path)
+
+    def _remember(self, request: ExternalRunRequest, conversation: str) -> None:
+        self._write_small(self._last_file(request.workspace, request.mode), conversation)
+        self._write_small(self._mode_file(conversation), request.mode)
 
     def _payload(self, request: ExternalRunRequest, conversation: str) -> bytes:
         return json.dumps(
@@ -151,7 +171,7 @@ class OpenHandsRuntime:
         finally:
             self._running.discard(runner)
             await runner.stop()
-        self._remember(request.workspace, done.session_id)
+        self._remember(request, done.session_id)
         yield done
 
     def close_now(self) -> None:
