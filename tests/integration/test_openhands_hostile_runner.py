@@ -106,3 +106,22 @@ async def test_a_runner_that_reports_success_without_the_marker_is_an_error(
     assert not runtime.running
     noted = tmp_path / "data" / "workspaces"
     assert not await asyncio.to_thread(noted.exists)  # a failed run is no "last session"
+
+
+async def test_a_runner_naming_another_conversation_cannot_steer_the_files(
+    tmp_path: Path,
+) -> None:
+    """Its result names a path as its conversation: the run keeps the conversation it
+    asked for, and nothing is written outside the conversations dir."""
+    escape = "../../escaped"
+    body = (
+        "import json, sys\nsys.stdin.read()\n"
+        f"print({START!r}); print({FINAL!r} % {escape!r}); print({END!r})\n"
+    )
+    data = tmp_path / "deep" / "data"
+    runtime = OpenHandsRuntime(data_dir=data, python=_interpreter(tmp_path, body))
+    result = done(await collect(runtime, _request(tmp_path)))
+    assert result.session_id != escape
+    assert len(result.session_id) == 32
+    assert not await asyncio.to_thread((tmp_path / "escaped").exists)
+    assert not await asyncio.to_thread((tmp_path / "deep" / "escaped").exists)

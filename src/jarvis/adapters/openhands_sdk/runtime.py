@@ -18,6 +18,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 from jarvis.adapters.openhands_sdk.interpreter import find_python
@@ -167,11 +168,14 @@ class OpenHandsRuntime:
                     runtime="openhands",
                     hint=hint,
                 )
-            done = output.result(session_id=conversation, hint=hint)
+            # the conversation is the one the runner was told to run, whatever it says
+            done = replace(
+                output.result(session_id=conversation, hint=hint), session_id=conversation
+            )
         finally:
             self._running.discard(runner)
             await runner.stop()
-        self._remember(request, done.session_id)
+        self._remember(request, conversation)
         yield done
 
     def close_now(self) -> None:
