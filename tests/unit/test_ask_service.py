@@ -101,6 +101,7 @@ async def test_stream_yields_deltas_then_the_answer() -> None:
         "model",
         "engine",
         "stop_reason",
+        "metadata",
     }
 
 

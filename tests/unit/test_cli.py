@@ -30,9 +30,18 @@ from jarvis.entrypoints.cli.errors import (
     EXIT_USAGE,
 )
 from jarvis.entrypoints.container import Container
-from jarvis.testing import ScriptedInference
+from jarvis.testing import InMemoryExternalRuntime, InMemoryExternalRuntimes, ScriptedInference
 
-ANSWER_KEYS = {"content", "turns", "tool_results", "usage", "model", "engine", "stop_reason"}
+ANSWER_KEYS = {
+    "content",
+    "turns",
+    "tool_results",
+    "usage",
+    "model",
+    "engine",
+    "stop_reason",
+    "metadata",
+}
 
 
 class StreamOnly(ScriptedInference):
@@ -119,6 +128,20 @@ class TestAsk:
         assert data["usage"]["total_tokens"] == (
             data["usage"]["prompt_tokens"] + data["usage"]["completion_tokens"]
         )
+
+    def test_json_and_verbose_name_the_runtime_session_to_continue(self, tmp_path: Path) -> None:
+        runtime = InMemoryExternalRuntime(runtime_id="opencode")
+        container = with_engine(ScriptedInference(["unused"]))
+        container.external_runtimes.override(InMemoryExternalRuntimes({"opencode": runtime}))
+        workspace = ["-O", f"workspace={tmp_path}", "-O", "base_url=http://127.0.0.1:9/v1"]
+        result = run(container, "ask", "-a", "opencode", "--json", *workspace, "q")
+        assert result.exit_code == 0, result.output
+        session = json.loads(result.stdout)["metadata"]["session_id"]
+        assert session == "ses_0"
+        result = run(container, "ask", "-a", "opencode", "--verbose", *workspace, "again")
+        assert result.exit_code == 0, result.output
+        assert f"runtime session {session}" in result.stderr
+        assert runtime.prompts(session) == ["q", "again"]
 
     def test_sampling_options_reach_the_engine(self) -> None:
         engine = ScriptedInference(["ok"])

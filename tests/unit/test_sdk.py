@@ -111,6 +111,7 @@ class TestSync:
             "model",
             "engine",
             "stop_reason",
+            "metadata",
         }
 
     def test_options_reach_the_engine(self) -> None:

@@ -47,7 +47,8 @@ class AskQuestion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
-    """The answer with everything ``--json`` prints."""
+    """The answer with everything ``--json`` prints; ``metadata`` is the agent's own
+    (e.g. an external runtime's ``session_id``, which a later ``-O session=`` continues)."""
 
     content: str
     turns: int
@@ -93,6 +94,7 @@ class Answer:
             "model": self.model,
             "engine": self.engine,
             "stop_reason": self.stop_reason,
+            "metadata": self.metadata,
         }
 
 

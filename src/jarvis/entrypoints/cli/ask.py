@@ -375,5 +375,8 @@ async def _answer(
                 f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, "
                 f"stop {answer.stop_reason}, {time.perf_counter() - started:.2f} s"
             )
+            runtime_session = answer.metadata.get("session_id")
+            if isinstance(runtime_session, str) and runtime_session:
+                renderer.notice(f"runtime session {runtime_session} (continue: -O session=...)")
     finally:
         await runtime.aclose()
