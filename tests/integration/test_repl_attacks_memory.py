@@ -158,6 +158,55 @@ async def test_files_in_tmp_and_dev_shm_held_by_no_process_are_counted(
     )
 
 
+_FILL_SOCKETS = textwrap.dedent(
+    """
+    import socket
+    def fill(pairs):
+        '''``pairs`` socket pairs, both directions queued full: kernel memory, mapped by
+        no process.'''
+        kept = []
+        for _ in range(pairs):
+            a, b = socket.socketpair()
+            for end in (a, b):
+                end.setblocking(False)
+                try:
+                    while True:
+                        end.send(b'x' * 65536)
+                except BlockingIOError:
+                    pass
+            kept.append((a, b))
+        return kept
+    """
+)
+
+
+async def test_socket_buffers_held_by_no_process_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """8 forks fill 100 socket pairs each: about 330 MB queued in socket buffers, while
+    every process's own pages are a few MB (28 such forks held 1.7 GB uncounted)."""
+    await _attack(
+        session,
+        _FILL_SOCKETS + "r, w = os.pipe()\nfor _ in range(8):\n    if os.fork() == 0:\n"
+        "        kept = fill(100)\n        os.write(w, b'x')\n        time.sleep(600)\n"
+        "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+
+
+async def test_a_socket_cannot_raise_its_buffers(session: SubprocessReplSession) -> None:
+    """Raising a buffer to the host's ``wmem_max`` let 60 socket pairs of one process hold
+    941 MB; every socket keeps the host's default, which the sampler charges."""
+    result = await session.execute(
+        "import socket\na, b = socket.socketpair()\nrefused = []\n"
+        "for option in (socket.SO_SNDBUF, socket.SO_RCVBUF, 32, 33):\n"
+        "    try:\n        a.setsockopt(socket.SOL_SOCKET, option, 4 << 20)\n"
+        "    except PermissionError:\n        refused.append(option)\n"
+        "(refused, a.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < 1 << 20)"
+    )
+    assert result.error is None, result
+    assert result.value == "([7, 8, 32, 33], True)", result
+
+
 async def test_no_tmpfs_the_code_can_write_is_without_a_size(
     session: SubprocessReplSession,
 ) -> None:

@@ -24,15 +24,26 @@ What is counted, every :data:`INTERVAL` seconds:
   within the limit means the exact one is too;
 * the space used in the sandbox's own writable tmpfs mounts, ``/tmp`` and ``/dev/shm``
   (``/dev`` itself is read-only): files there hold memory without being mapped by any
-  process (a file that is also mapped is counted twice — on the safe side).
+  process (a file that is also mapped is counted twice — on the safe side);
+* every socket of the sandbox's network namespace (``sockets: used`` of its
+  ``/proc/<init>/net/sockstat``: it sees no other) at what one socket can hold queued,
+  :func:`socket_allowance`. Socket buffers are kernel memory no process maps: sixty
+  socket pairs whose send buffers were raised to the host's ``wmem_max`` held 941 MB
+  against a limit of 256 MB, 28 forks with the default buffers 1.7 GB. So the seccomp
+  filter refuses raising a buffer and each socket is charged the host's default send
+  buffer plus one packet (about 270 KB; 208 KB found queued per socket at most), whether
+  it holds data or not: a session of 256 MB may have about 950 sockets open.
 
 ``memfd_create`` and System V shared memory, which hold memory no process maps and no
-mount shows, are refused by the seccomp filter.
+mount shows, are refused by the seccomp filter. Pipe buffers are not counted: the kernel
+bounds them per user (``fs.pipe-user-pages-soft``: 64 MB, then 8 KB a pipe; measured:
+114 MB for 32 processes filling every pipe they could open).
 
 Why a sampler is sound here. It reacts only once per interval, so the sum may exceed the
 limit between two samples; by how much is bounded twice over. The code cannot hold more
-than ``max_processes`` × ``memory_mb`` plus the two tmpfs sizes at any instant (each
-process has ``RLIMIT_AS``, their number ``RLIMIT_NPROC``, each tmpfs its size). And within
+than ``max_processes`` × ``memory_mb`` plus the two tmpfs sizes plus ``max_processes`` ×
+``RLIMIT_NOFILE`` sockets at any instant (each process has ``RLIMIT_AS``, their number
+``RLIMIT_NPROC``, each tmpfs its size, each socket the default buffer). And within
 one interval plus the time of one sample it can add only what its processes fault in
 meanwhile: page faults run at a few GB/s per core, so with the default 25 ms and two cores
 a few hundred MB at the very worst, for tens of milliseconds (measured: eight forks of
@@ -41,8 +52,8 @@ above its limit, not the peak as a cgroup does; where a cgroup can be had, it is
 
 Cost: one sample reads two small ``/proc`` files per process (its threads' ``children``
 and its ``status``; ``smaps_rollup`` only when the first sum is over the limit) and makes
-two ``statvfs`` calls; every read is bounded in size and the walk in the number of
-processes.
+two ``statvfs`` calls and one read of ``sockstat``; every read is bounded in size and
+the walk in the number of processes.
 """
 
 from __future__ import annotations
@@ -60,6 +71,10 @@ _READ_LIMIT = 8192
 """Bytes read of one ``smaps_rollup`` (about 1 KB) or ``children`` file at most."""
 MOUNTS = ("tmp", "dev/shm")
 """The sandbox's own tmpfs mounts, below ``/proc/<init>/root``."""
+_SOCKET_PACKET = 65536
+"""What one send may queue beyond a full send buffer (the kernel checks before it adds)."""
+_DEFAULT_SEND_BUFFER = 212992
+"""Linux's ``net.core.wmem_default``, when the host's cannot be read."""
 _PROPORTIONAL = (b"Pss_Anon:", b"Pss_Shmem:")
 _RESIDENT = (b"RssAnon:", b"RssShmem:")
 
@@ -136,17 +151,52 @@ def mounts_bytes(init: int, mounts: Iterable[str] = MOUNTS) -> int:
     return total
 
 
+def socket_allowance() -> int:
+    """What one socket of the sandbox can hold queued at most: the host's default send
+    buffer (the code cannot raise its own: seccomp) plus one packet past it. A Unix
+    socket's queued data is charged to its sender's buffer, wherever it waits."""
+    try:
+        default = int(_read("/proc/sys/net/core/wmem_default").split()[0])
+    except (ValueError, IndexError):
+        default = _DEFAULT_SEND_BUFFER
+    return max(default, _DEFAULT_SEND_BUFFER) + _SOCKET_PACKET
+
+
+def sockets_bytes(init: int, allowance: int) -> int:
+    """The sockets of ``init``'s network namespace (in flight in a message too), each
+    charged ``allowance`` bytes."""
+    text = _read(f"/proc/{init}/net/sockstat")
+    start = text.find(b"sockets: used ")
+    if start < 0:
+        return 0
+    start += len(b"sockets: used ")
+    end = text.find(b"\n", start)
+    try:
+        return int(text[start : end if end >= 0 else len(text)]) * allowance
+    except ValueError:
+        return 0
+
+
 def session_bytes(
-    root: int, init: int, *, max_processes: int, limit_bytes: int, mounts: Iterable[str] = MOUNTS
+    root: int,
+    init: int,
+    *,
+    max_processes: int,
+    limit_bytes: int,
+    mounts: Iterable[str] = MOUNTS,
+    socket_bytes: int = 0,
 ) -> int:
     """One sample of what the sandbox started at ``root`` holds, in bytes: the cheap upper
     bound (resident pages counted in every process sharing them) when that is within
     ``limit_bytes``, else the proportional count (each shared page once over its sharers).
     The proportional count is exact but costs the kernel a walk of every page table, about
     ten times the cheap one; it is needed only when sharing after forks could be all that
-    puts the bound above the limit."""
+    puts the bound above the limit. ``socket_bytes`` is what each socket of the
+    sandbox's network namespace is charged (0: sockets are not counted)."""
     pids = session_pids(root, max_processes)
     tmpfs = mounts_bytes(init, mounts)
+    if socket_bytes:
+        tmpfs += sockets_bytes(init, socket_bytes)
     bound = sum(resident_bytes(pid) for pid in pids) + tmpfs
     if bound <= limit_bytes:
         return bound
@@ -177,6 +227,7 @@ class MemoryWatch:
         self._max_processes = max_processes + 4  # bwrap, its init, slack for a dying one
         self._interval = interval
         self._mounts = mounts
+        self._socket_bytes = socket_allowance()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.exceeded_bytes: int | None = None
@@ -214,6 +265,7 @@ class MemoryWatch:
                     max_processes=self._max_processes,
                     limit_bytes=self.limit_bytes,
                     mounts=self._mounts,
+                    socket_bytes=self._socket_bytes,
                 )
                 self.samples += 1
                 self.cpu_seconds += time.thread_time() - began

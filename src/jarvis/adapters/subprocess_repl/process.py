@@ -114,7 +114,8 @@ class WorkerProcess:
         mb = 1024 * 1024
         return (
             f"the session used more than {watch.limit_bytes // mb} MB of memory in total "
-            f"(all its processes, /tmp and /dev/shm together: {watch.exceeded_bytes // mb} MB) "
+            "(all its processes, /tmp, /dev/shm and sockets together: "
+            f"{watch.exceeded_bytes // mb} MB) "
             "and was stopped"
         )
 

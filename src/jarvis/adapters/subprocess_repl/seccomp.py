@@ -7,7 +7,10 @@ interfaces that sandbox escapes have used (new namespaces, ``ptrace``, keyrings,
 ``perf_event_open``, ``userfaultfd``, ``io_uring``, the new mount API, module loading,
 terminal injection) and every socket but ``AF_UNIX``; also ``memfd_create`` and System V
 shared memory and message queues, which hold memory that no process maps and no mount
-shows, so that what the session holds can be measured (``memory_watch.py``). A refused
+shows, so that what the session holds can be measured (``memory_watch.py``); and
+``setsockopt`` of ``SO_SNDBUF``/``SO_RCVBUF`` (and their ``FORCE`` forms), which would let
+one socket queue up to the host's ``wmem_max`` (4 MB here) of kernel memory: sockets keep
+the host's default buffer, which the sampler charges to every socket. A refused
 call fails with ``EPERM`` (``EACCES`` for sockets), so Python raises an ``OSError`` rather
 than dying. ``clone3`` fails with ``ENOSYS``: its flags cannot be inspected, and the C
 library then falls back to ``clone``, whose namespace flags are refused.
@@ -21,6 +24,8 @@ import os
 
 AF_UNIX = 1
 _TIOCSTI = 0x5412
+_SOL_SOCKET = 1
+_BUFFER_OPTIONS = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 _CLONE_NAMESPACE_FLAGS = (
     0x00020000,  # CLONE_NEWNS
     0x02000000,  # CLONE_NEWCGROUP
@@ -99,6 +104,13 @@ def build_filter() -> bytes | None:
         )
     rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
     rules.add_rule(seccomp.ERRNO(errno.EPERM), "ioctl", seccomp.Arg(1, seccomp.EQ, _TIOCSTI))
+    for option in _BUFFER_OPTIONS:
+        rules.add_rule(
+            seccomp.ERRNO(errno.EPERM),
+            "setsockopt",
+            seccomp.Arg(1, seccomp.EQ, _SOL_SOCKET),
+            seccomp.Arg(2, seccomp.EQ, option),
+        )
     memory = os.memfd_create("jarvis-repl-seccomp")
     try:
         with open(memory, "wb", closefd=False) as sink:
