@@ -158,6 +158,32 @@ async def test_files_in_tmp_and_dev_shm_held_by_no_process_are_counted(
     )
 
 
+async def test_files_in_the_working_directory_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """Five files of 60 MB, each below ``file_size_mb`` (64): the working directory is on
+    the host's filesystem (a tmpfs on many systems), where only each file was bounded —
+    twenty such files wrote 1.2 GB."""
+    await _attack(
+        session,
+        "for i in range(5):\n    with open(f'/work/f{i}', 'wb') as f:\n"
+        "        f.write(b'x' * (60 << 20))\ntime.sleep(600)",
+    )
+
+
+async def test_files_in_a_folder_the_host_may_not_list_are_not_hidden(
+    session: SubprocessReplSession,
+) -> None:
+    """A folder without read permission (write and search only) would hide its files
+    from a walk as the same ordinary user: it stops the session at once."""
+    await _attack(
+        session,
+        "os.mkdir('/work/d', 0o300)\nfor i in range(5):\n"
+        "    with open(f'/work/d/f{i}', 'wb') as f:\n        f.write(b'x' * (60 << 20))\n"
+        "time.sleep(600)",
+    )
+
+
 _FILL_SOCKETS = textwrap.dedent(
     """
     import socket

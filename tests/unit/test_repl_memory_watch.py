@@ -11,11 +11,13 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from jarvis.adapters.subprocess_repl.memory_watch import (
     MemoryWatch,
+    directory_bytes,
     process_bytes,
     resident_bytes,
     session_bytes,
@@ -170,3 +172,48 @@ def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]])
     finally:
         watch.stop()
     assert watch.exceeded_bytes is None
+
+
+def test_the_working_directory_walk_counts_blocks_once_and_follows_no_link(
+    tmp_path: Path,
+) -> None:
+    """A hard link is one file; a link to a large file or folder outside (the host's ``/``)
+    is an entry, not what it points to."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big").write_bytes(b"x" * 8 * MB)
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / "file").write_bytes(b"x" * 2 * MB)
+    os.link(work / "sub" / "file", work / "again")
+    (work / "root").symlink_to("/")
+    (work / "big").symlink_to(outside / "big")
+    used = directory_bytes(str(work), 100 * MB)
+    assert 2 * MB <= used <= 2 * MB + 6 * 4096, used
+
+
+def test_the_working_directory_walk_stops_past_its_budget(tmp_path: Path) -> None:
+    """Many small entries: each costs at least a block, and the walk ends once over."""
+    for index in range(300):
+        (tmp_path / f"f{index}").touch()
+    assert directory_bytes(str(tmp_path), 100 * 4096) == 101 * 4096
+
+
+def test_a_folder_nested_too_deep_to_walk_counts_as_over_the_limit(tmp_path: Path) -> None:
+    deep = tmp_path
+    for _ in range(70):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    assert directory_bytes(str(tmp_path), 100 * MB) == 100 * MB + 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder")
+def test_a_folder_the_walk_may_not_read_counts_as_over_the_limit(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "file").write_bytes(b"x" * MB)
+    hidden.chmod(0o300)
+    try:
+        assert directory_bytes(str(tmp_path), 100 * MB) == 100 * MB + 1
+    finally:
+        hidden.chmod(0o700)

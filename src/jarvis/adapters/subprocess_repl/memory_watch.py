@@ -25,6 +25,10 @@ What is counted, every :data:`INTERVAL` seconds:
 * the space used in the sandbox's own writable tmpfs mounts, ``/tmp`` and ``/dev/shm``
   (``/dev`` itself is read-only): files there hold memory without being mapped by any
   process (a file that is also mapped is counted twice — on the safe side);
+* every :data:`WORKDIR_EVERY` samples, the files of the working directory
+  (:func:`directory_bytes`): it lives on the host's filesystem, where only each file is
+  bounded (``file_size_mb``), so twenty files of 60 MB held 1.2 GB — memory where the
+  host's temporary directory is a tmpfs, disk elsewhere;
 * every socket of the sandbox's network namespace (``sockets: used`` of its
   ``/proc/<init>/net/sockstat``: it sees no other) at what one socket can hold queued,
   :func:`socket_allowance`. Socket buffers are kernel memory no process maps: sixty
@@ -61,6 +65,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterable
@@ -151,6 +156,73 @@ def mounts_bytes(init: int, mounts: Iterable[str] = MOUNTS) -> int:
     return total
 
 
+_ENTRY_BYTES = 4096
+"""What one entry of the working directory is charged at least (one block)."""
+_MAX_DEPTH = 64
+"""Directories nested deeper than this are not walked: the whole walk is then charged over
+the limit (legitimate code does not nest so deep; the walk holds one descriptor a level)."""
+WORKDIR_EVERY = 10
+"""The working directory is walked every this many samples (every 250 ms)."""
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def directory_bytes(path: str, budget: int) -> int:
+    """What the files below ``path`` take: their allocated blocks, each inode once, each
+    entry at least :data:`_ENTRY_BYTES`. Walked through descriptors without following a
+    link (the code can swap a folder for a link to the host's ``/`` mid-walk: it is seen as
+    the link it is). The walk stops once the sum is over ``budget``, so its cost is bounded
+    by ``budget / _ENTRY_BYTES`` entries; a directory it may not read, or nested deeper
+    than :data:`_MAX_DEPTH`, makes the sum ``budget + 1`` (it could hide anything)."""
+    try:
+        root = os.open(path, _DIRECTORY_FLAGS)
+    except OSError:
+        return 0
+    total = 0
+    seen: set[int] = set()
+    stack: list[tuple[int, list[str]]] = [(root, [])]
+    try:
+        opened = True
+        while stack:
+            fd, folders = stack[-1]
+            if opened:
+                opened = False
+                if len(stack) > _MAX_DEPTH:
+                    return budget + 1
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:
+                            continue  # removed meanwhile
+                        size = max(info.st_blocks * 512, _ENTRY_BYTES)
+                        total += _ENTRY_BYTES if info.st_ino in seen else size
+                        seen.add(info.st_ino)
+                        if total > budget:
+                            return total
+                        if stat.S_ISDIR(info.st_mode):
+                            folders.append(entry.name)
+            if not folders:
+                os.close(fd)
+                stack.pop()
+                continue
+            try:
+                child = os.open(folders.pop(), _DIRECTORY_FLAGS, dir_fd=fd)
+            except PermissionError:
+                raise
+            except OSError:
+                continue  # gone, or swapped for a link or a file meanwhile
+            stack.append((child, []))
+            opened = True
+    except PermissionError:
+        return budget + 1
+    except OSError:
+        return total
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+    return total
+
+
 def socket_allowance() -> int:
     """What one socket of the sandbox can hold queued at most: the host's default send
     buffer (the code cannot raise its own: seccomp) plus one packet past it. A Unix
@@ -185,6 +257,7 @@ def session_bytes(
     limit_bytes: int,
     mounts: Iterable[str] = MOUNTS,
     socket_bytes: int = 0,
+    files_bytes: int = 0,
 ) -> int:
     """One sample of what the sandbox started at ``root`` holds, in bytes: the cheap upper
     bound (resident pages counted in every process sharing them) when that is within
@@ -192,9 +265,10 @@ def session_bytes(
     The proportional count is exact but costs the kernel a walk of every page table, about
     ten times the cheap one; it is needed only when sharing after forks could be all that
     puts the bound above the limit. ``socket_bytes`` is what each socket of the
-    sandbox's network namespace is charged (0: sockets are not counted)."""
+    sandbox's network namespace is charged (0: sockets are not counted), ``files_bytes``
+    what the working directory holds (:func:`directory_bytes`)."""
     pids = session_pids(root, max_processes)
-    tmpfs = mounts_bytes(init, mounts)
+    tmpfs = mounts_bytes(init, mounts) + files_bytes
     if socket_bytes:
         tmpfs += sockets_bytes(init, socket_bytes)
     bound = sum(resident_bytes(pid) for pid in pids) + tmpfs
@@ -208,7 +282,9 @@ class MemoryWatch:
 
     ``root`` is the host's child (``bwrap``), ``init`` the PID namespace's init below it.
     The watch holds its own pidfds on both, so a kill never reaches a reused pid.
-    ``mounts`` are the tmpfs mounts counted, relative to the init's root.
+    ``mounts`` are the tmpfs mounts counted, relative to the init's root; ``workdir`` the
+    host's path of the sandbox's working directory, walked every :data:`WORKDIR_EVERY`
+    samples.
     """
 
     def __init__(
@@ -220,8 +296,10 @@ class MemoryWatch:
         max_processes: int,
         interval: float = INTERVAL,
         mounts: tuple[str, ...] = MOUNTS,
+        workdir: str | None = None,
     ) -> None:
         self.limit_bytes = limit_bytes
+        self._workdir = workdir
         self._root = root
         self._init = init
         self._max_processes = max_processes + 4  # bwrap, its init, slack for a dying one
@@ -257,8 +335,11 @@ class MemoryWatch:
 
     def _run(self, pidfds: list[int]) -> None:
         try:
+            files = 0
             while not self._stop.wait(self._interval):
                 began = time.thread_time()
+                if self._workdir is not None and self.samples % WORKDIR_EVERY == 0:
+                    files = directory_bytes(self._workdir, self.limit_bytes)
                 used = session_bytes(
                     self._root,
                     self._init,
@@ -266,6 +347,7 @@ class MemoryWatch:
                     limit_bytes=self.limit_bytes,
                     mounts=self._mounts,
                     socket_bytes=self._socket_bytes,
+                    files_bytes=files,
                 )
                 self.samples += 1
                 self.cpu_seconds += time.thread_time() - began

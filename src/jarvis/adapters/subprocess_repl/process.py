@@ -92,7 +92,9 @@ class WorkerProcess:
                 self._namespace_init = os.pidfd_open(tree[1])
         return tree
 
-    def watch_memory(self, *, limit_bytes: int, max_processes: int) -> None:
+    def watch_memory(
+        self, *, limit_bytes: int, max_processes: int, workdir: str | None = None
+    ) -> None:
         """Bound the memory of the whole sandbox by sampling (call after
         :meth:`hold_namespace`, where no cgroup bounds it)."""
         if self._init_pid is None or self._watch is not None:
@@ -102,6 +104,7 @@ class WorkerProcess:
             init=self._init_pid,
             limit_bytes=limit_bytes,
             max_processes=max_processes,
+            workdir=workdir,
         )
         self._watch.start()
 
@@ -114,7 +117,7 @@ class WorkerProcess:
         mb = 1024 * 1024
         return (
             f"the session used more than {watch.limit_bytes // mb} MB of memory in total "
-            "(all its processes, /tmp, /dev/shm and sockets together: "
+            "(all its processes, its files, /tmp, /dev/shm and sockets together: "
             f"{watch.exceeded_bytes // mb} MB) "
             "and was stopped"
         )

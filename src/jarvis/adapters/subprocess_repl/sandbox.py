@@ -211,8 +211,8 @@ def _plan(bwrap: str, python: str, *, seccomp: bytes | None, is_root: bool) -> S
     else:
         memory = (
             "memory_mb per process (address space), and for the whole session (all its "
-            f"processes, /tmp and /dev/shm) sampled every {INTERVAL * 1000:g} ms, the sandbox "
-            "killed past it (no cgroup)"
+            "processes, its files, /tmp, /dev/shm and sockets) sampled every "
+            f"{INTERVAL * 1000:g} ms, the sandbox killed past it (no cgroup)"
         )
         processes = "at most max_processes processes (RLIMIT_NPROC in its user namespace)"
     return SandboxPlan(

@@ -230,6 +230,7 @@ class SubprocessReplSession:
                 worker.watch_memory(
                     limit_bytes=self._limits.memory_mb * 1024 * 1024,
                     max_processes=self._limits.max_processes,
+                    workdir=str(self._workdir),
                 )
             self._worker = worker
             for name, value in self._variables.items():
