@@ -125,3 +125,61 @@ async def test_a_runner_naming_another_conversation_cannot_steer_the_files(
     assert len(result.session_id) == 32
     assert not await asyncio.to_thread((tmp_path / "escaped").exists)
     assert not await asyncio.to_thread((tmp_path / "deep" / "escaped").exists)
+
+
+_LEAVE_LOCKED_FOLDERS = """
+import asyncio, os, sys
+from pathlib import Path
+from jarvis.adapters.openhands_sdk.process import RunnerProcess
+
+def locked(runner):
+    '''What the agent's tools may leave in their TMPDIR: a folder without write permission
+    and one without read permission, each holding a file.'''
+    for name, mode in (("readonly", 0o500), ("unlistable", 0o300)):
+        folder = Path(runner.private) / "tmp" / name
+        folder.mkdir(parents=True)
+        (folder / "left").write_text("x")
+        folder.chmod(mode)
+    return runner.private
+
+first = RunnerProcess(sys.executable, Path(sys.argv[1]))
+private = locked(first)
+first.stop_now()
+second = RunnerProcess(sys.executable, Path(sys.argv[1]))
+private_2 = locked(second)
+asyncio.run(second.stop())
+print(os.path.lexists(private), os.path.lexists(private_2))
+"""
+
+
+def test_folders_the_agent_locked_do_not_survive_the_cleanup(tmp_path: Path) -> None:
+    """As an ordinary user (created here when the suite runs as root), where permissions
+    bind: the private HOME/TMPDIR goes whatever the agent's tools did to its folders."""
+    import os
+    import shutil
+    import subprocess
+
+    from tests.integration.test_repl_attacks import ATTACK_USER, REPO, _site_packages
+
+    command = [sys.executable, "-c", _LEAVE_LOCKED_FOLDERS]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{REPO / 'src'}:{_site_packages()}"}
+    if os.geteuid() == 0:
+        if subprocess.run(["id", ATTACK_USER], capture_output=True, check=False).returncode:
+            useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+            subprocess.run([useradd, "--create-home", ATTACK_USER], check=True)
+        python = Path("/usr/bin/python3")
+        if not python.exists() or sys.version_info[:2] != (3, 11):
+            pytest.skip("needs /usr/bin/python3 of the same minor version as the suite")
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        command = [runuser, "-u", ATTACK_USER, "--", str(python), "-c", _LEAVE_LOCKED_FOLDERS]
+    completed = subprocess.run(
+        [*command, "/nonexistent"],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.split() == ["False", "False"], completed.stdout

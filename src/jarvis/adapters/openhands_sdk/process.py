@@ -132,9 +132,35 @@ def _kill_tree(root: int | None, private: str) -> None:
     _wait_gone(tree)
 
 
+def remove_private(private: str) -> None:
+    """Remove the run's private dir, also when the agent's tools left a folder there
+    without write permission (``chmod 500``: its entries could not be unlinked, and a
+    plain ``rmtree`` would leave them behind silently). Such a folder is made writable
+    again; only where permissions bind (not as root, who needs no such change and whose
+    ``chmod`` through a link swapped in meanwhile could reach any file of the host)."""
+
+    def unlock(function: object, name: str, _error: object) -> None:
+        del function
+        if os.geteuid() == 0:
+            return
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), 0o700)  # the user's own folder, in its tree
+        with contextlib.suppress(OSError):
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+
+    for _ in range(3):  # a folder opened up may show entries the first pass could not see
+        shutil.rmtree(private, onerror=unlock)  # fd-based: no link is followed
+        if not os.path.lexists(private):
+            return
+
+
 def _kill_group(pid: int | None, private: str) -> None:
     _kill_tree(pid, private)
-    shutil.rmtree(private, ignore_errors=True)
+    remove_private(private)
 
 
 def runner_environment(private: str, persistence_dir: Path) -> dict[str, str]:
@@ -261,4 +287,4 @@ class RunnerProcess:
                 await self._drain
         if self._finalizer is not None:
             self._finalizer.detach()
-        shutil.rmtree(self.private, ignore_errors=True)
+        await asyncio.to_thread(remove_private, self.private)
