@@ -253,15 +253,19 @@ async def test_memory_held_after_an_execution_stops_the_session_and_the_next_one
 ) -> None:
     """Interpreters started behind the audit hook's back outlive the execution that
     started them (forks do not: the worker ends those); the sandbox is stopped while no
-    code runs, and the next execution reports why rather than a broken protocol."""
+    code runs, and the next execution reports why rather than a broken protocol. The
+    interpreters take their memory only once the test says so (a file it puts in the
+    working directory), after the execution that started them has returned."""
     await session.execute("1")
     namespace = _namespace(session)
     started = await session.execute(
         SPAWN + "import sys\nfor _ in range(8):\n    spawn(sys.executable, '-I', '-S', '-c', "
-        "'import time\\nb = bytearray(100 << 20)\\nfor i in range(0, len(b), 4096):\\n"
+        "'import os, time\\nwhile not os.path.exists(\"/work/go\"):\\n    time.sleep(0.01)\\n"
+        "b = bytearray(100 << 20)\\nfor i in range(0, len(b), 4096):\\n"
         "    b[i] = 1\\ntime.sleep(600)')\n'started'"
     )
     assert started.value == "'started'", started
+    (session.workdir / "go").touch()
     assert _wait_until(lambda: not _members(namespace), timeout=60), _members(namespace)
     result = await session.execute("21 * 2")
     assert result.error_kind == "memory_limit", result
