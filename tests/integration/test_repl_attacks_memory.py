@@ -260,7 +260,7 @@ async def test_memory_held_after_an_execution_stops_the_session_and_the_next_one
     namespace = _namespace(session)
     started = await session.execute(
         SPAWN + "import sys\nfor _ in range(8):\n    spawn(sys.executable, '-I', '-S', '-c', "
-        "'import os, time\\nwhile not os.path.exists(\"/work/go\"):\\n    time.sleep(0.01)\\n"
+        '\'import os, time\\nwhile not os.path.exists("/work/go"):\\n    time.sleep(0.01)\\n'
         "b = bytearray(100 << 20)\\nfor i in range(0, len(b), 4096):\\n"
         "    b[i] = 1\\ntime.sleep(600)')\n'started'"
     )
