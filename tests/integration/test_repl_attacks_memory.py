@@ -184,6 +184,38 @@ async def test_files_in_a_folder_the_host_may_not_list_are_not_hidden(
     )
 
 
+async def test_files_removed_but_held_open_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """Five files of 60 MB, each removed once written but kept open: no walk of the
+    directory sees them, the filesystem still holds them."""
+    await _attack(
+        session,
+        "held = []\nfor i in range(5):\n"
+        "    fd = os.open(f'/work/u{i}', os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "    os.write(fd, b'x' * (60 << 20))\n    os.unlink(f'/work/u{i}')\n"
+        "    held.append(fd)\ntime.sleep(600)",
+    )
+
+
+async def test_files_removed_but_still_mapped_are_counted(
+    session: SubprocessReplSession,
+) -> None:
+    """Four forks each map two files of 60 MB, then close and remove them: only the
+    mappings hold them."""
+    await _attack(
+        session,
+        "import mmap\nr, w = os.pipe()\nfor p in range(4):\n    if os.fork() == 0:\n"
+        "        maps = []\n        for i in range(2):\n            name = f'/work/m{p}_{i}'\n"
+        "            fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "            os.write(fd, b'x' * (60 << 20))\n"
+        "            maps.append(mmap.mmap(fd, 60 << 20))\n"
+        "            os.close(fd)\n            os.unlink(name)\n"
+        "        os.write(w, b'x')\n        time.sleep(600)\n"
+        "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+
+
 _FILL_SOCKETS = textwrap.dedent(
     """
     import socket

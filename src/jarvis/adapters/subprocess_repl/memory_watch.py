@@ -28,7 +28,8 @@ What is counted, every :data:`INTERVAL` seconds:
 * every :data:`WORKDIR_EVERY` samples, the files of the working directory
   (:func:`directory_bytes`): it lives on the host's filesystem, where only each file is
   bounded (``file_size_mb``), so twenty files of 60 MB held 1.2 GB — memory where the
-  host's temporary directory is a tmpfs, disk elsewhere;
+  host's temporary directory is a tmpfs, disk elsewhere; and the files removed from it
+  that a process still holds open or mapped (:func:`removed_files_bytes`);
 * every socket of the sandbox's network namespace (``sockets: used`` of its
   ``/proc/<init>/net/sockstat``: it sees no other) at what one socket can hold queued,
   :func:`socket_allowance`. Socket buffers are kernel memory no process maps: sixty
@@ -223,6 +224,66 @@ def directory_bytes(path: str, budget: int) -> int:
     return total
 
 
+_MAPS_LIMIT = 1 << 20
+"""Bytes of one ``/proc/<pid>/maps`` read at most (about 10,000 mappings): a process with
+more is charged over the limit rather than read in part (a mapping past the part read
+could hide a removed file)."""
+
+
+def _maps(pid: int) -> bytes | None:
+    """``/proc/<pid>/maps`` (empty when gone), ``None`` when longer than the bound."""
+    try:
+        fd = os.open(f"/proc/{pid}/maps", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while chunk := os.read(fd, 65536):
+            size += len(chunk)
+            if size > _MAPS_LIMIT:
+                return None
+            chunks.append(chunk)
+    except OSError:
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def removed_files_bytes(pids: Iterable[int], device: int, budget: int) -> int:
+    """What files of ``device`` (the working directory's filesystem) that were removed but
+    are still open or mapped by ``pids`` take: the walk of the directory no longer sees
+    them, the disk (or tmpfs) still holds them (eight such files of 60 MB held 480 MB).
+    An open one counts its blocks, a mapped one the mapping's size; each inode once."""
+    held: dict[int, int] = {}
+    wanted = f"{os.major(device):02x}:{os.minor(device):02x}".encode()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for name in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    info = os.stat(f"/proc/{pid}/fd/{name}")
+                    removed = stat.S_ISREG(info.st_mode) and info.st_nlink == 0
+                    if removed and info.st_dev == device:
+                        blocks = info.st_blocks * 512
+                        held[info.st_ino] = max(held.get(info.st_ino, 0), blocks)
+        text = _maps(pid)
+        if text is None:
+            return budget + 1
+        for line in text.splitlines():
+            if not line.endswith(b" (deleted)"):
+                continue
+            fields = line.split(maxsplit=5)
+            if len(fields) < 6 or fields[3] != wanted:
+                continue
+            with contextlib.suppress(ValueError):
+                start, _, end = fields[0].partition(b"-")
+                inode = int(fields[4])
+                size = int(end, 16) - int(start, 16)
+                held[inode] = max(held.get(inode, 0), size)
+    return sum(held.values())
+
+
 def socket_allowance() -> int:
     """What one socket of the sandbox can hold queued at most: the host's default send
     buffer (the code cannot raise its own: seccomp) plus one packet past it. A Unix
@@ -333,13 +394,25 @@ class MemoryWatch:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5.0)
 
+    def _files(self) -> int:
+        """What the working directory holds: its files, and those removed from it that
+        the session's processes still hold open or mapped."""
+        assert self._workdir is not None
+        files = directory_bytes(self._workdir, self.limit_bytes)
+        try:
+            device = os.stat(self._workdir).st_dev
+        except OSError:
+            return files
+        pids = session_pids(self._root, self._max_processes)
+        return files + removed_files_bytes(pids, device, self.limit_bytes)
+
     def _run(self, pidfds: list[int]) -> None:
         try:
             files = 0
             while not self._stop.wait(self._interval):
                 began = time.thread_time()
                 if self._workdir is not None and self.samples % WORKDIR_EVERY == 0:
-                    files = directory_bytes(self._workdir, self.limit_bytes)
+                    files = self._files()
                 used = session_bytes(
                     self._root,
                     self._init,
