@@ -49,6 +49,7 @@ def serving(
     sessions: SessionStorePort | None = None,
     agents: ManagedAgentStorePort | None = None,
     cors_origins: Sequence[str] = (),
+    fast_path: bool = True,
 ) -> Iterator[Served]:
     config = load_config(overrides=EngineOverrides(engine=engine, base_url=base_url, model=model))
     runtime = bootstrap(config, inference=inference)
@@ -57,6 +58,6 @@ def serving(
     agents = InMemoryManagedAgentStore() if agents is None else agents
     managed = ManagedAgentService(agents=agents, sessions=sessions, ask=runtime.service)
     state = ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
-    app = create_app(state, api_key=api_key, cors_origins=cors_origins)
+    app = create_app(state, api_key=api_key, cors_origins=cors_origins, fast_path=fast_path)
     with ServerThread(app) as address:
         yield Served(address.url, state, sessions, agents, runtime)

@@ -16,11 +16,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from jarvis.entrypoints.http import anthropic_routes, managed_routes, openai_routes
-from jarvis.entrypoints.http.errors import ApiError, api_error, body_for
-from jarvis.entrypoints.http.security import App, Guard, Message, Receive, Scope, Send
+from jarvis.entrypoints.http.errors import ApiError, CatchAll, body_for
+from jarvis.entrypoints.http.fast_path import ChatFastPath
+from jarvis.entrypoints.http.security import App, Guard
 from jarvis.entrypoints.http.state import ServerState
 
 MAX_ERROR_DETAILS = 8
+
+_CatchAll = CatchAll  # the name the loopback endpoint imports
 
 
 def _reply(request: Request, error: ApiError) -> JSONResponse:
@@ -39,40 +42,17 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "Invalid request: " + "; ".join(problems)
 
 
-class _CatchAll:
-    """Any exception a route lets through becomes a JSON error (500 for the unexpected,
-    logged without the request) instead of Starlette's plain-text 500 and a dropped
-    connection."""
-
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except Exception as exc:
-            if started or scope["type"] != "http":
-                raise
-            error = api_error(exc)
-            reply = JSONResponse(
-                body_for(str(scope.get("path", "")), error), status_code=error.status
-            )
-            await reply(scope, receive, send)
-
-
 def create_app(
-    state: ServerState, *, api_key: str | None = None, cors_origins: Sequence[str] = ()
+    state: ServerState,
+    *,
+    api_key: str | None = None,
+    cors_origins: Sequence[str] = (),
+    fast_path: bool = True,
 ) -> App:
     """The application for ``state``: an API key makes every route but ``/health`` ask
-    for it; ``cors_origins`` switches CORS on for those origins (off by default)."""
+    for it; ``cors_origins`` switches CORS on for those origins (off by default).
+    ``fast_path=False`` leaves ``POST /v1/chat/completions`` to FastAPI as well (the tests
+    compare both ways of serving it)."""
     app = FastAPI(
         title="jarvis",
         summary="Managed agents over SSE, OpenAI- and Anthropic-compatible endpoints.",
@@ -103,13 +83,13 @@ def create_app(
     app.include_router(openai_routes.router)
     app.include_router(anthropic_routes.router)
     app.include_router(managed_routes.router)
-    app.add_middleware(_CatchAll)
-    asgi: App = app
+    app.add_middleware(CatchAll)
+    asgi: App = ChatFastPath(app, state) if fast_path else app
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
         asgi = CORSMiddleware(
-            app, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
+            asgi, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
         )
     limits = state.limits
     return Guard(

@@ -10,7 +10,11 @@ secret a client sent cannot come back in an error (or a log line).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse
 
 from jarvis.application.managed_agents import ManagedAgentNotFoundError, NothingToRunError
 from jarvis.domain.errors import (
@@ -103,3 +107,39 @@ def body_for(path: str, error: ApiError) -> dict[str, object]:
     if path.startswith("/v1/messages"):
         return anthropic_body(error)
     return openai_body(error)
+
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class CatchAll:
+    """Any exception a route lets through becomes a JSON error (500 for the unexpected,
+    logged without the request) instead of Starlette's plain-text 500 and a dropped
+    connection."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if started or scope["type"] != "http":
+                raise
+            error = api_error(exc)
+            reply = JSONResponse(
+                body_for(str(scope.get("path", "")), error), status_code=error.status
+            )
+            await reply(scope, receive, send)

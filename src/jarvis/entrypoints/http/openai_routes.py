@@ -151,7 +151,13 @@ async def list_models(request: Request) -> dict[str, object]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatRequest, request: Request) -> Response:
-    state = state_of(request)
+    return await complete(state_of(request), body)
+
+
+async def complete(state: ServerState, body: ChatRequest) -> Response:
+    """The whole of ``POST /v1/chat/completions`` once its body is validated. FastAPI's
+    route above and the fast path in front of FastAPI (:mod:`.fast_path`) both answer
+    through it, so the two cannot answer differently."""
     limits = state.limits
     messages = to_messages(body.messages, max_chars=limits.max_message_chars)
     service = await state.service()
