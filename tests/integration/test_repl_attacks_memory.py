@@ -265,6 +265,48 @@ async def test_a_socket_cannot_raise_its_buffers(session: SubprocessReplSession)
     assert result.value == "([7, 8, 32, 33], True)", result
 
 
+_RAW_SYSCALLS = textwrap.dedent(
+    """
+    import ctypes, json
+    libc = ctypes.CDLL(None, use_errno=True)
+    calls = {'ptrace': (101, 16, 1), 'keyctl': (250, 0, 0), 'add_key': (248, 0, 0),
+             'userfaultfd': (323, 0), 'io_uring_setup': (425, 4, 0), 'memfd_create': (319, 0, 0),
+             'bpf': (321, 0, 0, 0), 'perf_event_open': (298, 0, 0, -1, -1, 0),
+             'unshare': (272, 0x10000000), 'mount': (165, 0, 0, 0, 0, 0),
+             'shmget': (29, 0, 4096, 0o1600), 'clone3': (435, 0, 0)}
+    found = {}
+    for name, (number, *args) in calls.items():
+        result = libc.syscall(number, *args)
+        found[name] = 'ran' if result >= 0 else ctypes.get_errno()
+    with open('/work/raw.json', 'w') as report:
+        report.write(json.dumps(found))
+    """
+)
+
+
+async def test_the_kernel_interfaces_that_hold_memory_unseen_are_refused(
+    session: SubprocessReplSession,
+) -> None:
+    """Raw system calls from an interpreter started behind the audit hook's back (so only
+    the seccomp filter stands): memfd, System V shared memory, io_uring, userfaultfd,
+    keyrings, BPF, perf, ptrace, namespaces and mounts all fail (EPERM; clone3 ENOSYS)."""
+    import ast
+    import json
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the system call numbers are x86_64's")
+    result = await session.execute(
+        SPAWN + "import sys\npid = spawn(sys.executable, '-I', '-S', '-c', "
+        f"{_RAW_SYSCALLS!r})\nos.waitpid(pid, 0)\nopen('/work/raw.json').read()"
+    )
+    assert result.error is None, result
+    assert result.value is not None
+    found = json.loads(ast.literal_eval(result.value))  # the repr of the report's text
+    assert found.pop("clone3") == 38, found  # ENOSYS: the C library falls back to clone
+    assert set(found.values()) == {1}, found  # EPERM
+
+
 async def test_no_tmpfs_the_code_can_write_is_without_a_size(
     session: SubprocessReplSession,
 ) -> None:
