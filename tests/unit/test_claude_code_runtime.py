@@ -374,10 +374,15 @@ def test_the_container_builds_the_runtime_with_its_loopback_endpoint(
     from jarvis.entrypoints.settings import load_config
 
     monkeypatch.setenv("OPENJARVIS_HOME", str(tmp_path))
-    runtimes = bootstrap(load_config()).container.external_runtimes()
-    runtime = runtimes.get("claude_code")
-    assert isinstance(runtime, ClaudeCodeRuntime)
-    assert isinstance(runtime.endpoint, LoopbackEndpoint)
-    assert runtime.state_dir == tmp_path / "runtimes" / "claude_code"
-    assert runtime.install_root == tmp_path / "claude_code_runner"
-    assert runtimes.get("claude_code") is runtime
+    # the container is kept: once it is collected, its resources shut down (runtimes closed)
+    container = bootstrap(load_config()).container
+    try:
+        runtimes = container.external_runtimes()
+        runtime = runtimes.get("claude_code")
+        assert isinstance(runtime, ClaudeCodeRuntime)
+        assert isinstance(runtime.endpoint, LoopbackEndpoint)
+        assert runtime.state_dir == tmp_path / "runtimes" / "claude_code"
+        assert runtime.install_root == tmp_path / "claude_code_runner"
+        assert runtimes.get("claude_code") is runtime
+    finally:
+        container.shutdown_resources()
