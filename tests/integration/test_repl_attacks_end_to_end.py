@@ -27,7 +27,7 @@ from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
 from jarvis.domain.agents.rlm import RecursiveLMAgent
 from jarvis.domain.repl import ReplLimits
 from jarvis.testing import ScriptedInference
-from tests.integration.test_repl_attacks_memory import HOLD, watched
+from tests.integration.test_repl_attacks_memory import _FILL_SOCKETS, HOLD, watched
 
 pytestmark = pytest.mark.integration
 
@@ -123,10 +123,26 @@ _MEMORY_BOMB = HOLD + (
 """8 processes of 100 MB each, every one below its own limit, then blocked until killed."""
 
 
+_SOCKET_BOMB = (
+    _FILL_SOCKETS + "import os, time\nr, w = os.pipe()\nfor _ in range(8):\n"
+    "    if os.fork() == 0:\n        kept = fill(100)\n        os.write(w, b'x')\n"
+    "        time.sleep(600)\nos.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)\n"
+)
+"""8 processes filling 100 socket pairs each: kernel memory no process maps."""
+_FILES_BOMB = (
+    "import time\nfor i in range(5):\n    with open(f'/work/f{i}', 'wb') as f:\n"
+    "        f.write(b'x' * (60 << 20))\ntime.sleep(600)\n"
+)
+"""Five files of 60 MB in the working directory, each below ``file_size_mb``."""
+
+
+@pytest.mark.parametrize(
+    "bomb", [_MEMORY_BOMB, _SOCKET_BOMB, _FILES_BOMB], ids=["forks", "sockets", "files"]
+)
 async def test_codeact_reports_a_session_stopped_for_memory_to_the_model(
-    repl: SubprocessRepl,
+    repl: SubprocessRepl, bomb: str
 ) -> None:
-    engine = ScriptedInference([f"```python\n{_MEMORY_BOMB}```", "Stopped."])
+    engine = ScriptedInference([f"```python\n{bomb}```", "Stopped."])
     sampled = watched(repl)
     try:
         agent = NativeOpenHandsAgent(engine, "m", repl=sampled)
