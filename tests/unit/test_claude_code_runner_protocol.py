@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import jsonschema_rs
-import pytest
 
 from jarvis.adapters.claude_agent_sdk.wire import (
     END,
@@ -20,18 +19,10 @@ from jarvis.adapters.claude_agent_sdk.wire import (
     TextDeltaEvent,
     ToolResultEvent,
     ToolUseEvent,
-    schemas,
 )
-from scripts.export_runner_schemas import TARGET, render
+from scripts.export_schemas import target
 
-
-@pytest.mark.parametrize("name", sorted(schemas()))
-def test_the_committed_schema_matches_the_models(name: str) -> None:
-    committed = TARGET / name
-    assert committed.exists(), f"missing {committed}: run scripts/export_runner_schemas.py"
-    assert committed.read_text(encoding="utf-8") == render(schemas()[name]), (
-        f"{committed} drifted from wire.py: run scripts/export_runner_schemas.py"
-    )
+TARGET = target("claude_code_runner")
 
 
 def test_the_schemas_live_under_contracts() -> None:

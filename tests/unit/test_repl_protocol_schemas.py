@@ -17,16 +17,9 @@ from jarvis.adapters.subprocess_repl.protocol import (
     ResultMessage,
     schemas,
 )
-from scripts.export_repl_schemas import TARGET, render
+from scripts.export_schemas import target
 
-
-@pytest.mark.parametrize("name", sorted(schemas()))
-def test_the_committed_schema_matches_the_models(name: str) -> None:
-    committed = TARGET / name
-    assert committed.exists(), f"missing {committed}: run scripts/export_repl_schemas.py"
-    assert committed.read_text(encoding="utf-8") == render(schemas()[name]), (
-        f"{committed} drifted from protocol.py: run scripts/export_repl_schemas.py"
-    )
+TARGET = target("repl")
 
 
 def test_every_message_requires_its_type() -> None:

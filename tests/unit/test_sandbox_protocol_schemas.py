@@ -17,17 +17,9 @@ from jarvis.domain.sandbox_protocol import (
     RunMessage,
     schemas,
 )
-from scripts.export_repl_schemas import render
-from scripts.export_sandbox_schemas import TARGET
+from scripts.export_schemas import target
 
-
-@pytest.mark.parametrize("name", sorted(schemas()))
-def test_the_committed_schema_matches_the_models(name: str) -> None:
-    committed = TARGET / name
-    assert committed.exists(), f"missing {committed}: run scripts/export_sandbox_schemas.py"
-    assert committed.read_text(encoding="utf-8") == render(schemas()[name]), (
-        f"{committed} drifted from sandbox_protocol.py: run scripts/export_sandbox_schemas.py"
-    )
+TARGET = target("sandbox")
 
 
 def test_the_schemas_live_under_contracts() -> None:

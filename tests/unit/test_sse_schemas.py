@@ -8,27 +8,18 @@ from pathlib import Path
 
 import httpx
 import jsonschema_rs
-import pytest
 
 from jarvis.domain.completion import Completion
 from jarvis.domain.messages import ToolCall
-from jarvis.entrypoints.http.events import schemas
 from jarvis.testing import ScriptedInference
-from scripts.export_sse_schemas import TARGET, render
+from scripts.export_schemas import target
 from tests.support.serve import serving
+
+TARGET = target("sse")
 
 
 def _validator(name: str) -> jsonschema_rs.Validator:
     return jsonschema_rs.validator_for(json.loads((TARGET / name).read_text(encoding="utf-8")))
-
-
-@pytest.mark.parametrize("name", sorted(schemas()))
-def test_the_committed_schema_matches_the_models(name: str) -> None:
-    committed = TARGET / name
-    assert committed.exists(), f"missing {committed}: run scripts/export_sse_schemas.py"
-    assert committed.read_text(encoding="utf-8") == render(schemas()[name]), (
-        f"{committed} drifted from events.py: run scripts/export_sse_schemas.py"
-    )
 
 
 def test_the_schemas_live_under_contracts() -> None:

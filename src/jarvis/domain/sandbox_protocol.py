@@ -12,7 +12,7 @@ Every field is bounded (strings, lists, numbers), so a line that validates is bo
 too; the host validates every line against :data:`CONTAINER_MESSAGE` and never trusts
 what the container says beyond that (see :mod:`jarvis.domain.sandbox_host`). The JSON
 Schemas in ``contracts/schemas/sandbox/`` are generated from these models
-(``scripts/export_sandbox_schemas.py``; a test fails when they drift).
+(``scripts/export_schemas.py``; a test fails when they drift).
 """
 
 from __future__ import annotations

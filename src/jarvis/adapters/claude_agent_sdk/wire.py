@@ -5,7 +5,7 @@ stdin, writes :data:`RunnerEvent` lines while the SDK runs (the session, text de
 uses and their results), then the line :data:`START`, one :class:`RunnerResponse` line and
 :data:`END`. Exit 0: done; 1: a runtime error (the block is still printed, ``is_error``
 true); 2: bad input. The JSON Schemas in ``contracts/schemas/claude_code_runner/`` are
-generated from these models (``scripts/export_runner_schemas.py``) and drift-checked.
+generated from these models (``scripts/export_schemas.py``) and drift-checked.
 
 :class:`OutputReader` parses the runner's stdout in one pass: every line is bounded (an
 overlong line is dropped whole, never half-parsed), the whole output is bounded, and a

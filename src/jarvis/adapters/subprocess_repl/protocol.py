@@ -7,7 +7,7 @@ callbacks ``llm_query``, ``llm_batch``, ``tool_call`` (each answered by exactly 
 
 The worker (``worker.py``) cannot import pydantic, so it writes these shapes by hand; the
 host validates every line it receives against :data:`WORKER_MESSAGE`, and the JSON Schemas
-in ``contracts/schemas/repl/`` are generated from these models (``scripts/export_repl_schemas.py``
+in ``contracts/schemas/repl/`` are generated from these models (``scripts/export_schemas.py``
 rewrites them; a test fails when they drift).
 """
 
