@@ -164,11 +164,35 @@ async def test_files_in_the_working_directory_are_counted(
     """Five files of 60 MB, each below ``file_size_mb`` (64): the working directory is on
     the host's filesystem (a tmpfs on many systems), where only each file was bounded —
     twenty such files wrote 1.2 GB."""
-    await _attack(
+    result = await _attack(
         session,
         "for i in range(5):\n    with open(f'/work/f{i}', 'wb') as f:\n"
         "        f.write(b'x' * (60 << 20))\ntime.sleep(600)",
     )
+    # the files alone leave a fresh interpreter no room: kept, they would stop every later
+    # execution at once (the walk runs every 250 ms: one of a second is seen)
+    assert result.error is not None
+    assert "it was emptied" in result.error, result
+    assert list(session.workdir.iterdir()) == []
+    later = await session.execute("import time\ntime.sleep(1)\n'still here'")
+    assert later.value == "'still here'", later
+
+
+async def test_files_that_leave_room_are_kept_after_a_stop(
+    session: SubprocessReplSession,
+) -> None:
+    """100 MB of files and 3 x 60 MB held: stopped, but the files alone fit beside a
+    fresh interpreter, so they stay."""
+    result = await _attack(
+        session,
+        "with open('/work/kept', 'wb') as f:\n    f.write(b'x' * (50 << 20))\n"
+        "with open('/work/kept2', 'wb') as f:\n    f.write(b'x' * (50 << 20))\n"
+        "r, w = os.pipe()\nfor _ in range(3):\n    holder(60, w)\n"
+        "os.close(w)\nwhile os.read(r, 1):\n    pass\ntime.sleep(600)",
+    )
+    assert result.error is not None
+    assert "emptied" not in result.error, result
+    assert sorted(p.name for p in session.workdir.iterdir()) == ["kept", "kept2"]
 
 
 async def test_files_in_a_folder_the_host_may_not_list_are_not_hidden(

@@ -33,6 +33,10 @@ from jarvis.adapters.subprocess_repl.protocol import (
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """Longest protocol line accepted from a worker; anything longer kills it."""
 _STDERR_TAIL = 4096
+FRESH_ROOM = 64 * 1024 * 1024
+"""What a fresh interpreter and its first executions need within the session's limit: a
+working directory holding more than the limit less this is emptied after a stop for
+memory, else every later execution would be stopped again at once."""
 
 
 class WorkerProtocolError(Exception):

@@ -21,7 +21,12 @@ from pathlib import Path
 from jarvis.adapters.subprocess_repl.bwrap import SANDBOX_WORKDIR, SANDBOX_WORKER
 from jarvis.adapters.subprocess_repl.cgroup import SessionCgroup
 from jarvis.adapters.subprocess_repl.janitor import Janitor
-from jarvis.adapters.subprocess_repl.process import WorkerProcess, WorkerProtocolError
+from jarvis.adapters.subprocess_repl.memory_watch import directory_bytes
+from jarvis.adapters.subprocess_repl.process import (
+    FRESH_ROOM,
+    WorkerProcess,
+    WorkerProtocolError,
+)
 from jarvis.adapters.subprocess_repl.protocol import (
     CallbackReply,
     CallbackRequest,
@@ -350,15 +355,39 @@ class SubprocessReplSession:
         why = worker.describe_exit()
         tail = worker.stderr_tail()
         await self._discard_worker()
+        emptied = ""
+        limit = self._limits.memory_mb * 1024 * 1024
+        files = 0
+        if worker.memory_exceeded is not None:  # the sandbox is gone: nothing races the walk
+            files = await asyncio.to_thread(directory_bytes, str(self._workdir), limit)
+        if files > max(limit - FRESH_ROOM, 0):
+            await asyncio.to_thread(self._empty_workdir)
+            emptied = (
+                f" Its working directory held {files // (1024 * 1024)} MB of files, more "
+                "than a fresh interpreter would have room for beside them: it was emptied."
+            )
         return ExecutionResult(
             error=(
                 f"The code ended the interpreter: {why}. The next execution starts a fresh "
-                "interpreter: every variable and import from earlier executions is lost."
+                "interpreter: every variable and import from earlier executions is lost." + emptied
             ),
             error_kind="crashed" if worker.memory_exceeded is None else "memory_limit",
             traceback=tail[-2000:],
             duration_seconds=duration,
         )
+
+    def _empty_workdir(self) -> None:
+        """Remove everything in the working directory (kept itself, with its owner)."""
+        try:
+            names = os.listdir(self._workdir)
+        except OSError as exc:
+            _log.error("The REPL's working directory could not be emptied: %s", exc)
+            return
+        for name in names:
+            try:
+                remove_tree(os.path.join(self._workdir, name))
+            except OSError as exc:
+                _log.error("The REPL's working directory could not be emptied: %s", exc)
 
     async def _discard_worker(self) -> None:
         worker, self._worker = self._worker, None
