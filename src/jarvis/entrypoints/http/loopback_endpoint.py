@@ -13,10 +13,11 @@ for later ones on the same loop and engine, stopped by :meth:`LoopbackEndpoint.a
 
 Every local user can reach a loopback port. Without the key a request is refused, but
 uvicorn gives a connection no deadline for its request's headers: 300 connections of
-another user, each holding half a request line, were all still open a minute later, each
-a descriptor of the jarvis process (at the usual soft limit of 1,024 the runner could not
-connect any more). So a connection that has spent :data:`HEADER_DEADLINE` seconds without
-a request being served (its headers unfinished, or idle) is closed.
+another user, each holding half a request, were all still open 8 s later (nothing in
+uvicorn would ever close them), each a descriptor of the jarvis process (at the usual
+soft limit of 1,024 the runner could not connect any more). So a connection that has
+spent :data:`HEADER_DEADLINE` seconds without a request being served (its headers
+unfinished, or idle) is closed.
 """
 
 from __future__ import annotations
