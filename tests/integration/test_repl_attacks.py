@@ -353,6 +353,23 @@ async def test_a_read_only_subfolder_does_not_keep_the_directory(repl: Subproces
     assert not workdir.exists()
 
 
+@pytest.mark.parametrize("mode", [0o300, 0o000])
+async def test_an_unreadable_subfolder_and_working_directory_do_not_stay(
+    repl: SubprocessRepl, mode: int
+) -> None:
+    """Folders the host's user may not list or enter (as an ordinary user permissions
+    bind): one inside, and the working directory itself made so once the code is done."""
+    session = await repl.start()
+    workdir = session.workdir
+    result = await session.execute(
+        "import os\nos.makedirs('a/b')\nopen('a/b/f', 'w').write('x')\n"
+        f"os.chmod('a/b', {mode})\nos.chmod('a', {mode})\nos.chmod('/work', {mode})\n'locked'"
+    )
+    assert result.value == "'locked'", result
+    await session.aclose()
+    assert not workdir.exists()
+
+
 _HOST_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys

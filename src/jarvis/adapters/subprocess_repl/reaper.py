@@ -32,6 +32,29 @@ class RemovalError(OSError):
     """A working directory could not be removed completely."""
 
 
+def _unlock(name: str, dir_fd: int | None = None) -> None:
+    """Give the owner back read, write and search on the folder ``name`` (below ``dir_fd``)
+    that the code made unreadable (``chmod 300`` or ``000``): as an ordinary user it could
+    not be opened to be emptied. Opened with ``O_PATH`` and changed through its descriptor,
+    so a link put in its place is never followed."""
+    with contextlib.suppress(OSError):
+        handle = os.open(
+            name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        finally:
+            os.close(handle)
+
+
+def _open_folder(name: str, dir_fd: int | None = None) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        _unlock(name, dir_fd)
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
 def _empty(fd: int) -> None:
     """Remove everything inside the directory open at ``fd``, depth first, iteratively."""
     stack: list[tuple[int, str]] = []  # (parent fd, name of the directory below it)
@@ -48,7 +71,7 @@ def _empty(fd: int) -> None:
                         break
                     os.unlink(entry.name, dir_fd=current)
             if child is not None:
-                below = os.open(child, _DIR_FLAGS, dir_fd=current)
+                below = _open_folder(child, current)
                 stack.append((current, child))
                 current = below
                 continue
@@ -78,7 +101,7 @@ def remove_tree(path: str) -> None:
     last: OSError | None = None
     for _ in range(3):  # a process still dying may add an entry once
         try:
-            fd = os.open(path, _DIR_FLAGS)
+            fd = _open_folder(path)
             try:
                 _empty(fd)
             finally:
