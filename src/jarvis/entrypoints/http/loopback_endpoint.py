@@ -16,8 +16,8 @@ uvicorn gives a connection no deadline for its request's headers: 300 connection
 another user, each holding half a request, were all still open 8 s later (nothing in
 uvicorn would ever close them), each a descriptor of the jarvis process (at the usual
 soft limit of 1,024 the runner could not connect any more). So a connection that has
-spent :data:`HEADER_DEADLINE` seconds without a request being served (its headers
-unfinished, or idle) is closed.
+spent :data:`~jarvis.entrypoints.http.protocol.HEADER_DEADLINE` seconds without a request
+being served (its headers unfinished, or idle) is closed, as by ``jarvis serve``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import asyncio
 import contextlib
 import secrets
 import socket
-import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -39,6 +38,7 @@ from starlette.exceptions import HTTPException
 from jarvis.entrypoints.http import anthropic_routes
 from jarvis.entrypoints.http.app import _CatchAll, _reply, _validation_message
 from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.protocol import HEADER_DEADLINE, with_header_deadline
 from jarvis.entrypoints.http.security import App, Guard
 from jarvis.entrypoints.http.server import uvicorn_config
 from jarvis.entrypoints.http.state import ServeLimits, ServerState
@@ -48,52 +48,6 @@ if TYPE_CHECKING:
     from jarvis.domain.ports import InferencePort
 
 START_DEADLINE = 30.0
-HEADER_DEADLINE = 10.0
-"""Seconds a connection may spend waiting for (the rest of) a request's headers."""
-
-
-def header_deadline_protocol(deadline: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol (httptools', else h11's) with a deadline on the header
-    phase: it starts when the connection opens and again when a response completes; a
-    connection still without a request being served ``deadline`` s later is closed."""
-    base: Any
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
-    except ImportError:  # httptools is optional: uvicorn's pure-Python parser
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base
-
-    class _Protocol(base):  # type: ignore[misc]
-        _timer: asyncio.TimerHandle | None = None
-        _phase = 0.0
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            self._phase = time.monotonic()
-            self._timer = self.loop.call_later(deadline, self._check)
-
-        def on_response_complete(self) -> None:
-            self._phase = time.monotonic()
-            super().on_response_complete()
-
-        def _check(self) -> None:
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_complete:  # a request is served
-                self._timer = self.loop.call_later(deadline, self._check)
-                return
-            left = self._phase + deadline - time.monotonic()
-            if left > 0:
-                self._timer = self.loop.call_later(left, self._check)
-                return
-            self._timer = None
-            self.transport.close()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            super().connection_lost(exc)
-
-    return _Protocol
 
 
 class _Server(uvicorn.Server):
@@ -191,7 +145,7 @@ class LoopbackEndpoint:
             app = anthropic_app(_state(engine, model, self.limits), api_key=key)
             config = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning")
             config.timeout_graceful_shutdown = 2
-            config.http = header_deadline_protocol(self.header_deadline)
+            config.http = with_header_deadline(self.header_deadline)
             server = _Server(config)
             self._server, self._socket = server, sock
             self._task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -16,7 +16,7 @@ from types import TracebackType
 import uvicorn
 
 from jarvis.domain.errors import ConfigurationError
-from jarvis.entrypoints.http.protocol import CoalescingHttpToolsProtocol
+from jarvis.entrypoints.http.protocol import JarvisHttpProtocol
 from jarvis.entrypoints.http.security import App
 
 STARTUP_TIMEOUT = 30.0
@@ -55,7 +55,7 @@ def uvicorn_options(log_level: str) -> dict[str, object]:
         # more than routing the request
         "access_log": log_level in ("info", "debug", "trace"),
         "lifespan": "off",
-        "http": CoalescingHttpToolsProtocol,  # each response in one write
+        "http": JarvisHttpProtocol,  # each response in one write; a deadline on headers
         "proxy_headers": False,
         "server_header": False,
         "timeout_keep_alive": 5,
