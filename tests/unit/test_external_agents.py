@@ -202,3 +202,21 @@ def test_session_error_and_error_replies_raise() -> None:
         final_reply([{"info": {"role": "assistant", "error": {"name": "APIError"}}}], state)
     with pytest.raises(ExternalRuntimeError):
         final_reply("garbage", state)
+
+
+async def test_a_turn_limit_reaches_openhands_and_is_refused_by_opencode(tmp_path: Path) -> None:
+    """openhands honours ``max_turns`` (its iterations), so it is passed on; opencode has no
+    such limit, so the option is refused rather than silently ignored."""
+    fake = InMemoryExternalRuntime(runtime_id="openhands")
+    agent = builtin_agents().create(
+        "openhands", _parts(fake), {"workspace": str(tmp_path), "max_turns": 7}
+    )
+    await agent.arun("go")
+    assert fake.requests[-1].max_turns == 7
+    default = builtin_agents().create("openhands", _parts(fake), {"workspace": str(tmp_path)})
+    await default.arun("go")
+    assert fake.requests[-1].max_turns == 0  # the runtime's own default
+    with pytest.raises(ConfigurationError, match="unknown option"):
+        builtin_agents().create(
+            "opencode", _parts(InMemoryExternalRuntime()), {"max_turns": 7, "workspace": "."}
+        )

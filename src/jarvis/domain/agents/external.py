@@ -60,6 +60,9 @@ class ExternalRuntimeAgent(BaseAgent):
     accepts_tools: ClassVar[bool] = False
     modes: ClassVar[tuple[RuntimeMode, ...]] = ("build",)
     default_timeout: ClassVar[float] = 600.0
+    takes_max_turns: ClassVar[bool] = False
+    """Whether the runtime honours a turn limit (``-O max_turns=N``); where it does not,
+    the option is refused rather than ignored."""
 
     def __init__(
         self,
@@ -73,6 +76,7 @@ class ExternalRuntimeAgent(BaseAgent):
         timeout: float,
         base_url: str,
         api_key: str = "",
+        max_turns: int = 0,
     ) -> None:
         super().__init__(
             parts.inference,
@@ -89,15 +93,20 @@ class ExternalRuntimeAgent(BaseAgent):
         self.timeout = timeout
         self.base_url = base_url
         self.api_key = api_key
+        self.max_turns = max_turns
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
         timeout = options.number("timeout", cls.default_timeout)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
+        max_turns = options.integer("max_turns", 0) if cls.takes_max_turns else 0
+        if max_turns < 0:
+            raise ValueError("max_turns must not be negative")
         return cls(
             parts,
             runtimes=parts.runtimes,
+            max_turns=max_turns,
             workspace=options.text("workspace", None) or os.getcwd(),
             mode=options.choice("agent", cls.modes, cls.modes[0], what="mode"),
             session_id=options.text("session", None) or "",
@@ -131,6 +140,7 @@ class ExternalRuntimeAgent(BaseAgent):
             if self.prompts.system_prompt or self.prompts.persona_prompt
             else "",
             timeout=self.timeout,
+            max_turns=self.max_turns,
         )
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
@@ -200,6 +210,7 @@ class OpenHandsAgent(ExternalRuntimeAgent):
     runtime_id: ClassVar[str] = "openhands"
     modes: ClassVar[tuple[RuntimeMode, ...]] = MODES
     default_timeout: ClassVar[float] = 900.0
+    takes_max_turns: ClassVar[bool] = True
 
 
 CLAUDE_PERMISSION_MODES = ("acceptEdits", "default", "plan", "dontAsk", "bypassPermissions")
