@@ -9,14 +9,22 @@ message, each assistant message with its tool calls and ids, each tool result wi
 id, and the final answer with its model and usage. A turn that fails or is cancelled stores
 nothing, so a session never holds half an exchange.
 
+Managed agents store the user's message *first* (a client that goes away never loses what it
+said; a message may be queued and answered later), so :meth:`ConversationService.pending`
+finds the stored question and :meth:`ConversationService.answer` runs it: the same history
+bounds, the same recorder, only the run's messages appended. There a run that fails or is
+cancelled keeps what it completed (``keep_partial``): whole tool exchanges and the text
+streamed so far, saved even while the caller is being cancelled.
+
 The CLI (``jarvis ask -c``, ``jarvis chat``, ``jarvis sessions``), the SDK's conversation
 objects and the managed-agent HTTP API all go through :class:`ConversationService`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeAlias
@@ -43,6 +51,9 @@ the bound, so that the window read never decides what the bounds keep."""
 
 LISTED_IN_ERRORS = 20
 """How many existing sessions an "unknown session" message names."""
+
+SAVE_TIMEOUT = 10.0
+"""Seconds a cancelled turn may still spend storing what it completed (``keep_partial``)."""
 
 
 class UnknownSessionError(ConfigurationError):
@@ -115,6 +126,17 @@ class ConversationAnswer:
         return self.history.session_id
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingTurn:
+    """A user message stored before it was answered, and the history its answer is given.
+
+    Found by :meth:`ConversationService.pending`, run by :meth:`ConversationService.answer`.
+    """
+
+    question: SessionMessage
+    history: HistoryUsed
+
+
 ConversationUpdate: TypeAlias = (
     HistoryUsed | TextDelta | ToolCallsRequested | ToolResultReady | Answer
 )
@@ -140,21 +162,33 @@ def tool_message_content(content: str, *, success: bool) -> str:
 
 
 class _Recorder:
-    """Turns a run's updates into the messages the session keeps, in order."""
+    """Turns a run's updates into the messages the session keeps, in order.
 
-    def __init__(self, clock: Callable[[], datetime]) -> None:
+    A tool exchange (the assistant's calls and their results) is held apart until every call
+    has its result, so that a run cut short (:meth:`interrupted`) never leaves a call without
+    its result, which no engine could replay.
+    """
+
+    def __init__(self, clock: Callable[[], datetime], model: str = "") -> None:
         self.clock = clock
+        self.model = model
+        """Stamped on what an interrupted run stored (no answer names the model)."""
         self.records: list[SessionMessage] = []
         self.text: list[str] = []
-        self.model = ""
+        self._exchange: list[SessionMessage] = []
+        self._waiting: set[str] = set()
 
     def see(self, update: RunUpdate | Answer) -> None:
         if isinstance(update, TextDelta):
             self.text.append(update.text)
         elif isinstance(update, ToolCallsRequested):
+            self._close_exchange()
             message = Message.assistant("".join(self.text), update.calls)
             self.text.clear()
-            self.records.append(SessionMessage(message=message, created_at=self.clock()))
+            self._exchange = [
+                SessionMessage(message=message, model=self.model, created_at=self.clock())
+            ]
+            self._waiting = {call.id for call in update.calls}
         elif isinstance(update, ToolResultReady):
             result = update.result
             message = Message.tool(
@@ -162,10 +196,23 @@ class _Recorder:
                 tool_call_id=result.call_id,
                 name=result.tool_name,
             )
-            self.records.append(SessionMessage(message=message, created_at=self.clock()))
+            record = SessionMessage(message=message, created_at=self.clock())
+            if not self._exchange:  # a result no call announced: kept as it came
+                self.records.append(record)
+                return
+            self._exchange.append(record)
+            self._waiting.discard(result.call_id)
+            if not self._waiting:
+                self._close_exchange()
+
+    def _close_exchange(self) -> None:
+        self.records.extend(self._exchange)
+        self._exchange = []
+        self._waiting = set()
 
     def finish(self, answer: Answer) -> list[SessionMessage]:
         """Every record, the model stamped on the assistant's, the usage on the answer."""
+        self._close_exchange()
         records = [
             replace(r, model=answer.model) if r.message.role is Role.ASSISTANT else r
             for r in self.records
@@ -178,6 +225,20 @@ class _Recorder:
                 created_at=self.clock(),
             )
         )
+        return records
+
+    def interrupted(self) -> list[SessionMessage]:
+        """What a run cut short completed: whole tool exchanges, then the text streamed since
+        (an exchange still waiting for a result is left out)."""
+        if not self._waiting:
+            self._close_exchange()
+        records = list(self.records)
+        text = "".join(self.text)
+        if text.strip():
+            message = Message.assistant(text)
+            records.append(
+                SessionMessage(message=message, model=self.model, created_at=self.clock())
+            )
         return records
 
 
@@ -258,17 +319,52 @@ class ConversationService(Sessions):
 
     # -- one turn ----------------------------------------------------------------------------
 
+    def _window(self) -> int | None:
+        limits = self.limits
+        return None if limits.max_messages is None else limits.max_messages + LOAD_SLACK
+
     async def history(self, session_id: str) -> HistoryUsed:
         """The bounded history the next turn of ``session_id`` replays."""
         check_session_id(session_id)
-        limits = self.limits
-        window = None if limits.max_messages is None else limits.max_messages + LOAD_SLACK
+        window = self._window()
         messages = list(await self.store.load(session_id, limit=window))
+        older_unread = window is not None and len(messages) >= window
+        return self._bounded(session_id, messages, older_unread=older_unread)
+
+    async def pending(
+        self, session_id: str, question: SessionMessage | None = None
+    ) -> PendingTurn | None:
+        """The turn answering ``question`` (a user message already stored), else the user
+        message waiting at the end of the session; ``None`` if no message waits.
+
+        Its history is the rest of the session, bounded as :meth:`history` bounds it; other
+        messages stored meanwhile (another client's) stay in it and never make ``question``
+        unanswerable.
+        """
+        check_session_id(session_id)
+        window = self._window()
+        read = None if window is None else window + 1  # the question comes on top
+        records = list(await self.store.load_records(session_id, limit=read))
+        older_unread = read is not None and len(records) >= read
+        if question is not None:
+            if question in records:
+                records.remove(question)
+        elif records and records[-1].message.role is Role.USER:
+            question = records.pop()
+        else:
+            return None
+        messages = [r.message for r in records]
+        used = self._bounded(session_id, messages, older_unread=older_unread)
+        return PendingTurn(question=question, history=used)
+
+    def _bounded(
+        self, session_id: str, messages: list[Message], *, older_unread: bool
+    ) -> HistoryUsed:
         if not messages:
             return HistoryUsed(
                 session_id=session_id, trimmed=TrimmedHistory(messages=()), new_session=True
             )
-        older_unread = window is not None and len(messages) >= window
+        limits = self.limits
         cut = 0
         if older_unread:  # the window may start inside an exchange: begin at a user message
             while cut < len(messages) and messages[cut].role is not Role.USER:
@@ -280,10 +376,26 @@ class ConversationService(Sessions):
             trimmed = replace(trimmed, dropped=trimmed.dropped + cut)
         return HistoryUsed(session_id=session_id, trimmed=trimmed, older_unread=older_unread)
 
-    def stream(self, session_id: str, command: AskQuestion) -> AsyncIterator[ConversationUpdate]:
+    def stream(
+        self, session_id: str, command: AskQuestion, *, keep_partial: bool = False
+    ) -> AsyncIterator[ConversationUpdate]:
         """One turn: :class:`HistoryUsed`, the run's updates, then the ``Answer``, yielded
-        once the exchange is stored. Closing the iterator early stores nothing."""
-        return self._turn(session_id, command, [])
+        once the exchange is stored. Closing the iterator early stores nothing, unless
+        ``keep_partial``: then the question and what the run completed are stored."""
+        return self._turn(session_id, command, [], keep_partial=keep_partial)
+
+    def answer(
+        self, session_id: str, turn: PendingTurn, command: AskQuestion, *, keep_partial: bool = True
+    ) -> AsyncGenerator[ConversationUpdate, None]:
+        """Answer a stored question (:meth:`pending`): ``command`` asked with the question's
+        text and ``turn.history``; only the run's messages are appended, the question being
+        stored already. By default what a failed or cancelled run completed is kept (the
+        question is stored, so a partial answer belongs after it). Close the generator to
+        cancel the run; it stores before it ends."""
+        command = replace(command, question=turn.question.message.content)
+        return self._turn(
+            session_id, command, [], used=turn.history, asked=False, keep_partial=keep_partial
+        )
 
     async def ask(self, session_id: str, command: AskQuestion) -> ConversationAnswer:
         """One turn, run to its end (see :meth:`stream`)."""
@@ -301,25 +413,56 @@ class ConversationService(Sessions):
         raise RuntimeError("the conversation turn ended without an answer")
 
     async def _turn(
-        self, session_id: str, command: AskQuestion, saved: list[SessionMessage]
+        self,
+        session_id: str,
+        command: AskQuestion,
+        saved: list[SessionMessage],
+        *,
+        used: HistoryUsed | None = None,
+        asked: bool = True,
+        keep_partial: bool = False,
     ) -> AsyncGenerator[ConversationUpdate, None]:
+        """``asked``: the user's message is part of the exchange to store (else it is
+        stored already)."""
         started = self.clock()
-        used = await self.history(session_id)
+        if used is None:
+            used = await self.history(session_id)
         yield used
         context = command.context or AgentContext()
         context = replace(context, conversation=(*used.messages, *context.conversation))
-        recorder = _Recorder(self.clock)
-        async for update in self.asker.stream(replace(command, context=context)):
-            if isinstance(update, Answer):
-                records = [
-                    SessionMessage(message=Message.user(command.question), created_at=started),
-                    *recorder.finish(update),
-                ]
-                await self.store.append_records(session_id, records)
-                saved.extend(records)
+        question = SessionMessage(message=Message.user(command.question), created_at=started)
+        head = [question] if asked else []
+        recorder = _Recorder(self.clock, command.model or "")
+        stored = False
+        try:
+            async for update in self.asker.stream(replace(command, context=context)):
+                if isinstance(update, Answer):
+                    records = [*head, *recorder.finish(update)]
+                    stored = True  # a failed append stores nothing: never retried as partial
+                    save = self.store.append_records(session_id, records)
+                    await (_shielded(save) if keep_partial else save)
+                    saved.extend(records)
+                    yield update
+                    return
+                if isinstance(update, RunFinished):  # AskService turns it into the Answer
+                    continue
+                recorder.see(update)
                 yield update
-                return
-            if isinstance(update, RunFinished):  # AskService turns it into the Answer
-                continue
-            recorder.see(update)
-            yield update
+        finally:
+            if keep_partial and not stored:
+                partial = recorder.interrupted()
+                if partial:
+                    records = [*head, *partial]
+                    await _shielded(self.store.append_records(session_id, records))
+                    saved.extend(records)
+
+
+async def _shielded(save: Awaitable[None]) -> None:
+    """Finish ``save`` even while the caller is being cancelled (bounded in time): what a
+    cut-short run completed must not be lost to the cancellation that cut it short."""
+    task = asyncio.ensure_future(asyncio.wait_for(save, SAVE_TIMEOUT))
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait({task}, timeout=SAVE_TIMEOUT)
+        raise

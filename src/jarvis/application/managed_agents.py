@@ -1,12 +1,13 @@
 """Managed agents: persisted definitions, their conversations, and running them.
 
 A message to a managed agent is stored *before* the agent runs (so a crash or a client that
-goes away never loses what the user said), the run gets the conversation so far as context
-(bounded by :func:`~jarvis.domain.session_history.trim_history`, tool exchanges kept whole),
-and the answer is stored after it as the run produced it: each assistant turn with its tool
-calls (ids included), each tool result, then the final answer, so the conversation replays
-exactly into the next run. A run that is cancelled stores what it completed: whole tool
-exchanges and the text streamed so far.
+goes away never loses what the user said); running it is the conversation use case's
+"answer the stored question" turn (:meth:`ConversationService.answer`), so managed agents
+and ``jarvis ask -c`` / ``jarvis chat`` / the SDK share one history policy
+(:class:`HistoryLimits`, tool exchanges kept whole) and one recorder: each assistant turn
+with its tool calls (ids included), each tool result as the model was shown it, then the
+final answer, so the conversation replays exactly into the next run. A run that fails or is
+cancelled stores what it completed: whole tool exchanges and the text streamed so far.
 
 The agent is any agent of the registry, built through :class:`AskService` as ``jarvis ask``
 builds it: the same tool loop, budgets and persona.
@@ -14,12 +15,18 @@ builds it: the same tool loop, budgets and persona.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from jarvis.application.ask import Answer, AskQuestion, AskService
+from jarvis.application.conversation import (
+    ConversationService,
+    HistoryLimits,
+    HistoryUsed,
+    PendingTurn,
+)
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject
@@ -29,14 +36,10 @@ from jarvis.domain.managed_agents import (
     check_agent_id,
     session_id_of,
 )
-from jarvis.domain.messages import Message, Role
+from jarvis.domain.messages import Message
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.session_history import trim_history
 from jarvis.domain.sessions import SessionMessage, to_micros, utc_now
-from jarvis.domain.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
-
-SAVE_TIMEOUT = 10.0
-"""Seconds a cancelled run may still spend storing what it completed."""
+from jarvis.domain.updates import RunUpdate
 
 
 class ManagedAgentNotFoundError(JarvisError):
@@ -73,73 +76,6 @@ def _apply(agent: ManagedAgent, spec: ManagedAgentSpec, fields_set: Sequence[str
     return replace(agent, **changes)
 
 
-class Transcript:
-    """Turns a run's updates into the messages to store, in the order they happened."""
-
-    def __init__(self, model: str = "") -> None:
-        self.model = model
-        self.records: list[SessionMessage] = []
-        self._text: list[str] = []
-        self._waiting: set[str] = set()
-        self._pending: list[SessionMessage] = []
-        """The current tool exchange: stored only once every call has its result."""
-
-    def feed(self, update: RunUpdate | Answer) -> None:
-        if isinstance(update, TextDelta):
-            self._text.append(update.text)
-        elif isinstance(update, ToolCallsRequested):
-            self._flush_exchange()
-            text, self._text = "".join(self._text), []
-            self._pending = [
-                SessionMessage(message=Message.assistant(text, update.calls), model=self.model)
-            ]
-            self._waiting = {call.id for call in update.calls}
-        elif isinstance(update, ToolResultReady):
-            result = update.result
-            self._pending.append(
-                SessionMessage(
-                    message=Message.tool(
-                        result.content, tool_call_id=result.call_id, name=result.tool_name
-                    )
-                )
-            )
-            self._waiting.discard(result.call_id)
-            if not self._waiting:
-                self._flush_exchange()
-        elif isinstance(update, Answer):
-            self._flush_exchange()
-            self._text = []
-            self.records = [
-                replace(r, model=update.model)
-                if r.message.role is Role.ASSISTANT and not r.model
-                else r
-                for r in self.records
-            ]
-            self.records.append(
-                SessionMessage(
-                    message=Message.assistant(update.content),
-                    model=update.model,
-                    usage=update.usage,
-                )
-            )
-
-    def _flush_exchange(self) -> None:
-        if self._pending and not self._waiting:
-            self.records.extend(self._pending)
-        self._pending = []
-        self._waiting = set()
-
-    def interrupted(self) -> list[SessionMessage]:
-        """What a cancelled run completed: whole exchanges, and the text streamed since."""
-        self._pending = [] if self._waiting else self._pending
-        self._flush_exchange()
-        text = "".join(self._text)
-        if text.strip():
-            self.records.append(SessionMessage(message=Message.assistant(text), model=self.model))
-        self._text = []
-        return self.records
-
-
 class ManagedAgentService:
     """Definitions in ``agents``, conversations in ``sessions``, runs through ``ask``."""
 
@@ -149,15 +85,14 @@ class ManagedAgentService:
         agents: ManagedAgentStorePort,
         sessions: SessionStorePort,
         ask: Callable[[], Awaitable[AskService]],
-        history_messages: int = 40,
-        history_tokens: int = 3000,
+        limits: HistoryLimits | None = None,
         max_listed_messages: int = 1000,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
         self.ask = ask
-        self.history_messages = history_messages
-        self.history_tokens = history_tokens
+        self.limits = limits or HistoryLimits()
+        """``[sessions] history_messages/_tokens``, as for every conversation."""
         self.max_listed_messages = max_listed_messages
 
     # -- definitions -----------------------------------------------------------------------
@@ -260,59 +195,47 @@ class ManagedAgentService:
             agent_options=options,
         )
 
+    async def conversations(self) -> ConversationService:
+        """The conversation use case over this loop's ``AskService`` (cheap: no I/O)."""
+        return ConversationService(await self.ask(), self.sessions, limits=self.limits)
+
+    async def history(self, agent_id: str) -> HistoryUsed:
+        """What the agent's next run replays (``describe()`` says what was left out)."""
+        await self.get(agent_id)
+        return await (await self.conversations()).history(session_id_of(agent_id))
+
     async def prepare(
         self, agent_id: str, pending: SessionMessage | None = None
-    ) -> tuple[ManagedAgent, AskQuestion]:
-        """The question of ``pending`` (a message :meth:`post` stored), else of the user
-        message that waits at the end of the conversation, with the conversation before
-        it. Other clients' messages stored meanwhile stay in the history; they never make
-        this one unanswerable."""
+    ) -> tuple[ManagedAgent, PendingTurn]:
+        """The turn of ``pending`` (a message :meth:`post` stored), else of the user message
+        that waits at the end of the conversation, with the conversation before it. Other
+        clients' messages stored meanwhile stay in the history; they never make this one
+        unanswerable."""
         agent = await self.get(agent_id)
-        stored = list(
-            await self.sessions.load_records(
-                session_id_of(agent_id), limit=self.history_messages + 1
-            )
-        )
-        if pending is not None:
-            if pending in stored:
-                stored.remove(pending)
-            question = pending.message.content
-        elif stored and stored[-1].message.role is Role.USER:
-            question = stored.pop().message.content
-        else:
+        turn = await (await self.conversations()).pending(session_id_of(agent_id), pending)
+        if turn is None:
             raise NothingToRunError(
                 f"Managed agent {agent_id!r} has no message waiting for an answer.",
                 hint="POST a message first.",
             )
-        history = trim_history(
-            [r.message for r in stored],
-            max_messages=self.history_messages,
-            max_tokens=self.history_tokens,
-        )
-        return agent, self.question(agent, question, history.messages)
+        return agent, turn
 
     async def stream(
         self, agent_id: str, pending: SessionMessage | None = None
     ) -> AsyncIterator[RunUpdate | Answer]:
         """Run the agent on ``pending`` (else the waiting message): its updates, then the
-        :class:`Answer`.
+        :class:`Answer`, yielded once stored.
 
-        What the run produced is stored when it ends, also when it fails or is cancelled
-        (closing this generator cancels the run)."""
-        agent, command = await self.prepare(agent_id, pending)
-        service = await self.ask()
-        transcript = Transcript(agent.model or "")
-        finished = False
-        try:
-            async for update in service.stream(command):
-                transcript.feed(update)
-                if isinstance(update, Answer):
-                    finished = True
-                yield update
-        finally:
-            records = transcript.records if finished else transcript.interrupted()
-            if records:
-                await _shielded(self.sessions.append_records(session_id_of(agent_id), records))
+        What the run produced is stored also when it fails or is cancelled (closing this
+        generator cancels the run, and stores what it completed before it returns)."""
+        agent, turn = await self.prepare(agent_id, pending)
+        conversations = await self.conversations()
+        command = self.question(agent, turn.question.message.content)
+        turn_updates = conversations.answer(session_id_of(agent_id), turn, command)
+        async with aclosing(turn_updates) as updates:
+            async for update in updates:
+                if not isinstance(update, HistoryUsed):
+                    yield update
 
     async def run(self, agent_id: str) -> Answer:
         """:meth:`stream` to the end: the answer."""
@@ -322,13 +245,3 @@ class ManagedAgentService:
                 answer = update
         assert answer is not None  # AskService.stream always ends with the answer
         return answer
-
-
-async def _shielded(save: Awaitable[None]) -> None:
-    """Finish ``save`` even while the caller is being cancelled (bounded in time)."""
-    task = asyncio.ensure_future(asyncio.wait_for(save, SAVE_TIMEOUT))
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait({task}, timeout=SAVE_TIMEOUT)
-        raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 from jarvis.application.managed_agents import ManagedAgentService
 from jarvis.domain.managed_agents import ManagedAgentStorePort
 from jarvis.domain.ports import SessionStorePort
+from jarvis.entrypoints.conversations import history_limits
 from jarvis.entrypoints.http.state import ServeLimits, ServerState
 from jarvis.entrypoints.runtime import Runtime
 
@@ -33,7 +34,6 @@ def server_state(
         agents=agents,
         sessions=sessions,
         ask=runtime.service,
-        history_messages=config.sessions.history_messages,
-        history_tokens=config.sessions.history_tokens,
+        limits=history_limits(config),
     )
     return ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
