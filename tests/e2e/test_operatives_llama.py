@@ -1,8 +1,11 @@
 """``operative`` and ``monitor_operative`` ticks against the real llama.cpp server.
 
-SmolLM2-135M is tiny: what it says is not the point. The server here gets a context of 8192
+SmolLM2-135M is tiny: what it says is not the point. The server here gets a context of 4096
 tokens (a tool call and its result in llama.cpp's function-calling template take much of
-the shared server's 2048). The protocol is: every tick ends with
+the shared server's 2048), and no more: with tools offered, llama-cpp-python's
+``chatml-function-calling`` handler ignores ``max_tokens`` (its inner completions pass
+``max_tokens=None``), so one reply can run to the end of the context, and a larger one made
+a tick's length a matter of luck. The protocol is: every tick ends with
 exit code 0, its prompt and answer are in the operator's session, the next tick (another
 process) is shown the previous state, and the monitor's phases and strategies all run.
 """
@@ -28,7 +31,7 @@ def llama_server() -> Iterator[LlamaServer]:
     reason = missing_requirement()
     if reason is not None:
         pytest.skip(reason)
-    with running_llama_server(n_ctx=8192) as server:
+    with running_llama_server(n_ctx=4096) as server:
         yield server
 
 
@@ -57,8 +60,9 @@ def test_operative_ticks_keep_state_across_processes(
 ) -> None:
     configure(jarvis_home, llama_server)
     added = jarvis(
-        "operators", "add", "notes", "--tools", "think", "--prompt", "Write one sentence about tea."
-    )
+        "operators", "add", "notes", "--tools", "think", "-O", "max_turns=6",
+        "--prompt", "Write one sentence about tea.",
+    )  # fmt: skip
     assert added.returncode == 0, added.stderr
     first = jarvis("operators", "tick", "notes", "--json")
     assert first.returncode == 0, first.stderr
