@@ -166,11 +166,13 @@ async def test_files_in_the_working_directory_are_counted(
     twenty such files wrote 1.2 GB."""
     result = await _attack(
         session,
-        "for i in range(5):\n    with open(f'/work/f{i}', 'wb') as f:\n"
-        "        f.write(b'x' * (60 << 20))\ntime.sleep(600)",
+        "chunk = b'x' * (1 << 20)\nfor i in range(5):\n    with open(f'/work/f{i}', 'wb') as f:\n"
+        "        for _ in range(60):\n            f.write(chunk)\ntime.sleep(600)",
     )
-    # the files alone leave a fresh interpreter no room: kept, they would stop every later
-    # execution at once (the walk runs every 250 ms: one of a second is seen)
+    # written a megabyte at a time, the files are nearly all the session holds when it is
+    # stopped (over 256 MB less the interpreter's own few MB), whichever sample sees it:
+    # more than a fresh interpreter leaves room for, so they are removed (kept, they would
+    # stop every later execution at once)
     assert result.error is not None
     assert "it was emptied" in result.error, result
     assert list(session.workdir.iterdir()) == []
