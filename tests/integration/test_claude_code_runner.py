@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.anthropic_stub import MODEL, AnthropicReply, AnthropicStub, ToolUse
+from tests.support.users import throwaway_user
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "claude_code_runner"
@@ -567,21 +567,8 @@ def test_the_callers_environment_and_home_stay_out_of_the_run(
 
 @pytest.fixture(scope="module")
 def other_user() -> Iterator[tuple[int, int]]:
-    """A throwaway ordinary user, created as root with ``useradd``."""
-    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
-    if os.geteuid() != 0 or useradd is None or userdel is None:
-        pytest.skip("needs root with useradd/userdel to create a second, ordinary user")
-    name = f"jvcc{os.getpid() % 100000}"
-    subprocess.run(
-        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
-    finally:
-        subprocess.run([userdel, name], check=False, capture_output=True)
+    with throwaway_user("jvcr") as ids:
+        yield ids
 
 
 def test_another_user_cannot_read_the_sessions(

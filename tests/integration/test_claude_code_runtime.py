@@ -25,6 +25,7 @@ from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
 from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
+from tests.support.users import open_directory, throwaway_user
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "claude_code_runner"
@@ -551,38 +552,14 @@ print(json.dumps(seen))
 
 @pytest.fixture(scope="module")
 def other_user() -> Iterator[tuple[int, int]]:
-    """A throwaway ordinary user created with useradd (the tests must run as root)."""
-    if os.geteuid() != 0:
-        pytest.skip("another user can only be created as root")
-    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
-    if useradd is None or userdel is None:
-        pytest.skip("running as root without useradd/userdel")
-    name = f"jvcc{os.getpid() % 100000}"
-    subprocess.run(
-        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        import pwd
-
-        entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
-    finally:
-        subprocess.run([userdel, name], check=False, capture_output=True)
+    with throwaway_user("jvcc") as ids:
+        yield ids
 
 
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
-    """A directory every user may walk through (unlike pytest's own temp dirs)."""
-    import tempfile
-
-    path = Path(tempfile.mkdtemp(prefix="jarvis-cc-attack-"))
-    path.chmod(0o755)
-    try:
+    with open_directory("jarvis-cc-attack-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 async def test_another_user_can_neither_call_the_endpoint_nor_see_its_key(

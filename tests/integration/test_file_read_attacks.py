@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 
 import jarvis
 from jarvis.adapters.filesystem_tools import FileReadTool
+from tests.support.users import throwaway_user
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- the key\n"
 SWAP_READS = 3000
@@ -78,20 +78,8 @@ def ordinary_user() -> Iterator[tuple[int, int]]:
     if os.geteuid() != 0:
         yield os.getuid(), os.getgid()
         return
-    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
-    if useradd is None or userdel is None:
-        pytest.skip("running as root without useradd/userdel: cannot create an ordinary user")
-    name = f"jvfr{os.getpid() % 100000}"
-    subprocess.run(
-        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
-    finally:
-        subprocess.run([userdel, name], check=False, capture_output=True)
+    with throwaway_user("jvfr") as ids:
+        yield ids
 
 
 _AS_USER = """

@@ -27,6 +27,7 @@ from tests.support.openhands import (
     wait_for_command,
 )
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
+from tests.support.users import open_directory, throwaway_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -536,41 +537,14 @@ print(json.dumps(seen))
 
 @pytest.fixture(scope="module")
 def other_user() -> Iterator[tuple[int, int]]:
-    """A throwaway ordinary user created with useradd (the tests must run as root)."""
-    import shutil
-
-    if os.geteuid() != 0:
-        pytest.skip("another user can only be created as root")
-    useradd, userdel = shutil.which("useradd"), shutil.which("userdel")
-    if useradd is None or userdel is None:
-        pytest.skip("running as root without useradd/userdel")
-    name = f"jvoh{os.getpid() % 100000}"
-    subprocess.run(
-        [useradd, "--no-create-home", "--user-group", "--shell", "/bin/false", name],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        import pwd
-
-        entry = pwd.getpwnam(name)
-        yield entry.pw_uid, entry.pw_gid
-    finally:
-        subprocess.run([userdel, name], check=False, capture_output=True)
+    with throwaway_user("jvoh") as ids:
+        yield ids
 
 
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
-    """A directory every user may walk through (unlike pytest's own temp dirs)."""
-    import shutil
-    import tempfile
-
-    path = Path(tempfile.mkdtemp(prefix="jarvis-oh-attack-"))
-    path.chmod(0o755)
-    try:
+    with open_directory("jarvis-oh-attack-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 async def test_another_user_sees_neither_the_key_nor_the_conversations(
