@@ -25,6 +25,22 @@ from jarvis.domain.external_runtime import (
 RequestFactory = Callable[..., ExternalRunRequest]
 
 
+def request_factory(*, model: str, base_url: str = "", **defaults: object) -> RequestFactory:
+    """A ``run_request`` factory: requests for ``model`` at ``base_url`` with ``defaults``
+    (e.g. ``timeout``, ``engine``), each overridable per request."""
+
+    def make(prompt: str, workspace: str, **fields: object) -> ExternalRunRequest:
+        return ExternalRunRequest(
+            prompt=prompt,
+            workspace=workspace,
+            model=model,
+            base_url=base_url,
+            **(defaults | fields),  # type: ignore[arg-type]
+        )
+
+    return make
+
+
 async def collect(runtime: ExternalRuntimePort, request: ExternalRunRequest) -> list[ExternalEvent]:
     return [event async for event in runtime.run(request)]
 

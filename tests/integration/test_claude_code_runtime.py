@@ -18,7 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from contracts.external_runtime_contract import ExternalRuntimeContract, collect, done
+from contracts.external_runtime_contract import (
+    ExternalRuntimeContract,
+    collect,
+    done,
+    request_factory,
+)
 from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.domain.errors import ExternalRuntimeError
@@ -96,18 +101,7 @@ async def runtime(tmp_path: Path, runner_dir: Path) -> AsyncIterator[ClaudeCodeR
 
 @pytest.fixture
 def request_for(inference: OpenAICompatibleEngine) -> Callable[..., ExternalRunRequest]:
-    def make(prompt: str, workspace: str, **fields: object) -> ExternalRunRequest:
-        fields.setdefault("timeout", 120)
-        return ExternalRunRequest(
-            prompt=prompt,
-            workspace=workspace,
-            model=MODEL,
-            base_url="",
-            engine=inference,
-            **fields,  # type: ignore[arg-type]
-        )
-
-    return make
+    return request_factory(model=MODEL, engine=inference, timeout=120)
 
 
 def group_members(pgid: int) -> list[int]:

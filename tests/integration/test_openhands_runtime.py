@@ -16,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from contracts.external_runtime_contract import ExternalRuntimeContract, collect, done
+from contracts.external_runtime_contract import (
+    ExternalRuntimeContract,
+    collect,
+    done,
+    request_factory,
+)
 from jarvis.adapters.openhands_sdk import OpenHandsRuntime
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
@@ -59,17 +64,7 @@ async def runtime(tmp_path: Path) -> AsyncIterator[OpenHandsRuntime]:
 
 @pytest.fixture
 def request_for(engine: ScriptedEngine) -> Callable[..., ExternalRunRequest]:
-    def make(prompt: str, workspace: str, **fields: object) -> ExternalRunRequest:
-        fields.setdefault("timeout", 120)
-        return ExternalRunRequest(
-            prompt=prompt,
-            workspace=workspace,
-            model=MODEL,
-            base_url=engine.url,
-            **fields,  # type: ignore[arg-type]
-        )
-
-    return make
+    return request_factory(model=MODEL, base_url=engine.url, timeout=120)
 
 
 class TestOpenHandsContract(ExternalRuntimeContract):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.external_runtime_contract import ExternalRuntimeContract
+from contracts.external_runtime_contract import ExternalRuntimeContract, request_factory
 from jarvis.adapters.opencode_server.wire import RunState, final_reply
 from jarvis.application.registry import builtin_agents
 from jarvis.domain.agents.options import AgentParts
@@ -31,16 +31,7 @@ class TestInMemoryContract(ExternalRuntimeContract):
 
     @pytest.fixture
     def run_request(self) -> Callable[..., ExternalRunRequest]:
-        def make(prompt: str, workspace: str, **fields: object) -> ExternalRunRequest:
-            return ExternalRunRequest(
-                prompt=prompt,
-                workspace=workspace,
-                model="m",
-                base_url="http://x/v1",
-                **fields,  # type: ignore[arg-type]
-            )
-
-        return make
+        return request_factory(model="m", base_url="http://x/v1")
 
 
 def _parts(
