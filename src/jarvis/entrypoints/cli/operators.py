@@ -19,17 +19,15 @@ import typer
 
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
+from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
     from pathlib import Path
-    from typing import TypeVar
 
     from jarvis.application.ask import Answer
     from jarvis.application.operators import OperatorService, OperatorStatus, TickOutcome
     from jarvis.entrypoints.runtime import Runtime
 
-    T = TypeVar("T")
 
 app = typer.Typer(
     help="Operators: operative agents that run on a schedule and keep state between ticks.",
@@ -65,37 +63,12 @@ async def _with_asker(runtime: Runtime, service: OperatorService) -> None:
     service.asker = lambda: ask
 
 
-def _await(coro: Coroutine[object, object, T]) -> T:
-    import asyncio
-
-    return asyncio.run(coro)
-
-
-def _write(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _json(value: object) -> None:
-    from jarvis.entrypoints.cli.streams import json_text
-
-    _write(json_text(value, stream=sys.stdout))
-
-
 def _time(micros: int | None) -> str:
     if micros is None:
         return "-"
     from jarvis.domain.sessions import from_micros
 
     return from_micros(micros).astimezone().strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 @app.command("add")
@@ -154,7 +127,7 @@ def add(
             catalogue = runtime.container.tools()
             if isinstance(catalogue, ToolCatalogue):
                 names = catalogue.validate(names)
-        stored = _await(
+        stored = run_async(
             service.add(
                 Operator(
                     id=name,
@@ -167,16 +140,16 @@ def add(
                 )
             )
         )
-        status = _await(service.status(stored))
+        status = run_async(service.status(stored))
         if json_output:
-            _json(_status_json(status))
+            write_json(_status_json(status))
         else:
-            _write(
+            write_line(
                 f"added operator {stored.id} ({stored.agent}, {stored.schedule.describe()}); "
                 f"next tick: {_time(status.next_tick_us)}"
             )
 
-    _exit(guarded(body, verbose=False))
+    exit_with(guarded(body, verbose=False))
 
 
 def _status_json(status: OperatorStatus) -> dict[str, object]:
@@ -210,21 +183,21 @@ def list_operators(
         async def statuses() -> list[OperatorStatus]:
             return [await service.status(op) for op in await service.list()]
 
-        found = _await(statuses())
+        found = run_async(statuses())
         if json_output:
-            _json([_status_json(s) for s in found])
+            write_json([_status_json(s) for s in found])
             return
         if not found:
-            _write("no operators (add one with: jarvis operators add NAME --every 30m ...)")
+            write_line("no operators (add one with: jarvis operators add NAME --every 30m ...)")
             return
-        _write(f"{'NAME':<20} {'AGENT':<18} {'SCHEDULE':<22} {'TICKS':>5}  NEXT")
+        write_line(f"{'NAME':<20} {'AGENT':<18} {'SCHEDULE':<22} {'TICKS':>5}  NEXT")
         for s in found:
-            _write(
+            write_line(
                 f"{s.operator.id:<20} {s.operator.agent:<18} "
                 f"{s.operator.schedule.describe():<22} {s.ticks:>5}  {_time(s.next_tick_us)}"
             )
 
-    _exit(guarded(body, verbose=False))
+    exit_with(guarded(body, verbose=False))
 
 
 def _answer_json(answer: Answer) -> dict[str, object]:
@@ -255,13 +228,13 @@ def tick(
             finally:
                 await runtime.aclose()
 
-        answer = _await(go())
+        answer = run_async(go())
         if json_output:
-            _json(_answer_json(answer))
+            write_json(_answer_json(answer))
         else:
-            _write(_printable(answer.content))
+            write_line(printable(answer.content))
 
-    _exit(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))
 
 
 @app.command("history")
@@ -281,9 +254,9 @@ def history(
         from jarvis.domain.sessions import to_micros
 
         service = _service(_runtime(ctx, config))
-        records = _await(service.history(name, limit=None if last is None else 2 * last))
+        records = run_async(service.history(name, limit=None if last is None else 2 * last))
         if json_output:
-            _json(
+            write_json(
                 [
                     {
                         "role": r.message.role.value,
@@ -296,12 +269,12 @@ def history(
             )
             return
         if not records:
-            _write(f"operator {name} has not ticked yet")
+            write_line(f"operator {name} has not ticked yet")
         for r in records:
             who = "tick" if r.message.role is Role.USER else "answer"
-            _write(f"[{_time(to_micros(r.created_at))}] {who}: {_printable(r.message.content)}")
+            write_line(f"[{_time(to_micros(r.created_at))}] {who}: {printable(r.message.content)}")
 
-    _exit(guarded(body, verbose=False))
+    exit_with(guarded(body, verbose=False))
 
 
 @app.command("remove")
@@ -310,10 +283,10 @@ def remove(ctx: typer.Context, name: NameArgument, config: ConfigOption = None) 
 
     def body() -> None:
         service = _service(_runtime(ctx, config))
-        _await(service.remove(name))
-        _write(f"removed operator {name}")
+        run_async(service.remove(name))
+        write_line(f"removed operator {name}")
 
-    _exit(guarded(body, verbose=False))
+    exit_with(guarded(body, verbose=False))
 
 
 @app.command("run")
@@ -347,7 +320,7 @@ def run(
 
             when = label(outcome.tick_us) if outcome.tick_us is not None else "now"
             if json_output:
-                _json(
+                write_json(
                     {
                         "operator": outcome.operator,
                         "tick_us": outcome.tick_us,
@@ -370,6 +343,6 @@ def run(
             finally:
                 await runtime.aclose()
 
-        _await(go())
+        run_async(go())
 
-    _exit(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))

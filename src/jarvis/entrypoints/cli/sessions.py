@@ -19,17 +19,15 @@ import typer
 
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
+from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
     from pathlib import Path
-    from typing import TypeVar
 
     from jarvis.application.conversation import Sessions
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.sessions import SessionMessage
 
-    T = TypeVar("T")
 
 app = typer.Typer(
     help="The stored conversations (jarvis ask -c / --session, jarvis chat).",
@@ -50,37 +48,10 @@ def _run(ctx: typer.Context, config: Path | None) -> Sessions:
     return sessions(runtime)
 
 
-def _await(coro: Coroutine[object, object, T]) -> T:
-    import asyncio
-
-    return asyncio.run(coro)
-
-
-def _printable(text: str) -> str:
-    """``text`` without terminal control characters (a stored tool result may hold escape
-    sequences); newlines and tabs are kept."""
-    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
-
-
 def _time(micros: int) -> str:
     from jarvis.domain.sessions import from_micros
 
     return from_micros(micros).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def _write(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _json(value: object) -> None:
-    from jarvis.entrypoints.cli.streams import json_text
-
-    _write(json_text(value, stream=sys.stdout))
-
-
-def _end(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
 
 
 @app.command("list")
@@ -98,9 +69,9 @@ def list_sessions(
 
     def body() -> None:
         store = _run(ctx, config)
-        infos = _await(store.list_sessions(limit=limit))
+        infos = run_async(store.list_sessions(limit=limit))
         if json_output:
-            _json(
+            write_json(
                 [
                     {
                         "id": info.id,
@@ -114,18 +85,18 @@ def list_sessions(
             )
             return
         if not infos:
-            _write("No sessions yet (start one with `jarvis chat` or `jarvis ask -c`).")
+            write_line("No sessions yet (start one with `jarvis chat` or `jarvis ask -c`).")
             return
         width = max(len("SESSION"), *(len(info.id) for info in infos))
         lines = [f"{'SESSION':<{width}}  MESSAGES  UPDATED           TITLE"]
         lines.extend(
             f"{info.id:<{width}}  {info.message_count:>8}  {_time(info.updated_us)}  "
-            f"{_printable(info.title)}".rstrip()
+            f"{printable(info.title)}".rstrip()
             for info in infos
         )
-        _write("\n".join(lines))
+        write_line("\n".join(lines))
 
-    _end(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))
 
 
 def record_json(record: SessionMessage) -> JSONObject:
@@ -146,9 +117,9 @@ def _transcript_line(record: SessionMessage) -> str:
             f"{call.name}({call.arguments_json()}) [{call.id}]" for call in message.tool_calls
         )
         text = f"{message.content}\n  → {calls}" if message.content else f"→ {calls}"
-        return f"[{when}] {role}: {_printable(text)}"
+        return f"[{when}] {role}: {printable(text)}"
     if message.tool_call_id is not None:
-        return f"[{when}] tool {message.name or ''} [{message.tool_call_id}]: " + _printable(
+        return f"[{when}] tool {message.name or ''} [{message.tool_call_id}]: " + printable(
             message.content
         )
     extra = ""
@@ -156,7 +127,7 @@ def _transcript_line(record: SessionMessage) -> str:
         usage = record.usage
         tokens = f", {usage.prompt_tokens}+{usage.completion_tokens} tokens" if usage else ""
         extra = f" ({record.model}{tokens})"
-    return f"[{when}] {role}{extra}: {_printable(message.content)}"
+    return f"[{when}] {role}{extra}: {printable(message.content)}"
 
 
 @app.command("show")
@@ -170,9 +141,9 @@ def show(
     """Print a session's messages: tool calls with their ids, tool results, models, usage."""
 
     def body() -> None:
-        records = _await(_run(ctx, config).records(name))
+        records = run_async(_run(ctx, config).records(name))
         if json_output:
-            _json(
+            write_json(
                 {
                     "id": name,
                     "message_count": len(records),
@@ -180,9 +151,9 @@ def show(
                 }
             )
             return
-        _write("\n".join(_transcript_line(r) for r in records))
+        write_line("\n".join(_transcript_line(r) for r in records))
 
-    _end(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))
 
 
 @app.command("delete")
@@ -196,13 +167,13 @@ def delete(
     """Delete a session and all its messages."""
 
     def body() -> None:
-        _await(_run(ctx, config).delete(name))
+        run_async(_run(ctx, config).delete(name))
         if json_output:
-            _json({"deleted": name})
+            write_json({"deleted": name})
         else:
-            _write(f"Deleted session {name}.")
+            write_line(f"Deleted session {name}.")
 
-    _end(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))
 
 
 @app.command("export")
@@ -218,10 +189,10 @@ def export(
     def body() -> None:
         from jarvis.domain.sessions import encode_record
 
-        records = _await(_run(ctx, config).records(name))
+        records = run_async(_run(ctx, config).records(name))
         if json_output:
-            _json({"id": name, "messages": [record_json(r) for r in records]})
+            write_json({"id": name, "messages": [record_json(r) for r in records]})
             return
         sys.stdout.write("".join(encode_record(r) + "\n" for r in records))
 
-    _end(guarded(body, verbose=verbose))
+    exit_with(guarded(body, verbose=verbose))
