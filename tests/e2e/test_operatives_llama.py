@@ -47,6 +47,16 @@ def jarvis(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def tick(name: str) -> subprocess.CompletedProcess[str]:
+    """One tick; a reply the server ran past ``max_tokens`` (it ignores it when tools are
+    offered) is refused by jarvis with exit code 5 and a clear message: the server's luck,
+    not the protocol under test, so the test is skipped then rather than failed."""
+    ticked = jarvis("operators", "tick", name, "--json")
+    if ticked.returncode == 5 and "that max_tokens allows" in ticked.stderr:
+        pytest.skip("the llama.cpp server ran a reply past max_tokens: " + ticked.stderr[-200:])
+    return ticked
+
+
 def configure(home: Path, server: LlamaServer) -> None:
     (home / "config.toml").write_text(
         f'[engine]\nname = "openai"\nmodel = "{server.model}"\ntimeout = 300\n'
@@ -64,11 +74,11 @@ def test_operative_ticks_keep_state_across_processes(
         "--prompt", "Write one sentence about tea.",
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
-    first = jarvis("operators", "tick", "notes", "--json")
+    first = tick("notes")
     assert first.returncode == 0, first.stderr
     one = json.loads(first.stdout)
     assert one["metadata"]["state_recalled"] is False
-    second = jarvis("operators", "tick", "notes", "--json")
+    second = tick("notes")
     assert second.returncode == 0, second.stderr
     two = json.loads(second.stdout)
     assert two["metadata"]["history_messages"] == 2
@@ -90,7 +100,7 @@ def test_monitor_operative_tick_runs_every_phase(
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
     for _ in range(2):  # the second tick has a note to recall
-        ticked = jarvis("operators", "tick", "watch", "--json")
+        ticked = tick("watch")
         assert ticked.returncode == 0, ticked.stderr
     data = json.loads(ticked.stdout)
     metadata = data["metadata"]
