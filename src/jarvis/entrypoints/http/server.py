@@ -38,7 +38,7 @@ def check_bind(host: str, api_key: str | None) -> None:
         raise ConfigurationError(
             f"Refusing to listen on {host} without an API key: anyone who can reach it "
             "could run agents and tools on this machine.",
-            hint="Pass --api-key KEY (or set JARVIS_API_KEY), or bind 127.0.0.1.",
+            hint="Set JARVIS_API_KEY or pass --api-key-file FILE, or bind 127.0.0.1.",
         )
     if api_key is not None and len(api_key) < 16:
         raise ConfigurationError(

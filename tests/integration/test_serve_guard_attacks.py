@@ -1,0 +1,315 @@
+"""``jarvis serve`` attacked as an outsider would: a web page that rebinds its name to
+127.0.0.1, a cross-site form or ``fetch``, another local user, and a caller that asks a run
+to move its model or widen its rights. Each against a real ``jarvis serve`` process."""
+
+from __future__ import annotations
+
+import pwd
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench.stub_server import StubServer
+from tests.support.serve_process import ServeProcess, curl_as, jarvis_serve
+from tests.support.users import throwaway_user
+
+pytestmark = pytest.mark.integration
+
+KEY = "serve-guard-key-0123456789"
+
+
+def _engine(stub: StubServer) -> tuple[str, ...]:
+    return ("--engine", "openai", "--base-url", stub.url, "--model", "stub")
+
+
+def _agents(served: ServeProcess) -> list[object]:
+    listed = httpx.get(served.url + "/v1/managed-agents").json()
+    data = listed["data"]
+    assert isinstance(data, list)
+    return data
+
+
+def _code(reply: httpx.Response) -> object:
+    return reply.json()["error"]["code"]
+
+
+# -- DNS rebinding ---------------------------------------------------------------------------
+
+
+def test_a_rebinding_host_is_refused_before_any_route_runs(stub_server: StubServer) -> None:
+    """A page on attacker.example whose name now points at 127.0.0.1: its requests carry
+    ``Host: attacker.example:PORT``. Nothing is created, listed or run for it."""
+    with jarvis_serve(*_engine(stub_server)) as served:
+        rebound = {"host": f"attacker.example:{served.port}"}
+        created = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"id": "stolen", "agent": "orchestrator", "tools": ["file_read"]},
+            headers=rebound,
+        )
+        listed = httpx.get(served.url + "/v1/managed-agents", headers=rebound)
+        chat = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "jarvis/simple", "messages": [{"role": "user", "content": "hi"}]},
+            headers=rebound,
+        )
+        other_port = httpx.get(
+            served.url + "/v1/models", headers={"host": f"127.0.0.1:{served.port + 1}"}
+        )
+        own = [
+            httpx.get(served.url + "/v1/models", headers={"host": f"{name}:{served.port}"})
+            for name in ("localhost", "127.0.0.1", "[::1]", "LOCALHOST")
+        ]
+        remaining = _agents(served)
+    for refused in (created, listed, chat, other_port):
+        assert refused.status_code == 421, refused.text
+        assert _code(refused) == "host_not_allowed"
+        assert "--allowed-host" in refused.json()["error"]["message"]
+    assert [r.status_code for r in own] == [200, 200, 200, 200]
+    assert remaining == []
+
+
+def test_an_allowed_host_name_is_served(stub_server: StubServer) -> None:
+    with jarvis_serve(*_engine(stub_server), "--allowed-host", "jarvis.lan") as served:
+        named = httpx.get(served.url + "/v1/models", headers={"host": "jarvis.lan:8443"})
+        other = httpx.get(served.url + "/v1/models", headers={"host": "jarvis.lan.evil:1"})
+    assert named.status_code == 200
+    assert other.status_code == 421
+
+
+# -- cross-site requests ---------------------------------------------------------------------
+
+
+def test_cross_site_requests_change_nothing_and_run_nothing(stub_server: StubServer) -> None:
+    """A form or no-cors ``fetch`` from another site: creating, deleting, queueing and the
+    body-less ``POST .../run`` are all refused; the queued message stays unanswered."""
+    evil = {"origin": "https://attacker.example"}
+    with jarvis_serve(*_engine(stub_server)) as served:
+        base = served.url + "/v1/managed-agents"
+        created = httpx.post(base, json={"id": "x"}, headers=evil)
+        assert httpx.post(base, json={"id": "mine"}).status_code == 201
+        queued = httpx.post(base + "/mine/messages", json={"content": "hello"})
+        assert queued.status_code == 202
+        refused = [
+            httpx.post(base + "/mine/run", headers=evil),
+            httpx.post(base + "/mine/run", headers={"origin": "null"}),
+            httpx.post(base + "/mine/run", headers={"sec-fetch-site": "cross-site"}),
+            httpx.post(base + "/mine/messages", json={"content": "x"}, headers=evil),
+            httpx.delete(base + "/mine", headers=evil),
+            httpx.post(
+                base + "/mine/run", headers={"origin": f"http://127.0.0.1:{served.port + 1}"}
+            ),
+        ]
+        messages = httpx.get(base + "/mine/messages").json()["data"]
+        same_origin = httpx.post(
+            base + "/mine/run", headers={"origin": f"http://localhost:{served.port}"}
+        )
+        reading = httpx.get(base, headers=evil)  # reads are the browser's CORS business
+    assert created.status_code == 403
+    assert _code(created) == "origin_not_allowed"
+    assert "--allowed-origin" in created.json()["error"]["message"]
+    assert [r.status_code for r in refused] == [403] * len(refused)
+    assert [m["role"] for m in messages] == ["user"]
+    assert same_origin.status_code == 200, same_origin.text
+    assert reading.status_code == 200
+
+
+def test_an_allowed_origin_may_change_things(stub_server: StubServer) -> None:
+    with jarvis_serve(*_engine(stub_server), "--allowed-origin", "https://app.example") as served:
+        allowed = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"id": "a"},
+            headers={"origin": "https://app.example"},
+        )
+        other = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"id": "b"},
+            headers={"origin": "https://app.example.evil"},
+        )
+    assert allowed.status_code == 201
+    assert other.status_code == 403
+
+
+# -- other local users -----------------------------------------------------------------------
+
+
+def test_another_local_user_is_refused_without_a_key(stub_server: StubServer) -> None:
+    """Every user can connect to a loopback port: without an API key only the server's own
+    user is served. The other user's curl is refused on every route; the owner's is not."""
+    with throwaway_user("jsg") as (uid, gid), jarvis_serve(*_engine(stub_server)) as served:
+        theirs = [
+            curl_as(uid, gid, served.url + "/v1/models"),
+            curl_as(
+                uid,
+                gid,
+                served.url + "/v1/managed-agents",
+                method="POST",
+                body={"id": "theirs", "agent": "orchestrator", "tools": ["file_read"]},
+            ),
+            curl_as(uid, gid, served.url + "/health"),
+        ]
+        mine = curl_as(None, None, served.url + "/v1/models")
+        remaining = _agents(served)
+    assert [r.status for r in theirs] == [403, 403, 403]
+    assert '"code":"user_not_allowed"' in theirs[0].body.replace(" ", "")
+    assert f"uid {uid}" in theirs[0].body
+    assert mine.status == 200
+    assert remaining == []
+
+
+def test_an_allowed_user_or_a_key_lets_another_user_in(stub_server: StubServer) -> None:
+    with throwaway_user("jsg") as (uid, gid):
+        name = pwd.getpwuid(uid).pw_name
+        with jarvis_serve(*_engine(stub_server), "--allow-user", name) as served:
+            allowed = curl_as(uid, gid, served.url + "/v1/models")
+        with jarvis_serve(*_engine(stub_server), env={"JARVIS_API_KEY": KEY}, key=KEY) as served:
+            keyless = curl_as(uid, gid, served.url + "/v1/models")
+            keyed = curl_as(uid, gid, served.url + "/v1/models", headers={"x-api-key": KEY})
+    assert allowed.status == 200
+    assert keyless.status == 401
+    assert keyed.status == 200
+
+
+# -- options and runtimes --------------------------------------------------------------------
+
+
+def test_options_that_move_the_model_or_widen_a_run_need_the_operator(
+    stub_server: StubServer,
+) -> None:
+    """The opencode attack: a managed agent on an external runtime, with the caller's own
+    ``base_url`` and ``workspace=/``. Refused, naming the flag; so are the runtimes as chat
+    models, and ``host_tools`` of a sandboxed run."""
+    with jarvis_serve(*_engine(stub_server)) as served:
+        base = served.url + "/v1/managed-agents"
+        runtime = httpx.post(
+            base,
+            json={"agent": "opencode", "agent_options": {"base_url": "http://127.0.0.1:9/v1"}},
+        )
+        option = httpx.post(
+            base, json={"agent": "simple", "agent_options": {"base_url": "http://x/v1"}}
+        )
+        host_tools = httpx.post(
+            base, json={"agent": "sandboxed", "agent_options": {"host_tools": "web_search"}}
+        )
+        inner = httpx.post(
+            base, json={"agent": "sandboxed", "agent_options": {"inner": "openhands"}}
+        )
+        assert httpx.post(base, json={"id": "plain"}).status_code == 201
+        patched = httpx.patch(base + "/plain", json={"agent": "claude_code"})
+        patched_options = httpx.patch(base + "/plain", json={"agent_options": {"workspace": "/"}})
+        chat = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "jarvis/opencode", "messages": [{"role": "user", "content": "id"}]},
+        )
+        models = [m["id"] for m in httpx.get(served.url + "/v1/models").json()["data"]]
+        stored = httpx.get(base + "/plain").json()
+    assert runtime.status_code == 403
+    assert _code(runtime) == "runtime_not_enabled"
+    assert "--enable-runtime opencode" in runtime.json()["error"]["message"]
+    assert option.status_code == 403
+    assert _code(option) == "option_not_allowed"
+    assert "--allow-option base_url" in option.json()["error"]["message"]
+    assert host_tools.status_code == 403
+    assert "--allow-option host_tools" in host_tools.json()["error"]["message"]
+    assert inner.status_code == 403
+    assert patched.status_code == 403
+    assert patched_options.status_code == 403
+    assert chat.status_code == 403
+    assert "--enable-runtime opencode" in chat.json()["error"]["message"]
+    for name in ("opencode", "claude_code", "openhands"):
+        assert f"jarvis/{name}" not in models
+    assert "jarvis/simple" in models
+    assert stored["agent"] == "simple"
+    assert stored["agent_options"] == {}
+
+
+def test_the_operator_can_allow_an_option_and_a_runtime(stub_server: StubServer) -> None:
+    with jarvis_serve(
+        *_engine(stub_server),
+        "--allow-option",
+        "host_tools",
+        "--enable-runtime",
+        "opencode",
+    ) as served:
+        host_tools = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"agent": "sandboxed", "agent_options": {"host_tools": "web_search"}},
+        )
+        still = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"agent": "simple", "agent_options": {"workspace": "/"}},
+        )
+        models = [m["id"] for m in httpx.get(served.url + "/v1/models").json()["data"]]
+    assert host_tools.status_code == 201, host_tools.text
+    assert still.status_code == 403
+    assert "jarvis/opencode" in models
+    assert "jarvis/claude_code" not in models
+
+
+def test_unknown_names_for_the_flags_are_usage_errors() -> None:
+    for flag, value, listed in (
+        ("--allow-option", "temperature", "host_tools"),
+        ("--enable-runtime", "bash", "claude_code"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "jarvis", "serve", "--port", "0", flag, value],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        assert flag in done.stderr
+        assert listed in done.stderr  # what the flag takes
+
+
+# -- the API key -----------------------------------------------------------------------------
+
+
+def test_the_key_comes_from_the_environment_or_a_private_file(
+    stub_server: StubServer, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(KEY + "\n")
+    key_file.chmod(0o600)
+    with jarvis_serve(*_engine(stub_server), "--api-key-file", str(key_file), key=KEY) as served:
+        without = httpx.get(served.url + "/v1/models")
+        bearer = httpx.get(served.url + "/v1/models", headers={"authorization": f"Bearer {KEY}"})
+        cmdline = Path(f"/proc/{served.process.pid}/cmdline").read_bytes()
+    assert without.status_code == 401
+    assert bearer.status_code == 200
+    assert KEY.encode() not in cmdline
+    with jarvis_serve(*_engine(stub_server), env={"JARVIS_API_KEY": KEY}, key=KEY) as served:
+        assert httpx.get(served.url + "/v1/models").status_code == 401
+        cmdline = Path(f"/proc/{served.process.pid}/cmdline").read_bytes()
+    assert KEY.encode() not in cmdline
+
+
+def test_a_key_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(KEY)
+    key_file.chmod(0o644)
+    done = subprocess.run(
+        [sys.executable, "-m", "jarvis", "serve", "--port", "0", "--api-key-file", str(key_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "chmod 600" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_key_flag_still_works_and_warns(stub_server: StubServer) -> None:
+    with jarvis_serve(*_engine(stub_server), "--api-key", KEY, key=KEY) as served:
+        assert httpx.get(served.url + "/v1/models").status_code == 401
+        assert httpx.get(served.url + "/v1/models", headers={"x-api-key": KEY}).status_code == 200
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(30)
+        assert served.process.stderr is not None
+        warning = served.process.stderr.read().decode()
+    assert "/proc/PID/cmdline" in warning
+    assert "JARVIS_API_KEY" in warning
