@@ -56,6 +56,7 @@ def test_a_rebinding_host_is_refused_before_any_route_runs(stub_server: StubServ
             json={"model": "jarvis/simple", "messages": [{"role": "user", "content": "hi"}]},
             headers=rebound,
         )
+        health = httpx.get(served.url + "/health", headers=rebound)
         other_port = httpx.get(
             served.url + "/v1/models", headers={"host": f"127.0.0.1:{served.port + 1}"}
         )
@@ -64,7 +65,7 @@ def test_a_rebinding_host_is_refused_before_any_route_runs(stub_server: StubServ
             for name in ("localhost", "127.0.0.1", "[::1]", "LOCALHOST")
         ]
         remaining = _agents(served)
-    for refused in (created, listed, chat, other_port):
+    for refused in (created, listed, chat, health, other_port):
         assert refused.status_code == 421, refused.text
         assert _code(refused) == "host_not_allowed"
         assert "--allowed-host" in refused.json()["error"]["message"]
@@ -247,6 +248,32 @@ def test_the_operator_can_allow_an_option_and_a_runtime(stub_server: StubServer)
     assert still.status_code == 403
     assert "jarvis/opencode" in models
     assert "jarvis/claude_code" not in models
+
+
+def test_a_stored_definition_loses_the_runtime_when_the_server_restarts_without_it(
+    stub_server: StubServer,
+) -> None:
+    """Enabled once, stored; the next server without ``--enable-runtime`` runs it neither
+    as a managed agent nor as a chat model."""
+    with jarvis_serve(*_engine(stub_server), "--enable-runtime", "opencode") as served:
+        created = httpx.post(
+            served.url + "/v1/managed-agents", json={"id": "oc", "agent": "opencode"}
+        )
+    assert created.status_code == 201, created.text
+    with jarvis_serve(*_engine(stub_server)) as served:
+        base = served.url + "/v1/managed-agents/oc"
+        assert httpx.post(base + "/messages", json={"content": "id"}).status_code == 202
+        run = httpx.post(base + "/run")
+        streamed = httpx.post(base + "/messages", json={"content": "id", "stream": True})
+        chat = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "oc", "messages": [{"role": "user", "content": "id"}]},
+        )
+        messages = httpx.get(base + "/messages").json()["data"]
+    for refused in (run, streamed, chat):
+        assert refused.status_code == 403, refused.text
+        assert "--enable-runtime opencode" in refused.json()["error"]["message"]
+    assert [m["role"] for m in messages] == ["user"]
 
 
 def test_unknown_names_for_the_flags_are_usage_errors() -> None:
