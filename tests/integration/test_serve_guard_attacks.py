@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pwd
 import signal
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -15,7 +17,7 @@ import pytest
 
 from bench.stub_server import StubServer
 from tests.support.serve_process import ServeProcess, curl_as, jarvis_serve
-from tests.support.users import throwaway_user
+from tests.support.users import open_directory, throwaway_user
 
 pytestmark = pytest.mark.integration
 
@@ -340,3 +342,66 @@ def test_the_key_flag_still_works_and_warns(stub_server: StubServer) -> None:
         warning = served.process.stderr.read().decode()
     assert "/proc/PID/cmdline" in warning
     assert "JARVIS_API_KEY" in warning
+
+
+# -- a Unix socket ---------------------------------------------------------------------------
+
+
+def _wait_for_socket(process: subprocess.Popen[bytes], client: httpx.Client) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(process.stderr.read().decode() if process.stderr else "")
+        try:
+            if client.get("http://localhost/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "jarvis serve --unix did not start"
+        time.sleep(0.05)
+
+
+def _curl_unix(path: Path, uid: int, gid: int, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["curl", "-sS", *args, "--unix-socket", str(path), "http://localhost/v1/models"],
+        capture_output=True,
+        timeout=60,
+        user=uid,
+        group=gid,
+        extra_groups=[],
+        cwd="/",
+    )
+
+
+def test_a_unix_socket_is_its_owners_alone(stub_server: StubServer) -> None:
+    """``--unix PATH``: mode 0600 from its creation; the owner is served over it, another
+    user cannot even connect (in a folder that user may walk through), and if the mode is
+    opened the connection's ``SO_PEERCRED`` user is refused."""
+    with open_directory("jsg") as folder, throwaway_user("jsg") as (uid, gid):
+        path = folder / "jarvis.sock"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jarvis", "serve", "--unix", str(path), *_engine(stub_server)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            with httpx.Client(transport=httpx.HTTPTransport(uds=str(path))) as client:
+                _wait_for_socket(process, client)
+                mode = stat.S_IMODE(path.lstat().st_mode)
+                mine = client.get("http://localhost/v1/models")
+                created = client.post("http://localhost/v1/managed-agents", json={"id": "u"})
+            theirs = _curl_unix(path, uid, gid)
+            path.chmod(0o666)  # opened by mistake: the user check still refuses them
+            opened = _curl_unix(path, uid, gid, "-w", "\n%{http_code}")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+    assert mode == 0o600
+    assert mine.status_code == 200
+    assert created.status_code == 201
+    assert theirs.returncode == 7  # could not connect
+    assert theirs.stdout == b""
+    assert opened.returncode == 0
+    assert opened.stdout.endswith(b"\n403")
+    assert b"user_not_allowed" in opened.stdout
+    assert not path.exists()  # removed when the server stopped

@@ -134,6 +134,15 @@ def serve(
             help="Cap on the tokens the compatible endpoints ask for.",
         ),
     ] = 8192,
+    unix: Annotated[
+        Path | None,
+        typer.Option(
+            "--unix",
+            help="Listen on this Unix socket (mode 0600: only your user can connect) "
+            "instead of --host/--port.",
+            show_default=False,
+        ),
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -158,6 +167,7 @@ def serve(
         from jarvis.entrypoints.http.server import check_bind
 
         key = access.api_key_from(api_key, api_key_file)
+        access.check_unix(unix, workers)
         check_bind(host, key)
         access.check_owner_only(key)
         _require_framework()
@@ -188,7 +198,7 @@ def serve(
         app = build_app(spec)  # in the workers too; here it checks the configuration first
         log_level = "info" if verbose else "warning"
         if workers == 1:
-            run(app, host=host, port=port, log_level=log_level)
+            run(app, host=host, port=port, log_level=log_level, unix=access.unix_path(unix))
         else:
             run_workers(spec, host=host, port=port, workers=workers, log_level=log_level)
 

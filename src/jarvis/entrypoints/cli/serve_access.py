@@ -112,3 +112,15 @@ def check_owner_only(api_key: str | None) -> None:
             "does not tell which user opened a connection (no /proc/net/tcp).",
             hint="Set an API key: JARVIS_API_KEY=... or --api-key-file FILE.",
         )
+
+
+def check_unix(path: Path | None, workers: int) -> None:
+    """``--unix`` serves in one process."""
+    if path is not None and workers != 1:
+        raise ConfigurationError(
+            "--unix serves with one process.", hint="Leave out --workers, or use --port."
+        )
+
+
+def unix_path(path: Path | None) -> str | None:
+    return None if path is None else str(path)

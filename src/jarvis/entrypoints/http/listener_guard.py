@@ -17,8 +17,9 @@ Three checks, each answered with a JSON error naming the flag that would allow i
 * **Local user** (peer credentials): every local user can connect to a loopback port. With
   ``owner_only`` (a server without an API key) a request is served only when the client's
   socket belongs to the server's own uid or to a uid given with ``--allow-user``
-  (:mod:`.peer_user`); when the owner cannot be told (no ``/proc``, a connection not over
-  TCP) the request is refused and the answer says to use an API key (403).
+  (:mod:`.peer_user`; on a Unix socket, ``SO_PEERCRED``, read by the server's protocol);
+  when the owner cannot be told (no ``/proc``, another kind of connection) the request is
+  refused and the answer says to use an API key (403).
 
 The listener's own address comes from ``scope["server"]``, so one guard object serves
 whatever port the server was given. The owner of a connection is looked up once per
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 
 from jarvis.entrypoints.http import peer_user
 from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.peer_user import PeerCell
 from jarvis.entrypoints.http.security import App, Receive, Scope, Send, refuse
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
@@ -42,16 +44,6 @@ STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 PEER_CELL = "jarvis.peer"
 """Key, in ``scope["state"]``, of a per-connection :class:`PeerCell` the server's protocol
 may provide."""
-
-
-class PeerCell:
-    """The owner of one connection, once looked up (shared by its requests)."""
-
-    __slots__ = ("known", "uid")
-
-    def __init__(self) -> None:
-        self.known = False
-        self.uid: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +166,8 @@ class ListenerGuard:
         if name in self.policy.allowed_hosts:
             return True
         own = name in LOOPBACK_NAMES or name == bound or f"[{bound}]" == name
+        if port is None:  # a Unix socket: no port to compare (a browser cannot reach it)
+            return name in LOOPBACK_NAMES
         return own and (given if given is not None else default_port) == port
 
     def _origin_problem(self, scope: Scope, bound: str, port: int | None) -> ApiError | None:

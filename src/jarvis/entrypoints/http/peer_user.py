@@ -12,13 +12,39 @@ caller refuses then. Each table is read once per lookup and bounded in size.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import socket
 import struct
 from pathlib import Path
 
 TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
 MAX_TABLE_BYTES = 64 * 1024 * 1024
 """A table larger than this is not read (the lookup answers ``None``)."""
+
+
+class PeerCell:
+    """The owner of one connection, once looked up (shared by its requests)."""
+
+    __slots__ = ("known", "uid")
+
+    def __init__(self, uid: int | None = None, *, known: bool = False) -> None:
+        self.known = known
+        self.uid = uid
+
+
+def unix_peer(transport: asyncio.BaseTransport) -> PeerCell | None:
+    """The owner of a Unix-socket connection (``SO_PEERCRED``: the kernel's word, taken when
+    it connected), or None for any other transport."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or getattr(sock, "family", None) != socket.AF_UNIX:
+        return None
+    try:
+        credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", credentials)
+    except (OSError, AttributeError, struct.error):
+        return PeerCell(None, known=True)  # a Unix socket whose peer cannot be told: refused
+    return PeerCell(uid, known=True)
 
 
 def available() -> bool:
