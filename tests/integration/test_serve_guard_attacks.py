@@ -75,6 +75,21 @@ def test_a_rebinding_host_is_refused_before_any_route_runs(stub_server: StubServ
     assert remaining == []
 
 
+def test_every_worker_process_is_guarded(stub_server: StubServer) -> None:
+    """``--workers 2``: each worker builds its application from the same options."""
+    workers = jarvis_serve(*_engine(stub_server), "--workers", "2")
+    with throwaway_user("jsg") as (uid, gid), workers as served:
+        rebound = [
+            httpx.get(served.url + "/v1/models", headers={"host": "attacker.example"})
+            for _ in range(4)
+        ]
+        theirs = [curl_as(uid, gid, served.url + "/v1/models") for _ in range(4)]
+        mine = [curl_as(None, None, served.url + "/v1/models") for _ in range(4)]
+    assert [r.status_code for r in rebound] == [421] * 4
+    assert [r.status for r in theirs] == [403] * 4
+    assert [r.status for r in mine] == [200] * 4
+
+
 def test_an_allowed_host_name_is_served(stub_server: StubServer) -> None:
     with jarvis_serve(*_engine(stub_server), "--allowed-host", "jarvis.lan") as served:
         named = httpx.get(served.url + "/v1/models", headers={"host": "jarvis.lan:8443"})
