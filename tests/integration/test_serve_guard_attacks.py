@@ -222,6 +222,14 @@ def test_options_that_move_the_model_or_widen_a_run_need_the_operator(
             served.url + "/v1/chat/completions",
             json={"model": "jarvis/opencode", "messages": [{"role": "user", "content": "id"}]},
         )
+        anthropic = httpx.post(
+            served.url + "/v1/messages",
+            json={
+                "model": "jarvis/claude_code",
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": "x"}],
+            },
+        )
         models = [m["id"] for m in httpx.get(served.url + "/v1/models").json()["data"]]
         stored = httpx.get(base + "/plain").json()
     assert runtime.status_code == 403
@@ -237,6 +245,8 @@ def test_options_that_move_the_model_or_widen_a_run_need_the_operator(
     assert patched_options.status_code == 403
     assert chat.status_code == 403
     assert "--enable-runtime opencode" in chat.json()["error"]["message"]
+    assert anthropic.status_code == 403
+    assert "--enable-runtime claude_code" in anthropic.json()["error"]["message"]
     for name in ("opencode", "claude_code", "openhands"):
         assert f"jarvis/{name}" not in models
     assert "jarvis/simple" in models
