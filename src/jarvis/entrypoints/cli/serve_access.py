@@ -30,7 +30,9 @@ FLAG_WARNING = (
 def api_key_from(flag: str | None, key_file: Path | None, warn: bool = True) -> str | None:
     """The API key from exactly one of ``--api-key``, ``--api-key-file`` and
     ``JARVIS_API_KEY`` (``None``: no key)."""
-    variable = os.environ.get(KEY_VARIABLE) or None
+    # taken out of the environment, so that nothing the server starts (a runtime, a tool's
+    # process) inherits it
+    variable = os.environ.pop(KEY_VARIABLE, None) or None
     given = [n for n, v in (("--api-key", flag), ("--api-key-file", key_file)) if v]
     if len(given) > 1:
         raise ConfigurationError(
