@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from jarvis.application.registry import AgentRegistry
+from jarvis.domain.errors import UnknownAgentError
 from jarvis.domain.json_types import JSONValue
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIMES
@@ -27,6 +28,8 @@ from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIM
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunPolicy:
+    """The guarded options and the external runtimes the operator allowed over HTTP."""
+
     allowed_options: frozenset[str] = frozenset()
     enabled_runtimes: frozenset[str] = frozenset()
 
@@ -38,7 +41,7 @@ class RunPolicy:
         """Whether agent ``key`` (or an alias) may be listed and run over HTTP."""
         try:
             canonical = registry.resolve(key)
-        except Exception:  # unknown: the route says so its own way
+        except UnknownAgentError:  # the route says so its own way
             return True
         return canonical not in HOST_RUNTIMES or canonical in self.enabled_runtimes
 
