@@ -91,10 +91,13 @@ def test_every_worker_process_is_guarded(stub_server: StubServer) -> None:
 
 
 def test_an_allowed_host_name_is_served(stub_server: StubServer) -> None:
-    with jarvis_serve(*_engine(stub_server), "--allowed-host", "jarvis.lan") as served:
+    allowed = ("--allowed-host", "jarvis.lan", "--allowed-host", "Proxy.Example:443")
+    with jarvis_serve(*_engine(stub_server), *allowed) as served:
         named = httpx.get(served.url + "/v1/models", headers={"host": "jarvis.lan:8443"})
+        proxied = httpx.get(served.url + "/v1/models", headers={"host": "proxy.example"})
         other = httpx.get(served.url + "/v1/models", headers={"host": "jarvis.lan.evil:1"})
     assert named.status_code == 200
+    assert proxied.status_code == 200
     assert other.status_code == 421
 
 

@@ -69,7 +69,7 @@ class ListenerPolicy:
         allowed_uids: Iterable[int] = (),
     ) -> ListenerPolicy:
         return cls(
-            allowed_hosts=frozenset(h.strip().lower() for h in allowed_hosts if h.strip()),
+            allowed_hosts=frozenset(_name_of(h) for h in allowed_hosts if h.strip()),
             allowed_origins=frozenset(
                 o.strip().rstrip("/").lower() for o in allowed_origins if o.strip()
             ),
@@ -90,6 +90,12 @@ def listener_policy(
         owner_only=policy.owner_only or not api_key,
         allowed_origins=policy.allowed_origins | extra,
     )
+
+
+def _name_of(host: str) -> str:
+    """``NAME`` or ``NAME:PORT`` as the lowercase name (an allowed name takes any port)."""
+    split = _split_host(host)
+    return split[0] if split is not None else host.strip().lower()
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
