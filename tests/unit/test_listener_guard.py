@@ -68,3 +68,21 @@ def test_host_names(host: str, served: bool) -> None:
     with ServerThread(ListenerGuard(_ok)) as address:
         reply = httpx.get(address.url + "/", headers={"host": host.format(port=address.port)})
     assert (reply.status_code == 200) is served, reply.text
+
+
+def test_the_connecting_user_is_told_over_ipv6_too() -> None:
+    """``/proc/net/tcp6`` is read for a server on ``::1``: its owner is served, and the
+    same connection is refused when the owner is another uid."""
+    me = os.geteuid()
+    for owner, status in ((me, 200), (me + 12345, 403)):
+        guard = ListenerGuard(_ok, ListenerPolicy(owner_only=True, owner_uid=owner))
+        try:
+            thread = ServerThread(guard, host="::1")
+            address = thread.__enter__()
+        except RuntimeError:
+            pytest.skip("no IPv6 loopback here")
+        try:
+            reply = httpx.get(f"http://[::1]:{address.port}/")
+        finally:
+            thread.__exit__(None, None, None)
+        assert reply.status_code == status, reply.text
