@@ -22,6 +22,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import Answer
+from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.sessions import SessionMessage
 from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.entrypoints.http import events as ev
@@ -37,6 +38,7 @@ from jarvis.entrypoints.http.managed_wire import (
 from jarvis.entrypoints.http.openai_routes import finish_for, state_of, usage_out
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
 
@@ -50,9 +52,20 @@ async def create(body: ManagedAgentIn, request: Request) -> ManagedAgentOut:
 
 
 @router.get("")
-async def list_agents(request: Request) -> dict[str, object]:
-    agents = await state_of(request).managed.all()
-    return {"object": "list", "data": [ManagedAgentOut.of(a).model_dump() for a in agents]}
+async def list_agents(
+    request: Request,
+    limit: int | None = Query(default=None, ge=1, le=MAX_PAGE),
+    after: str | None = Query(default=None, max_length=128),
+) -> dict[str, object]:
+    """A page of definitions, oldest first (``limit``: 100 unless given); ``next`` is the
+    ``after`` of the page that follows, ``null`` on the last one."""
+    page = await state_of(request).managed.page(limit=limit, after=after)
+    return {
+        "object": "list",
+        "data": [ManagedAgentOut.of(a).model_dump() for a in page.agents],
+        "has_more": page.next is not None,
+        "next": page.next,
+    }
 
 
 @router.get("/{agent_id}", response_model=ManagedAgentOut)
@@ -106,7 +119,7 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
         await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
         return EventStream(run_frames(state, agent_id))
     async with asyncio.timeout(state.limits.request_timeout):
-        answer = await state.managed.run(agent_id)
+        answer = await while_connected(state, request.receive, state.managed.run(agent_id))
     return JSONResponse(
         {
             "status": "completed",
