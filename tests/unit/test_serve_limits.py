@@ -206,3 +206,24 @@ def test_tool_calls_are_capped_on_the_proxy_too() -> None:
         )
     assert reply.json()["choices"][0]["finish_reason"] == "tool_calls"
     assert [r.max_tokens for r in engine.requests] == [CAP]
+
+
+def test_the_list_of_messages_says_when_older_ones_were_left_out() -> None:
+    with (
+        serving(ScriptedInference(), limits=ServeLimits(max_queued_messages=10)) as served,
+        httpx.Client(base_url=served.url, timeout=30) as client,
+    ):
+        client.post("/v1/managed-agents", json={"id": "h"}).raise_for_status()
+        for i in range(3):
+            client.post("/v1/managed-agents/h/messages", json={"content": f"m{i}"})
+        newest = client.get("/v1/managed-agents/h/messages", params={"limit": 2}).json()
+        assert [m["content"] for m in newest["data"]] == ["m1", "m2"]
+        assert newest["has_more"] is True
+        every = client.get("/v1/managed-agents/h/messages").json()
+        assert [m["content"] for m in every["data"]] == ["m0", "m1", "m2"]
+        assert every["has_more"] is False
+        assert client.get("/v1/managed-agents/h/messages", params={"limit": 0}).json() == {
+            "object": "list",
+            "data": [],
+            "has_more": True,
+        }

@@ -222,9 +222,17 @@ class ManagedAgentService:
     # -- conversation ----------------------------------------------------------------------
 
     async def messages(self, agent_id: str, *, limit: int | None = None) -> list[SessionMessage]:
+        """The newest ``limit`` messages (never more than :attr:`max_listed_messages`)."""
+        return (await self.recent_messages(agent_id, limit=limit))[0]
+
+    async def recent_messages(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> tuple[list[SessionMessage], bool]:
+        """:meth:`messages`, and whether older ones were left out."""
         await self.get(agent_id)
         bound = self.max_listed_messages if limit is None else min(limit, self.max_listed_messages)
-        return list(await self.sessions.load_records(session_id_of(agent_id), limit=bound))
+        records = list(await self.sessions.load_records(session_id_of(agent_id), limit=bound + 1))
+        return records[-bound:] if bound else [], len(records) > bound
 
     async def post(self, agent_id: str, content: str) -> SessionMessage:
         """Store a user message (it waits for :meth:`run`, or is answered at once by

@@ -89,8 +89,9 @@ async def delete(agent_id: str, request: Request) -> dict[str, object]:
 async def list_messages(
     agent_id: str, request: Request, limit: int | None = Query(default=None, ge=0, le=1000)
 ) -> dict[str, object]:
-    records = await state_of(request).managed.messages(agent_id, limit=limit)
-    return {"object": "list", "data": [MessageOut.of(r).model_dump() for r in records]}
+    records, older = await state_of(request).managed.recent_messages(agent_id, limit=limit)
+    data = [MessageOut.of(r).model_dump() for r in records]
+    return {"object": "list", "data": data, "has_more": older}
 
 
 @router.post("/{agent_id}/messages", responses=_SSE)
