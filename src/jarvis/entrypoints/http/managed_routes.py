@@ -6,8 +6,12 @@ the agent runs at once and the reply is Server-Sent Events (see
 and ``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
 final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
 ``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
-``POST .../run`` answers what waits. A client that disconnects cancels the run; what it
-completed is stored.
+``POST .../run`` answers what waits. A client that disconnects cancels the run, streamed or
+not; what it completed is stored.
+
+Quotas (:class:`~jarvis.application.managed_agents.ManagedAgentService`): definitions and
+messages waiting per agent are bounded (409 ``quota_exceeded``); the list of definitions is
+paginated (``limit``, ``after``; ``has_more`` and ``next`` in the body).
 """
 
 from __future__ import annotations
