@@ -94,3 +94,44 @@ class ManagedAgentStoreContract(Generic[StoreT]):
     async def test_concurrent_puts_all_land(self, store: StoreT) -> None:
         await asyncio.gather(*(store.put(_agent(f"n{i}", created_us=i)) for i in range(20)))
         assert [a.id for a in await store.list()] == [f"n{i}" for i in range(20)]
+
+    async def test_count_is_the_number_of_definitions(self, store: StoreT) -> None:
+        assert await store.count() == 0
+        for i in range(3):
+            await store.put(_agent(f"c{i}"))
+        await store.put(_agent("c0", name="replaced"))
+        assert await store.count() == 3
+        await store.delete("c1")
+        assert await store.count() == 2
+
+    async def test_pages_walk_every_definition_once_in_order(self, store: StoreT) -> None:
+        # equal creation times are ordered by id; ids sort by code point ("B" < "a")
+        created = {"a": 5, "B": 5, "c": 1, "d-1": 9, "d_0": 9, "e": 5, "f": 0}
+        decoy: dict[str, object] = {"created_us": 99, "note": '"created_us":77'}
+        for agent_id, created_us in created.items():  # the record's own time, not a decoy's
+            await store.put(_agent(agent_id, created_us=created_us, agent_options=decoy))
+        expected = [a.id for a in await store.list()]
+        assert expected == ["f", "c", "B", "a", "e", "d-1", "d_0"]
+        for size in (1, 2, 3, 7, 8):
+            seen: list[str] = []
+            after: tuple[int, str] | None = None
+            while True:
+                page = await store.list(after=after, limit=size)
+                assert len(page) <= size
+                if not page:
+                    break
+                seen.extend(a.id for a in page)
+                after = (page[-1].created_us, page[-1].id)
+            assert seen == expected, size
+
+    async def test_a_page_after_a_deleted_definition_continues(self, store: StoreT) -> None:
+        for i in range(4):
+            await store.put(_agent(f"p{i}", created_us=i))
+        first = await store.list(limit=2)
+        await store.delete(first[-1].id)
+        rest = await store.list(after=(first[-1].created_us, first[-1].id), limit=10)
+        assert [a.id for a in rest] == ["p2", "p3"]
+
+    async def test_limit_zero_lists_nothing(self, store: StoreT) -> None:
+        await store.put(_agent())
+        assert await store.list(limit=0) == []

@@ -127,3 +127,79 @@ def test_a_port_in_use_is_a_clear_error_with_workers(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "Could not listen" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _alive(pid: int) -> bool:
+    """A process that runs (a zombie waiting for its reaper has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def test_the_workers_end_with_a_killed_supervisor(stub_server: StubServer, tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jarvis",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--engine",
+            "openai",
+            "--base-url",
+            stub_server.url,
+            "--model",
+            "stub",
+        ],
+        env={**os.environ, "OPENJARVIS_HOME": str(tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + STARTUP
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(process.stderr.read().decode() if process.stderr else "")
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "jarvis serve did not start"
+            time.sleep(0.05)
+        while len(_children(process.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = _children(process.pid)
+        workers = _worker_pids(process.pid, 2)
+
+        process.kill()  # SIGKILL: the supervisor gets no chance to stop its workers
+        process.wait(30)
+        deadline = time.monotonic() + 60
+        while any(_alive(w) for w in workers) or _listening(port):
+            assert time.monotonic() < deadline, [w for w in workers if _alive(w)]
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for child in children:  # what this test started, should it have outlived the test
+            if _alive(child):
+                os.kill(child, signal.SIGKILL)

@@ -5,12 +5,21 @@ answer: with a server that merely sleeps between chunks, a busy machine lets the
 answer through before the signal lands. Here the rest of the answer is held back until
 the test calls :meth:`GatedEngine.release`, so the interruption always happens mid-answer,
 however slow or fast the machine. ``first_word_sent`` says when the stream has started.
+
+A non-streamed request is held whole at the gate, a streamed one after its first word;
+while held, the engine watches its connection, so a test sees how many requests wait
+(``held``) and how many were closed by the caller before the answer (``abandoned``):
+:meth:`GatedEngine.wait_for` waits for either.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
 from tests.support.loopback_engine import LoopbackEngine
@@ -29,6 +38,11 @@ class GatedEngine(LoopbackEngine):
         self.answer = answer
         self.first_word_sent = threading.Event()
         self.requests = 0
+        self.changed = threading.Condition()
+        self.held = 0
+        """Requests waiting at the gate now."""
+        self.abandoned = 0
+        """Requests whose caller closed the connection while they waited."""
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,8 +62,8 @@ class GatedEngine(LoopbackEngine):
                 body = json.loads(self.rfile.read(length) or b"{}")
                 engine.requests += 1
                 if not body.get("stream"):
-                    engine.gate.wait(GATE_TIMEOUT)
-                    self._json(engine.completion())
+                    if engine._hold(self.connection):
+                        self._json(engine.completion())
                     return
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -57,7 +71,8 @@ class GatedEngine(LoopbackEngine):
                 words = engine.answer.split(" ")
                 self._event({"content": words[0]})
                 engine.first_word_sent.set()
-                engine.gate.wait(GATE_TIMEOUT)
+                if not engine._hold(self.connection):
+                    return
                 for word in words[1:]:
                     self._event({"content": " " + word})
                 self._event({}, finish_reason="stop")
@@ -84,6 +99,34 @@ class GatedEngine(LoopbackEngine):
 
         self._serve(Handler, "gated-engine")
 
+    def wait_for(self, condition: Callable[[GatedEngine], bool], timeout: float) -> bool:
+        """Wait (bounded) until ``condition(engine)`` holds; False when it never did."""
+        with self.changed:
+            return self.changed.wait_for(lambda: condition(self), timeout)
+
+    def _count(self, held: int = 0, abandoned: int = 0) -> None:
+        with self.changed:
+            self.held += held
+            self.abandoned += abandoned
+            self.changed.notify_all()
+
+    def _hold(self, connection: socket.socket) -> bool:
+        """Hold a request until the gate opens (True) or its caller closes the connection
+        (False)."""
+        self._count(held=1)
+        try:
+            deadline = time.monotonic() + GATE_TIMEOUT
+            while not self.gate.wait(0.02):
+                readable, _, _ = select.select([connection], [], [], 0.02)
+                if readable and _closed(connection):
+                    self._count(abandoned=1)
+                    return False
+                if time.monotonic() > deadline:
+                    return True
+            return True
+        finally:
+            self._count(held=-1)
+
     def completion(self) -> dict[str, object]:
         return {
             "id": "chatcmpl-gated",
@@ -98,3 +141,11 @@ class GatedEngine(LoopbackEngine):
             ],
             "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
         }
+
+
+def _closed(connection: socket.socket) -> bool:
+    """The caller closed (or reset) a connection that has something to read."""
+    try:
+        return not connection.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True

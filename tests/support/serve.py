@@ -56,8 +56,15 @@ def serving(
     runtime.container.user_tools().extend(tools)
     sessions = InMemorySessionStore() if sessions is None else sessions
     agents = InMemoryManagedAgentStore() if agents is None else agents
-    managed = ManagedAgentService(agents=agents, sessions=sessions, ask=runtime.service)
-    state = ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
+    limits = limits or ServeLimits()
+    managed = ManagedAgentService(
+        agents=agents,
+        sessions=sessions,
+        ask=runtime.service,
+        max_agents=limits.max_agents,
+        max_queued_messages=limits.max_queued_messages,
+    )
+    state = ServerState(service=runtime.service, managed=managed, limits=limits)
     app = create_app(state, api_key=api_key, cors_origins=cors_origins, fast_path=fast_path)
     with ServerThread(app) as address:
         yield Served(address.url, state, sessions, agents, runtime)

@@ -15,8 +15,9 @@ builds it: the same tool loop, budgets and persona.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
@@ -33,10 +34,12 @@ from jarvis.domain.json_types import JSONObject
 from jarvis.domain.managed_agents import (
     ManagedAgent,
     ManagedAgentStorePort,
+    Position,
     check_agent_id,
+    position_of,
     session_id_of,
 )
-from jarvis.domain.messages import Message
+from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.sessions import SessionMessage, to_micros, utc_now
 from jarvis.domain.updates import RunUpdate
@@ -52,6 +55,39 @@ class ManagedAgentNotFoundError(JarvisError):
 
 class NothingToRunError(JarvisError):
     """``run`` was asked for while no user message waits for an answer."""
+
+
+class QuotaExceededError(JarvisError):
+    """A quota of the server (definitions, messages waiting) would be exceeded."""
+
+
+DEFAULT_MAX_AGENTS = 1000
+DEFAULT_MAX_QUEUED_MESSAGES = 100
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPage:
+    """One page of definitions, oldest first; ``next`` continues after it (None: the end)."""
+
+    agents: list[ManagedAgent]
+    next: str | None
+
+
+def cursor_of(position: Position) -> str:
+    """The opaque ``after`` value that continues a listing after ``position``."""
+    return f"{position[0]}.{position[1]}"
+
+
+def position_from(cursor: str) -> Position:
+    """The position a :func:`cursor_of` value names; ``ConfigurationError`` for any other."""
+    created, _, agent_id = cursor.partition(".")
+    if not created.isascii() or not created.isdigit() or len(created) > 19 or not agent_id:
+        raise ConfigurationError(
+            "Invalid 'after' cursor.", hint="Pass the 'next' value of the previous page."
+        )
+    return (int(created), check_agent_id(agent_id))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +123,8 @@ class ManagedAgentService:
         ask: Callable[[], Awaitable[AskService]],
         limits: HistoryLimits | None = None,
         max_listed_messages: int = 1000,
+        max_agents: int = DEFAULT_MAX_AGENTS,
+        max_queued_messages: int = DEFAULT_MAX_QUEUED_MESSAGES,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
@@ -94,6 +132,11 @@ class ManagedAgentService:
         self.limits = limits or HistoryLimits()
         """``[sessions] history_messages/_tokens``, as for every conversation."""
         self.max_listed_messages = max_listed_messages
+        self.max_agents = max_agents
+        """The most definitions the store may hold (a creation beyond it is refused)."""
+        self.max_queued_messages = max_queued_messages
+        """The most user messages one agent may have waiting for an answer."""
+        self._creating = asyncio.Lock()  # count-then-store is one step in this process
 
     # -- definitions -----------------------------------------------------------------------
 
@@ -129,7 +172,15 @@ class ManagedAgentService:
             updated_us=now,
         )
         await self.check(agent)
-        await self.agents.put(agent)
+        async with self._creating:
+            if await self.agents.count() >= self.max_agents:
+                raise QuotaExceededError(
+                    f"The server holds {self.max_agents} managed agents, its limit: delete one "
+                    "first (or start the server with a higher --max-agents)."
+                )
+            if await self.agents.get(agent_id) is not None:
+                raise ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
+            await self.agents.put(agent)
         return agent
 
     async def get(self, agent_id: str) -> ManagedAgent:
@@ -139,8 +190,19 @@ class ManagedAgentService:
         return agent
 
     async def all(self) -> list[ManagedAgent]:
-        """Every definition, oldest first."""
-        return await self.agents.list()
+        """Every definition, oldest first (at most :attr:`max_agents` of them)."""
+        return await self.agents.list(limit=self.max_agents)
+
+    async def page(self, *, limit: int | None = None, after: str | None = None) -> AgentPage:
+        """At most ``limit`` definitions (:data:`DEFAULT_PAGE` unless given, never more
+        than :data:`MAX_PAGE`), oldest first, after the ``after`` cursor of a previous page."""
+        size = DEFAULT_PAGE if limit is None else max(1, min(limit, MAX_PAGE))
+        start = None if after is None else position_from(after)
+        agents = await self.agents.list(after=start, limit=size + 1)
+        if len(agents) <= size:
+            return AgentPage(agents, None)
+        agents = agents[:size]
+        return AgentPage(agents, cursor_of(position_of(agents[-1])))
 
     async def update(
         self, agent_id: str, spec: ManagedAgentSpec, fields_set: Sequence[str]
@@ -160,9 +222,17 @@ class ManagedAgentService:
     # -- conversation ----------------------------------------------------------------------
 
     async def messages(self, agent_id: str, *, limit: int | None = None) -> list[SessionMessage]:
+        """The newest ``limit`` messages (never more than :attr:`max_listed_messages`)."""
+        return (await self.recent_messages(agent_id, limit=limit))[0]
+
+    async def recent_messages(
+        self, agent_id: str, *, limit: int | None = None
+    ) -> tuple[list[SessionMessage], bool]:
+        """:meth:`messages`, and whether older ones were left out."""
         await self.get(agent_id)
         bound = self.max_listed_messages if limit is None else min(limit, self.max_listed_messages)
-        return list(await self.sessions.load_records(session_id_of(agent_id), limit=bound))
+        records = list(await self.sessions.load_records(session_id_of(agent_id), limit=bound + 1))
+        return records[-bound:] if bound else [], len(records) > bound
 
     async def post(self, agent_id: str, content: str) -> SessionMessage:
         """Store a user message (it waits for :meth:`run`, or is answered at once by
@@ -170,9 +240,28 @@ class ManagedAgentService:
         await self.get(agent_id)
         if not content.strip():
             raise ConfigurationError("The message is empty.")
+        if await self.waiting(agent_id) >= self.max_queued_messages:
+            raise QuotaExceededError(
+                f"Managed agent {agent_id!r} has {self.max_queued_messages} messages waiting "
+                "for an answer, its limit: run it first (POST .../run), or start the server "
+                "with a higher --max-queued-messages."
+            )
         record = SessionMessage(message=Message.user(content))
         await self.sessions.append_records(session_id_of(agent_id), [record])
         return record
+
+    async def waiting(self, agent_id: str) -> int:
+        """How many user messages wait at the end of the conversation (counted up to
+        :attr:`max_queued_messages`: no more is read)."""
+        tail = await self.sessions.load_records(
+            session_id_of(agent_id), limit=self.max_queued_messages
+        )
+        count = 0
+        for record in reversed(tail):
+            if record.message.role is not Role.USER:
+                break
+            count += 1
+        return count
 
     def question(
         self, agent: ManagedAgent, text: str, history: tuple[Message, ...] = ()
@@ -222,7 +311,7 @@ class ManagedAgentService:
 
     async def stream(
         self, agent_id: str, pending: SessionMessage | None = None
-    ) -> AsyncIterator[RunUpdate | Answer]:
+    ) -> AsyncGenerator[RunUpdate | Answer, None]:
         """Run the agent on ``pending`` (else the waiting message): its updates, then the
         :class:`Answer`, yielded once stored.
 
@@ -238,10 +327,12 @@ class ManagedAgentService:
                     yield update
 
     async def run(self, agent_id: str) -> Answer:
-        """:meth:`stream` to the end: the answer."""
+        """:meth:`stream` to the end: the answer. Cancelling it closes the run at once
+        (what it completed is stored, as when a stream is closed)."""
         answer: Answer | None = None
-        async for update in self.stream(agent_id):
-            if isinstance(update, Answer):
-                answer = update
+        async with aclosing(self.stream(agent_id)) as updates:
+            async for update in updates:
+                if isinstance(update, Answer):
+                    answer = update
         assert answer is not None  # AskService.stream always ends with the answer
         return answer

@@ -141,6 +141,15 @@ def agent_from_record(text: str | bytes) -> ManagedAgent:
         raise ValueError(f"not a managed agent definition: {exc}") from exc
 
 
+Position = tuple[int, str]
+"""A place in the oldest-first order of definitions: ``(created_us, id)`` of the last one
+seen; a page lists the definitions after it."""
+
+
+def position_of(agent: ManagedAgent) -> Position:
+    return (agent.created_us, agent.id)
+
+
 class ManagedAgentStorePort(Protocol):
     """Where managed agent definitions persist (the session store's database).
 
@@ -157,8 +166,15 @@ class ManagedAgentStorePort(Protocol):
         """The definition, or ``None`` when there is none with that id."""
         ...
 
-    async def list(self) -> list[ManagedAgent]:
-        """Every definition, oldest first (by creation time, then id)."""
+    async def list(
+        self, *, after: Position | None = None, limit: int | None = None
+    ) -> list[ManagedAgent]:
+        """The definitions oldest first (by creation time, then id): those after ``after``
+        only when given, at most ``limit`` of them when given (the store reads no more)."""
+        ...
+
+    async def count(self) -> int:
+        """How many definitions there are."""
         ...
 
     async def delete(self, agent_id: str) -> bool:

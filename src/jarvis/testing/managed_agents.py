@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from jarvis.domain.managed_agents import ManagedAgent, agent_to_record, check_agent_id
+from jarvis.domain.managed_agents import (
+    ManagedAgent,
+    Position,
+    agent_to_record,
+    check_agent_id,
+    position_of,
+)
 
 
 class InMemoryManagedAgentStore:
@@ -19,8 +25,16 @@ class InMemoryManagedAgentStore:
     async def get(self, agent_id: str) -> ManagedAgent | None:
         return self._agents.get(check_agent_id(agent_id))
 
-    async def list(self) -> list[ManagedAgent]:
-        return sorted(self._agents.values(), key=lambda a: (a.created_us, a.id))
+    async def list(
+        self, *, after: Position | None = None, limit: int | None = None
+    ) -> list[ManagedAgent]:
+        agents = sorted(self._agents.values(), key=position_of)
+        if after is not None:
+            agents = [a for a in agents if position_of(a) > after]
+        return agents if limit is None else agents[:limit]
+
+    async def count(self) -> int:
+        return len(self._agents)
 
     async def delete(self, agent_id: str) -> bool:
         return self._agents.pop(check_agent_id(agent_id), None) is not None

@@ -2,7 +2,9 @@
 
 Every server on the database sees the same definitions: they share the connection handling,
 timeouts and error translation (password scrubbed) of :class:`PostgresSessionStore`, under
-the keys ``managed_agent:<id>``.
+the keys ``managed_agent:<id>``. A page is read in the database, ordered by the record's
+``created_us`` (the last ``"created_us":N`` of the canonical record, whose top-level
+``created_us`` and ``updated_us`` come last), then the key (the id's order).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 from jarvis.adapters.postgres_sessions.store import PostgresSessionStore
 from jarvis.domain.managed_agents import (
     ManagedAgent,
+    Position,
     agent_from_record,
     agent_to_record,
     check_agent_id,
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
 
 PREFIX = "managed_agent:"
 _AFTER_PREFIX = "managed_agent;"
+_CREATED = "COALESCE(substring(value from '.*\"created_us\":(-?[0-9]{1,19})')::bigint, 0)"
+"""A record's creation time; a damaged record sorts first (and is reported when read)."""
 
 
 class PostgresManagedAgentStore:
@@ -66,16 +71,36 @@ class PostgresManagedAgentStore:
         row = await self.sessions._call(work)
         return None if row is None else self._decode(str(row[0]))
 
-    async def list(self) -> list[ManagedAgent]:
+    async def list(
+        self, *, after: Position | None = None, limit: int | None = None
+    ) -> list[ManagedAgent]:
+        where = 'key COLLATE "C" >= %s AND key COLLATE "C" < %s'
+        arguments: list[object] = [PREFIX, _AFTER_PREFIX]
+        if after is not None:
+            where += f' AND ({_CREATED}, key COLLATE "C") > (%s, %s)'
+            arguments += [after[0], PREFIX + after[1]]
+        arguments.append(limit)
+
         def work(db: psycopg.Connection[TupleRow]) -> list[TupleRow]:
             return db.execute(
-                "SELECT value FROM jarvis_operator_state"
-                ' WHERE key COLLATE "C" >= %s AND key COLLATE "C" < %s',
-                (PREFIX, _AFTER_PREFIX),
+                f"SELECT value FROM jarvis_operator_state WHERE {where}"
+                f' ORDER BY {_CREATED}, key COLLATE "C" LIMIT %s',
+                arguments,
             ).fetchall()
 
         agents = [self._decode(str(row[0])) for row in await self.sessions._call(work)]
         return sorted(agents, key=lambda a: (a.created_us, a.id))
+
+    async def count(self) -> int:
+        def work(db: psycopg.Connection[TupleRow]) -> int:
+            row = db.execute(
+                "SELECT COUNT(*) FROM jarvis_operator_state"
+                ' WHERE key COLLATE "C" >= %s AND key COLLATE "C" < %s',
+                (PREFIX, _AFTER_PREFIX),
+            ).fetchone()
+            return 0 if row is None else int(row[0])
+
+        return await self.sessions._call(work)
 
     async def delete(self, agent_id: str) -> bool:
         key = PREFIX + check_agent_id(agent_id)

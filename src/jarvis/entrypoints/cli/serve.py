@@ -6,6 +6,7 @@ it. Without the ``serve`` extra the command says how to install it (exit code 2)
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -23,16 +24,32 @@ from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIM
 
 
 def _require_framework() -> None:
-    import importlib.util
+    """Import the web framework, or say how to install it (exit 2): a package that is
+    missing, or present but failing to import, is the same missing extra."""
+    import importlib
 
     from jarvis.domain.errors import ConfigurationError
 
-    missing = [n for n in ("uvicorn", "fastapi") if importlib.util.find_spec(n) is None]
+    missing = []
+    for name in ("uvicorn", "fastapi"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise ConfigurationError(
-            "jarvis serve needs " + " and ".join(missing) + ", which are not installed.",
+            "jarvis serve needs " + " and ".join(missing) + ", which are not installed "
+            "(or do not import).",
             hint="Install them with: pip install 'jarvis[serve]'",
         )
+
+
+def _finite(value: float) -> float:
+    """A float option's value when it is a finite number: NaN passes click's range check
+    (it compares false with both ends), so every float option of serve goes through here."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number.")
+    return value
 
 
 def serve(
@@ -117,12 +134,23 @@ def serve(
         ),
     ] = None,
     max_body_mb: Annotated[
-        float, typer.Option("--max-body-mb", min=0.001, max=1024, help="Largest request body.")
+        float,
+        typer.Option(
+            "--max-body-mb",
+            min=0.001,
+            max=1024,
+            callback=_finite,
+            help="Largest request body.",
+        ),
     ] = 8.0,
     request_timeout: Annotated[
         float,
         typer.Option(
-            "--request-timeout", min=1, max=86_400, help="Seconds a non-streamed request may take."
+            "--request-timeout",
+            min=1,
+            max=86_400,
+            callback=_finite,
+            help="Seconds a non-streamed request may take.",
         ),
     ] = 600.0,
     max_output_tokens: Annotated[
@@ -143,6 +171,21 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    max_agents: Annotated[
+        int,
+        typer.Option(
+            "--max-agents", min=1, max=1_000_000, help="Most managed agents the store may hold."
+        ),
+    ] = 1000,
+    max_queued_messages: Annotated[
+        int,
+        typer.Option(
+            "--max-queued-messages",
+            min=1,
+            max=100_000,
+            help="Most messages one managed agent may have waiting for a run.",
+        ),
+    ] = 100,
     workers: Annotated[
         int,
         typer.Option(
@@ -163,6 +206,7 @@ def serve(
     /v1/models, /v1/messages. Binds 127.0.0.1:8000 unless told otherwise."""
 
     def body() -> None:
+        _require_framework()  # first: the server module imports uvicorn
         from jarvis.entrypoints.cli import serve_access as access
         from jarvis.entrypoints.http.server import check_bind
 
@@ -170,7 +214,6 @@ def serve(
         access.check_unix(unix, workers)
         check_bind(host, key)
         access.check_owner_only(key)
-        _require_framework()
         from jarvis.entrypoints.cli.serve_launch import ServeSpec, build_app, run_workers
         from jarvis.entrypoints.http.server import run
 
@@ -184,6 +227,8 @@ def serve(
             max_body_bytes=int(max_body_mb * 1024 * 1024),
             request_timeout=request_timeout,
             max_output_tokens=max_output_tokens,
+            max_agents=max_agents,
+            max_queued_messages=max_queued_messages,
             verbose=verbose,
             allowed_hosts=tuple(allowed_host or ()),
             allowed_origins=tuple(allowed_origin or ()),

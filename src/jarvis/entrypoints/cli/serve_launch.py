@@ -9,6 +9,12 @@ inherit, and which only the same user and root may read, like ``JARVIS_API_KEY``
 workers share lives in the stores: managed agents and conversations in the SQLite file or on
 the PostgreSQL server. What is per process: ``active_runs`` in ``/health`` (the answering
 worker's), the engine's model list, and the connections to the engine.
+
+The workers end with their supervisor, however it ends: on Linux each asks the kernel for
+``SIGTERM`` when its parent dies (``prctl(PR_SET_PDEATHSIG)``), then checks that its parent
+is still the supervisor (one killed before the request was made is not signalled), so a
+``kill -9`` of ``jarvis serve`` does not leave workers serving its port. ``SIGTERM`` ends
+a worker as Ctrl-C does: it stops listening, and its runs stop and store what they completed.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ if TYPE_CHECKING:
     from jarvis.entrypoints.http.security import App
 
 SPEC_VARIABLE = "JARVIS_SERVE_SPEC"
+SUPERVISOR_VARIABLE = "JARVIS_SERVE_SUPERVISOR"
+"""The supervisor's process id, which its workers check their parent against."""
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +46,8 @@ class ServeSpec:
     max_body_bytes: int = 8 * 1024 * 1024
     request_timeout: float = 600.0
     max_output_tokens: int = 8192
+    max_agents: int = 1000
+    max_queued_messages: int = 100
     verbose: bool = False
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -87,6 +98,8 @@ def build_app(spec: ServeSpec) -> App:
         max_body_bytes=spec.max_body_bytes,
         request_timeout=spec.request_timeout,
         max_output_tokens=spec.max_output_tokens,
+        max_agents=spec.max_agents,
+        max_queued_messages=spec.max_queued_messages,
     )
     state = server_state(runtime, limits=limits)
     state.policy = RunPolicy.of(options=spec.allowed_options, runtimes=spec.enabled_runtimes)
@@ -106,9 +119,29 @@ def app_from_environment() -> App:
     The variable is taken out of the worker's environment as it is read, so that nothing
     the worker starts (a tool's process) inherits the API key it may hold."""
     text = os.environ.pop(SPEC_VARIABLE, None)
+    supervisor = os.environ.pop(SUPERVISOR_VARIABLE, None)
     if not text:
         raise RuntimeError(f"{SPEC_VARIABLE} is not set: start workers with jarvis serve.")
+    if supervisor is not None:
+        end_with_parent(int(supervisor))
     return build_app(ServeSpec.from_json(text))
+
+
+def end_with_parent(supervisor: int) -> None:
+    """Have the kernel send this process ``SIGTERM`` when its parent dies, then end at once
+    if the parent is no longer ``supervisor`` (it died before the request took effect).
+    Elsewhere than on Linux only the check is made."""
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != supervisor:
+        os._exit(0)  # the supervisor is gone: nothing to serve for
 
 
 def run_workers(
@@ -122,6 +155,7 @@ def run_workers(
     from jarvis.entrypoints.http.server import run_factory
 
     os.environ[SPEC_VARIABLE] = spec.to_json()
+    os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())
     sys.stderr.write(
         f"jarvis: serving on http://{host}:{port} with {workers} workers (Ctrl-C to stop)\n"
     )
@@ -135,3 +169,4 @@ def run_workers(
         )
     finally:
         os.environ.pop(SPEC_VARIABLE, None)
+        os.environ.pop(SUPERVISOR_VARIABLE, None)

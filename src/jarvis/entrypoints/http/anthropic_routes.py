@@ -41,6 +41,7 @@ from jarvis.entrypoints.http.errors import ApiError, api_error
 from jarvis.entrypoints.http.openai_routes import state_of
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter()
 
@@ -152,7 +153,9 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
             _frames(state, service, inference_request, body.model, message_id, estimate)
         )
     async with asyncio.timeout(state.limits.request_timeout):
-        completion = await service.inference.generate(inference_request)
+        completion = await while_connected(
+            state, request.receive, service.inference.generate(inference_request)
+        )
     return JSONResponse(_message(message_id, body.model, completion, estimate).model_dump())
 
 

@@ -16,7 +16,11 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from jarvis.application.managed_agents import ManagedAgentNotFoundError, NothingToRunError
+from jarvis.application.managed_agents import (
+    ManagedAgentNotFoundError,
+    NothingToRunError,
+    QuotaExceededError,
+)
 from jarvis.domain.errors import (
     ContainerRuntimeUnavailableError,
     ContextTooLongError,
@@ -36,7 +40,7 @@ from jarvis.entrypoints.redact import redact_urls
 LOG = logging.getLogger("jarvis.serve")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(eq=False)  # not frozen: Starlette clears a handled exception's __traceback__
 class ApiError(Exception):
     """An error with its HTTP status, OpenAI ``type`` and optional ``code``."""
 
@@ -49,6 +53,7 @@ class ApiError(Exception):
 _BY_CLASS: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (ManagedAgentNotFoundError, 404, "not_found_error", "agent_not_found"),
     (NothingToRunError, 409, "invalid_request_error", "nothing_to_run"),
+    (QuotaExceededError, 409, "invalid_request_error", "quota_exceeded"),
     (ModelNotFoundError, 404, "not_found_error", "model_not_found"),
     (RateLimitedError, 429, "rate_limit_error", "engine_rate_limited"),
     (EngineTimeoutError, 504, "timeout_error", "engine_timeout"),

@@ -70,7 +70,7 @@ class ChatFastPath:
 
         try:
             try:
-                response = await complete(self.state, request)
+                response = await complete(self.state, request, receive)
             except Exception as exc:  # what FastAPI's exception handlers answer
                 response = _error_reply(exc)
             await response(scope, receive, tracked)

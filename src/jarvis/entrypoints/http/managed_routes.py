@@ -6,8 +6,12 @@ the agent runs at once and the reply is Server-Sent Events (see
 and ``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
 final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
 ``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
-``POST .../run`` answers what waits. A client that disconnects cancels the run; what it
-completed is stored.
+``POST .../run`` answers what waits. A client that disconnects cancels the run, streamed or
+not; what it completed is stored.
+
+Quotas (:class:`~jarvis.application.managed_agents.ManagedAgentService`): definitions and
+messages waiting per agent are bounded (409 ``quota_exceeded``); the list of definitions is
+paginated (``limit``, ``after``; ``has_more`` and ``next`` in the body).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import Answer
+from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions import SessionMessage
 from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
@@ -38,6 +43,7 @@ from jarvis.entrypoints.http.managed_wire import (
 from jarvis.entrypoints.http.openai_routes import finish_for, state_of, usage_out
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
 
@@ -64,9 +70,20 @@ async def create(body: ManagedAgentIn, request: Request) -> ManagedAgentOut:
 
 
 @router.get("")
-async def list_agents(request: Request) -> dict[str, object]:
-    agents = await state_of(request).managed.all()
-    return {"object": "list", "data": [ManagedAgentOut.of(a).model_dump() for a in agents]}
+async def list_agents(
+    request: Request,
+    limit: int | None = Query(default=None, ge=1, le=MAX_PAGE),
+    after: str | None = Query(default=None, max_length=128),
+) -> dict[str, object]:
+    """A page of definitions, oldest first (``limit``: 100 unless given); ``next`` is the
+    ``after`` of the page that follows, ``null`` on the last one."""
+    page = await state_of(request).managed.page(limit=limit, after=after)
+    return {
+        "object": "list",
+        "data": [ManagedAgentOut.of(a).model_dump() for a in page.agents],
+        "has_more": page.next is not None,
+        "next": page.next,
+    }
 
 
 @router.get("/{agent_id}", response_model=ManagedAgentOut)
@@ -97,8 +114,9 @@ async def delete(agent_id: str, request: Request) -> dict[str, object]:
 async def list_messages(
     agent_id: str, request: Request, limit: int | None = Query(default=None, ge=0, le=1000)
 ) -> dict[str, object]:
-    records = await state_of(request).managed.messages(agent_id, limit=limit)
-    return {"object": "list", "data": [MessageOut.of(r).model_dump() for r in records]}
+    records, older = await state_of(request).managed.recent_messages(agent_id, limit=limit)
+    data = [MessageOut.of(r).model_dump() for r in records]
+    return {"object": "list", "data": data, "has_more": older}
 
 
 @router.post("/{agent_id}/messages", responses=_SSE)
@@ -130,7 +148,7 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
         await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
         return EventStream(run_frames(state, agent_id))
     async with asyncio.timeout(state.limits.request_timeout):
-        answer = await state.managed.run(agent_id)
+        answer = await while_connected(state, request.receive, state.managed.run(agent_id))
     return JSONResponse(
         {
             "status": "completed",

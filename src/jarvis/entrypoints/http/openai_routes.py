@@ -46,8 +46,10 @@ from jarvis.entrypoints.http.openai_wire import (
     to_tool_specs,
     tool_call_out,
 )
+from jarvis.entrypoints.http.security import Receive
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter()
 
@@ -85,7 +87,35 @@ async def command_for(
     question: str,
     history: tuple[Message, ...],
 ) -> AskQuestion:
-    """The question for the agent ``body.model`` names (404 when none)."""
+    """The question for the agent ``body.model`` names (404 when none), its output capped
+    at the server's ``max_output_tokens`` (see :func:`capped`)."""
+    command = await _command_for(state, service, body, question, history)
+    return capped(service, command, state.limits.max_output_tokens)
+
+
+def capped(service: AskService, command: AskQuestion, cap: int) -> AskQuestion:
+    """``command`` asking the engine for at most ``cap`` tokens: what the client asked for
+    (``max_tokens`` / ``max_completion_tokens``), else the managed agent's, else ``[agent]
+    max_tokens``, else the agent's own default, clamped to ``cap`` (as ``/v1/messages``
+    clamps its ``max_tokens``); none of them set asks for ``cap``."""
+    wanted = command.max_tokens
+    if wanted is None:
+        wanted = service.default_max_tokens
+    if wanted is None:
+        key = service.registry.resolve(command.agent or service.default_agent)
+        wanted = service.registry.get(key).default_sampling.max_tokens
+    if wanted is not None and wanted <= cap:
+        return command
+    return replace(command, max_tokens=cap)
+
+
+async def _command_for(
+    state: ServerState,
+    service: AskService,
+    body: ChatRequest,
+    question: str,
+    history: tuple[Message, ...],
+) -> AskQuestion:
     max_tokens = body.max_completion_tokens or body.max_tokens
     managed = state.managed
     context = AgentContext(conversation=history) if history else None
@@ -154,25 +184,26 @@ async def list_models(request: Request) -> dict[str, object]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatRequest, request: Request) -> Response:
-    return await complete(state_of(request), body)
+    return await complete(state_of(request), body, request.receive)
 
 
-async def complete(state: ServerState, body: ChatRequest) -> Response:
+async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> Response:
     """The whole of ``POST /v1/chat/completions`` once its body is validated. FastAPI's
     route above and the fast path in front of FastAPI (:mod:`.fast_path`) both answer
-    through it, so the two cannot answer differently."""
+    through it, so the two cannot answer differently. ``receive`` (the body already read)
+    says when the client leaves: a non-streamed run is cancelled then."""
     limits = state.limits
     messages = to_messages(body.messages, max_chars=limits.max_message_chars)
     service = await state.service()
     if body.tools:
-        return await _proxy(state, service, body, messages)
+        return await _proxy(state, service, body, messages, receive)
     question, history = split_question(messages)
     command = await command_for(state, service, body, question, history)
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     if body.stream:
         return EventStream(_agent_frames(state, service, command, body.model, reply_id))
     async with asyncio.timeout(limits.request_timeout):
-        answer = await service.ask(command)
+        answer = await while_connected(state, receive, service.ask(command))
     return JSONResponse(
         _completion(reply_id, body.model, answer.content, (), finish_for(answer), answer.usage)
     )
@@ -260,7 +291,11 @@ async def _first_then_rest(items: AsyncIterator[object]) -> AsyncIterator[object
 
 
 async def _proxy(
-    state: ServerState, service: AskService, body: ChatRequest, messages: list[Message]
+    state: ServerState,
+    service: AskService,
+    body: ChatRequest,
+    messages: list[Message],
+    receive: Receive,
 ) -> Response:
     """One inference with the agent's system prompt and the client's tools."""
     if not messages or messages[-1].role not in (Role.USER, Role.TOOL):
@@ -291,7 +326,7 @@ async def _proxy(
     if body.stream:
         return EventStream(_proxy_frames(state, service, request, body.model, reply_id))
     async with asyncio.timeout(state.limits.request_timeout):
-        completion = await service.inference.generate(request)
+        completion = await while_connected(state, receive, service.inference.generate(request))
     calls = tuple(tool_call_out(i, c) for i, c in enumerate(completion.tool_calls))
     for call in calls:
         call.pop("index")

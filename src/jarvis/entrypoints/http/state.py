@@ -6,7 +6,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from jarvis.application.ask import AskService
-from jarvis.application.managed_agents import ManagedAgentService
+from jarvis.application.managed_agents import (
+    DEFAULT_MAX_AGENTS,
+    DEFAULT_MAX_QUEUED_MESSAGES,
+    ManagedAgentService,
+)
 from jarvis.entrypoints.http.run_policy import RunPolicy
 
 
@@ -27,6 +31,10 @@ class ServeLimits:
     max_output_tokens: int = 8192
     """The most tokens a compatible endpoint asks the engine for, whatever the client
     requests (Claude Code asks for 32 000 and more)."""
+    max_agents: int = DEFAULT_MAX_AGENTS
+    """The most managed agents the store may hold (409 ``quota_exceeded`` beyond)."""
+    max_queued_messages: int = DEFAULT_MAX_QUEUED_MESSAGES
+    """The most messages one managed agent may have waiting for a run (409 beyond)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -38,7 +46,8 @@ class ServerState:
     managed: ManagedAgentService
     limits: ServeLimits = field(default_factory=ServeLimits)
     active_runs: int = 0
-    """Runs being streamed now (a client that disconnects ends its run at once)."""
+    """Runs going on now, streamed or not, managed or not (a client that disconnects
+    ends its run at once)."""
     engine_models: tuple[str, ...] | None = None
     """The engine's models, listed once (``/v1/messages`` passes a listed name through)."""
     policy: RunPolicy = field(default_factory=RunPolicy)

@@ -30,10 +30,13 @@ def server_state(
 
         agents = managed_agent_store(sessions)
     config = runtime.config
+    limits = limits or ServeLimits()
     managed = ManagedAgentService(
         agents=agents,
         sessions=sessions,
         ask=runtime.service,
         limits=history_limits(config),
+        max_agents=limits.max_agents,
+        max_queued_messages=limits.max_queued_messages,
     )
-    return ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
+    return ServerState(service=runtime.service, managed=managed, limits=limits)

@@ -1,0 +1,61 @@
+"""A non-streamed run that ends when its client goes away, counted while it runs.
+
+Why: a request answered in one JSON body used to run to its end (or to
+``--request-timeout``) after its client had left, holding an engine connection all along,
+and ``/health`` did not count it. :func:`while_connected` runs the work as a task and
+watches the client's connection beside it (the server's ``receive`` says
+``http.disconnect``), as :class:`~.streaming.EventStream` does for a stream: the first to
+finish wins, and a client that left cancels the work at once, wherever it waits (the
+engine's answer, a tool), so its engine request is closed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.security import Receive
+from jarvis.entrypoints.http.state import ServerState
+
+T = TypeVar("T")
+
+CLIENT_CLOSED = 499
+"""The status logged for a request whose client left before its answer (nobody reads it)."""
+
+
+def client_gone() -> ApiError:
+    return ApiError(
+        CLIENT_CLOSED, "The client closed the connection; the run was cancelled.", code="cancelled"
+    )
+
+
+async def while_connected(state: ServerState, receive: Receive, work: Awaitable[T]) -> T:
+    """``work``'s result; cancelled with :func:`client_gone` raised when the client leaves.
+    The run counts in ``state.active_runs`` until it has ended (cancelled runs included)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    state.active_runs += 1
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watcher):
+            pending.cancel()
+        for pending in (task, watcher):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pending
+        state.active_runs -= 1
+    if task.cancelled():
+        raise client_gone()
+    return task.result()
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone away (the body was read before: nothing else
+    arrives on this request but the disconnect)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
