@@ -169,6 +169,7 @@ class AskService:
         default_max_turns: int | None = None,
         default_temperature: float | None = None,
         default_max_tokens: int | None = None,
+        default_system_prompt: str | None = None,
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
         sandbox: SandboxBuilder | None = None,
         runtimes: ExternalRuntimesPort | None = None,
@@ -192,6 +193,8 @@ class AskService:
         the agent's default)."""
         self.default_max_tokens = default_max_tokens
         """``[agent] max_tokens``: for a question that sets none (``None``: the agent's)."""
+        self.default_system_prompt = default_system_prompt or None
+        """``[agent] system_prompt``: for a question that sets none (``None``: the agent's)."""
         self.engine_sampling = engine_sampling
         """Per engine id, the sampling used when a question sets no temperature."""
         self._resolved_model: str | None = default_model or None
@@ -275,7 +278,11 @@ class AskService:
                 max_tokens=default.max_tokens if max_tokens is None else max_tokens,
             ),
             prompts=PromptSettings(
-                system_prompt=command.system_prompt,
+                system_prompt=(
+                    self.default_system_prompt
+                    if command.system_prompt is None
+                    else command.system_prompt
+                ),
                 persona_prompt=self.persona(command.persona) if self.persona is not None else "",
             ),
             tools=tuple(tools),

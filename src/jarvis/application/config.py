@@ -353,7 +353,11 @@ def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:
         if part not in hints:
             return None
         node = next(
-            (a for a in (hints[part], *get_args(hints[part])) if isinstance(a, type) and is_dataclass(a)),
+            (
+                a
+                for a in (hints[part], *get_args(hints[part]))
+                if isinstance(a, type) and is_dataclass(a)
+            ),
             None,
         )
     if isinstance(node, type) and is_dataclass(node):

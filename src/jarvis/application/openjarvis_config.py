@@ -288,6 +288,9 @@ _RENAMES: Final[tuple[tuple[str, str, Callable[[object], object]], ...]] = (
 )
 """OpenJarvis key, jarvis key, conversion: the same setting under two names."""
 
+OPENJARVIS_SANDBOX_IMAGE: Final = "openjarvis-sandbox:latest"
+"""OpenJarvis's sandbox image, which does not speak jarvis's sandbox protocol."""
+
 _PASSED_THROUGH: Final[tuple[str, ...]] = ("tools.mcp", "mcp")
 """Kept as they are for the MCP client (typed on the configuration, not acted on here)."""
 
@@ -354,7 +357,7 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
     import copy
 
     original = raw
-    data = cast("Table", copy.deepcopy(dict(raw)))
+    data = copy.deepcopy(dict(raw))
     notes: list[ConfigNote] = []
 
     def rename(source: str, target: str, convert: Callable[[object], object]) -> None:
@@ -377,6 +380,12 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
     if found and isinstance(enabled, str):
         _set(data, "tools.enabled", _comma_list(enabled))
         notes.append(ConfigNote("tools.enabled", "read_as", "tools.enabled (a comma list)"))
+    found, image = _get(data, "sandbox.image")
+    if found and image == OPENJARVIS_SANDBOX_IMAGE:
+        _pop(data, "sandbox.image")
+        notes.append(
+            ConfigNote("sandbox.image", "ignored", "OpenJarvis's own image; jarvis builds its own")
+        )
     for key in _PASSED_THROUGH:
         if _get(data, key)[0]:
             notes.append(ConfigNote(key, "passed_through", "the MCP client"))

@@ -545,6 +545,7 @@ def _ask_service(
         default_max_turns=config.agent.max_turns,
         default_temperature=config.agent.temperature,
         default_max_tokens=config.agent.max_tokens,
+        default_system_prompt=config.agent.system_prompt,
         sandbox=sandbox,
         runtimes=runtimes,
     )

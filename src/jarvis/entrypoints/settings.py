@@ -171,8 +171,10 @@ def _check_unknown_keys(raw: Mapping[str, object], file: Path) -> None:
             their_keys = tuple(theirs) if isinstance(theirs, Mapping) else ()
             if (ours is not None and part in ours) or part in their_keys:
                 theirs = theirs.get(part) if isinstance(theirs, Mapping) else None
-                if theirs == ANY or (section_keys(JarvisConfig, parts[: depth + 1]) is None
-                                     and not isinstance(theirs, Mapping)):
+                if theirs == ANY or (
+                    section_keys(JarvisConfig, parts[: depth + 1]) is None
+                    and not isinstance(theirs, Mapping)
+                ):
                     break  # a value of any shape, or a table jarvis does not look into
                 continue
             near = suggest(part, tuple(dict.fromkeys((*(ours or ()), *their_keys))))
