@@ -144,5 +144,5 @@ def test_key_in_neither_vocabulary_is_refused(jarvis_home: Path, text: str, expe
 
 
 def test_unreadable_system_prompt_file_is_a_configuration_error(jarvis_home: Path) -> None:
-    with pytest.raises(ConfigurationError, match="agent.system_prompt_path"):
+    with pytest.raises(ConfigurationError, match=r"agent\.system_prompt_path"):
         load(jarvis_home, '[agent]\nsystem_prompt_path = "missing.md"\n')
