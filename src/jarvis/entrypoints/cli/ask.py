@@ -312,8 +312,8 @@ def _as_operator(
     conversation: SessionChoice | None,
 ) -> bool:
     """Whether the question runs as a tick of an operator (the agent is an operative)."""
-    from jarvis.application.operators import OPERATIVE_AGENTS
     from jarvis.domain.errors import ConfigurationError
+    from jarvis.domain.operators import OPERATIVE_AGENTS
 
     key = runtime.container.agents().resolve(command.agent or runtime.config.agent.default)
     if key not in OPERATIVE_AGENTS:
