@@ -32,7 +32,8 @@ def jarvis(*args: str) -> subprocess.CompletedProcess[str]:
 
 def configure(home: Path, engine: ScriptedEngine) -> None:
     (home / "config.toml").write_text(
-        f'[engine]\nname = "openai"\nmodel = "{MODEL}"\n[engine.openai]\nbase_url = "{engine.url}"\n'
+        f'[engine]\nname = "openai"\nmodel = "{MODEL}"\n'
+        f'[engine.openai]\nbase_url = "{engine.url}"\n'
     )
 
 
