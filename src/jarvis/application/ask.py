@@ -14,7 +14,7 @@ from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
-from jarvis.domain.json_types import JSONObject
+from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunFinished, RunUpdate
@@ -58,6 +58,15 @@ class Answer:
     engine: str
     stop_reason: str
     metadata: JSONObject = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> JSONValue:
+        """Read as a mapping too (``answer["content"]``), as OpenJarvis's ``ask_full``
+        results are: the keys of :meth:`to_json`."""
+        return self.to_json()[key]
+
+    def keys(self) -> list[str]:
+        """The keys ``answer[key]`` reads."""
+        return list(self.to_json())
 
     @classmethod
     def from_result(cls, result: AgentResult, *, model: str, engine: str) -> Answer:

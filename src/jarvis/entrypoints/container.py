@@ -757,3 +757,44 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
     )
+
+
+ENGINE_BUILDERS: dict[str, Callable[[JarvisConfig], InferencePort]] = {
+    "ollama": _ollama_engine,
+    "vllm": _vllm_engine,
+    "openai": _openai_engine,
+    "llamacpp": _llamacpp_engine,
+}
+"""Each engine's constructor from the configuration, for code that needs an engine outside
+a container (the OpenJarvis-compatible engine classes of :mod:`jarvis.compat`)."""
+
+
+def build_engine(name: str, config: JarvisConfig) -> InferencePort:
+    """A new engine ``name`` (``ollama``, ``vllm``, ``openai``, ``llamacpp``) built from
+    ``config``; the caller closes it."""
+    builder = ENGINE_BUILDERS.get(name)
+    if builder is None:
+        raise ConfigurationError(
+            f"Unknown engine '{name}'.", hint="Known engines: " + ", ".join(ENGINE_BUILDERS)
+        )
+    return builder(config)
+
+
+def web_search_tool(config: JarvisConfig) -> ToolPort:
+    """The ``web_search`` tool on ``[tools.web_search] provider_url``."""
+    import_httpx()
+    from jarvis.adapters.httpx_web.web_search import WebSearchTool
+
+    return WebSearchTool.from_settings(config.tools.web_search.provider_url)
+
+
+def operator_store_for(sessions: SessionStorePort) -> OperatorStorePort:
+    """Operator state and leases in ``sessions``' own database (the OpenJarvis-compatible
+    operative agents, which are given a session store)."""
+    return _operator_store(sessions)
+
+
+def container_runtime_for(config: JarvisConfig) -> ContainerPort:
+    """Docker or Podman as ``[sandbox]`` says, contacted on first use (the
+    OpenJarvis-compatible ``ContainerRunner``); its owner closes it."""
+    return next(_container_runtime(config))
