@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self, cast
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent as JarvisAgent
@@ -68,8 +68,8 @@ class BaseAgent(JarvisAgent):
 
     def __init__(
         self,
-        engine: InferencePort | None = None,
-        model: str = "",
+        engine: InferencePort | None,
+        model: str,
         *,
         bus: EventBus | None = None,
         temperature: float = 0.7,
@@ -105,6 +105,30 @@ class BaseAgent(JarvisAgent):
         if type(self).run is BaseAgent.run:
             raise NotImplementedError(f"{type(self).__name__} implements neither run() nor arun().")
         return await asyncio.to_thread(self.run, input, context)
+
+
+class ToolUsingAgent(BaseAgent):
+    """OpenJarvis's ``ToolUsingAgent``: a :class:`BaseAgent` that takes tools and a turn
+    limit (``self.tools``, ``self.max_turns``) for a subclass's own loop."""
+
+    accepts_tools: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        engine: InferencePort | None,
+        model: str,
+        *,
+        tools: Sequence[ToolPort] | None = None,
+        bus: EventBus | None = None,
+        max_turns: int = 10,
+        temperature: float = 0.7,
+        max_tokens: int = 1024,
+    ) -> None:
+        super().__init__(engine, model, bus=bus, temperature=temperature, max_tokens=max_tokens)
+        if max_turns < 1:
+            raise ConfigurationError("max_turns must be at least 1.")
+        self.tools = list(_real_tools(tools))
+        self.max_turns = max_turns
 
 
 class _Services:
@@ -147,6 +171,11 @@ def _options(given: dict[str, JSONValue]) -> JSONObject:
             value = ",".join(str(item) for item in value)
         options[_RENAMED_OPTIONS.get(key, key)] = value
     return options
+
+
+def _real_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
+    """The tools given; the documentation's ``tools=[...]`` placeholder stands for none."""
+    return tuple(cast("ToolPort", t) for t in tools or () if t is not Ellipsis)
 
 
 class BuiltAgent(JarvisAgent):
@@ -235,7 +264,7 @@ class BuiltAgent(JarvisAgent):
             sampling = replace(sampling, temperature=temperature)
         if max_tokens is not None:
             sampling = replace(sampling, max_tokens=max_tokens)
-        if tools and not agent_cls.accepts_tools:
+        if _real_tools(tools) and not agent_cls.accepts_tools:
             raise ConfigurationError(f"The {self.key} agent takes no tools.")
         parts = AgentParts(
             inference=engine,
@@ -243,7 +272,7 @@ class BuiltAgent(JarvisAgent):
             bus=bus,
             sampling=sampling,
             prompts=PromptSettings(system_prompt=system_prompt),
-            tools=tuple(tools or ()),
+            tools=_real_tools(tools),
             repl=self._services.runtime().container.repl() if agent_cls.uses_repl else None,
             operator=self.operator_binding(),
             runtimes=_LazyRuntimes(self._services),
