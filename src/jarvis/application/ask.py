@@ -17,7 +17,7 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.updates import RunFinished, RunUpdate
+from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
@@ -313,10 +313,16 @@ class AskService:
     async def stream(self, command: AskQuestion) -> AsyncIterator[RunUpdate | Answer]:
         """The run's updates as they happen, then the :class:`Answer` as the last item."""
         agent, model = await self.build_agent(command)
+        streamed = False
         async for update in agent.astream(command.question, command.context):
             if isinstance(update, RunFinished):
+                if not streamed and update.result.content:
+                    # an agent that does not stream (a plug-in's synchronous run()): its
+                    # answer is still shown as it would have been streamed
+                    yield TextDelta(text=update.result.content)
                 yield Answer.from_result(
                     update.result, model=model, engine=self.inference.engine_id
                 )
             else:
+                streamed = streamed or isinstance(update, TextDelta)
                 yield update

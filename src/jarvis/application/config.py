@@ -317,6 +317,14 @@ class SessionSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PluginSettings(_Section):
+    """Plug-in modules besides installed packages' ``jarvis.agents`` / ``jarvis.tools``
+    entry points: each may offer ``AGENTS`` (key to agent class) and ``TOOLS``."""
+
+    modules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerSettings(_Section):
     """Defaults of ``jarvis serve`` (its options win)."""
 
@@ -340,6 +348,7 @@ class JarvisConfig(_Section):
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    plugins: PluginSettings = field(default_factory=PluginSettings)
     mcp: McpSettings | None = None
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
 from jarvis.application.config import JarvisConfig
+from jarvis.application.plugins import PluginSource
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
@@ -265,6 +266,19 @@ class _ReplOnDemand:
         return await self._get().start(callbacks=callbacks, limits=limits)
 
 
+def _plugins(config: JarvisConfig) -> PluginSource:
+    from jarvis.entrypoints.plugins import InstalledPlugins
+
+    return InstalledPlugins(config.plugins.modules)
+
+
+def _agents(plugins: PluginSource) -> AgentRegistry:
+    """The built-in agents, and the plug-ins' for a key none of them has."""
+    registry = builtin_agents()
+    registry.use_plugins(plugins)
+    return registry
+
+
 def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
@@ -272,6 +286,7 @@ def _tool_catalogue(
     memory: MemoryPort,
     repl: ReplPort,
     config: JarvisConfig,
+    plugins: PluginSource | None = None,
 ) -> ToolProvider:
     """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
     persona tools and the tools an embedding app registered."""
@@ -294,6 +309,8 @@ def _tool_catalogue(
     catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(config.repl)))
     for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
+    if plugins is not None:
+        catalogue.use_plugins(plugins)
     return catalogue
 
 
@@ -564,7 +581,9 @@ class Container(containers.DeclarativeContainer):
     model_locator: providers.Provider[ModelLocator] = providers.Object(_embedded_model_file)
 
     bus: providers.Provider[EventBus] = providers.Singleton(EventBus)
-    agents: providers.Provider[AgentRegistry] = providers.Singleton(builtin_agents)
+    plugins: providers.Provider[PluginSource] = providers.Singleton(_plugins, config)
+    """Installed packages' entry points and ``[plugins] modules``, read when first needed."""
+    agents: providers.Provider[AgentRegistry] = providers.Singleton(_agents, plugins)
 
     ollama: providers.Resource[InferencePort] = providers.Resource(
         _OpenedEngine, _ollama_engine, config
@@ -611,6 +630,7 @@ class Container(containers.DeclarativeContainer):
         memory=memory,
         repl=repl,
         config=config,
+        plugins=plugins,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
