@@ -146,3 +146,10 @@ def test_key_in_neither_vocabulary_is_refused(jarvis_home: Path, text: str, expe
 def test_unreadable_system_prompt_file_is_a_configuration_error(jarvis_home: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"agent\.system_prompt_path"):
         load(jarvis_home, '[agent]\nsystem_prompt_path = "missing.md"\n')
+
+
+def test_the_cli_knows_the_operative_agents() -> None:
+    from jarvis.domain.operators import OPERATIVE_AGENTS
+    from jarvis.entrypoints.cli.ask import OPERATIVE_KEYS
+
+    assert set(OPERATIVE_KEYS) == set(OPERATIVE_AGENTS)

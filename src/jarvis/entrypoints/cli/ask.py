@@ -305,6 +305,11 @@ def ask(
         raise typer.Exit(code)
 
 
+OPERATIVE_KEYS = ("operative", "monitor_operative")
+"""``jarvis.domain.operators.OPERATIVE_AGENTS``, named here so that a question to any
+other agent does not import the operators' module (a test checks they are equal)."""
+
+
 def _as_operator(
     runtime: Runtime,
     command: AskQuestion,
@@ -313,10 +318,9 @@ def _as_operator(
 ) -> bool:
     """Whether the question runs as a tick of an operator (the agent is an operative)."""
     from jarvis.domain.errors import ConfigurationError
-    from jarvis.domain.operators import OPERATIVE_AGENTS
 
     key = runtime.container.agents().resolve(command.agent or runtime.config.agent.default)
-    if key not in OPERATIVE_AGENTS:
+    if key not in OPERATIVE_KEYS:
         if operator is not None:
             raise ConfigurationError(
                 "--operator applies to the operative agents only.",
