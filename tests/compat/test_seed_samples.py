@@ -64,12 +64,10 @@ SIGNATURES = {
     "agents-architecture.md:94": ("ToolUsingAgent", "jarvis.agents._stubs"),
     "agents-user-guide.th.md:77": ("BaseAgent", "jarvis.agents._stubs"),
     "agents-architecture.md:68": ("AgentContext AgentResult", "jarvis.agents._stubs"),
+    "agents-architecture.md:468": ("BaseTool", "jarvis.tools._stubs"),
+    "agents-architecture.md:499": ("ToolExecutor", "jarvis.tools._stubs"),
 }
 SKIPPED = {
-    "agents-architecture.md:468": "BaseTool outline: jarvis's tools are ToolPort objects "
-    "(async execute(arguments)); the built-in tool classes are importable under their names",
-    "agents-architecture.md:499": "ToolExecutor outline: jarvis's executor is internal to the "
-    "agents' tool loop",
     "agents-user-guide.th.md:710": "plain httpx against the fixed address localhost:8000 and "
     "a literal {id}; the same request is tested in tests/unit/test_serve_managed.py",
 }
@@ -211,6 +209,7 @@ def test_outline_matches_jarvis_class(source: str) -> None:
 
     from jarvis.core.events import EventBus
     from jarvis.core.types import AgentContext, AgentResult, ToolResult
+    from jarvis.domain.messages import ToolCall
     from jarvis.domain.ports import InferencePort, ToolPort
 
     names, module = SIGNATURES[source]
@@ -229,7 +228,9 @@ def test_outline_matches_jarvis_class(source: str) -> None:
         "AgentContext": AgentContext,
         "AgentResult": AgentResult,
         "ToolResult": ToolResult,
-        "BaseAgent": importlib.import_module(module).BaseAgent,
+        "ToolCall": ToolCall,
+        "ToolSpec": ToolSpec,
+        "BaseAgent": importlib.import_module("jarvis.agents._stubs").BaseAgent,
     }
     exec(by_source(source).as_jarvis(), outline)
     ours = importlib.import_module(module)
@@ -239,7 +240,7 @@ def test_outline_matches_jarvis_class(source: str) -> None:
         if "__dataclass_fields__" in vars(theirs):
             assert {f.name for f in fields(theirs)} <= {f.name for f in fields(mine)}
             continue
-        for method in ("__init__", "run"):
+        for method in ("__init__", "run", "execute", "to_openai_function", "get_openai_tools"):
             if method not in vars(theirs):
                 continue
             expected = _parameters(getattr(theirs, method))
@@ -253,3 +254,45 @@ def _parameters(function: object) -> list[tuple[str, object, object]]:
         for p in inspect.signature(function).parameters.values()
         if p.kind is not inspect.Parameter.VAR_KEYWORD or p.name
     ]
+
+
+def test_an_openjarvis_style_tool_runs_in_an_agent_and_the_executor(
+    configured: OllamaProtocolServer,
+) -> None:
+    from jarvis.agents.orchestrator import OrchestratorAgent
+    from jarvis.domain.messages import ToolCall
+    from jarvis.tools._stubs import BaseTool, ToolExecutor
+
+    class Doubler(BaseTool):
+        tool_id = "doubler"
+
+        @property
+        def spec(self) -> ToolSpec:
+            return ToolSpec(
+                name="doubler",
+                description="Double a number written as an expression.",
+                parameters={
+                    "type": "object",
+                    "properties": {"expression": {"type": "string"}},
+                    "required": ["expression"],
+                },
+            )
+
+        def execute(self, **params: object) -> ToolResult:
+            return ToolResult(tool_name="doubler", content=str(params["expression"]) * 2)
+
+    engine = prelude(configured)["engine"]
+    assert isinstance(engine, OllamaEngine)
+    result = OrchestratorAgent(engine, model="qwen3:8b", tools=[Doubler()]).run("go")
+    assert result.content == ANSWER
+    assert [(t.tool_name, t.content) for t in result.tool_results] == [("doubler", "2+22+2")]
+    executor = ToolExecutor([Doubler()])
+    done = executor.execute(ToolCall(id="c", name="doubler", arguments={"expression": "ab"}))
+    assert (done.success, done.content) == (True, "abab")
+    refused = executor.execute(ToolCall(id="d", name="doubler", arguments={}))
+    assert not refused.success  # the schema is checked before the tool runs
+    assert executor.get_openai_tools()[0]["function"] == {
+        "name": "doubler",
+        "description": "Double a number written as an expression.",
+        "parameters": Doubler().spec.parameters,
+    }

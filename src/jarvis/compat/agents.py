@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, Self, cast
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent as JarvisAgent
@@ -174,8 +174,11 @@ def _options(given: dict[str, JSONValue]) -> JSONObject:
 
 
 def _real_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
-    """The tools given; the documentation's ``tools=[...]`` placeholder stands for none."""
-    return tuple(cast("ToolPort", t) for t in tools or () if t is not Ellipsis)
+    """The tools given (``BaseTool`` ones made jarvis tools); the documentation's
+    ``tools=[...]`` placeholder stands for none."""
+    from jarvis.compat.tool_stubs import as_tools
+
+    return as_tools(tools)
 
 
 class BuiltAgent(JarvisAgent):
