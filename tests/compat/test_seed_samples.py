@@ -29,7 +29,7 @@ import pytest
 
 from bench.stub_server import ANSWER, StubServer
 from jarvis.compat.engines import OllamaEngine
-from jarvis.domain.json_types import JSONObject
+from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.tools import ToolResult, ToolSpec
 from tests.compat.samples import Sample, all_samples
 from tests.support.ollama_server import OllamaProtocolServer, running_ollama_server
@@ -278,7 +278,7 @@ def test_an_openjarvis_style_tool_runs_in_an_agent_and_the_executor(
                 },
             )
 
-        def execute(self, **params: object) -> ToolResult:
+        def execute(self, **params: JSONValue) -> ToolResult:
             return ToolResult(tool_name="doubler", content=str(params["expression"]) * 2)
 
     engine = prelude(configured)["engine"]
