@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Self
 
+from jarvis.compat.tool_stubs import BaseTool, as_tools
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent as JarvisAgent
 from jarvis.domain.agents.options import AgentOptions, AgentParts
@@ -118,7 +119,7 @@ class ToolUsingAgent(BaseAgent):
         engine: InferencePort | None,
         model: str,
         *,
-        tools: Sequence[ToolPort] | None = None,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
         bus: EventBus | None = None,
         max_turns: int = 10,
         temperature: float = 0.7,
@@ -176,8 +177,6 @@ def _options(given: dict[str, JSONValue]) -> JSONObject:
 def _real_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
     """The tools given (``BaseTool`` ones made jarvis tools); the documentation's
     ``tools=[...]`` placeholder stands for none."""
-    from jarvis.compat.tool_stubs import as_tools
-
     return as_tools(tools)
 
 
@@ -191,7 +190,7 @@ class BuiltAgent(JarvisAgent):
         engine: InferencePort | None,
         model: str = "",
         *,
-        tools: Sequence[ToolPort] | None = None,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
         bus: EventBus | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -214,7 +213,7 @@ class BuiltAgent(JarvisAgent):
         engine: InferencePort | None,
         model: str,
         *,
-        tools: Sequence[ToolPort] | None = None,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
         bus: EventBus | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -251,7 +250,7 @@ class BuiltAgent(JarvisAgent):
         engine: InferencePort,
         model: str,
         *,
-        tools: Sequence[ToolPort] | None,
+        tools: Sequence[ToolPort | BaseTool] | None,
         bus: EventBus | None,
         temperature: float | None,
         max_tokens: int | None,
@@ -377,7 +376,7 @@ class OperativeAgent(BuiltAgent):
         engine: InferencePort | None,
         model: str = "",
         *,
-        tools: Sequence[ToolPort] | None = None,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
         bus: EventBus | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
