@@ -153,3 +153,28 @@ def test_the_cli_knows_the_operative_agents() -> None:
     from jarvis.entrypoints.cli.ask import OPERATIVE_KEYS
 
     assert set(OPERATIVE_KEYS) == set(OPERATIVE_AGENTS)
+
+
+def test_openjarvis_only_tools_are_left_out_of_the_default_tools(jarvis_home: Path) -> None:
+    """OpenJarvis's code-assistant example lists tools jarvis does not have."""
+    config, notes = load(
+        jarvis_home,
+        '[tools]\nenabled = ["code_interpreter", "file_read", "file_write", "shell_exec", '
+        '"web_search", "think", "calculator"]\n[engine.ollama]\nhost = ""\n',
+    )
+    from jarvis.application.config import JarvisConfig
+
+    assert isinstance(config, JarvisConfig)
+    assert config.tools.enabled == (
+        "code_interpreter",
+        "file_read",
+        "web_search",
+        "think",
+        "calculator",
+    )
+    assert config.engine.ollama.host == "http://localhost:11434"
+    described = [note.describe() for note in notes]
+    assert (
+        "tools.enabled: ignored (in part: OpenJarvis tools jarvis does not have: "
+        "file_write, shell_exec)" in described
+    )

@@ -288,6 +288,13 @@ _RENAMES: Final[tuple[tuple[str, str, Callable[[object], object]], ...]] = (
 )
 """OpenJarvis key, jarvis key, conversion: the same setting under two names."""
 
+OPENJARVIS_ONLY_TOOLS: Final = frozenset(
+    ["agent_kill", "agent_list", "agent_send", "agent_spawn", "apply_patch", "audio_transcribe", "browser_axtree", "browser_click", "browser_extract", "browser_navigate", "browser_screenshot", "browser_type", "calendar_search", "calendar_upcoming", "cancel_scheduled_task", "channel_list", "channel_send", "channel_status", "check_permission", "code_interpreter_docker", "db_query", "digest_collect", "docker_shell_exec", "execute_pending_actions", "file_write", "get_pending_actions", "git_commit", "git_diff", "git_log", "git_status", "http_request", "image_generate", "kg_add_entity", "kg_add_relation", "kg_neighbors", "kg_query", "knowledge_search", "knowledge_sql", "list_scheduled_tasks", "memory_index", "memory_retrieve", "memory_search", "memory_store", "pause_scheduled_task", "pdf_extract", "queue_action", "record_decision", "repl", "resume_scheduled_task", "scan_chunks", "schedule_task", "shell_exec", "skill_manage", "text_to_speech"]
+)
+"""OpenJarvis's built-in tools that jarvis does not have (``memory_store`` is given to
+every operator tick by itself): left out of ``[tools] enabled`` and reported, so that an
+OpenJarvis tool list does not make every tool-using question a usage error."""
+
 OPENJARVIS_SANDBOX_IMAGE: Final = "openjarvis-sandbox:latest"
 """OpenJarvis's sandbox image, which does not speak jarvis's sandbox protocol."""
 
@@ -380,6 +387,25 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
     if found and isinstance(enabled, str):
         _set(data, "tools.enabled", _comma_list(enabled))
         notes.append(ConfigNote("tools.enabled", "read_as", "tools.enabled (a comma list)"))
+    found, enabled = _get(data, "tools.enabled")
+    if found and isinstance(enabled, list):
+        missing = [name for name in enabled if name in OPENJARVIS_ONLY_TOOLS]
+        if missing:
+            _set(data, "tools.enabled", [n for n in enabled if n not in OPENJARVIS_ONLY_TOOLS])
+            notes.append(
+                ConfigNote(
+                    "tools.enabled",
+                    "ignored",
+                    "in part: OpenJarvis tools jarvis does not have: "
+                    + ", ".join(map(str, missing)),
+                )
+            )
+    found, host = _get(data, "engine.ollama.host")
+    if found and host == "":
+        _pop(data, "engine.ollama.host")
+        notes.append(
+            ConfigNote("engine.ollama.host", "ignored", "empty: OLLAMA_HOST or the default applies")
+        )
     found, image = _get(data, "sandbox.image")
     if found and image == OPENJARVIS_SANDBOX_IMAGE:
         _pop(data, "sandbox.image")
