@@ -178,3 +178,13 @@ def test_openjarvis_only_tools_are_left_out_of_the_default_tools(jarvis_home: Pa
         "tools.enabled: ignored (in part: OpenJarvis tools jarvis does not have: "
         "file_write, shell_exec)" in described
     )
+
+
+def test_an_openjarvis_only_default_agent_is_ignored(jarvis_home: Path) -> None:
+    """OpenJarvis's deep-research example names an agent jarvis does not have."""
+    config, notes = load(jarvis_home, '[agent]\ndefault_agent = "deep_research"\nmax_turns = 8\n')
+    from jarvis.application.config import JarvisConfig
+
+    assert isinstance(config, JarvisConfig)
+    assert (config.agent.default, config.agent.max_turns) == ("simple", 8)
+    assert [n.key for n in notes if n.kind == "ignored"] == ["agent.default_agent"]

@@ -350,6 +350,25 @@ OPENJARVIS_ONLY_TOOLS: Final = frozenset(
 every operator tick by itself): left out of ``[tools] enabled`` and reported, so that an
 OpenJarvis tool list does not make every tool-using question a usage error."""
 
+OPENJARVIS_ONLY_AGENTS: Final = frozenset(
+    (
+        "advisors",
+        "archon",
+        "baseline_cloud",
+        "baseline_local",
+        "conductor",
+        "deep_research",
+        "mini_swe_agent",
+        "minions",
+        "morning_digest",
+        "proactive",
+        "skillorchestra",
+        "toolorchestra",
+    )
+)
+"""OpenJarvis's agents that jarvis does not have: as ``[agent] default_agent`` they are
+reported and ignored (the default stays ``simple``) instead of refusing every question."""
+
 OPENJARVIS_SANDBOX_IMAGE: Final = "openjarvis-sandbox:latest"
 """OpenJarvis's sandbox image, which does not speak jarvis's sandbox protocol."""
 
@@ -455,6 +474,19 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
                     + ", ".join(map(str, missing)),
                 )
             )
+    found, default = _get(data, "agent.default")
+    if found and default in OPENJARVIS_ONLY_AGENTS and not _get(original, "agent.default")[0]:
+        _pop(data, "agent.default")
+        notes[:] = [
+            n for n in notes if n != ConfigNote("agent.default_agent", "read_as", "agent.default")
+        ]
+        notes.append(
+            ConfigNote(
+                "agent.default_agent",
+                "ignored",
+                f"jarvis has no {default!r} agent; the default agent (simple) applies",
+            )
+        )
     found, host = _get(data, "engine.ollama.host")
     if found and host == "":
         _pop(data, "engine.ollama.host")
