@@ -38,6 +38,8 @@ class CompatEngine:
         self._build = build
         self._first = build()  # built now, so a bad setting is an error at construction
         self._engines: dict[int, tuple[asyncio.AbstractEventLoop, InferencePort]] = {}
+        self._used = False
+        """Whether the first engine went to a loop (later loops get engines of their own)."""
 
     @property
     def inner(self) -> InferencePort:
@@ -55,8 +57,6 @@ class CompatEngine:
             self._used = True
             found = self._engines[id(loop)] = (loop, engine)
         return found[1]
-
-    _used = False
 
     @property
     def engine_id(self) -> str:
