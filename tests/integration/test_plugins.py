@@ -172,7 +172,36 @@ def test_plugin_agent_and_tool_answer_through_ask(
 def test_no_plugin_is_loaded_when_none_is_asked_for(
     jarvis_home: Path, installed: Path, stub_server: StubServer, tmp_path: Path
 ) -> None:
+    """A question to built-in agents and tools imports neither the plug-in nor jarvis's
+    plug-in loader (``-X importtime`` lists every module a process imports)."""
     configure(jarvis_home, stub_server)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENJARVIS")}
+    env["OPENJARVIS_HOME"] = str(jarvis_home)
+    env["PYTHONPATH"] = os.pathsep.join([str(installed), env.get("PYTHONPATH", "")])
+    imports = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "jarvis",
+            "ask",
+            "-a",
+            "orchestrator",
+            "--tools",
+            "calculator",
+            "q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert imports.returncode == 0, imports.stderr
+    assert "jarvis.entrypoints.plugins" not in imports.stderr
+    assert PACKAGE not in imports.stderr
     marker = tmp_path / "imported"
     plain = jarvis(
         jarvis_home,

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
 from jarvis.application.config import JarvisConfig
-from jarvis.application.plugins import PluginSource
+from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
@@ -266,10 +266,39 @@ class _ReplOnDemand:
         return await self._get().start(callbacks=callbacks, limits=limits)
 
 
-def _plugins(config: JarvisConfig) -> PluginSource:
-    from jarvis.entrypoints.plugins import InstalledPlugins
+class _PluginsOnDemand:
+    """The plug-ins, whose module is imported only when a plug-in is first looked for (a
+    question to built-in agents and tools never imports it)."""
 
-    return InstalledPlugins(config.plugins.modules)
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        self._modules = modules
+        self._source: PluginSource | None = None
+
+    def _get(self) -> PluginSource:
+        if self._source is None:
+            from jarvis.entrypoints.plugins import InstalledPlugins
+
+            self._source = InstalledPlugins(self._modules)
+        return self._source
+
+    def agent_names(self) -> list[str]:
+        return self._get().agent_names()
+
+    def load_agent(self, name: str) -> type[BaseAgent]:
+        return self._get().load_agent(name)
+
+    def tool_names(self) -> list[str]:
+        return self._get().tool_names()
+
+    def load_tool(self, name: str) -> ToolPort:
+        return self._get().load_tool(name)
+
+    def failures(self) -> list[PluginError]:
+        return self._get().failures()
+
+
+def _plugins(config: JarvisConfig) -> PluginSource:
+    return _PluginsOnDemand(config.plugins.modules)
 
 
 def _agents(plugins: PluginSource) -> AgentRegistry:
