@@ -217,7 +217,7 @@ class TestUsageErrors:
         result = run(with_engine(ScriptedInference()), "ask", "q")
         assert result.exit_code == EXIT_USAGE
         assert str(path) in result.stderr
-        assert "engine.timout: Extra inputs are not permitted" in result.stderr
+        assert "engine.timout: unknown key (did you mean engine.timeout?)" in result.stderr
 
     def test_broken_toml(self, tmp_path: Path) -> None:
         path = tmp_path / "c.toml"

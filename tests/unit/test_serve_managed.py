@@ -338,3 +338,32 @@ def test_concurrent_messages_to_one_agent_are_all_answered() -> None:
     assert sum(m["role"] == "assistant" for m in stored) == 20
     questions = {r.messages[-1].content for r in engine.requests}
     assert questions == {f"question {n}" for n in range(20)}  # each run answered its own
+
+
+def test_an_immediate_message_runs_without_a_run_call() -> None:
+    """OpenJarvis's ``"mode": "immediate"``: 202 at once, the answer stored after it."""
+    engine = ScriptedInference(["Right away."])
+    with serving(engine) as served, httpx.Client(base_url=served.url) as client:
+        client.post("/v1/managed-agents", json={"id": "now"}).raise_for_status()
+        reply = client.post(
+            "/v1/managed-agents/now/messages", json={"content": "Go.", "mode": "immediate"}
+        )
+        assert reply.status_code == 202, reply.text
+        assert reply.json()["status"] == "running"
+        stored: list[dict[str, object]] = []
+        for _ in range(500):  # the run goes on after the response; wait for its answer
+            stored = client.get("/v1/managed-agents/now/messages").json()["data"]
+            if len(stored) == 2:
+                break
+            threading.Event().wait(0.02)
+        queued = client.post(
+            "/v1/managed-agents/now/messages", json={"content": "Later.", "mode": "queued"}
+        )
+        bad = client.post("/v1/managed-agents/now/messages", json={"content": "x", "mode": "now"})
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "Go."),
+        ("assistant", "Right away."),
+    ]
+    assert queued.status_code == 202
+    assert queued.json()["status"] == "queued"
+    assert bad.status_code == 400

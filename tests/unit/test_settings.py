@@ -80,7 +80,7 @@ class TestInvalidFiles:
             load_config()
         message = str(info.value)
         assert str(path) in message
-        assert "engine.timout: Extra inputs are not permitted" in message
+        assert "engine.timout: unknown key (did you mean engine.timeout?)" in message
 
     def test_bad_value_names_nested_key(self, jarvis_home: Path) -> None:
         write(jarvis_home, "[engine.ollama]\nnum_ctx = -1\n")

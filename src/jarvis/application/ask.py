@@ -14,10 +14,10 @@ from jarvis.domain.agents.settings import PromptSettings
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.events import EventBus
-from jarvis.domain.json_types import JSONObject
+from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.updates import RunFinished, RunUpdate
+from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
@@ -58,6 +58,15 @@ class Answer:
     engine: str
     stop_reason: str
     metadata: JSONObject = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> JSONValue:
+        """Read as a mapping too (``answer["content"]``), as OpenJarvis's ``ask_full``
+        results are: the keys of :meth:`to_json`."""
+        return self.to_json()[key]
+
+    def keys(self) -> list[str]:
+        """The keys ``answer[key]`` reads."""
+        return list(self.to_json())
 
     @classmethod
     def from_result(cls, result: AgentResult, *, model: str, engine: str) -> Answer:
@@ -169,6 +178,7 @@ class AskService:
         default_max_turns: int | None = None,
         default_temperature: float | None = None,
         default_max_tokens: int | None = None,
+        default_system_prompt: str | None = None,
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
         sandbox: SandboxBuilder | None = None,
         runtimes: ExternalRuntimesPort | None = None,
@@ -192,6 +202,8 @@ class AskService:
         the agent's default)."""
         self.default_max_tokens = default_max_tokens
         """``[agent] max_tokens``: for a question that sets none (``None``: the agent's)."""
+        self.default_system_prompt = default_system_prompt or None
+        """``[agent] system_prompt``: for a question that sets none (``None``: the agent's)."""
         self.engine_sampling = engine_sampling
         """Per engine id, the sampling used when a question sets no temperature."""
         self._resolved_model: str | None = default_model or None
@@ -275,7 +287,11 @@ class AskService:
                 max_tokens=default.max_tokens if max_tokens is None else max_tokens,
             ),
             prompts=PromptSettings(
-                system_prompt=command.system_prompt,
+                system_prompt=(
+                    self.default_system_prompt
+                    if command.system_prompt is None
+                    else command.system_prompt
+                ),
                 persona_prompt=self.persona(command.persona) if self.persona is not None else "",
             ),
             tools=tuple(tools),
@@ -297,10 +313,16 @@ class AskService:
     async def stream(self, command: AskQuestion) -> AsyncIterator[RunUpdate | Answer]:
         """The run's updates as they happen, then the :class:`Answer` as the last item."""
         agent, model = await self.build_agent(command)
+        streamed = False
         async for update in agent.astream(command.question, command.context):
             if isinstance(update, RunFinished):
+                if not streamed and update.result.content:
+                    # an agent that does not stream (a plug-in's synchronous run()): its
+                    # answer is still shown as it would have been streamed
+                    yield TextDelta(text=update.result.content)
                 yield Answer.from_result(
                     update.result, model=model, engine=self.inference.engine_id
                 )
             else:
+                streamed = streamed or isinstance(update, TextDelta)
                 yield update

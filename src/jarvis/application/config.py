@@ -165,6 +165,11 @@ class AgentSettings(_Section):
     ``-O max_turns=N`` (or the SDK's agent options) wins over it."""
     temperature: Annotated[float, Bounds(ge=0, le=2)] | None = None
     max_tokens: Annotated[int, Bounds(gt=0, le=MAX_TOKENS)] | None = None
+    system_prompt: str = ""
+    """The system prompt of a run that passes none (``--system`` wins); empty = the agent's."""
+    system_prompt_path: str = ""
+    """A file holding that prompt (``~`` expanded, relative to the config dir), read at load;
+    ``system_prompt`` wins when both are set."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,6 +198,22 @@ class LlmToolSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolsMcpSettings(_Section):
+    """OpenJarvis's ``[tools.mcp]``: kept as written for the MCP client."""
+
+    enabled: bool = True
+    servers: str | tuple[dict[str, object], ...] = ()
+    """A JSON array of server objects, as a string or a TOML array of tables."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpSettings(_Section):
+    """``[mcp]``: kept as written for the MCP client (``[mcp.servers.NAME]`` tables)."""
+
+    servers: dict[str, dict[str, object]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSettings(_Section):
     enabled: tuple[str, ...] = ()
     """Tools given to tool-using agents when ``--tools`` is not passed."""
@@ -200,6 +221,7 @@ class ToolSettings(_Section):
     web_search: WebSearchSettings = field(default_factory=WebSearchSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LlmToolSettings = field(default_factory=LlmToolSettings)
+    mcp: ToolsMcpSettings | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -295,6 +317,25 @@ class SessionSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PluginSettings(_Section):
+    """Plug-in modules besides installed packages' ``jarvis.agents`` / ``jarvis.tools``
+    entry points: each may offer ``AGENTS`` (key to agent class) and ``TOOLS``."""
+
+    modules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings(_Section):
+    """Defaults of ``jarvis serve`` (its options win)."""
+
+    host: str = "127.0.0.1"
+    """Anything but loopback needs an API key."""
+    port: Annotated[int, Bounds(ge=0, le=65535)] = 8000
+    workers: Annotated[int, Bounds(ge=1, le=64)] = 1
+    cors_origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -306,3 +347,28 @@ class JarvisConfig(_Section):
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    plugins: PluginSettings = field(default_factory=PluginSettings)
+    mcp: McpSettings | None = None
+
+
+def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:
+    """The keys of the section at ``path`` below ``cls`` (``None``: no such section)."""
+    node: object = cls
+    for part in path:
+        if not (isinstance(node, type) and is_dataclass(node)):
+            return None
+        hints = get_type_hints(node)
+        if part not in hints:
+            return None
+        node = next(
+            (
+                a
+                for a in (hints[part], *get_args(hints[part]))
+                if isinstance(a, type) and is_dataclass(a)
+            ),
+            None,
+        )
+    if isinstance(node, type) and is_dataclass(node):
+        return tuple(spec.name for spec in fields(node))
+    return None

@@ -24,7 +24,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from jarvis.application.ask import Answer, AskQuestion
@@ -203,6 +203,7 @@ class OperatorService:
             agent_options=operator.agent_options,
             model=operator.model,
             created_us=created,
+            system_prompt=operator.system_prompt,
         )
         await self.store.put_state(DEFINITION_PREFIX + stored.id, operator_to_record(stored))
         return stored
@@ -277,14 +278,50 @@ class OperatorService:
                 model=operator.model,
                 tools=operator.tools,
                 agent_options=operator.agent_options,
+                system_prompt=operator.system_prompt,
                 operator=self.binding(operator, tick_label),
             )
         )
 
-    async def tick(self, name: str, *, holder: str | None = None) -> Answer:
+    async def ask(self, name: str, question: AskQuestion) -> Answer:
+        """``question`` as one tick of operator ``name``, created for it when it does not
+        exist yet (``jarvis ask -a operative``): the operator keeps its state and history
+        for the next such call. The question is the tick's prompt; its agent, tools, model,
+        options and system prompt replace the stored ones for this tick only."""
+        agent = self.check_agent(question.agent or "operative", question.agent_options)
+        if name not in await self.names():
+            await self.add(
+                Operator(
+                    id=name,
+                    agent=agent,
+                    prompt=question.question,
+                    tools=question.tools,
+                    agent_options=question.agent_options,
+                    model=question.model,
+                    system_prompt=question.system_prompt,
+                )
+            )
+        stored = await self.get(name)
+        operator = replace(
+            stored,
+            agent=agent,
+            prompt=question.question,
+            tools=question.tools or stored.tools,
+            agent_options=question.agent_options or stored.agent_options,
+            model=question.model or stored.model,
+            system_prompt=stored.system_prompt
+            if question.system_prompt is None
+            else question.system_prompt,
+        )
+        return await self.tick(name, operator=operator)
+
+    async def tick(
+        self, name: str, *, holder: str | None = None, operator: Operator | None = None
+    ) -> Answer:
         """One tick of operator ``name`` now, outside its schedule (``jarvis operators
-        tick``); ``OperatorBusyError`` while another of its ticks runs."""
-        operator = await self.get(name)
+        tick``); ``OperatorBusyError`` while another of its ticks runs. ``operator``: the
+        definition to run instead of the stored one (:meth:`ask`)."""
+        operator = operator or await self.get(name)
         owner = holder or new_holder()
         async with self.leased(run_lease(operator.id), owner) as held:
             if not held:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
 from jarvis.application.agent_options import OptionReader
+from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
@@ -30,6 +31,19 @@ class AgentRegistry:
         self._entries: dict[str, type[BaseAgent] | AgentLoader] = {}
         """Agent classes, or loaders called on first use."""
         self._aliases: dict[str, str] = {}
+        self._plugins: PluginSource | None = None
+
+    def use_plugins(self, plugins: PluginSource) -> None:
+        """Consult ``plugins`` for a key this registry does not have, and when listing."""
+        self._plugins = plugins
+
+    def _from_plugins(self, key: str) -> bool:
+        """Register plug-in agent ``key`` (loaded on first use) if a plug-in has it."""
+        plugins = self._plugins
+        if plugins is None or key not in plugins.agent_names():
+            return False
+        self._entries[key] = lambda: plugins.load_agent(key)
+        return True
 
     def register(
         self, key: str, agent: type[BaseAgent], *, aliases: tuple[str, ...] = ()
@@ -55,14 +69,19 @@ class AgentRegistry:
             self._aliases[alias] = key
 
     def resolve(self, key: str) -> str:
-        """The canonical key for ``key`` or one of its aliases."""
+        """The canonical key for ``key`` or one of its aliases (a plug-in's, when no
+        registered agent has it). An unknown key lists the known ones; when a plug-in
+        module could not be imported, that failure is the error instead."""
         canonical = self._aliases.get(key, key)
-        if canonical not in self._entries:
+        if canonical not in self._entries and not self._from_plugins(canonical):
+            failures = self._plugins.failures() if self._plugins is not None else []
+            if failures:
+                raise failures[0]
             raise UnknownAgentError(key, self.keys())
         return canonical
 
     def contains(self, key: str) -> bool:
-        return key in self._entries or key in self._aliases
+        return key in self._entries or key in self._aliases or self._from_plugins(key)
 
     def get(self, key: str) -> type[BaseAgent]:
         canonical = self.resolve(key)
@@ -76,7 +95,9 @@ class AgentRegistry:
         return agent
 
     def keys(self) -> list[str]:
-        return sorted(self._entries)
+        """Every key, the plug-ins' included (their names only: nothing is loaded)."""
+        plugins = self._plugins.agent_names() if self._plugins is not None else []
+        return sorted({*self._entries, *plugins})
 
     def aliases(self) -> dict[str, str]:
         return dict(self._aliases)
@@ -114,8 +135,20 @@ class AgentRegistry:
         return agent
 
     def __iter__(self) -> Iterator[tuple[str, type[BaseAgent]]]:
-        """Every (key, class), sorted by key; loads the lazily registered ones."""
+        """Every (key, class), sorted by key; loads the lazily registered ones (a plug-in
+        that fails to load raises its ``PluginError``: see :meth:`loadable`)."""
         return iter([(key, self.get(key)) for key in self.keys()])
+
+    def loadable(self) -> tuple[list[tuple[str, type[BaseAgent]]], list[PluginError]]:
+        """Every (key, class) that loads, and the plug-ins that did not (for listings)."""
+        loaded: list[tuple[str, type[BaseAgent]]] = []
+        failed: list[PluginError] = list(self._plugins.failures()) if self._plugins else []
+        for key in self.keys():
+            try:
+                loaded.append((key, self.get(key)))
+            except PluginError as exc:
+                failed.append(exc)
+        return loaded, failed
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.contains(key)

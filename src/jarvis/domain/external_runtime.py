@@ -52,6 +52,11 @@ class ExternalRunRequest:
     max_turns: int = 0
     permission_mode: str = ""
     engine: InferencePort | None = None
+    provider_id: str = ""
+    """opencode: the provider id its config registers the engine under (``""``: jarvis's)."""
+    model_id: str = ""
+    """opencode: the model id within that provider (``""``: ``model``). With no
+    ``base_url``, a ``provider/model`` id is passed through to opencode's own configuration."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

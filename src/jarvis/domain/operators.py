@@ -154,6 +154,9 @@ class Operator:
     agent_options: JSONObject = field(default_factory=dict)
     model: str | None = None
     created_us: int = 0
+    system_prompt: str | None = None
+    """The operator's own system prompt (``operators add --system``); ``None``: the
+    operative protocol's template."""
 
     @property
     def session_id(self) -> str:
@@ -178,6 +181,8 @@ def operator_to_record(operator: Operator) -> str:
         "model": operator.model,
         "created_us": operator.created_us,
     }
+    if operator.system_prompt is not None:
+        data["system_prompt"] = operator.system_prompt
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text.encode("utf-8")) > MAX_DEFINITION_BYTES:
         raise ConfigurationError(
@@ -198,6 +203,9 @@ def operator_from_record(value: JSONValue) -> Operator:
         tools = value.get("tools") or []
         options = value.get("agent_options") or {}
         model = value.get("model")
+        system = value.get("system_prompt")
+        if system is not None and not isinstance(system, str):
+            raise TypeError("system_prompt is a string")
         if not isinstance(schedule, dict) or not isinstance(options, dict):
             raise TypeError("schedule and agent_options are objects")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
@@ -225,6 +233,7 @@ def operator_from_record(value: JSONValue) -> Operator:
             agent_options=options,
             model=model,
             created_us=created,
+            system_prompt=system,
         )
     except (KeyError, TypeError, ValueError, RecursionError, ConfigurationError) as exc:
         raise ValueError(f"not an operator definition: {exc}") from exc

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
 from jarvis.application.config import JarvisConfig
+from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
@@ -265,6 +266,48 @@ class _ReplOnDemand:
         return await self._get().start(callbacks=callbacks, limits=limits)
 
 
+class _PluginsOnDemand:
+    """The plug-ins, whose module is imported only when a plug-in is first looked for (a
+    question to built-in agents and tools never imports it)."""
+
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        self._modules = modules
+        self._source: PluginSource | None = None
+
+    def _get(self) -> PluginSource:
+        if self._source is None:
+            from jarvis.entrypoints.plugins import InstalledPlugins
+
+            self._source = InstalledPlugins(self._modules)
+        return self._source
+
+    def agent_names(self) -> list[str]:
+        return self._get().agent_names()
+
+    def load_agent(self, name: str) -> type[BaseAgent]:
+        return self._get().load_agent(name)
+
+    def tool_names(self) -> list[str]:
+        return self._get().tool_names()
+
+    def load_tool(self, name: str) -> ToolPort:
+        return self._get().load_tool(name)
+
+    def failures(self) -> list[PluginError]:
+        return self._get().failures()
+
+
+def _plugins(config: JarvisConfig) -> PluginSource:
+    return _PluginsOnDemand(config.plugins.modules)
+
+
+def _agents(plugins: PluginSource) -> AgentRegistry:
+    """The built-in agents, and the plug-ins' for a key none of them has."""
+    registry = builtin_agents()
+    registry.use_plugins(plugins)
+    return registry
+
+
 def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
@@ -272,6 +315,7 @@ def _tool_catalogue(
     memory: MemoryPort,
     repl: ReplPort,
     config: JarvisConfig,
+    plugins: PluginSource | None = None,
 ) -> ToolProvider:
     """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
     persona tools and the tools an embedding app registered."""
@@ -294,6 +338,8 @@ def _tool_catalogue(
     catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(config.repl)))
     for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
+    if plugins is not None:
+        catalogue.use_plugins(plugins)
     return catalogue
 
 
@@ -545,6 +591,7 @@ def _ask_service(
         default_max_turns=config.agent.max_turns,
         default_temperature=config.agent.temperature,
         default_max_tokens=config.agent.max_tokens,
+        default_system_prompt=config.agent.system_prompt,
         sandbox=sandbox,
         runtimes=runtimes,
     )
@@ -563,7 +610,9 @@ class Container(containers.DeclarativeContainer):
     model_locator: providers.Provider[ModelLocator] = providers.Object(_embedded_model_file)
 
     bus: providers.Provider[EventBus] = providers.Singleton(EventBus)
-    agents: providers.Provider[AgentRegistry] = providers.Singleton(builtin_agents)
+    plugins: providers.Provider[PluginSource] = providers.Singleton(_plugins, config)
+    """Installed packages' entry points and ``[plugins] modules``, read when first needed."""
+    agents: providers.Provider[AgentRegistry] = providers.Singleton(_agents, plugins)
 
     ollama: providers.Resource[InferencePort] = providers.Resource(
         _OpenedEngine, _ollama_engine, config
@@ -610,6 +659,7 @@ class Container(containers.DeclarativeContainer):
         memory=memory,
         repl=repl,
         config=config,
+        plugins=plugins,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
@@ -756,3 +806,44 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
     )
+
+
+ENGINE_BUILDERS: dict[str, Callable[[JarvisConfig], InferencePort]] = {
+    "ollama": _ollama_engine,
+    "vllm": _vllm_engine,
+    "openai": _openai_engine,
+    "llamacpp": _llamacpp_engine,
+}
+"""Each engine's constructor from the configuration, for code that needs an engine outside
+a container (the OpenJarvis-compatible engine classes of :mod:`jarvis.compat`)."""
+
+
+def build_engine(name: str, config: JarvisConfig) -> InferencePort:
+    """A new engine ``name`` (``ollama``, ``vllm``, ``openai``, ``llamacpp``) built from
+    ``config``; the caller closes it."""
+    builder = ENGINE_BUILDERS.get(name)
+    if builder is None:
+        raise ConfigurationError(
+            f"Unknown engine '{name}'.", hint="Known engines: " + ", ".join(ENGINE_BUILDERS)
+        )
+    return builder(config)
+
+
+def web_search_tool(config: JarvisConfig) -> ToolPort:
+    """The ``web_search`` tool on ``[tools.web_search] provider_url``."""
+    import_httpx()
+    from jarvis.adapters.httpx_web.web_search import WebSearchTool
+
+    return WebSearchTool.from_settings(config.tools.web_search.provider_url)
+
+
+def operator_store_for(sessions: SessionStorePort) -> OperatorStorePort:
+    """Operator state and leases in ``sessions``' own database (the OpenJarvis-compatible
+    operative agents, which are given a session store)."""
+    return _operator_store(sessions)
+
+
+def container_runtime_for(config: JarvisConfig) -> ContainerPort:
+    """Docker or Podman as ``[sandbox]`` says, contacted on first use (the
+    OpenJarvis-compatible ``ContainerRunner``); its owner closes it."""
+    return next(_container_runtime(config))

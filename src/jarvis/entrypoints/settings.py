@@ -1,7 +1,11 @@
 """Loading the configuration: file, then environment, then options, validated once.
 
 The config dir is ``$OPENJARVIS_HOME``, else ``$XDG_DATA_HOME/openjarvis``, else
-``~/.openjarvis``; the file is ``<config dir>/config.toml``. A missing file means defaults.
+``~/.openjarvis``; the file is ``$OPENJARVIS_CONFIG`` when set, else
+``<config dir>/config.toml``. A missing default file means defaults. A file written for
+OpenJarvis is read too: its keys are translated first
+(:mod:`jarvis.application.openjarvis_config`), and what was read as what is returned with
+the configuration (:func:`read_config`).
 ``OLLAMA_HOST``, ``VLLM_HOST``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` override the
 file's values for those engines; command-line options (or SDK arguments) override both.
 Everything is merged first and validated once, so an invalid value is reported with the
@@ -24,6 +28,7 @@ from jarvis.entrypoints.bounded_files import read_regular_file
 
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
+    from jarvis.application.openjarvis_config import ConfigNote
 
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 """A ``config.toml`` larger than this is refused (read with a cap, not trusted by its size)."""
@@ -53,23 +58,64 @@ def config_file(env: Mapping[str, str] | None = None) -> Path:
     return config_dir(env) / "config.toml"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedConfig:
+    """The configuration, the file it came from and what became of the file's keys."""
+
+    config: JarvisConfig
+    file: Path
+    found: bool
+    """Whether the file existed (a missing default file means the defaults)."""
+    raw: Mapping[str, object]
+    """The file as parsed, before translation."""
+    notes: tuple[ConfigNote, ...] = ()
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     *,
     overrides: EngineOverrides | None = None,
     env: Mapping[str, str] | None = None,
 ) -> JarvisConfig:
-    """Read, merge and validate the configuration.
+    """Read, merge and validate the configuration (:func:`read_config`)."""
+    return read_config(path, overrides=overrides, env=env).config
 
-    ``path`` names the file to read; when given it must exist. Without it the default
-    location is used and a missing file means the defaults. Raises
-    :class:`~jarvis.domain.errors.ConfigurationError` naming the file and the bad key.
+
+def chosen_file(
+    path: str | os.PathLike[str] | None, env: Mapping[str, str]
+) -> tuple[Path, str | None]:
+    """The file to read and, when it was named (option or ``$OPENJARVIS_CONFIG``), by what."""
+    if path is not None:
+        return Path(path).expanduser(), "--config"
+    if named := env.get("OPENJARVIS_CONFIG", "").strip():
+        return Path(named).expanduser(), "$OPENJARVIS_CONFIG"
+    return config_file(env), None
+
+
+def read_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: EngineOverrides | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Read, translate, merge and validate the configuration.
+
+    ``path`` (else ``$OPENJARVIS_CONFIG``) names the file to read; when named it must
+    exist. Without either the default location is used and a missing file means the
+    defaults. Raises :class:`~jarvis.domain.errors.ConfigurationError` naming the file and
+    the bad key (with the nearest known key when it looks like a typo).
     """
     env = os.environ if env is None else env
-    explicit = path is not None
-    file = Path(path).expanduser() if path is not None else config_file(env)
-    raw = _read_toml(file, must_exist=explicit)
-    from_file = bool(raw)
+    file, named_by = chosen_file(path, env)
+    parsed = _read_toml(file, must_exist=named_by is not None, named_by=named_by)
+    from_file = bool(parsed)
+    notes: tuple[ConfigNote, ...] = ()
+    raw: dict[str, object] = {}
+    if from_file:
+        from jarvis.application.openjarvis_config import translate
+
+        raw, notes = translate(parsed)
+        _check_unknown_keys(raw, file)
     _check_file_urls(raw, file)
     _apply_environment(raw, env)
     _apply_overrides(raw, overrides or EngineOverrides())
@@ -78,18 +124,83 @@ def load_config(
         # import time) is needed only for a file
         from jarvis.application.config import JarvisConfig, from_data
 
-        return from_data(JarvisConfig, raw)
-    return _validate(raw, file)
+        config = from_data(JarvisConfig, raw)
+    else:
+        config = _with_system_prompt_file(_validate(raw, file), file)
+    return LoadedConfig(config=config, file=file, found=from_file, raw=parsed, notes=notes)
 
 
-def _read_toml(file: Path, *, must_exist: bool) -> dict[str, object]:
+MAX_SYSTEM_PROMPT_BYTES = 256 * 1024
+"""``[agent] system_prompt_path`` larger than this is refused."""
+
+
+def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
+    """``[agent] system_prompt_path`` read into ``system_prompt`` (unless that is set)."""
+    agent = config.agent
+    if not agent.system_prompt_path or agent.system_prompt:
+        return config
+    from dataclasses import replace
+
+    prompt_file = Path(agent.system_prompt_path).expanduser()
+    if not prompt_file.is_absolute():
+        prompt_file = file.parent / prompt_file
+    try:
+        data = read_regular_file(prompt_file, limit=MAX_SYSTEM_PROMPT_BYTES, what="prompt file")
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ConfigurationError(
+            f"Invalid config file {file}: agent.system_prompt_path: cannot read "
+            f"{prompt_file} ({reason}).",
+            hint="Point it at a readable UTF-8 text file, or remove the key.",
+        ) from None
+    return replace(config, agent=replace(agent, system_prompt=text.strip()))
+
+
+def _check_unknown_keys(raw: Mapping[str, object], file: Path) -> None:
+    """Refuse a key in neither jarvis's nor OpenJarvis's vocabulary, naming the nearest one."""
+    from jarvis.application.config import JarvisConfig, section_keys
+    from jarvis.application.openjarvis_config import ANY, OPENJARVIS_KEYS, file_keys, suggest
+
+    problems: list[str] = []
+    for dotted in file_keys(raw):
+        parts = dotted.split(".")
+        theirs: object = OPENJARVIS_KEYS
+        for depth, part in enumerate(parts):
+            ours = section_keys(JarvisConfig, parts[:depth])
+            their_keys = tuple(theirs) if isinstance(theirs, Mapping) else ()
+            if (ours is not None and part in ours) or part in their_keys:
+                theirs = theirs.get(part) if isinstance(theirs, Mapping) else None
+                if theirs == ANY or (
+                    section_keys(JarvisConfig, parts[: depth + 1]) is None
+                    and not isinstance(theirs, Mapping)
+                ):
+                    break  # a value of any shape, or a table jarvis does not look into
+                continue
+            near = suggest(part, tuple(dict.fromkeys((*(ours or ()), *their_keys))))
+            problem = f"{'.'.join(parts[: depth + 1])}: unknown key"
+            if near is not None:
+                problem += f" (did you mean {'.'.join([*parts[:depth], near])}?)"
+            if problem not in problems:
+                problems.append(problem)
+            break
+    if problems:
+        raise ConfigurationError(
+            f"Invalid config file {file}: " + "; ".join(problems),
+            hint="Fix or remove the key named; see the configuration example in the README "
+            "(jarvis config check lists how every key is read).",
+        )
+
+
+def _read_toml(file: Path, *, must_exist: bool, named_by: str | None = None) -> dict[str, object]:
     try:
         data = read_regular_file(file, limit=MAX_CONFIG_FILE_BYTES, what="config file")
         text = data.decode("utf-8")
     except FileNotFoundError:
         if must_exist:
             raise ConfigurationError(
-                f"Config file not found: {file}",
+                f"Config file not found: {file}"
+                + (f" (named by {named_by})" if named_by == "$OPENJARVIS_CONFIG" else ""),
                 hint="Create it, or leave the path out to use the default location.",
             ) from None
         return {}

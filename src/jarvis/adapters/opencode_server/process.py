@@ -66,6 +66,10 @@ def _kill_group(pid: int, private: str) -> None:
     shutil.rmtree(private, ignore_errors=True)
 
 
+def _user_config_home() -> str:
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     url: str
@@ -75,8 +79,13 @@ class Endpoint:
 class ServerProcess:
     """One running ``opencode serve``; :meth:`stop` is idempotent."""
 
-    def __init__(self, binary: str, data_dir: Path, config: str) -> None:
-        """``config`` is the text of ``opencode.json``, written into the private dir."""
+    def __init__(
+        self, binary: str, data_dir: Path, config: str, *, user_config: bool = False
+    ) -> None:
+        """``config`` is the text of ``opencode.json``, written into the private dir.
+        ``user_config``: opencode also reads the user's own configuration folder
+        (``$XDG_CONFIG_HOME/opencode``; pass-through mode resolves models there)."""
+        self.user_config = user_config
         self.binary = binary
         self.data_dir = data_dir
         self.password = secrets.token_urlsafe(24)
@@ -97,7 +106,9 @@ class ServerProcess:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "HOME": private,
-            "XDG_CONFIG_HOME": os.path.join(private, "config"),
+            "XDG_CONFIG_HOME": _user_config_home()
+            if self.user_config
+            else os.path.join(private, "config"),
             "XDG_CACHE_HOME": os.path.join(private, "cache"),
             "XDG_STATE_HOME": os.path.join(private, "state"),
             "XDG_DATA_HOME": str(self.data_dir),

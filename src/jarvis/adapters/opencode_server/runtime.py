@@ -20,7 +20,11 @@ from pathlib import Path
 
 import httpx
 
-from jarvis.adapters.opencode_server.config import PROVIDER_ID, opencode_config
+from jarvis.adapters.opencode_server.config import (
+    PROVIDER_ID,
+    opencode_config,
+    passthrough_config,
+)
 from jarvis.adapters.opencode_server.process import ServerProcess
 from jarvis.adapters.opencode_server.wire import (
     MAX_EVENT_LINE,
@@ -58,6 +62,25 @@ def opencode_binary(env: dict[str, str] | None = None) -> str | None:
     return shutil.which("opencode")
 
 
+def _model_id(request: ExternalRunRequest) -> str:
+    return request.model_id or request.model
+
+
+def _model_spec(request: ExternalRunRequest) -> dict[str, str]:
+    """opencode's ``{providerID, modelID}``: jarvis's provider, or in pass-through mode (no
+    engine URL) the ``provider/model`` the request names."""
+    if not request.base_url:
+        provider, _, model = _model_id(request).partition("/")
+        if not provider or not model:
+            raise ConfigurationError(
+                f"opencode needs an engine URL, or a model named provider/model to pass "
+                f"through to its own configuration; got {_model_id(request)!r}.",
+                hint="Use --engine ollama|vllm|openai, or -m PROVIDER/MODEL.",
+            )
+        return {"providerID": provider, "modelID": model}
+    return {"providerID": request.provider_id or PROVIDER_ID, "modelID": _model_id(request)}
+
+
 class OpenCodeRuntime:
     """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions."""
 
@@ -65,7 +88,7 @@ class OpenCodeRuntime:
         self.data_dir = data_dir
         self._binary = binary
         self._server: ServerProcess | None = None
-        self._key: tuple[str, str, str] = ("", "", "")
+        self._key: tuple[str, ...] = ()
         self._lock = asyncio.Lock()
         self._last_session: dict[str, str] = {}
 
@@ -79,7 +102,7 @@ class OpenCodeRuntime:
         return self._server
 
     async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
-        key = (request.base_url, request.model, request.api_key)
+        key = (request.base_url, _model_id(request), request.api_key, request.provider_id)
         async with self._lock:
             server = self._server
             if server is not None and server.alive and self._key == key:
@@ -92,15 +115,24 @@ class OpenCodeRuntime:
                 raise ExternalRuntimeError(
                     "The opencode binary is not installed.", runtime="opencode", hint=INSTALL_HINT
                 )
-            config = opencode_config(
-                base_url=request.base_url, model=request.model, api_key=request.api_key
+            passing = not request.base_url
+            config = (
+                passthrough_config()
+                if passing
+                else opencode_config(
+                    base_url=request.base_url,
+                    model=_model_id(request),
+                    api_key=request.api_key,
+                    provider_id=request.provider_id or PROVIDER_ID,
+                )
             )
-            server = ServerProcess(binary, self.data_dir, config)
+            server = ServerProcess(binary, self.data_dir, config, user_config=passing)
             await server.start(request.workspace)
             self._server, self._key = server, key
             return server
 
     async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
+        _model_spec(request)  # a model that cannot pass through: refused before any start
         server = await self._ensure_server(request)
         endpoint = server.endpoint
         timeout = httpx.Timeout(30.0, read=None)
@@ -178,7 +210,7 @@ class OpenCodeRuntime:
         directory = {"directory": request.workspace}
         body: dict[str, object] = {
             "parts": [{"type": "text", "text": request.prompt}],
-            "model": {"providerID": PROVIDER_ID, "modelID": request.model},
+            "model": _model_spec(request),
             "agent": request.mode,
         }
         if request.system_prompt:

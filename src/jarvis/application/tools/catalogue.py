@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.application.tools.function_tool import as_tool
 from jarvis.application.tools.llm import LLM_SPEC, LlmTool
@@ -43,8 +44,41 @@ class ToolCatalogue:
 
     def __init__(self, tools: Iterable[ToolPort] = ()) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._plugins: PluginSource | None = None
         for item in tools:
             self.register(item)
+
+    def use_plugins(self, plugins: PluginSource) -> None:
+        """Consult ``plugins`` for a tool name this catalogue does not have."""
+        self._plugins = plugins
+
+    def _from_plugins(self, name: str) -> bool:
+        """Register plug-in tool ``name`` if a plug-in has it (``PluginError`` when it
+        cannot be loaded)."""
+        plugins = self._plugins
+        if plugins is None or name not in plugins.tool_names():
+            return False
+        tool = plugins.load_tool(name)
+        if tool.spec.name != name:
+            raise PluginError(
+                f"tool '{name}'", f"it loads a tool named {tool.spec.name!r}, not {name!r}."
+            )
+        self.register(tool)
+        return True
+
+    def load_plugins(self) -> list[PluginError]:
+        """Load every plug-in tool (for ``jarvis tools``); the ones that fail are returned."""
+        if self._plugins is None:
+            return []
+        failed = list(self._plugins.failures())
+        for name in self._plugins.tool_names():
+            if name in self._entries:
+                continue
+            try:
+                self._from_plugins(name)
+            except PluginError as exc:
+                failed.append(exc)
+        return failed
 
     @classmethod
     def with_builtins(
@@ -114,7 +148,10 @@ class ToolCatalogue:
             name = raw.strip()
             if not name or name in chosen:
                 continue
-            (chosen if name in self._entries else unknown).append(name)
+            known = name in self._entries or self._from_plugins(name)
+            (chosen if known else unknown).append(name)
+        if unknown and self._plugins is not None and self._plugins.failures():
+            raise self._plugins.failures()[0]
         if unknown:
             plural = "s" if len(unknown) > 1 else ""
             raise ConfigurationError(

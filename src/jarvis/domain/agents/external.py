@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import ClassVar, Self
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
@@ -116,8 +117,12 @@ class ExternalRuntimeAgent(BaseAgent):
             api_key=options.text("api_key", None) or "",
         )
 
+    def passes_through(self) -> bool:
+        """Whether a run without an engine URL is left to the runtime's own configuration."""
+        return False
+
     def _request(self, input: str) -> ExternalRunRequest:
-        if not self.base_url:
+        if not self.base_url and not self.passes_through():
             raise ConfigurationError(
                 f"The {self.runtime_id} agent needs an engine with an OpenAI-compatible API; "
                 f"the {self.inference.engine_id} engine has none.",
@@ -195,11 +200,36 @@ class ExternalRuntimeAgent(BaseAgent):
 
 
 class OpenCodeAgent(ExternalRuntimeAgent):
-    """The opencode agent (``opencode serve``), ``build`` or ``plan``."""
+    """The opencode agent (``opencode serve``), ``build`` or ``plan``.
+
+    ``provider_id`` / ``model_id`` name the engine's provider and model in opencode's
+    config (default ``jarvis`` and the run's model). Pass-through: when the engine has no
+    OpenAI-compatible URL and the model is ``provider/model``, no provider is written and
+    opencode resolves that model from its own configuration."""
 
     agent_id: ClassVar[str] = "opencode"
     runtime_id: ClassVar[str] = "opencode"
     modes: ClassVar[tuple[RuntimeMode, ...]] = MODES
+    provider_id: str = ""
+    model_id: str = ""
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        agent = super().from_options(parts, options)
+        agent.provider_id = options.text("provider_id", None) or ""
+        agent.model_id = options.text("model_id", None) or ""
+        if any(c in agent.provider_id for c in "/ \t\n"):
+            raise ValueError("provider_id is a plain name (no '/' or spaces)")
+        return agent
+
+    def passes_through(self) -> bool:
+        provider, _, model = (self.model_id or self.model).partition("/")
+        return bool(provider and model)
+
+    def _request(self, input: str) -> ExternalRunRequest:
+        return replace(
+            super()._request(input), provider_id=self.provider_id, model_id=self.model_id
+        )
 
 
 class OpenHandsAgent(ExternalRuntimeAgent):

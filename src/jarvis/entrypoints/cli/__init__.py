@@ -36,6 +36,7 @@ COMMANDS = (
     "sandbox",
     "operators",
     "serve",
+    "config",
 )
 """The commands, in the order ``jarvis --help`` lists them."""
 
@@ -110,6 +111,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.sandbox import app as sandbox_app
 
             built.add_typer(sandbox_app, name="sandbox")
+        elif name == "config":
+            from jarvis.entrypoints.cli.config import app as config_app
+
+            built.add_typer(config_app, name="config", epilog=EXIT_CODES_HELP)
         elif name == "operators":
             from jarvis.entrypoints.cli.operators import app as operators_app
 

@@ -224,6 +224,16 @@ def ask(
             show_default=False,
         ),
     ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            "--operator",
+            help="With -a operative or monitor_operative: the operator the question is one "
+            "tick of (created on first use; default adhoc). It keeps its state and history "
+            "for the next such question.",
+            show_default=False,
+        ),
+    ] = None,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -266,6 +276,11 @@ def ask(
             mounts=[repair_text(m) for m in mount or []],
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
+        if _as_operator(runtime, command, arg(operator), conversation):
+            asyncio.run(
+                _operator_answer(runtime, command, arg(operator) or "adhoc", json=json_output)
+            )
+            return
         if temperature is not None:
             chosen_by = "--temperature"
         elif runtime.config.agent.temperature is not None:
@@ -288,6 +303,57 @@ def ask(
     code = guarded(body, verbose=verbose, cleanup=renderer.abort)
     if code:
         raise typer.Exit(code)
+
+
+OPERATIVE_KEYS = ("operative", "monitor_operative")
+"""``jarvis.domain.operators.OPERATIVE_AGENTS``, named here so that a question to any
+other agent does not import the operators' module (a test checks they are equal)."""
+
+
+def _as_operator(
+    runtime: Runtime,
+    command: AskQuestion,
+    operator: str | None,
+    conversation: SessionChoice | None,
+) -> bool:
+    """Whether the question runs as a tick of an operator (the agent is an operative)."""
+    from jarvis.domain.errors import ConfigurationError
+
+    key = runtime.container.agents().resolve(command.agent or runtime.config.agent.default)
+    if key not in OPERATIVE_KEYS:
+        if operator is not None:
+            raise ConfigurationError(
+                "--operator applies to the operative agents only.",
+                hint="Add -a operative (or -a monitor_operative), or drop --operator.",
+            )
+        return False
+    if conversation is not None:
+        raise ConfigurationError(
+            f"-c / --session do not apply to the {key} agent: its operator keeps its history.",
+            hint="Name the operator with --operator NAME instead.",
+        )
+    return True
+
+
+async def _operator_answer(
+    runtime: Runtime, command: AskQuestion, name: str, *, json: bool
+) -> None:
+    """``command`` as one tick of operator ``name`` (created on first use), printed."""
+    from jarvis.entrypoints.cli.operators import attach_asker, operator_service
+    from jarvis.entrypoints.cli.output import printable, write_json, write_line
+
+    service = operator_service(runtime)
+    try:
+        await attach_asker(runtime, service)
+        answer = await service.ask(name, command)
+    finally:
+        await runtime.aclose()
+    if json:
+        data = dict(answer.to_json())
+        data["operator"] = name
+        write_json(data)
+    else:
+        write_line(printable(answer.content))
 
 
 def _conversation(continue_last: bool, session: str | None) -> SessionChoice | None:

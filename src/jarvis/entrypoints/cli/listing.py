@@ -18,19 +18,26 @@ from jarvis.entrypoints.cli.options import (
 )
 
 
-def agents(ctx: typer.Context, json_output: JsonOption = False) -> None:
-    """List the agent keys, whether each takes tools, and their aliases."""
+def agents(
+    ctx: typer.Context, json_output: JsonOption = False, config: ConfigOption = None
+) -> None:
+    """List the agent keys (plug-ins' included), whether each takes tools, and their
+    aliases; a plug-in that fails to load is a notice on stderr."""
 
     def body() -> None:
-        from jarvis.entrypoints.container import container_or_new
+        from jarvis.entrypoints.bootstrap import bootstrap
+        from jarvis.entrypoints.settings import load_config
 
-        registry = container_or_new(ctx.obj).agents()
+        registry = bootstrap(load_config(config), container=ctx.obj).container.agents()
         aliases: dict[str, list[str]] = {}
         for alias, key in sorted(registry.aliases().items()):
             aliases.setdefault(key, []).append(alias)
+        loaded, failed = registry.loadable()
+        for failure in failed:
+            sys.stderr.write(f"jarvis: {failure} (not listed)\n")
         rows = [
             {"key": key, "accepts_tools": cls.accepts_tools, "aliases": aliases.get(key, [])}
-            for key, cls in registry
+            for key, cls in loaded
         ]
         if json_output:
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")

@@ -43,7 +43,7 @@ def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
     return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
 
 
-def _service(runtime: Runtime) -> OperatorService:
+def operator_service(runtime: Runtime) -> OperatorService:
     """The use case on the runtime's stores; no engine until :func:`_with_asker`."""
     from jarvis.application.operators import OperatorService
 
@@ -57,7 +57,7 @@ def _service(runtime: Runtime) -> OperatorService:
     )
 
 
-async def _with_asker(runtime: Runtime, service: OperatorService) -> None:
+async def attach_asker(runtime: Runtime, service: OperatorService) -> None:
     """Give ``service`` the running loop's ask use case (built on the first tick's loop)."""
     ask = await runtime.service()
     service.asker = lambda: ask
@@ -94,6 +94,15 @@ def add(
         typer.Option("--agent-option", "-O", help="KEY=VALUE, kept with the operator."),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The ticks' model.")] = None,
+    system: Annotated[
+        str | None,
+        typer.Option(
+            "--system",
+            help="The operator's own system prompt, instead of the operative protocol's "
+            "(its state and notes are still added).",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -120,7 +129,7 @@ def add(
         options: JSONObject = parse_agent_options(agent_option or [])
         names = tuple(t.strip() for t in (tools or "").split(",") if t.strip())
         runtime = _runtime(ctx, config)
-        service = _service(runtime)
+        service = operator_service(runtime)
         if names:
             from jarvis.application.tools.catalogue import ToolCatalogue
 
@@ -137,6 +146,7 @@ def add(
                     tools=names,
                     agent_options=options,
                     model=model,
+                    system_prompt=system,
                 )
             )
         )
@@ -162,6 +172,7 @@ def _status_json(status: OperatorStatus) -> dict[str, object]:
         "tools": list(op.tools),
         "agent_options": op.agent_options,
         "model": op.model,
+        "system_prompt": op.system_prompt,
         "created_us": op.created_us,
         "last_tick_us": status.last_tick_us,
         "next_tick_us": status.next_tick_us,
@@ -178,7 +189,7 @@ def list_operators(
     """Every operator: agent, schedule, last and next tick."""
 
     def body() -> None:
-        service = _service(_runtime(ctx, config))
+        service = operator_service(_runtime(ctx, config))
 
         async def statuses() -> list[OperatorStatus]:
             return [await service.status(op) for op in await service.list()]
@@ -218,12 +229,12 @@ def tick(
 
     def body() -> None:
         runtime = _runtime(ctx, config)
-        service = _service(runtime)
+        service = operator_service(runtime)
 
         async def go() -> Answer:
             try:
                 await service.get(name)  # an unknown name: no engine is started
-                await _with_asker(runtime, service)
+                await attach_asker(runtime, service)
                 return await service.tick(name)
             finally:
                 await runtime.aclose()
@@ -253,7 +264,7 @@ def history(
         from jarvis.domain.messages import Role
         from jarvis.domain.sessions import to_micros
 
-        service = _service(_runtime(ctx, config))
+        service = operator_service(_runtime(ctx, config))
         records = run_async(service.history(name, limit=None if last is None else 2 * last))
         if json_output:
             write_json(
@@ -282,7 +293,7 @@ def remove(ctx: typer.Context, name: NameArgument, config: ConfigOption = None) 
     """Remove NAME: its definition, state, memory and history."""
 
     def body() -> None:
-        service = _service(_runtime(ctx, config))
+        service = operator_service(_runtime(ctx, config))
         run_async(service.remove(name))
         write_line(f"removed operator {name}")
 
@@ -313,7 +324,7 @@ def run(
         from jarvis.application.operators import Scheduler
 
         runtime = _runtime(ctx, config)
-        service = _service(runtime)
+        service = operator_service(runtime)
 
         def report(outcome: TickOutcome) -> None:
             from jarvis.application.schedules import label
@@ -338,7 +349,7 @@ def run(
 
         async def go() -> int:
             try:
-                await _with_asker(runtime, service)
+                await attach_asker(runtime, service)
                 return await scheduler.serve(poll_seconds=poll, max_ticks=max_ticks, until=until)
             finally:
                 await runtime.aclose()

@@ -15,6 +15,9 @@ import typer
 from jarvis.application.engine_names import EngineName
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from jarvis.application.openjarvis_config import ConfigNote
     from jarvis.entrypoints.runtime import Runtime
 
 
@@ -80,9 +83,26 @@ def open_runtime(
     whose providers are overridden with fakes), else a fresh one.
     """
     from jarvis.entrypoints.bootstrap import bootstrap
-    from jarvis.entrypoints.settings import EngineOverrides, load_config
+    from jarvis.entrypoints.settings import EngineOverrides, read_config
 
-    settings = load_config(
+    loaded = read_config(
         config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
     )
-    return bootstrap(settings, container=ctx.obj, notice=stderr_line if verbose else None)
+    if verbose and loaded.notes:
+        stderr_line(config_notice(loaded.notes))
+    return bootstrap(loaded.config, container=ctx.obj, notice=stderr_line if verbose else None)
+
+
+def config_notice(notes: Sequence[ConfigNote]) -> str:
+    """The one ``--verbose`` line saying how a file's OpenJarvis keys were read."""
+    read = [f"{n.key} as {n.detail}" for n in notes if n.kind == "read_as"]
+    ignored = [n.key for n in notes if n.kind in ("ignored", "overridden")]
+    kept = [n.key for n in notes if n.kind == "passed_through"]
+    parts = []
+    if read:
+        parts.append("read " + ", ".join(read))
+    if ignored:
+        parts.append("ignored: " + ", ".join(ignored))
+    if kept:
+        parts.append("kept for the MCP client: " + ", ".join(kept))
+    return "jarvis: config: " + "; ".join(parts) + " (jarvis config check says why)"

@@ -54,12 +54,25 @@ def _finite(value: float) -> float:
 
 def serve(
     host: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--host", help="Address to listen on; anything but loopback needs an API key."
+            "--host",
+            help="Address to listen on; anything but loopback needs an API key "
+            "(default: [server] host, else 127.0.0.1).",
+            show_default=False,
         ),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535)] = 8000,
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            "-p",
+            min=0,
+            max=65535,
+            help="Port (default: [server] port, else 8000).",
+            show_default=False,
+        ),
+    ] = None,
     api_key: Annotated[
         str | None,
         typer.Option(
@@ -129,7 +142,8 @@ def serve(
         list[str] | None,
         typer.Option(
             "--cors-origin",
-            help="Allow browser requests from this origin (repeatable; CORS is off without it).",
+            help="Allow browser requests from this origin (repeatable; default: [server] "
+            "cors_origins; CORS is off without either).",
             show_default=False,
         ),
     ] = None,
@@ -187,15 +201,16 @@ def serve(
         ),
     ] = 100,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--workers",
             min=1,
             max=64,
             help="Server processes sharing the port (managed agents and conversations are "
-            "shared through the session store).",
+            "shared through the session store; default: [server] workers, else 1).",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
     engine: EngineOption = None,
     base_url: BaseUrlOption = None,
     model: ModelOption = None,
@@ -209,10 +224,16 @@ def serve(
         _require_framework()  # first: the server module imports uvicorn
         from jarvis.entrypoints.cli import serve_access as access
         from jarvis.entrypoints.http.server import check_bind
+        from jarvis.entrypoints.settings import load_config
 
+        server = load_config(config).server
+        bind_host = server.host if host is None else host
+        bind_port = server.port if port is None else port
+        processes = server.workers if workers is None else workers
+        origins = tuple(cors_origin) if cors_origin else server.cors_origins
         key = access.api_key_from(api_key, api_key_file)
-        access.check_unix(unix, workers)
-        check_bind(host, key)
+        access.check_unix(unix, processes)
+        check_bind(bind_host, key)
         access.check_owner_only(key)
         from jarvis.entrypoints.cli.serve_launch import ServeSpec, build_app, run_workers
         from jarvis.entrypoints.http.server import run
@@ -223,7 +244,7 @@ def serve(
             base_url=base_url,
             model=model,
             api_key=key,
-            cors_origins=tuple(cors_origin or ()),
+            cors_origins=origins,
             max_body_bytes=int(max_body_mb * 1024 * 1024),
             request_timeout=request_timeout,
             max_output_tokens=max_output_tokens,
@@ -242,9 +263,17 @@ def serve(
         )
         app = build_app(spec)  # in the workers too; here it checks the configuration first
         log_level = "info" if verbose else "warning"
-        if workers == 1:
-            run(app, host=host, port=port, log_level=log_level, unix=access.unix_path(unix))
+        if processes == 1:
+            run(
+                app,
+                host=bind_host,
+                port=bind_port,
+                log_level=log_level,
+                unix=access.unix_path(unix),
+            )
         else:
-            run_workers(spec, host=host, port=port, workers=workers, log_level=log_level)
+            run_workers(
+                spec, host=bind_host, port=bind_port, workers=processes, log_level=log_level
+            )
 
     raise typer.Exit(guarded(body, verbose=verbose))

@@ -88,6 +88,9 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
         from jarvis.entrypoints.settings import load_config
 
         catalogue = bootstrap(load_config(config), container=ctx.obj).container.tools()
+        if isinstance(catalogue, ToolCatalogue):
+            for failure in catalogue.load_plugins():
+                sys.stderr.write(f"jarvis: {failure} (not listed)\n")
         specs = catalogue.specs() if isinstance(catalogue, ToolCatalogue) else []
         if json_output:
             rows = [

@@ -17,6 +17,7 @@ paginated (``limit``, ``after``; ``has_more`` and ``next`` in the body).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import AsyncGenerator
@@ -135,9 +136,29 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
     record = await state.managed.post(agent_id, body.content)
     if body.stream:
         return EventStream(run_frames(state, agent_id, record))
+    if body.mode == "immediate":
+        from starlette.background import BackgroundTask
+
+        return JSONResponse(
+            {"status": "running", "message": MessageOut.of(record).model_dump()},
+            status_code=202,
+            background=BackgroundTask(_run_in_background, state, agent_id, record),
+        )
     return JSONResponse(
         {"status": "queued", "message": MessageOut.of(record).model_dump()}, status_code=202
     )
+
+
+async def _run_in_background(state: ServerState, agent_id: str, record: SessionMessage) -> None:
+    """An ``immediate`` message's run, after its 202: its answer is stored with the agent's
+    messages (read with ``GET .../messages``); a run that fails leaves the message waiting
+    for ``/run``, as a queued one."""
+    from jarvis.domain.errors import JarvisError
+
+    with contextlib.suppress(JarvisError, TimeoutError):
+        async with asyncio.timeout(state.limits.request_timeout):
+            async for _ in state.managed.stream(agent_id, record):
+                pass
 
 
 @router.post("/{agent_id}/run", responses=_SSE)

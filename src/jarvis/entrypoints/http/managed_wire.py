@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jarvis.application.managed_agents import ManagedAgentSpec
@@ -121,6 +123,9 @@ class ManagedAgentOut(BaseModel):
 class MessageIn(_Strict):
     content: str = Field(min_length=1)
     stream: bool = False
+    mode: Literal["queued", "immediate"] = "queued"
+    """Without ``stream``: ``queued`` keeps the message for ``/run``; ``immediate`` runs
+    the agent on it at once, after answering 202 (the answer is stored)."""
 
 
 class RunIn(_Strict):

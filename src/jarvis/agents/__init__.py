@@ -1,0 +1,1 @@
+"""OpenJarvis's ``openjarvis.agents`` module paths (see :mod:`jarvis.compat`)."""

@@ -1,0 +1,5 @@
+"""``from jarvis.agents.opencode import OpenCodeAgent``."""
+
+from jarvis.compat.agents import OpenCodeAgent
+
+__all__ = ["OpenCodeAgent"]

@@ -1,0 +1,5 @@
+"""``from jarvis.agents.rlm import RLMAgent``."""
+
+from jarvis.compat.agents import RLMAgent
+
+__all__ = ["RLMAgent"]

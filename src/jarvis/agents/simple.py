@@ -1,0 +1,5 @@
+"""``from jarvis.agents.simple import SimpleAgent``."""
+
+from jarvis.compat.agents import SimpleAgent
+
+__all__ = ["SimpleAgent"]

@@ -1,0 +1,420 @@
+"""OpenJarvis's agent classes: ``SimpleAgent(engine, model=..., temperature=0.7)``,
+``OrchestratorAgent(..., tools=[...], max_turns=10)``, ``RLMAgent(..., sub_model=...)``...,
+and a ``BaseAgent`` whose subclasses implement only a synchronous ``run()``.
+
+Each built-in class builds the jarvis agent of its registry key from OpenJarvis's
+constructor arguments (sampling, system prompt, tools, the agent's named options, checked
+by jarvis's registry exactly as ``-O key=value`` is) and delegates every run to it, so
+streaming, events and budgets are jarvis's. What a built agent needs besides the engine
+(the isolated REPL of code-running agents, the external runtimes, the operator stores) comes
+from jarvis's configuration, built when first needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar, Self
+
+from jarvis.compat.tool_stubs import BaseTool, as_tools
+from jarvis.domain.agent_contract import AgentContext, AgentResult
+from jarvis.domain.agents.base import BaseAgent as JarvisAgent
+from jarvis.domain.agents.options import AgentOptions, AgentParts
+from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.events import EventBus
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.updates import RunUpdate
+
+if TYPE_CHECKING:
+    from jarvis.domain.external_runtime import ExternalRuntimePort
+    from jarvis.domain.operators import OperatorBinding
+    from jarvis.domain.ports import MemoryPort, SessionStorePort
+    from jarvis.entrypoints.runtime import Runtime
+
+
+class NoEngine:
+    """The engine of an agent given ``engine=None`` (external runtimes bring their own)."""
+
+    engine_id = "none"
+    base_url = ""
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        raise ConfigurationError("This agent was built without an engine (engine=None).")
+
+    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        raise ConfigurationError("This agent was built without an engine (engine=None).")
+
+    async def list_models(self) -> list[str]:
+        return []
+
+    async def health(self) -> bool:
+        return False
+
+    async def aclose(self) -> None:
+        return None
+
+
+class BaseAgent(JarvisAgent):
+    """OpenJarvis's ``BaseAgent``: a subclass implements a synchronous
+    ``run(input, context=None, **kwargs)`` (or jarvis's ``async arun``), and is a jarvis
+    agent as well: it can be registered and asked through the registry, the CLI and the
+    server (a synchronous ``run`` runs in a worker thread there)."""
+
+    agent_id: ClassVar[str] = "custom"
+
+    def __init__(
+        self,
+        engine: InferencePort | None,
+        model: str,
+        *,
+        bus: EventBus | None = None,
+        temperature: float = 0.7,
+        max_tokens: int = 1024,
+    ) -> None:
+        super().__init__(
+            engine if engine is not None else NoEngine(),
+            model,
+            sampling=SamplingSettings(temperature=temperature, max_tokens=max_tokens),
+            bus=bus,
+        )
+        self.engine = self.inference
+
+    @classmethod
+    def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        sampling = parts.sampling or cls.default_sampling
+        agent = cls(
+            parts.inference,
+            parts.model,
+            bus=parts.bus,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+        )
+        agent.prompts = parts.prompts
+        return agent
+
+    def run(self, input: str, context: AgentContext | None = None, **kwargs: object) -> AgentResult:
+        if type(self).arun is BaseAgent.arun:
+            raise NotImplementedError(f"{type(self).__name__} implements neither run() nor arun().")
+        return asyncio.run(self.arun(input, context))
+
+    async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
+        if type(self).run is BaseAgent.run:
+            raise NotImplementedError(f"{type(self).__name__} implements neither run() nor arun().")
+        return await asyncio.to_thread(self.run, input, context)
+
+
+class ToolUsingAgent(BaseAgent):
+    """OpenJarvis's ``ToolUsingAgent``: a :class:`BaseAgent` that takes tools and a turn
+    limit (``self.tools``, ``self.max_turns``) for a subclass's own loop."""
+
+    accepts_tools: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        engine: InferencePort | None,
+        model: str,
+        *,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
+        bus: EventBus | None = None,
+        max_turns: int = 10,
+        temperature: float = 0.7,
+        max_tokens: int = 1024,
+    ) -> None:
+        super().__init__(engine, model, bus=bus, temperature=temperature, max_tokens=max_tokens)
+        if max_turns < 1:
+            raise ConfigurationError("max_turns must be at least 1.")
+        self.tools = list(_real_tools(tools))
+        self.max_turns = max_turns
+
+
+class _Services:
+    """jarvis's runtime for what built agents need besides the engine, made on first use."""
+
+    def __init__(self) -> None:
+        self._runtime: Runtime | None = None
+
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            from jarvis.entrypoints.bootstrap import bootstrap
+            from jarvis.entrypoints.settings import load_config
+
+            self._runtime = bootstrap(load_config())
+        return self._runtime
+
+
+class _LazyRuntimes:
+    """The external runtimes (opencode, openhands, claude_code), built on the first run."""
+
+    def __init__(self, services: _Services) -> None:
+        self._services = services
+
+    def get(self, runtime_id: str) -> ExternalRuntimePort:
+        return self._services.runtime().container.external_runtimes().get(runtime_id)
+
+
+_RENAMED_OPTIONS = {"session_id": "session"}
+"""OpenJarvis's constructor arguments that jarvis's options name otherwise."""
+
+
+def _options(given: dict[str, JSONValue]) -> JSONObject:
+    """OpenJarvis's keyword arguments as jarvis's named options: a list of tool names is
+    jarvis's comma list; ``None`` means "the default" and is left out."""
+    options: JSONObject = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = ",".join(str(item) for item in value)
+        options[_RENAMED_OPTIONS.get(key, key)] = value
+    return options
+
+
+def _real_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
+    """The tools given (``BaseTool`` ones made jarvis tools); the documentation's
+    ``tools=[...]`` placeholder stands for none."""
+    return as_tools(tools)
+
+
+class BuiltAgent(JarvisAgent):
+    """An OpenJarvis-style constructor over jarvis's agent ``key`` of the registry."""
+
+    key: ClassVar[str] = "simple"
+
+    def __init__(
+        self,
+        engine: InferencePort | None,
+        model: str = "",
+        *,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
+        bus: EventBus | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        **options: JSONValue,
+    ) -> None:
+        self._setup(
+            engine,
+            model,
+            tools=tools,
+            bus=bus,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            options=options,
+        )
+
+    def _setup(
+        self,
+        engine: InferencePort | None,
+        model: str,
+        *,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
+        bus: EventBus | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        options: dict[str, JSONValue],
+    ) -> None:
+        self._services = _Services()
+        self.inner = self._build(
+            engine if engine is not None else NoEngine(),
+            model,
+            tools=tools,
+            bus=bus,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            options=_options(options),
+        )
+        JarvisAgent.__init__(
+            self,
+            self.inner.inference,
+            self.inner.model,
+            sampling=self.inner.sampling,
+            prompts=self.inner.prompts,
+            bus=bus,
+        )
+        self.engine = self.inference
+
+    def operator_binding(self) -> OperatorBinding | None:
+        """The operator a tick runs for (the operative agents only)."""
+        return None
+
+    def _build(
+        self,
+        engine: InferencePort,
+        model: str,
+        *,
+        tools: Sequence[ToolPort | BaseTool] | None,
+        bus: EventBus | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        system_prompt: str | None,
+        options: JSONObject,
+    ) -> JarvisAgent:
+        from jarvis.application.registry import builtin_agents
+
+        registry = builtin_agents()
+        agent_cls = registry.get(self.key)
+        sampling = agent_cls.default_sampling
+        if temperature is not None:
+            sampling = replace(sampling, temperature=temperature)
+        if max_tokens is not None:
+            sampling = replace(sampling, max_tokens=max_tokens)
+        if _real_tools(tools) and not agent_cls.accepts_tools:
+            raise ConfigurationError(f"The {self.key} agent takes no tools.")
+        parts = AgentParts(
+            inference=engine,
+            model=model,
+            bus=bus,
+            sampling=sampling,
+            prompts=PromptSettings(system_prompt=system_prompt),
+            tools=_real_tools(tools),
+            repl=self._services.runtime().container.repl() if agent_cls.uses_repl else None,
+            operator=self.operator_binding(),
+            runtimes=_LazyRuntimes(self._services),
+        )
+        return registry.create(self.key, parts, options)
+
+    def run(self, input: str, context: AgentContext | None = None, **kwargs: object) -> AgentResult:
+        """Synchronous, as OpenJarvis's (not for use inside a running event loop)."""
+        return asyncio.run(self.arun(input, context))
+
+    async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
+        return await self.inner.arun(input, context)
+
+    async def astream(
+        self, input: str, context: AgentContext | None = None
+    ) -> AsyncIterator[RunUpdate]:
+        async for update in self.inner.astream(input, context):
+            yield update
+
+
+class SimpleAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "simple"
+    key: ClassVar[str] = "simple"
+
+
+class OrchestratorAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "orchestrator"
+    key: ClassVar[str] = "orchestrator"
+    accepts_tools: ClassVar[bool] = True
+
+
+class NativeReActAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "native_react"
+    key: ClassVar[str] = "native_react"
+    accepts_tools: ClassVar[bool] = True
+
+
+ReActAgent = NativeReActAgent
+"""OpenJarvis's older name (``from jarvis.agents.react import ReActAgent``)."""
+
+
+class NativeOpenHandsAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "native_openhands"
+    key: ClassVar[str] = "native_openhands"
+    accepts_tools: ClassVar[bool] = True
+
+
+class RLMAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "rlm"
+    key: ClassVar[str] = "rlm"
+    accepts_tools: ClassVar[bool] = True
+
+
+class OpenHandsAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "openhands"
+    key: ClassVar[str] = "openhands"
+
+
+class ClaudeCodeAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "claude_code"
+    key: ClassVar[str] = "claude_code"
+
+    def __init__(
+        self,
+        engine: InferencePort | None = None,
+        model: str = "",
+        *,
+        system_prompt: str | None = None,
+        **options: JSONValue,
+    ) -> None:
+        self._setup(engine, model, system_prompt=system_prompt, options=options)
+
+
+class OpenCodeAgent(BuiltAgent):
+    agent_id: ClassVar[str] = "opencode"
+    key: ClassVar[str] = "opencode"
+
+    def close(self) -> None:
+        """Stop the opencode server this agent started (OpenJarvis's ``close()``)."""
+        runtime = self._services._runtime
+        if runtime is not None:
+            close = getattr(runtime.container.external_runtimes(), "close_now", None)
+            if callable(close):
+                close()
+
+
+class OperativeAgent(BuiltAgent):
+    """OpenJarvis's ``OperativeAgent(engine, model, operator_id=..., session_store=...,
+    memory_backend=..., system_prompt=...)``: each ``run`` is one tick of operator
+    ``operator_id``, its history and state kept in ``session_store`` (default: jarvis's
+    configured session store, where ``jarvis operators`` keeps them too)."""
+
+    agent_id: ClassVar[str] = "operative"
+    key: ClassVar[str] = "operative"
+    accepts_tools: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        engine: InferencePort | None,
+        model: str = "",
+        *,
+        tools: Sequence[ToolPort | BaseTool] | None = None,
+        bus: EventBus | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        operator_id: str | None = None,
+        session_store: SessionStorePort | None = None,
+        memory_backend: MemoryPort | None = None,
+        **options: JSONValue,
+    ) -> None:
+        self.operator_id = operator_id or "adhoc"
+        self.session_store = session_store
+        self.memory_backend = memory_backend
+        self._setup(
+            engine,
+            model,
+            tools=tools,
+            bus=bus,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            options=options,
+        )
+
+    def operator_binding(self) -> OperatorBinding | None:
+        from jarvis.domain.operators import OperatorBinding, check_operator_id
+        from jarvis.entrypoints.container import operator_store_for
+
+        container = self._services.runtime().container
+        sessions = self.session_store or container.sessions()
+        memory = self.memory_backend
+        return OperatorBinding(
+            operator_id=check_operator_id(self.operator_id),
+            sessions=sessions,
+            store=operator_store_for(sessions),
+            keyword_index=(lambda: memory) if memory is not None else container.keyword_index(),
+        )
+
+
+class MonitorOperativeAgent(OperativeAgent):
+    agent_id: ClassVar[str] = "monitor_operative"
+    key: ClassVar[str] = "monitor_operative"

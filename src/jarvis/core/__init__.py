@@ -1,0 +1,1 @@
+"""OpenJarvis's ``openjarvis.core`` module paths (see :mod:`jarvis.compat`)."""

@@ -1,0 +1,62 @@
+"""``jarvis config check``: which file is read and what became of each of its keys.
+
+A file written for OpenJarvis is read too (:mod:`jarvis.application.openjarvis_config`):
+this command lists, key by key, what was read as which jarvis key, what was ignored and
+why, and what is kept for the MCP client. A key in neither vocabulary is the usual
+configuration error (exit 2) with the nearest known key.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
+
+app = typer.Typer(
+    help="The configuration file: check it and say how each key is read.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+@app.command("check")
+def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
+    """Validate the config file and say, for each key, how jarvis reads it."""
+
+    def body() -> None:
+        from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
+        from jarvis.entrypoints.settings import read_config
+
+        loaded = read_config(config)
+        rows: list[ConfigNote | str] = []  # a note, or a key of jarvis's own read as it is
+        seen: set[str] = set()
+        for key in file_keys(loaded.raw):
+            note = note_for(key, loaded.notes)
+            if note is None:
+                rows.append(key)
+            elif note.key not in seen:
+                seen.add(note.key)
+                rows.extend(n for n in loaded.notes if n.key == note.key)
+        if json_output:
+            import json
+
+            keys = [
+                {"key": row, "status": "read", "detail": row}
+                if isinstance(row, str)
+                else {"key": row.key, "status": row.kind, "detail": row.detail}
+                for row in rows
+            ]
+            typer.echo(json.dumps({"file": str(loaded.file), "found": loaded.found, "keys": keys}))
+            return
+        if not loaded.found:
+            typer.echo(f"{loaded.file}: not found; the defaults apply")
+            return
+        typer.echo(f"{loaded.file}: valid")
+        for row in rows:
+            typer.echo("  " + (f"{row}: read" if isinstance(row, str) else row.describe()))
+
+    code = guarded(body, verbose=False)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,1 @@
+"""OpenJarvis's ``openjarvis.tools`` module paths (see :mod:`jarvis.compat.tools`)."""

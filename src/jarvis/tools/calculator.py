@@ -1,0 +1,5 @@
+"""``from jarvis.tools.calculator import CalculatorTool``."""
+
+from jarvis.compat.tools import CalculatorTool
+
+__all__ = ["CalculatorTool"]

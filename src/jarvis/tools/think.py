@@ -1,0 +1,5 @@
+"""``from jarvis.tools.think import ThinkTool``."""
+
+from jarvis.compat.tools import ThinkTool
+
+__all__ = ["ThinkTool"]
