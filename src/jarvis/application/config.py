@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, ClassVar, Literal, TypeVar, get_args, get_type_hints
 
 from jarvis.application.engine_names import EngineName
+from jarvis.application.mcp_config import McpSettings, OpenJarvisMcpSettings
 
 S = TypeVar("S")
 
@@ -200,6 +201,8 @@ class ToolSettings(_Section):
     web_search: WebSearchSettings = field(default_factory=WebSearchSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LlmToolSettings = field(default_factory=LlmToolSettings)
+    mcp: OpenJarvisMcpSettings = field(default_factory=OpenJarvisMcpSettings)
+    """OpenJarvis's MCP servers (see :mod:`jarvis.application.mcp_config`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,3 +309,5 @@ class JarvisConfig(_Section):
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""

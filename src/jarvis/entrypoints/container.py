@@ -326,6 +326,11 @@ class _ToolsOnDemand:
             raise ConfigurationError("No tool catalogue is configured.")
         return catalogue.build(names, inference=inference, model=model)
 
+    async def prepare(self, names: Sequence[str]) -> None:
+        catalogue = self._provide()
+        if catalogue is not None:
+            await catalogue.prepare(names)
+
 
 def _image_progress(line: str) -> None:
     """Image build progress, on stderr (stdout carries the answer)."""

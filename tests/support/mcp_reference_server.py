@@ -1,0 +1,134 @@
+"""An MCP server built with the ``mcp`` SDK's own MCPServer (formerly FastMCP), for tests.
+
+Run as ``python tests/support/mcp_reference_server.py`` (stdio) or with ``--http
+PORT_FILE`` (streamable HTTP on 127.0.0.1, a free port written to ``PORT_FILE`` once it
+listens). ``--never-start`` plays a server that never answers (startup_timeout),
+``--garbage-first`` one that writes a non-JSON line before anything else.
+
+Its tools cover what a tool result can be: text (``echo``), structured content (``add``),
+an error result (``fail``), an image (``tiny_image``: 68 bytes of PNG), an embedded
+resource (``note``), a call that never ends (``hang``, which writes its pid-free marker
+file first so a test can wait for it), a crash mid-call (``crash``), malformed frames
+(``garbage``), a stderr flood (``flood``) and the environment it was given (``env_names``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp_types import EmbeddedResource, TextResourceContents, ToolAnnotations
+
+TINY_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgYAAAAAMAASsJTYQAAAAASUVORK5CYII="
+)
+
+server = MCPServer("reference")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False))
+def echo(text: str) -> str:
+    """Repeat the text back."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> dict[str, int]:
+    """Add two integers."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Fail with the message."""
+    raise ValueError(message)
+
+
+@server.tool()
+def tiny_image() -> Image:
+    """A 1x1 PNG."""
+    return Image(data=TINY_PNG, format="png")
+
+
+@server.tool()
+def note() -> EmbeddedResource:
+    """An embedded text resource."""
+    return EmbeddedResource(
+        type="resource",
+        resource=TextResourceContents(uri="memo://one", mime_type="text/plain", text="remember"),
+    )
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+async def hang(marker: str) -> str:
+    """Never answers (writes ``marker`` first)."""
+    Path(marker).write_text(str(os.getpid()))
+    await asyncio.Event().wait()
+    return "unreachable"
+
+
+@server.tool()
+def crash() -> str:
+    """The process dies mid-call."""
+    os._exit(3)
+
+
+@server.tool()
+def garbage() -> str:
+    """Writes a line that is not JSON-RPC on stdout."""
+    os.write(1, b"this is not a JSON-RPC frame\n")
+    return "sent"
+
+
+@server.tool()
+def flood(megabytes: int) -> str:
+    """Writes megabytes of noise on stderr, then answers."""
+    chunk = b"x" * 65535 + b"\n"
+    for _ in range(megabytes * 16):
+        os.write(2, chunk)
+    return "flooded"
+
+
+@server.tool()
+def env_names() -> str:
+    """The names of the variables in this server's environment."""
+    return ",".join(sorted(os.environ))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", metavar="PORT_FILE")
+    parser.add_argument("--never-start", action="store_true")
+    parser.add_argument("--garbage-first", action="store_true")
+    args = parser.parse_args()
+    if args.never_start:
+        time.sleep(3600)  # killed by the client at its startup_timeout
+        return
+    if args.garbage_first:
+        os.write(1, b"hello from a server that logs on stdout\n")
+    if args.http:
+        import uvicorn
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        app = server.streamable_http_app()
+        config = uvicorn.Config(app, log_level="warning")
+        uv = uvicorn.Server(config)
+        Path(args.http + ".tmp").write_text(str(port))
+        os.replace(args.http + ".tmp", args.http)
+        uv.run(sockets=[sock])
+        return
+    server.run()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
