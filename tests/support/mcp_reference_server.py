@@ -3,13 +3,15 @@
 Run as ``python tests/support/mcp_reference_server.py`` (stdio) or with ``--http
 PORT_FILE`` (streamable HTTP on 127.0.0.1, a free port written to ``PORT_FILE`` once it
 listens). ``--never-start`` plays a server that never answers (startup_timeout),
-``--garbage-first`` one that writes a non-JSON line before anything else.
+``--garbage-first`` one that writes a non-JSON line before anything else, ``--stubborn``
+one that ignores SIGTERM and leaves a child process behind; ``--tag WORD`` marks its
+command line (and its child's) so a test can find them in the process table.
 
 Its tools cover what a tool result can be: text (``echo``), structured content (``add``),
 an error result (``fail``), an image (``tiny_image``: 68 bytes of PNG), an embedded
-resource (``note``), a call that never ends (``hang``, which writes its pid-free marker
-file first so a test can wait for it), a crash mid-call (``crash``), malformed frames
-(``garbage``), a stderr flood (``flood``) and the environment it was given (``env_names``).
+resource (``note``), a call that never ends (``hang``, which writes a marker file first so
+a test can wait for it), a crash mid-call (``crash``), a stderr flood (``flood``) and the
+environment it was given (``env_names``).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def note() -> EmbeddedResource:
 @server.tool(annotations=ToolAnnotations(destructive_hint=True))
 async def hang(marker: str) -> str:
     """Never answers (writes ``marker`` first)."""
-    Path(marker).write_text(str(os.getpid()))
+    Path(marker).write_text(str(os.getpid()))  # noqa: ASYNC240 - a few bytes, once
     await asyncio.Event().wait()
     return "unreachable"
 
@@ -78,13 +80,6 @@ async def hang(marker: str) -> str:
 def crash() -> str:
     """The process dies mid-call."""
     os._exit(3)
-
-
-@server.tool()
-def garbage() -> str:
-    """Writes a line that is not JSON-RPC on stdout."""
-    os.write(1, b"this is not a JSON-RPC frame\n")
-    return "sent"
 
 
 @server.tool()
@@ -107,7 +102,20 @@ def main() -> None:
     parser.add_argument("--http", metavar="PORT_FILE")
     parser.add_argument("--never-start", action="store_true")
     parser.add_argument("--garbage-first", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
+    parser.add_argument("--tag", default="", help="a word tests find this process by")
     args = parser.parse_args()
+    if args.stubborn:  # ignores SIGTERM and leaves a child behind unless its group is killed
+        import signal
+        import subprocess
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)", args.tag],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if args.never_start:
         time.sleep(3600)  # killed by the client at its startup_timeout
         return

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.mcp import (
     McpCallResult,
+    McpContent,
     McpError,
     McpServerDownError,
     McpTimeoutError,
@@ -88,3 +89,89 @@ class InMemoryMcpClient:
 
     async def aclose(self) -> None:
         self._running = False
+
+
+def _text(text: str, structured: JSONObject | None = None) -> McpCallResult:
+    return McpCallResult(content=(McpContent(kind="text", text=text),), structured=structured)
+
+
+async def _echo(arguments: JSONObject) -> McpCallResult:
+    text = str(arguments.get("text", ""))
+    return _text(text, {"result": text})
+
+
+async def _add(arguments: JSONObject) -> McpCallResult:
+    a, b = arguments.get("a"), arguments.get("b")
+    total = (a if isinstance(a, int) else 0) + (b if isinstance(b, int) else 0)
+    return _text(f'{{"sum": {total}}}', {"sum": total})
+
+
+async def _fail(arguments: JSONObject) -> McpCallResult:
+    return McpCallResult(
+        content=(McpContent(kind="text", text=f"Error: {arguments.get('message')}"),),
+        is_error=True,
+    )
+
+
+async def _tiny_image(_arguments: JSONObject) -> McpCallResult:
+    return McpCallResult(content=(McpContent(kind="image", mime_type="image/png", size_bytes=68),))
+
+
+async def _hang(_arguments: JSONObject) -> McpCallResult:
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+async def _crash(_arguments: JSONObject) -> McpCallResult:
+    raise ServerCrash
+
+
+def _object(properties: JSONObject, required: list[str]) -> JSONObject:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+REFERENCE_TOOLS: dict[str, tuple[McpToolInfo, McpHandler]] = {
+    "echo": (
+        McpToolInfo(
+            name="echo",
+            description="Repeat the text back.",
+            input_schema=_object({"text": {"type": "string"}}, ["text"]),
+            read_only=True,
+            destructive=False,
+        ),
+        _echo,
+    ),
+    "add": (
+        McpToolInfo(
+            name="add",
+            description="Add two integers.",
+            input_schema=_object({"a": {"type": "integer"}, "b": {"type": "integer"}}, ["a", "b"]),
+        ),
+        _add,
+    ),
+    "fail": (
+        McpToolInfo(
+            name="fail",
+            description="Fail with the message.",
+            input_schema=_object({"message": {"type": "string"}}, ["message"]),
+        ),
+        _fail,
+    ),
+    "tiny_image": (McpToolInfo(name="tiny_image", description="A 1x1 PNG."), _tiny_image),
+    "hang": (
+        McpToolInfo(
+            name="hang",
+            description="Never answers.",
+            input_schema=_object({"marker": {"type": "string"}}, ["marker"]),
+            destructive=True,
+        ),
+        _hang,
+    ),
+    "crash": (McpToolInfo(name="crash", description="The process dies mid-call."), _crash),
+}
+"""The tools of ``tests/support/mcp_reference_server.py``, played in memory."""
+
+
+def reference_client(name: str = "ref") -> InMemoryMcpClient:
+    """A fake of the reference server (what the contract suite runs against)."""
+    return InMemoryMcpClient(name, REFERENCE_TOOLS)

@@ -97,6 +97,7 @@ class McpSdkClient:
         self._process: asyncio.subprocess.Process | None = None
         self._closing = False
         self._scope = anyio.CancelScope()
+        self._inflight: set[_Job] = set()
 
     @property
     def name(self) -> str:
@@ -141,6 +142,7 @@ class McpSdkClient:
         self._jobs = asyncio.Queue()
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[tuple[McpToolInfo, ...]] = loop.create_future()
+        ready.add_done_callback(_retrieved)  # its failure is raised by start, or moot
         self._ready = ready
         self._runner = loop.create_task(self._run(ready), name=f"mcp-server-{self.name}")
         try:
@@ -254,10 +256,15 @@ class McpSdkClient:
             self._fail_pending(reason)
 
     def _fail_pending(self, reason: str) -> None:
-        while not self._jobs.empty():
-            job = self._jobs.get_nowait()
-            if isinstance(job, _Job) and not job.future.done():
+        """Fail the calls still waiting: only now, once the server's process is gone."""
+        for job in self._inflight:
+            if not job.future.done():
                 job.future.set_exception(self._down_error(reason))
+        self._inflight.clear()
+        while not self._jobs.empty():
+            queued = self._jobs.get_nowait()
+            if isinstance(queued, _Job) and not queued.future.done():
+                queued.future.set_exception(self._down_error(reason))
 
     def _down_error(self, reason: str) -> McpServerDownError:
         return McpServerDownError(
@@ -273,24 +280,17 @@ class McpSdkClient:
         self._scope.cancel()
 
     async def _serve(self, session: ClientSession) -> None:
-        jobs: set[_Job] = set()
-        try:
-            async with anyio.create_task_group() as group:
-                while True:
-                    job = await self._jobs.get()
-                    if not isinstance(job, _Job):
-                        group.cancel_scope.cancel()
-                        return
-                    if not job.future.done():
-                        jobs.add(job)
-                        group.start_soon(self._answer, session, job, jobs)
-        finally:
-            reason = self._down or "it stopped"
-            for job in jobs:
+        async with anyio.create_task_group() as group:
+            while True:
+                job = await self._jobs.get()
+                if not isinstance(job, _Job):
+                    group.cancel_scope.cancel()
+                    return
                 if not job.future.done():
-                    job.future.set_exception(self._down_error(reason))
+                    self._inflight.add(job)
+                    group.start_soon(self._answer, session, job)
 
-    async def _answer(self, session: ClientSession, job: _Job, jobs: set[_Job]) -> None:
+    async def _answer(self, session: ClientSession, job: _Job) -> None:
         with anyio.CancelScope() as scope:
             job.scope = scope
             try:
@@ -311,7 +311,7 @@ class McpSdkClient:
                             server=self.name,
                         )
                     )
-        jobs.discard(job)
+        self._inflight.discard(job)
 
     # --- transports -----------------------------------------------------------------------
 
@@ -469,7 +469,29 @@ class McpSdkClient:
                 _kill_group(process, signal.SIGKILL)
                 await _exited(process, STOP_GRACE_SECONDS)
         _kill_group(process, signal.SIGKILL)  # whatever of its group is left
+        for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
+            if not _group_alive(process):
+                break
+            await asyncio.sleep(0.01)
+        # Close the pipes now: a stdout left unread (a frame refused mid-stream) would keep
+        # the transport open until the garbage collector finds it, after its loop closed.
+        transport = getattr(process, "_transport", None)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            transport.close()
         self._process = None
+
+
+def _group_alive(process: asyncio.subprocess.Process) -> bool:
+    try:
+        os.killpg(process.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _retrieved(future: asyncio.Future[tuple[McpToolInfo, ...]]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
