@@ -64,9 +64,11 @@ if TYPE_CHECKING:
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
+    from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
+    from jarvis.domain.mcp import McpClientPort, McpServerSpec
     from jarvis.domain.ports import (
         ContainerPort,
         EmbeddingPort,
@@ -265,6 +267,43 @@ class _ReplOnDemand:
         return await self._get().start(callbacks=callbacks, limits=limits)
 
 
+def _report_line(line: str) -> None:
+    """One line on stderr for a fault that a run survives (an MCP server's)."""
+    import sys
+
+    if sys.stderr is not None:
+        sys.stderr.write(f"jarvis: {line}\n")
+        sys.stderr.flush()
+
+
+def _mcp_client(spec: McpServerSpec) -> McpClientPort:
+    """A connection to one MCP server through the ``mcp`` SDK (imported only now)."""
+    try:
+        from jarvis.adapters.mcp_sdk import McpSdkClient
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"MCP server '{spec.name}' needs the mcp package ({exc}).",
+            hint="pip install 'jarvis[mcp]'",
+        ) from None
+    return McpSdkClient(spec)
+
+
+def _mcp_tools(config: JarvisConfig) -> McpToolSource | None:
+    """The configured MCP servers (``[mcp.servers]``, ``[tools.mcp]``), none started yet;
+    an HTTP server's URL obeys the same rules as an engine's."""
+    from jarvis.application.mcp_config import mcp_servers
+    from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.entrypoints.settings import check_url
+
+    entries = mcp_servers(config.mcp, config.tools.mcp)
+    if not entries:
+        return None
+    for entry in entries:
+        if entry.spec.url:
+            check_url(entry.spec.url, f"[mcp.servers.{entry.name}] url")
+    return McpToolSource(entries, _mcp_client, report=_report_line)
+
+
 def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
@@ -272,6 +311,7 @@ def _tool_catalogue(
     memory: MemoryPort,
     repl: ReplPort,
     config: JarvisConfig,
+    mcp: McpToolSource | None = None,
 ) -> ToolProvider:
     """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
     persona tools and the tools an embedding app registered."""
@@ -294,6 +334,8 @@ def _tool_catalogue(
     catalogue.register(CodeInterpreterTool(repl, limits=_repl_limits(config.repl)))
     for tool in [*persona_tools, *user_tools]:
         catalogue.register(tool)
+    if mcp is not None:
+        catalogue.attach_mcp(mcp)
     return catalogue
 
 
@@ -608,6 +650,9 @@ class Container(containers.DeclarativeContainer):
     repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, config)
     """The isolated Python REPL factory (``[repl]``); tests may override it with
     ``jarvis.testing.InMemoryRepl``."""
+    mcp_tools: providers.Provider[McpToolSource | None] = providers.Singleton(_mcp_tools, config)
+    """The MCP servers whose tools the catalogue offers (each started on first use, all
+    stopped by :func:`aclose_engines`); tests override it with fakes."""
     tools: providers.Provider[ToolProvider | None] = providers.Singleton(
         _tool_catalogue,
         persona_tools=persona_tools,
@@ -615,6 +660,7 @@ class Container(containers.DeclarativeContainer):
         memory=memory,
         repl=repl,
         config=config,
+        mcp=mcp_tools,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
@@ -706,10 +752,21 @@ def choose(container: Container, choice: EngineChoice) -> None:
 async def aclose_engines(container: Container) -> None:
     """Close every resource this container opened (its engines, the container runtime's
     API client, the session store's connection) and forget them (idempotent): a later call
-    opens them again."""
+    opens them again). The MCP servers started are stopped first."""
+    await aclose_mcp(container)
     pending = container.shutdown_resources()
     if pending is not None:
         await pending
+
+
+async def aclose_mcp(container: Container) -> None:
+    """Stop the MCP servers this container started (none built: nothing to do)."""
+    try:
+        source = container.mcp_tools()
+    except ConfigurationError:
+        return  # a configuration that could not name servers started none
+    if source is not None:
+        await source.aclose()
 
 
 def forget_engines(container: Container) -> None:

@@ -57,16 +57,17 @@ timeout (which cancels the request and keeps the connection) fires first."""
 
 def model_name(server: str, tool: str, taken: set[str]) -> str:
     """``server_tool`` as a valid, unused function name; a name that had to be changed or
-    was taken gets a short hash of the exact pair, so two tools never share one."""
+    was taken gets a short hash of the exact pair, so two tools never share one. ``taken``
+    holds lower-cased names: tools are looked up without regard to case."""
     raw = f"{server}_{tool}"
     clean = re.sub(r"[^a-zA-Z0-9_-]", "_", raw)[:MAX_NAME]
-    if clean == raw and clean not in taken:
+    if clean == raw and clean.lower() not in taken:
         return clean
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()
     for length in range(6, 17):
         suffix = "_" + digest[:length]
         candidate = clean[: MAX_NAME - len(suffix)] + suffix
-        if candidate not in taken:
+        if candidate.lower() not in taken:
             return candidate
     raise McpError(f"No free name for MCP tool '{server}.{tool}'.", server=server)
 
@@ -119,6 +120,8 @@ class McpServerState:
     error: str = ""
     restarts: int = 0
     started: bool = False
+    ran: bool = False
+    """It ran in this run (so a failure since is a crash, which a call may restart)."""
 
     @property
     def name(self) -> str:
@@ -185,7 +188,7 @@ class McpToolSource:
 
     def reserve(self, names: Iterable[str]) -> None:
         """Names models can never be given for an MCP tool (the catalogue's own tools)."""
-        self._taken.update(names)
+        self._taken.update(name.lower() for name in names)
 
     def _model_name(self, server: str, tool: str) -> str:
         key = (server, tool)
@@ -193,9 +196,10 @@ class McpToolSource:
             if tool:
                 name = model_name(server, tool, self._taken)
             else:  # the stand-in of a server that did not start
-                name = server if server not in self._taken else model_name(server, "", self._taken)
+                free = server.lower() not in self._taken
+                name = server if free else model_name(server, "", self._taken)
             self._names[key] = name
-            self._taken.add(name)
+            self._taken.add(name.lower())
         return self._names[key]
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -207,6 +211,7 @@ class McpToolSource:
         wanted = {name.split(".", 1)[0] for name in names if self.owns(name)}
         for server in wanted:
             self._servers[server].restarts = 0
+            self._servers[server].ran = self._running(self._servers[server])
         pending = [
             self._start(self._servers[server])
             for server in sorted(wanted)
@@ -228,15 +233,16 @@ class McpToolSource:
             state.tools = await state.client.start()
         except McpError as exc:
             state.error = _one_line(exc)
-            self._report(f"MCP server '{state.name}' failed to start: {state.error}")
+            self._report(state.error)
             await state.client.aclose()
             return False
-        except Exception as exc:
-            state.error = f"{type(exc).__name__}: {exc}"
-            self._report(f"MCP server '{state.name}' failed to start: {state.error}")
+        except Exception as exc:  # a fault of a server never fails the run
+            state.error = f"MCP server '{state.name}' could not start: {type(exc).__name__}: {exc}"
+            self._report(state.error)
             await state.client.aclose()
             return False
         state.error = ""
+        state.ran = True
         return True
 
     async def aclose(self) -> None:
@@ -316,6 +322,10 @@ class McpToolSource:
         if not self._running(state):
             async with self._lock:
                 if not self._running(state):
+                    if state.started and not state.ran:  # it failed to start in this run
+                        return self._failed(
+                            shown, f"MCP server '{server}' is not available: {state.error}"
+                        )
                     if state.started and state.restarts >= state.entry.max_restarts:
                         return self._failed(
                             shown,
@@ -326,7 +336,7 @@ class McpToolSource:
                         state.restarts += 1
                     if not await self._start(state):
                         return self._failed(
-                            shown, f"MCP server '{server}' is not available: {state.error}."
+                            shown, f"MCP server '{server}' is not available: {state.error}"
                         )
         if state.tools and not any(info.name == tool for info in state.tools):
             return self._failed(shown, f"MCP server '{server}' has no tool '{tool}'.")
@@ -340,7 +350,7 @@ class McpToolSource:
             message = _one_line(exc)
             if not client.running:
                 state.error = message
-            self._report(f"MCP tool '{server}.{tool}' failed: {message}")
+            self._report(f"MCP tool {server}.{tool} failed: {message}")
             return self._failed(shown, message)
         metadata: JSONObject = {"mcp_server": server, "mcp_tool": tool}
         if result.structured is not None:
