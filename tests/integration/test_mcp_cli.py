@@ -22,7 +22,7 @@ SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_reference_se
 
 
 def jarvis(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - the test's own interpreter
+    return subprocess.run(
         [sys.executable, "-m", "jarvis", *args],
         capture_output=True,
         text=True,
@@ -210,7 +210,7 @@ def test_an_openjarvis_tools_mcp_table_is_read(tmp_path: Path, tag: str) -> None
 
 def test_a_streamable_http_server_is_called_by_url(tmp_path: Path, tag: str) -> None:
     port_file = tmp_path / "port"
-    server = subprocess.Popen(  # noqa: S603 - the test's own interpreter and script
+    server = subprocess.Popen(
         [sys.executable, SERVER, "--http", str(port_file), "--tag", tag],
         stdin=subprocess.DEVNULL,
     )
@@ -218,7 +218,7 @@ def test_a_streamable_http_server_is_called_by_url(tmp_path: Path, tag: str) -> 
         for _ in range(600):
             if port_file.exists() or server.poll() is not None:
                 break
-            subprocess.run(["sleep", "0.05"], check=True)  # noqa: S607
+            subprocess.run(["sleep", "0.05"], check=True)
         url = f"http://127.0.0.1:{port_file.read_text()}/mcp"
         config = tmp_path / "config.toml"
         config.write_text(f'[mcp.servers.web]\nurl = "{url}"\n')
