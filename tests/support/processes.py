@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def processes_with(word: str) -> list[int]:
-    """The pids (not zombies) whose command line has ``word`` as one of its arguments."""
+    """The pids (not zombies) whose command line has ``word`` in one of its arguments."""
     found: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -17,6 +17,6 @@ def processes_with(word: str) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if word.encode() in argv and state != "Z":
+        if any(word.encode() in arg for arg in argv) and state != "Z":
             found.append(int(entry.name))
     return found
