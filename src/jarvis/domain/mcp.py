@@ -137,5 +137,11 @@ class McpClientPort(Protocol):
 
     async def aclose(self) -> None:
         """Stop the server (close its stdin, then terminate and kill its process group)
-        or end the HTTP session, bounded in time. Idempotent; never raises."""
+        or end the HTTP session, bounded in time. Idempotent; never raises. Called on the
+        event loop the client was started on."""
+        ...
+
+    def close_now(self) -> None:
+        """Kill a stdio server's process group at once, without awaiting: for a client
+        whose event loop is gone or is not the caller's. Idempotent; never raises."""
         ...

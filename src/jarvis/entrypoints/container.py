@@ -774,6 +774,12 @@ def forget_engines(container: Container) -> None:
     connections with it)."""
     for engine in (container.ollama, container.vllm, container.openai, container.llamacpp):
         _forget(engine)
+    try:  # the MCP servers started on that loop: their processes are killed now
+        source = container.mcp_tools()
+    except ConfigurationError:
+        return
+    if source is not None:
+        source.close_now(closed_loops_only=True)
 
 
 def _forget(resource: providers.Resource[InferencePort]) -> None:

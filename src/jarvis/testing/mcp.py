@@ -90,6 +90,9 @@ class InMemoryMcpClient:
     async def aclose(self) -> None:
         self._running = False
 
+    def close_now(self) -> None:
+        self._running = False
+
 
 def _text(text: str, structured: JSONObject | None = None) -> McpCallResult:
     return McpCallResult(content=(McpContent(kind="text", text=text),), structured=structured)

@@ -213,6 +213,14 @@ class McpSdkClient:
             _kill_group(process, signal.SIGKILL)
             self._process = None
 
+    def close_now(self) -> None:
+        self._closing = True
+        self._down = self._down or "it was stopped"
+        process = self._process
+        if process is not None:
+            _kill_group(process, signal.SIGKILL)
+        self._runner = None  # its loop ends it, or is gone with it
+
     def _stderr_hint(self) -> str:
         tail = self.stderr_tail().strip()
         if not tail:

@@ -122,6 +122,8 @@ class McpServerState:
     started: bool = False
     ran: bool = False
     """It ran in this run (so a failure since is a crash, which a call may restart)."""
+    loop: asyncio.AbstractEventLoop | None = None
+    """The event loop its client was started on (a client serves that loop only)."""
 
     @property
     def name(self) -> str:
@@ -221,13 +223,25 @@ class McpToolSource:
             await asyncio.gather(*pending)
 
     def _running(self, state: McpServerState) -> bool:
-        return state.client is not None and state.client.running
+        """Running for this event loop: a client started on another loop (the SDK's
+        synchronous calls run on a loop of their own) is stopped and started again here."""
+        if state.client is None:
+            return False
+        if state.loop is not asyncio.get_running_loop():
+            state.client.close_now()
+            state.client = None
+            return False
+        return state.client.running
 
     async def _start(self, state: McpServerState) -> bool:
         """Start (or restart) one server; ``False`` with its error set when it cannot."""
         if state.client is not None:
-            await state.client.aclose()
+            if state.loop is asyncio.get_running_loop():
+                await state.client.aclose()
+            else:
+                state.client.close_now()
         state.client = self._factory(state.entry.spec)
+        state.loop = asyncio.get_running_loop()
         state.started = True
         try:
             state.tools = await state.client.start()
@@ -246,12 +260,30 @@ class McpToolSource:
         return True
 
     async def aclose(self) -> None:
-        """Stop every server (concurrently); idempotent."""
-        clients = [s.client for s in self._servers.values() if s.client is not None]
+        """Stop every server (concurrently; those of another event loop at once, by
+        signal); idempotent."""
+        loop = asyncio.get_running_loop()
+        clients: list[McpClientPort] = []
         for state in self._servers.values():
+            if state.client is not None:
+                if state.loop is loop:
+                    clients.append(state.client)
+                else:
+                    state.client.close_now()
             state.client = None
         if clients:
             await asyncio.gather(*(client.aclose() for client in clients))
+
+    def close_now(self, *, closed_loops_only: bool = False) -> None:
+        """Kill every server's processes at once, without a loop (``closed_loops_only``:
+        only those whose event loop is closed, their connections gone with it)."""
+        for state in self._servers.values():
+            if state.client is None:
+                continue
+            if closed_loops_only and state.loop is not None and not state.loop.is_closed():
+                continue
+            state.client.close_now()
+            state.client = None
 
     # --- tools ----------------------------------------------------------------------------
 
