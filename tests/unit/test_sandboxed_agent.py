@@ -282,6 +282,7 @@ async def test_mcp_tools_run_on_the_host_only_when_named_in_host_tools() -> None
 
     from jarvis.application.mcp_config import McpServerEntry
     from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.domain.json_types import JSONValue
     from jarvis.domain.mcp import McpServerSpec
     from jarvis.testing.mcp import InMemoryMcpClient, reference_client
 
@@ -305,7 +306,7 @@ async def test_mcp_tools_run_on_the_host_only_when_named_in_host_tools() -> None
     if not container.agents().contains("sandboxed"):
         container.agents().register("sandboxed", SandboxedAgent)
     service = container.ask_service()
-    options = {"inner": "orchestrator"}
+    options: dict[str, JSONValue] = {"inner": "orchestrator"}
     refused = AskQuestion(
         question="q", agent="sandboxed", model="m", tools=("ref.echo",), agent_options=options
     )
