@@ -249,3 +249,25 @@ def test_a_bad_mcp_configuration_is_a_usage_error(tmp_path: Path, table: str, me
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_chat_keeps_its_server_for_the_whole_conversation(tmp_path: Path, tag: str) -> None:
+    config = write_config(tmp_path / "config.toml", tag)
+    script = [
+        Reply(tool_calls=[tool_call("c1", "ref_pid", {})]),
+        Reply("First."),
+        Reply(tool_calls=[tool_call("c2", "ref_pid", {})]),
+        Reply("Second."),
+    ]
+    with ScriptedEngine(script) as engine:
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "chat", "--config", str(config),
+             "--base-url", engine.url, "-m", MODEL, "-a", "orchestrator", "--tools", "ref.pid"],
+            input="one\ntwo\n", capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["First.", "Second."]
+        first = [m["content"] for m in engine.messages(1) if m["role"] == "tool"]
+        both = [m["content"] for m in engine.messages(3) if m["role"] == "tool"]
+    assert len(both) == 2
+    assert both[0] == both[1] == first[0]  # one server process answered both questions

@@ -11,7 +11,7 @@ Its tools cover what a tool result can be: text (``echo``), structured content (
 an error result (``fail``), an image (``tiny_image``: 68 bytes of PNG), an embedded
 resource (``note``), a call that never ends (``hang``, which writes a marker file first so
 a test can wait for it), a crash mid-call (``crash``), a stderr flood (``flood``) and the
-environment it was given (``env_names``).
+environment it was given (``env_names``) and its process id (``pid``).
 """
 
 from __future__ import annotations
@@ -89,6 +89,12 @@ def flood(megabytes: int) -> str:
     for _ in range(megabytes * 16):
         os.write(2, chunk)
     return "flooded"
+
+
+@server.tool()
+def pid() -> str:
+    """This server's process id (one process serving several calls shows one id)."""
+    return str(os.getpid())
 
 
 @server.tool()
