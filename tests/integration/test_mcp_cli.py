@@ -208,12 +208,15 @@ def test_an_openjarvis_tools_mcp_table_is_read(tmp_path: Path, tag: str) -> None
     assert enabled == ["echo"]
 
 
-def test_a_streamable_http_server_is_called_by_url(tmp_path: Path, tag: str) -> None:
+def test_a_streamable_http_server_is_called_by_url_with_its_headers(
+    tmp_path: Path, tag: str
+) -> None:
     port_file = tmp_path / "port"
     server = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port_file), "--tag", tag],
+        [sys.executable, SERVER, "--http", str(port_file), "--tag", tag,
+         "--require-header", "Authorization=Bearer s3cret"],
         stdin=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     try:
         for _ in range(600):
             if port_file.exists() or server.poll() is not None:
@@ -222,6 +225,12 @@ def test_a_streamable_http_server_is_called_by_url(tmp_path: Path, tag: str) -> 
         url = f"http://127.0.0.1:{port_file.read_text()}/mcp"
         config = tmp_path / "config.toml"
         config.write_text(f'[mcp.servers.web]\nurl = "{url}"\n')
+        refused = jarvis("mcp", "call", "web.add", '{"a": 1, "b": 1}', "--config", str(config))
+        assert refused.returncode == 1
+        assert "web" in refused.stderr
+        config.write_text(
+            f'[mcp.servers.web]\nurl = "{url}"\nheaders = {{ Authorization = "Bearer s3cret" }}\n'
+        )
         result = jarvis("mcp", "call", "web.add", '{"a": 20, "b": 22}', "--config", str(config))
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"sum": 42}

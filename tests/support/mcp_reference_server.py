@@ -4,7 +4,8 @@ Run as ``python tests/support/mcp_reference_server.py`` (stdio) or with ``--http
 PORT_FILE`` (streamable HTTP on 127.0.0.1, a free port written to ``PORT_FILE`` once it
 listens). ``--never-start`` plays a server that never answers (startup_timeout),
 ``--garbage-first`` one that writes a non-JSON line before anything else, ``--stubborn``
-one that ignores SIGTERM and leaves a child process behind; ``--tag WORD`` marks its
+one that ignores SIGTERM and leaves a child process behind, ``--require-header NAME=VALUE``
+an HTTP server that answers 401 without that header; ``--tag WORD`` marks its
 command line (and its child's) so a test can find them in the process table.
 
 Its tools cover what a tool result can be: text (``echo``), structured content (``add``),
@@ -24,6 +25,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import Image, MCPServer
 from mcp_types import EmbeddedResource, TextResourceContents, ToolAnnotations
@@ -103,6 +105,21 @@ def env_names() -> str:
     return ",".join(sorted(os.environ))
 
 
+def _guarded(app: Any, name: str, value: str) -> Any:
+    """``app`` answering 401 to a request without header ``name: value``."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(name.lower().encode()) != value.encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", metavar="PORT_FILE")
@@ -110,6 +127,7 @@ def main() -> None:
     parser.add_argument("--garbage-first", action="store_true")
     parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("--tag", default="", help="a word tests find this process by")
+    parser.add_argument("--require-header", default="", metavar="NAME=VALUE")
     args = parser.parse_args()
     if args.stubborn:  # ignores SIGTERM and leaves a child behind unless its group is killed
         import signal
@@ -134,6 +152,8 @@ def main() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         app = server.streamable_http_app()
+        if args.require_header:
+            app = _guarded(app, *args.require_header.split("=", 1))
         config = uvicorn.Config(app, log_level="warning")
         uv = uvicorn.Server(config)
         Path(args.http + ".tmp").write_text(str(port))

@@ -202,6 +202,11 @@ class McpSdkClient:
             return
         self._closing = True
         if not runner.done():
+            if self._ready is not None and not self._ready.done():
+                # still starting, so reading no job: cancel its scope (an anyio cancellation,
+                # which leaves the shielded stop of the process alone; a native
+                # ``task.cancel()`` would interrupt it)
+                self._scope.cancel()
             self._jobs.put_nowait(_CLOSE)
             done, _ = await asyncio.wait({runner}, timeout=STOP_GRACE_SECONDS)
             if not done:
@@ -211,6 +216,10 @@ class McpSdkClient:
         process = self._process
         if process is not None:  # the runner could not stop it (cancelled twice): kill now
             _kill_group(process, signal.SIGKILL)
+            for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
+                if not _group_alive(process):
+                    break
+                await asyncio.sleep(0.01)
             self._process = None
 
     def close_now(self) -> None:
