@@ -151,6 +151,7 @@ def main() -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
         app = server.streamable_http_app()
         if args.require_header:
             app = _guarded(app, *args.require_header.split("=", 1))
