@@ -251,7 +251,7 @@ def test_a_streamable_http_server_is_called_by_url_with_its_headers(
         ("[tools.mcp]\nenabled = true\nservers = 'not json'\n", "is not valid JSON"),
         (
             '[mcp.servers.x]\ncommand = "a"\n[tools.mcp]\nenabled = true\n'
-            "servers = '[{\"name\": \"x\", \"command\": \"b\"}]'\n",
+            'servers = \'[{"name": "x", "command": "b"}]\'\n',
             "configured twice",
         ),
         ("", "No MCP server is configured"),
