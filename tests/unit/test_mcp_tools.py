@@ -248,3 +248,20 @@ async def test_no_mcp_tool_takes_a_catalogue_tools_name() -> None:
     [tool] = catalogue.build(["code"], inference=ScriptedInference([]), model="m")
     assert tool.spec.name != "code_interpreter"
     assert VALID.match(tool.spec.name)
+
+
+async def test_runs_that_start_at_once_start_a_server_once() -> None:
+    made: list[InMemoryMcpClient] = []
+
+    class Yielding(InMemoryMcpClient):
+        async def start(self) -> tuple[McpToolInfo, ...]:
+            await asyncio.sleep(0)  # the other runs get to ask meanwhile
+            return await super().start()
+
+    def factory(spec: McpServerSpec) -> McpClientPort:
+        made.append(Yielding(spec.name, REFERENCE_TOOLS))
+        return made[-1]
+
+    source = McpToolSource([entry("ref")], factory)
+    await asyncio.gather(*(source.prepare(["ref.echo"]) for _ in range(5)))
+    assert len(made) == 1

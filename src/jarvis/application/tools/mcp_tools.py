@@ -24,6 +24,7 @@ import asyncio
 import hashlib
 import json
 import re
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -177,7 +178,9 @@ class McpToolSource:
         self._names: dict[tuple[str, str], str] = {}
         """(server, MCP tool name) → the name models see, fixed once given."""
         self._taken: set[str] = set()
-        self._lock = asyncio.Lock()
+        self._locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
 
     # --- names ----------------------------------------------------------------------------
 
@@ -214,13 +217,22 @@ class McpToolSource:
         for server in wanted:
             self._servers[server].restarts = 0
             self._servers[server].ran = self._running(self._servers[server])
-        pending = [
-            self._start(self._servers[server])
-            for server in sorted(wanted)
-            if not self._running(self._servers[server])
-        ]
-        if pending:
-            await asyncio.gather(*pending)
+        if wanted:
+            await asyncio.gather(*(self._ensure(self._servers[s]) for s in sorted(wanted)))
+
+    async def _ensure(self, state: McpServerState) -> None:
+        """Start ``state``'s server unless it runs: once, however many runs ask at once."""
+        async with self._lock_for(state.name):
+            if not self._running(state):
+                await self._start(state)
+
+    def _lock_for(self, server: str) -> asyncio.Lock:
+        """One lock per server and event loop (an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        locks = self._locks.get(loop)
+        if locks is None:
+            locks = self._locks[loop] = {}
+        return locks.setdefault(server, asyncio.Lock())
 
     def _running(self, state: McpServerState) -> bool:
         """Running for this event loop: a client started on another loop (the SDK's
@@ -352,7 +364,7 @@ class McpToolSource:
                 shown, f"MCP server '{server}' is not available: {state.error or 'not started'}."
             )
         if not self._running(state):
-            async with self._lock:
+            async with self._lock_for(server):
                 if not self._running(state):
                     if state.started and not state.ran:  # it failed to start in this run
                         return self._failed(
