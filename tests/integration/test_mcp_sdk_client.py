@@ -218,3 +218,17 @@ async def test_a_cancelled_caller_leaves_the_connection_usable(tag: str, tmp_pat
         assert result.content[0].text == "alive"
     finally:
         await client.aclose()
+
+
+async def test_a_server_that_dies_during_shutdown_is_stopped_cleanly(tag: str) -> None:
+    spec = McpServerSpec(
+        name="raw", command=sys.executable, args=(RAW_SERVER, tag, "--die-on-close")
+    )
+    client = McpSdkClient(spec)
+    await client.start()
+    await asyncio.wait_for(client.aclose(), 30)
+    assert not client.running
+    assert processes_with(tag) == []
+    tools = await client.start()  # and it can be started again
+    assert [tool.name for tool in tools] == ["garbage"]
+    await client.aclose()
