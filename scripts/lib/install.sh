@@ -148,6 +148,7 @@ RUNTIMES="${JARVIS_RUNTIMES:-$HOME/.cache/jarvis/runtimes}"
 OPENCODE_VERSION="1.18.33"
 OPENHANDS_VERSION="1.58.2"
 CLAUDE_CODE_RUNNER_VERSION="0.1.0"  # claude_code_runner/package.json
+MCP_SERVERS_VERSION="2026.8.31"  # @modelcontextprotocol/server-filesystem and server-everything
 
 ensure_node() {  # Node.js >= 18.14 for the opencode and claude_code runtimes (npm installs them)
     command -v npm >/dev/null 2>&1 && return 0
@@ -195,6 +196,16 @@ ensure_agent_runtimes() {  # the external agents' runtimes, pinned, cached, reus
     fi
     # the script itself is cheap to refresh: the cached copy never lags the checkout
     if [ -f "$runner/.installed" ]; then cp "$runner_src/runner.mjs" "$runner_src/README.md" "$runner/"; fi
+    # MCP servers no one here wrote, for the MCP client's tests (run with node, never npx)
+    local mcp="$RUNTIMES/mcp-servers-$MCP_SERVERS_VERSION"
+    if [ ! -f "$mcp/.installed" ] && command -v npm >/dev/null 2>&1; then
+        say "Installing the MCP filesystem and everything servers $MCP_SERVERS_VERSION into $mcp"
+        mkdir -p "$mcp" &&
+            (cd "$mcp" && "${npm_env[@]}" npm install --no-save --loglevel=error \
+                "@modelcontextprotocol/server-filesystem@$MCP_SERVERS_VERSION" \
+                "@modelcontextprotocol/server-everything@$MCP_SERVERS_VERSION" >&2) &&
+            touch "$mcp/.installed" || say "installing the MCP servers failed: their tests fail in CI"
+    fi
     local openhands="$RUNTIMES/openhands-$OPENHANDS_VERSION"
     local py312=""
     if command -v pyenv >/dev/null 2>&1 && pyenv prefix 3.12 >/dev/null 2>&1; then

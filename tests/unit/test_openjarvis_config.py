@@ -123,7 +123,8 @@ def test_mcp_tables_are_kept_typed(jarvis_home: Path) -> None:
     assert config.tools.mcp is not None
     assert (config.tools.mcp.enabled, config.tools.mcp.servers) == (False, "[]")
     assert config.mcp is not None
-    assert config.mcp.servers == {"git": {"command": "uvx", "args": ["mcp-server-git"]}}
+    git = config.mcp.servers["git"]
+    assert (git.command, git.args) == ("uvx", ("mcp-server-git",))
     assert {n.kind for n in notes} == {"passed_through"}
 
 

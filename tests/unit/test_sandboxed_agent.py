@@ -275,3 +275,51 @@ async def test_a_container_that_ends_without_answering_is_reported() -> None:
     with pytest.raises(SandboxRunError, match="exited with code 0") as raised:
         await agent.arun("q")
     assert raised.value.reason == "exited"
+
+
+async def test_mcp_tools_run_on_the_host_only_when_named_in_host_tools() -> None:
+    from dependency_injector import providers
+
+    from jarvis.application.mcp_config import McpServerEntry
+    from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.domain.json_types import JSONValue
+    from jarvis.domain.mcp import McpServerSpec
+    from jarvis.testing.mcp import InMemoryMcpClient, reference_client
+
+    made: list[InMemoryMcpClient] = []
+
+    def client(spec: McpServerSpec) -> InMemoryMcpClient:
+        made.append(reference_client(spec.name))
+        return made[-1]
+
+    runtime = InProcessContainers()
+    call = Completion(
+        content="",
+        tool_calls=(ToolCall(id="t", name="ref_echo", arguments={"text": "from inside"}),),
+        finish_reason="tool_calls",
+    )
+    container = bootstrap(JarvisConfig(), inference=ScriptedInference([call, "done"])).container
+    container.persona.override(lambda _name: "")
+    container.container_runtime.override(runtime)
+    source = McpToolSource([McpServerEntry(spec=McpServerSpec(name="ref", command="x"))], client)
+    container.mcp_tools.override(providers.Object(source))
+    if not container.agents().contains("sandboxed"):
+        container.agents().register("sandboxed", SandboxedAgent)
+    service = container.ask_service()
+    options: dict[str, JSONValue] = {"inner": "orchestrator"}
+    refused = AskQuestion(
+        question="q", agent="sandboxed", model="m", tools=("ref.echo",), agent_options=options
+    )
+    with pytest.raises(ConfigurationError, match=r"host_tools=ref\.echo"):
+        await service.ask(refused)
+    assert runtime.started == []
+    allowed = AskQuestion(
+        question="q",
+        agent="sandboxed",
+        model="m",
+        agent_options={"inner": "orchestrator", "host_tools": "ref.echo"},
+    )
+    answer = await service.ask(allowed)
+    assert answer.content == "done"
+    assert [c.calls for c in made if c.calls] == [[("echo", {"text": "from inside"})]]
+    await source.aclose()

@@ -148,6 +148,11 @@ class ToolProvider(Protocol):
         """The tools for ``names``; an unknown name raises ``ConfigurationError``."""
         ...
 
+    async def prepare(self, names: Sequence[str]) -> None:
+        """Start what the tools of ``names`` need before :meth:`build` (MCP servers, all
+        at once); never fails for a server's fault (its tools then fail when called)."""
+        ...
+
 
 class SandboxBuilder(Protocol):
     """Builds a ``sandboxed`` run around its inner agent
@@ -274,6 +279,7 @@ class AskService:
             if names and self.tools is None:
                 raise ConfigurationError("No tool catalogue is configured.")
             if self.tools is not None and names:
+                await self.tools.prepare(names)
                 tools = self.tools.build(names, inference=self.inference, model=model)
         default = agent_cls.default_sampling
         max_tokens = self.default_max_tokens if command.max_tokens is None else command.max_tokens

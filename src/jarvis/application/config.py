@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, ClassVar, Literal, TypeVar, get_args, get_type_hints
 
 from jarvis.application.engine_names import EngineName
+from jarvis.application.mcp_config import McpSettings, OpenJarvisMcpSettings
 
 S = TypeVar("S")
 
@@ -198,22 +199,6 @@ class LlmToolSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolsMcpSettings(_Section):
-    """OpenJarvis's ``[tools.mcp]``: kept as written for the MCP client."""
-
-    enabled: bool = True
-    servers: str | tuple[dict[str, object], ...] = ()
-    """A JSON array of server objects, as a string or a TOML array of tables."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class McpSettings(_Section):
-    """``[mcp]``: kept as written for the MCP client (``[mcp.servers.NAME]`` tables)."""
-
-    servers: dict[str, dict[str, object]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSettings(_Section):
     enabled: tuple[str, ...] = ()
     """Tools given to tool-using agents when ``--tools`` is not passed."""
@@ -221,7 +206,8 @@ class ToolSettings(_Section):
     web_search: WebSearchSettings = field(default_factory=WebSearchSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LlmToolSettings = field(default_factory=LlmToolSettings)
-    mcp: ToolsMcpSettings | None = None
+    mcp: OpenJarvisMcpSettings = field(default_factory=OpenJarvisMcpSettings)
+    """OpenJarvis's MCP servers (see :mod:`jarvis.application.mcp_config`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -349,7 +335,8 @@ class JarvisConfig(_Section):
     sessions: SessionSettings = field(default_factory=SessionSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     plugins: PluginSettings = field(default_factory=PluginSettings)
-    mcp: McpSettings | None = None
+    mcp: McpSettings = field(default_factory=McpSettings)
+    """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""
 
 
 def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:

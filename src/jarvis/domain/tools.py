@@ -22,6 +22,10 @@ class ToolSpec:
     never waits, like the calculator — declares ``blocking=False`` and is simply awaited,
     which saves a task (and a thread hop) per call; it gets no timeout, so never declare
     it for anything that could hang.
+
+    ``read_only_hint`` and ``destructive_hint`` are what a tool's author claims (an MCP
+    server's tool annotations; ``None``: not said): shown to people and policies, never
+    trusted as a security boundary.
     """
 
     name: str
@@ -31,6 +35,8 @@ class ToolSpec:
     timeout_seconds: float = 30.0
     side_effects: bool = False
     blocking: bool = True
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
 
 
 TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"

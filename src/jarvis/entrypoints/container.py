@@ -65,9 +65,11 @@ if TYPE_CHECKING:
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
+    from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
+    from jarvis.domain.mcp import McpClientPort, McpServerSpec
     from jarvis.domain.ports import (
         ContainerPort,
         EmbeddingPort,
@@ -308,6 +310,43 @@ def _agents(plugins: PluginSource) -> AgentRegistry:
     return registry
 
 
+def _report_line(line: str) -> None:
+    """One line on stderr for a fault that a run survives (an MCP server's)."""
+    import sys
+
+    if sys.stderr is not None:
+        sys.stderr.write(f"jarvis: {line}\n")
+        sys.stderr.flush()
+
+
+def _mcp_client(spec: McpServerSpec) -> McpClientPort:
+    """A connection to one MCP server through the ``mcp`` SDK (imported only now)."""
+    try:
+        from jarvis.adapters.mcp_sdk import McpSdkClient
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"MCP server '{spec.name}' needs the mcp package ({exc}).",
+            hint="pip install 'jarvis[mcp]'",
+        ) from None
+    return McpSdkClient(spec)
+
+
+def _mcp_tools(config: JarvisConfig) -> McpToolSource | None:
+    """The configured MCP servers (``[mcp.servers]``, ``[tools.mcp]``), none started yet;
+    an HTTP server's URL obeys the same rules as an engine's."""
+    from jarvis.application.mcp_config import mcp_servers
+    from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.entrypoints.settings import check_url
+
+    entries = mcp_servers(config.mcp, config.tools.mcp)
+    if not entries:
+        return None
+    for entry in entries:
+        if entry.spec.url:
+            check_url(entry.spec.url, f"[mcp.servers.{entry.name}] url")
+    return McpToolSource(entries, _mcp_client, report=_report_line)
+
+
 def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
@@ -316,6 +355,7 @@ def _tool_catalogue(
     repl: ReplPort,
     config: JarvisConfig,
     plugins: PluginSource | None = None,
+    mcp: McpToolSource | None = None,
 ) -> ToolProvider:
     """calculator, think, llm, retrieval, file_read, web_search, code_interpreter, the
     persona tools and the tools an embedding app registered."""
@@ -340,6 +380,8 @@ def _tool_catalogue(
         catalogue.register(tool)
     if plugins is not None:
         catalogue.use_plugins(plugins)
+    if mcp is not None:
+        catalogue.attach_mcp(mcp)
     return catalogue
 
 
@@ -371,6 +413,11 @@ class _ToolsOnDemand:
         if catalogue is None:
             raise ConfigurationError("No tool catalogue is configured.")
         return catalogue.build(names, inference=inference, model=model)
+
+    async def prepare(self, names: Sequence[str]) -> None:
+        catalogue = self._provide()
+        if catalogue is not None:
+            await catalogue.prepare(names)
 
 
 def _image_progress(line: str) -> None:
@@ -652,6 +699,9 @@ class Container(containers.DeclarativeContainer):
     repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, config)
     """The isolated Python REPL factory (``[repl]``); tests may override it with
     ``jarvis.testing.InMemoryRepl``."""
+    mcp_tools: providers.Provider[McpToolSource | None] = providers.Singleton(_mcp_tools, config)
+    """The MCP servers whose tools the catalogue offers (each started on first use, all
+    stopped by :func:`aclose_engines`); tests override it with fakes."""
     tools: providers.Provider[ToolProvider | None] = providers.Singleton(
         _tool_catalogue,
         persona_tools=persona_tools,
@@ -660,6 +710,7 @@ class Container(containers.DeclarativeContainer):
         repl=repl,
         config=config,
         plugins=plugins,
+        mcp=mcp_tools,
     )
     """The tool catalogue (``ToolProvider``); override with ``providers.Object(None)`` for no
     tools at all."""
@@ -751,10 +802,21 @@ def choose(container: Container, choice: EngineChoice) -> None:
 async def aclose_engines(container: Container) -> None:
     """Close every resource this container opened (its engines, the container runtime's
     API client, the session store's connection) and forget them (idempotent): a later call
-    opens them again."""
+    opens them again). The MCP servers started are stopped first."""
+    await aclose_mcp(container)
     pending = container.shutdown_resources()
     if pending is not None:
         await pending
+
+
+async def aclose_mcp(container: Container) -> None:
+    """Stop the MCP servers this container started (none built: nothing to do)."""
+    try:
+        source = container.mcp_tools()
+    except ConfigurationError:
+        return  # a configuration that could not name servers started none
+    if source is not None:
+        await source.aclose()
 
 
 def forget_engines(container: Container) -> None:
@@ -762,6 +824,12 @@ def forget_engines(container: Container) -> None:
     connections with it)."""
     for engine in (container.ollama, container.vllm, container.openai, container.llamacpp):
         _forget(engine)
+    try:  # the MCP servers started on that loop: their processes are killed now
+        source = container.mcp_tools()
+    except ConfigurationError:
+        return
+    if source is not None:
+        source.close_now(closed_loops_only=True)
 
 
 def _forget(resource: providers.Resource[InferencePort]) -> None:

@@ -115,6 +115,9 @@ class InsideTools:
         built: list[ToolPort] = build(inside, inference=inference, model=model) if inside else []
         return [*built, *(self._host[n] for n in names if n in self._host)]
 
+    async def prepare(self, names: Sequence[str]) -> None:
+        """Nothing to start inside the sandbox: MCP tools run on the host (brokered)."""
+
 
 def error_kind(exc: BaseException) -> str:
     if isinstance(exc, InferenceError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
@@ -20,6 +21,9 @@ from jarvis.application.tools.think import ThinkTool
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.ports import InferencePort, MemoryPort, ToolPort
 from jarvis.domain.tools import ToolSpec
+
+if TYPE_CHECKING:  # a question that names no MCP tool never imports the MCP layer
+    from jarvis.application.tools.mcp_tools import McpToolSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +49,7 @@ class ToolCatalogue:
     def __init__(self, tools: Iterable[ToolPort] = ()) -> None:
         self._entries: dict[str, _Entry] = {}
         self._plugins: PluginSource | None = None
+        self._mcp: McpToolSource | None = None
         for item in tools:
             self.register(item)
 
@@ -79,6 +84,28 @@ class ToolCatalogue:
             except PluginError as exc:
                 failed.append(exc)
         return failed
+
+    def attach_mcp(self, source: McpToolSource) -> None:
+        """Offer the tools of ``source``'s MCP servers too: ``--tools fs`` (all of server
+        ``fs``'s tools) and ``--tools fs.read_file`` (one). A catalogue name wins over a
+        server's of the same name, and no MCP tool is given a catalogue tool's name."""
+        self._mcp = source
+        source.reserve(self._entries)
+
+    @property
+    def mcp(self) -> McpToolSource | None:
+        """The MCP servers whose tools this catalogue offers, if any."""
+        return self._mcp
+
+    def _is_mcp(self, name: str) -> bool:
+        return name not in self._entries and self._mcp is not None and self._mcp.owns(name)
+
+    async def prepare(self, names: Sequence[str]) -> None:
+        """Start the MCP servers ``names`` need (concurrently) before :meth:`build`."""
+        if self._mcp is not None:
+            wanted = [name.strip() for name in names if self._is_mcp(name.strip())]
+            if wanted:
+                await self._mcp.prepare(wanted)
 
     @classmethod
     def with_builtins(
@@ -148,7 +175,7 @@ class ToolCatalogue:
             name = raw.strip()
             if not name or name in chosen:
                 continue
-            known = name in self._entries or self._from_plugins(name)
+            known = name in self._entries or self._is_mcp(name) or self._from_plugins(name)
             (chosen if known else unknown).append(name)
         if unknown and self._plugins is not None and self._plugins.failures():
             raise self._plugins.failures()[0]
@@ -156,13 +183,27 @@ class ToolCatalogue:
             plural = "s" if len(unknown) > 1 else ""
             raise ConfigurationError(
                 f"Unknown tool{plural}: " + ", ".join(f"'{n}'" for n in unknown) + ".",
-                hint="Known tools: " + ", ".join(self.names()),
+                hint="Known tools: "
+                + ", ".join(self.names())
+                + (
+                    "; MCP servers: " + ", ".join(self._mcp.servers())
+                    if self._mcp is not None and self._mcp.servers()
+                    else ""
+                ),
             )
         return tuple(chosen)
 
     def build(
         self, names: Sequence[str], *, inference: InferencePort, model: str
     ) -> list[ToolPort]:
-        """The tools for ``names``, in order; an unknown name raises ConfigurationError."""
+        """The tools for ``names``, in order; an unknown name raises ConfigurationError.
+        An MCP name gives its server's tools as listed by :meth:`prepare`."""
         context = ToolContext(inference=inference, model=model)
-        return [self._entries[name].factory(context) for name in self.validate(names)]
+        built: list[ToolPort] = []
+        for name in self.validate(names):
+            if self._is_mcp(name):
+                assert self._mcp is not None
+                built.extend(self._mcp.build([name]))
+            else:
+                built.append(self._entries[name].factory(context))
+        return built

@@ -35,6 +35,7 @@ COMMANDS = (
     "persona",
     "sandbox",
     "operators",
+    "mcp",
     "serve",
     "config",
 )
@@ -119,6 +120,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.operators import app as operators_app
 
             built.add_typer(operators_app, name="operators")
+        elif name == "mcp":
+            from jarvis.entrypoints.cli.mcp import app as mcp_app
+
+            built.add_typer(mcp_app, name="mcp", epilog=EXIT_CODES_HELP)
         else:
             from jarvis.entrypoints.cli.persona import app as persona_app
 

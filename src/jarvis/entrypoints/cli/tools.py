@@ -11,6 +11,7 @@ from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
 if TYPE_CHECKING:
+    from jarvis.application.tools.catalogue import ToolCatalogue
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.tools import ToolSpec
 
@@ -18,8 +19,9 @@ ToolsOption = Annotated[
     str | None,
     typer.Option(
         "--tools",
-        help="Comma-separated tools for a tool-using agent, e.g. calculator,think "
-        "(default: [tools] enabled). `jarvis tools` lists them.",
+        help="Comma-separated tools for a tool-using agent, e.g. calculator,think; an MCP "
+        "server's name gives all its tools, SERVER.TOOL one (default: [tools] enabled). "
+        "`jarvis tools` lists them.",
         show_default=False,
     ),
 ]
@@ -79,6 +81,33 @@ def _describe(spec: ToolSpec) -> str:
     return "\n".join(lines)
 
 
+def _mcp_specs(catalogue: ToolCatalogue) -> tuple[list[ToolSpec], dict[str, str], list[str]]:
+    """The MCP servers' tools (each server started to list them, stopped after), which
+    server each comes from, and why a server gave none."""
+    from jarvis.entrypoints.cli.output import run_async
+
+    source = catalogue.mcp
+    assert source is not None
+
+    async def listing() -> tuple[list[ToolSpec], dict[str, str], list[str]]:
+        specs: list[ToolSpec] = []
+        servers: dict[str, str] = {}
+        problems: list[str] = []
+        try:
+            for state in await source.states(start=True):
+                if state.error:
+                    problems.append(f"MCP server '{state.name}' gave no tools: {state.error}")
+                for info in state.offered:
+                    spec = source.spec_of(state.name, info)
+                    specs.append(spec)
+                    servers[spec.name] = state.name
+        finally:
+            await source.aclose()
+        return specs, servers, problems
+
+    return run_async(listing())
+
+
 def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOption = None) -> None:
     """List the tools agents can be given with --tools, with their parameters."""
 
@@ -92,10 +121,18 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
             for failure in catalogue.load_plugins():
                 sys.stderr.write(f"jarvis: {failure} (not listed)\n")
         specs = catalogue.specs() if isinstance(catalogue, ToolCatalogue) else []
+        servers: dict[str, str] = {}
+        problems: list[str] = []
+        if isinstance(catalogue, ToolCatalogue) and catalogue.mcp is not None:
+            mcp_specs, servers, problems = _mcp_specs(catalogue)
+            specs += mcp_specs
+        for problem in problems:
+            sys.stderr.write(f"jarvis: {problem}\n")
         if json_output:
             rows = [
                 {
                     "name": spec.name,
+                    "server": servers.get(spec.name),
                     "category": spec.category,
                     "description": spec.description,
                     "side_effects": spec.side_effects,

@@ -1,0 +1,219 @@
+"""``jarvis mcp``: the MCP servers of the configuration.
+
+* ``jarvis mcp list [--json]``: each server (``[mcp.servers]``, ``[tools.mcp]``), started
+  to ask for its tools, with its state, transport, its tools (the name a model sees, the
+  server's own name, the hints) and, for one that did not start, why;
+* ``jarvis mcp call SERVER.TOOL '{"arg": ...}'``: call one tool by hand; its result on
+  stdout (exit 0), or on stderr with exit code 1 when the tool or its server failed.
+
+Every server a command started is stopped before it returns. More subcommands (a
+``serve`` that offers jarvis itself as an MCP server) sit beside these in :data:`app`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
+from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
+from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from jarvis.application.tools.mcp_tools import McpServerState, McpToolSource
+    from jarvis.domain.json_types import JSONObject, JSONValue
+    from jarvis.domain.tools import ToolResult
+
+app = typer.Typer(
+    help="MCP servers: list them and their tools, call a tool by hand.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
+    """The configured servers (none started); a usage error when there are none."""
+    from jarvis.domain.errors import ConfigurationError
+    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.settings import load_config
+
+    source = bootstrap(load_config(config), container=ctx.obj).container.mcp_tools()
+    if source is None:
+        raise ConfigurationError(
+            "No MCP server is configured.",
+            hint='Add one to config.toml: [mcp.servers.NAME] command = "..." (or url = "...").',
+        )
+    return source
+
+
+def server_json(source: McpToolSource, state: McpServerState) -> JSONObject:
+    """One server as ``jarvis mcp list --json`` shows it."""
+    spec = state.entry.spec
+    tools: list[JSONValue] = []
+    for info in state.tools:
+        tool_spec = source.spec_of(state.name, info) if state.entry.offers(info.name) else None
+        tools.append(
+            {
+                "name": info.name,
+                "model_name": tool_spec.name if tool_spec is not None else None,
+                "enabled": tool_spec is not None,
+                "description": info.description,
+                "read_only_hint": info.read_only,
+                "destructive_hint": info.destructive,
+                "schema": info.input_schema,
+            }
+        )
+    return {
+        "name": state.name,
+        "transport": spec.transport,
+        "target": spec.url or " ".join((spec.command, *spec.args)),
+        "state": state.state,
+        "error": state.error,
+        "tools": tools,
+    }
+
+
+def _server_lines(row: JSONObject) -> list[str]:
+    heading = f"{row['name']} ({row['transport']}): {row['state']}"
+    lines = [heading]
+    if row["error"]:
+        lines.append(f"  error: {row['error']}")
+    tools = row["tools"]
+    assert isinstance(tools, list)
+    for tool in tools:
+        assert isinstance(tool, dict)
+        hints = [
+            word
+            for word, key in (("read-only", "read_only_hint"), ("destructive", "destructive_hint"))
+            if tool.get(key) is True
+        ]
+        name = f"{row['name']}.{tool['name']}"
+        shown = f"  - {name}"
+        if tool["enabled"]:
+            shown += f" (as {tool['model_name']})"
+        else:
+            shown += " (disabled)"
+        if hints:
+            shown += " [" + ", ".join(hints) + "]"
+        description = str(tool["description"]).strip().splitlines()
+        if description:
+            shown += f": {description[0][:100]}"
+        lines.append(printable(shown))
+    return lines
+
+
+@app.command("list")
+def list_servers(
+    ctx: typer.Context,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """List each MCP server, its state and its tools (starting the servers to ask them)."""
+
+    def body() -> None:
+        source = mcp_source(ctx, config)
+
+        async def listing() -> list[JSONObject]:
+            try:
+                states = await source.states(start=True)
+                return [server_json(source, state) for state in states]
+            finally:
+                await source.aclose()
+
+        rows = run_async(listing())
+        if json_output:
+            write_json(rows)
+        else:
+            write_line("\n".join(line for row in rows for line in _server_lines(row)))
+
+    exit_with(guarded(body, verbose=verbose))
+
+
+def _arguments(text: str) -> JSONObject:
+    import json
+
+    from jarvis.domain.errors import ConfigurationError
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"The arguments are not valid JSON ({exc}).",
+            hint='Give a JSON object, e.g. \'{"path": "/tmp"}\'.',
+        ) from None
+    if not isinstance(value, dict):
+        raise ConfigurationError("The arguments must be a JSON object.", hint="e.g. '{}'.")
+    return value
+
+
+@app.command("call")
+def call(
+    ctx: typer.Context,
+    tool: Annotated[str, typer.Argument(help="SERVER.TOOL, e.g. fs.read_file.")],
+    arguments: Annotated[str, typer.Argument(help="The arguments, a JSON object.")] = "{}",
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Call one tool of an MCP server by hand, with its arguments checked as a model's are."""
+    outcome: list[ToolResult] = []
+
+    def body() -> None:
+        from jarvis.domain.errors import ConfigurationError
+        from jarvis.domain.json_schema import validate
+
+        server, _, name = tool.partition(".")
+        if not server or not name:
+            raise ConfigurationError(
+                f"'{tool}' names no tool.", hint="Write SERVER.TOOL, e.g. fs.read_file."
+            )
+        values = _arguments(arguments)
+        source = mcp_source(ctx, config)
+        if server not in source.servers():
+            raise ConfigurationError(
+                f"No MCP server named '{server}'.",
+                hint="Configured: " + ", ".join(source.servers()),
+            )
+
+        async def run() -> ToolResult:
+            try:
+                await source.prepare([tool])
+                [port] = source.build([tool])
+                errors = validate(values, port.spec.parameters)
+                if errors:
+                    raise ConfigurationError(
+                        f"Invalid arguments for {tool}: " + "; ".join(errors[:5]),
+                        hint="`jarvis mcp list --json` shows its schema.",
+                    )
+                return await port.execute(values)
+            finally:
+                await source.aclose()
+
+        outcome.append(run_async(run()))
+
+    code = guarded(body, verbose=verbose)
+    if code or not outcome:
+        exit_with(code)
+        return
+    result = outcome[0]
+    if json_output:
+        write_json(
+            {
+                "tool": tool,
+                "success": result.success,
+                "content": result.content,
+                "metadata": result.metadata,
+            }
+        )
+    elif result.success:
+        write_line(printable(result.content))
+    else:
+        sys.stderr.write(printable(result.content) + "\n")
+    if not result.success:
+        exit_with(EXIT_UNEXPECTED)
