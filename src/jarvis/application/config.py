@@ -269,6 +269,16 @@ class SandboxSettings(_Section):
     pids: Annotated[int, Bounds(ge=16, le=1 << 22)] = 128
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeSettings(_Section):
+    """The external runtimes of the ``opencode`` and ``openhands`` agents."""
+
+    confine: bool = True
+    """Jail each runtime's processes to the run's workspace (bubblewrap); where that is
+    impossible, the runtime does not start. ``false`` (like ``-O confine=false``) runs
+    them with the user's full rights anywhere on the machine."""
+
+
 MAX_HISTORY_MESSAGES = 10_000
 """``[sessions] history_messages`` at most."""
 
@@ -306,3 +316,4 @@ class JarvisConfig(_Section):
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    runtimes: RuntimeSettings = field(default_factory=RuntimeSettings)

@@ -6,6 +6,9 @@ stream first, then sends the prompt with ``prompt_async``, streams the text delt
 session's parts and reports each finished tool part; ``session.idle`` ends it, and the
 session's messages are read back for the final answer, the tool calls and the tokens.
 Sessions continue across runs: the last one of each workspace, or the one named.
+
+The server is jailed to the workspace it was started for (see :mod:`.process`), so a run
+in another workspace starts a server of its own (the one before is stopped).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import shutil
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -28,6 +32,8 @@ from jarvis.adapters.opencode_server.wire import (
     RunState,
     final_reply,
 )
+from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.process_jail import Confinement
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
     ExternalEvent,
@@ -59,13 +65,24 @@ def opencode_binary(env: dict[str, str] | None = None) -> str | None:
 
 
 class OpenCodeRuntime:
-    """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions."""
+    """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions. ``confine``
+    (``[runtimes] confine``) jails the server to the workspace unless a run opts out;
+    ``hidden`` names more folders the jailed server must not see (jarvis's config dir)."""
 
-    def __init__(self, *, data_dir: Path, binary: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        binary: str | None = None,
+        confine: bool = True,
+        hidden: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
         self._binary = binary
+        self._confinement = Confinement("opencode", enabled=confine, hidden=hidden)
+        self._janitor = Janitor()
         self._server: ServerProcess | None = None
-        self._key: tuple[str, str, str] = ("", "", "")
+        self._key: tuple[str, ...] = ()
         self._lock = asyncio.Lock()
         self._last_session: dict[str, str] = {}
 
@@ -79,8 +96,10 @@ class OpenCodeRuntime:
         return self._server
 
     async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
-        key = (request.base_url, request.model, request.api_key)
         async with self._lock:
+            jail = await self._confinement.choose(request.confine)
+            key: tuple[str, ...] = (request.base_url, request.model, request.api_key)
+            key += ("unjailed",) if jail is None else ("jailed", request.workspace)
             server = self._server
             if server is not None and server.alive and self._key == key:
                 return server
@@ -95,8 +114,14 @@ class OpenCodeRuntime:
             config = opencode_config(
                 base_url=request.base_url, model=request.model, api_key=request.api_key
             )
-            server = ServerProcess(binary, self.data_dir, config)
-            await server.start(request.workspace)
+            server = ServerProcess(
+                binary,
+                self.data_dir,
+                config,
+                confinement=self._confinement,
+                janitor=self._janitor,
+            )
+            await server.start(request.workspace, jail)
             self._server, self._key = server, key
             return server
 
@@ -136,7 +161,7 @@ class OpenCodeRuntime:
                     hint="Raise the limit with -O timeout=SECONDS.",
                 ) from None
             self._last_session[request.workspace] = session
-            yield done
+            yield replace(done, metadata={**done.metadata, "confined": server.jailed})
 
     async def _session(self, client: httpx.AsyncClient, request: ExternalRunRequest) -> str:
         directory = {"directory": request.workspace}
@@ -239,9 +264,11 @@ class OpenCodeRuntime:
             self._server.stop_now()
             self._server = None
         self._last_session.clear()
+        self._janitor.close()
 
     async def aclose(self) -> None:
         async with self._lock:
             if self._server is not None:
                 await self._server.stop()
                 self._server = None
+        await asyncio.to_thread(self._janitor.close)

@@ -10,7 +10,8 @@ Options: ``workspace`` (default: the current directory), ``agent`` (opencode and
 openhands: ``build`` or ``plan``), ``session`` (continue that session; default: the
 runtime's last session in the workspace), ``new_session`` (start afresh), ``timeout``
 (seconds), ``base_url`` (the engine's OpenAI-compatible URL, when it cannot be derived),
-``api_key`` (for that URL).
+``api_key`` (for that URL), ``confine`` (default ``true``: the runtime's processes are
+jailed to the workspace; ``false`` runs them with the user's full rights anywhere).
 
 ``claude_code`` speaks Anthropic's API, so it needs no OpenAI-compatible URL: it gets the
 engine itself and the runtime serves it an Anthropic-compatible endpoint on loopback (any
@@ -77,6 +78,7 @@ class ExternalRuntimeAgent(BaseAgent):
         base_url: str,
         api_key: str = "",
         max_turns: int = 0,
+        confine: bool = True,
     ) -> None:
         super().__init__(
             parts.inference,
@@ -94,6 +96,7 @@ class ExternalRuntimeAgent(BaseAgent):
         self.base_url = base_url
         self.api_key = api_key
         self.max_turns = max_turns
+        self.confine = confine
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
@@ -114,6 +117,7 @@ class ExternalRuntimeAgent(BaseAgent):
             timeout=timeout,
             base_url=options.text("base_url", None) or openai_base_url(parts.inference),
             api_key=options.text("api_key", None) or "",
+            confine=options.flag("confine", True),
         )
 
     def _request(self, input: str) -> ExternalRunRequest:
@@ -141,6 +145,7 @@ class ExternalRuntimeAgent(BaseAgent):
             else "",
             timeout=self.timeout,
             max_turns=self.max_turns,
+            confine=self.confine,
         )
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
