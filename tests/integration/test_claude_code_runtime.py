@@ -26,6 +26,7 @@ from contracts.external_runtime_contract import (
 )
 from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+from jarvis.adapters.subprocess_repl.process_jail import process_tree
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
 from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
@@ -118,6 +119,15 @@ def group_members(pgid: int) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie is dead: it holds no memory, files or children)."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
 
 
 def wait_until_gone(pgid: int, within: float = 10.0) -> list[int]:
@@ -229,6 +239,7 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
     monkeypatch.setenv("JARVIS_SECRET_TOKEN", "must-not-leak-either")
     engine.script = [Reply("Never finished.", hold=True)]
     groups: list[int] = []
+    tree: list[int] = []
     environments: list[bytes] = []
 
     async def note_the_group() -> None:
@@ -236,8 +247,10 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
         pid = runtime.running[0].pid
         assert pid is not None
         groups.append(pid)
-        members = group_members(pid)
-        assert len(members) >= 2  # the runner and its claude binary
+        # the jail (bubblewrap), the runner and its claude binary, in the jail's namespace
+        members = sorted(process_tree(pid))
+        tree.extend(members)
+        assert len(members) >= 3
         environments.extend((Path("/proc") / str(m) / "environ").read_bytes() for m in members)
 
     watcher = asyncio.create_task(note_the_group())
@@ -254,6 +267,7 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
         assert b"must-not-leak" not in environ
         assert f"HOME={tmp_path / 'state'}".encode() in environ.split(b"\0")
     assert wait_until_gone(groups[0]) == []
+    assert [pid for pid in tree if alive(pid)] == []
     assert runtime.running == ()
 
 

@@ -170,7 +170,7 @@ def test_the_models_commands_write_only_inside_the_workspace(
     )
     calls = [shell_call(runtime, "call_sh", command)]
     if runtime == "openhands":
-        create = {"command": "create", "path": str(edited), "file_text": "x\n"}
+        create: dict[str, object] = {"command": "create", "path": str(edited), "file_text": "x\n"}
         calls.append(tool_call("call_ed", "file_editor", create))
     engine.script = [Reply(tool_calls=calls), Reply("Done.")]
     extra = () if confine else ("-O", "confine=false")

@@ -458,6 +458,8 @@ class _ExternalRuntimes:
                 install_root=config_dir() / "claude_code_runner",
                 state_dir=config_dir() / "runtimes" / "claude_code",
                 endpoint=self._endpoint(),
+                confine=self._config.runtimes.confine,
+                hidden=(str(config_dir()),),
             )
         elif runtime_id == "openhands":
             from jarvis.adapters.openhands_sdk import OpenHandsRuntime

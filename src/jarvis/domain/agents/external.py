@@ -229,9 +229,9 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
     it may use; default: the SDK's own set), ``permission_mode`` (default ``acceptEdits``: file
     edits in the workspace go through unattended, while shell commands and anything else
     that needs an approval are refused, as nobody is there to approve them),
-    ``max_turns``, and ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
-    and the SDK's default model instead of the engine); ``base_url`` / ``api_key`` name
-    another Anthropic-compatible endpoint.
+    ``max_turns``, ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
+    and the SDK's default model instead of the engine) and ``confine`` (as the other
+    runtimes); ``base_url`` / ``api_key`` name another Anthropic-compatible endpoint.
     """
 
     agent_id: ClassVar[str] = "claude_code"
@@ -253,6 +253,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
         permission_mode: str = "acceptEdits",
         max_turns: int = 0,
         cloud: bool = False,
+        confine: bool = True,
     ) -> None:
         super().__init__(
             parts,
@@ -264,6 +265,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             timeout=timeout,
             base_url=base_url,
             api_key=api_key,
+            confine=confine,
         )
         self.allowed_tools = allowed_tools
         self.permission_mode = permission_mode
@@ -297,6 +299,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             ),
             max_turns=max_turns,
             cloud=options.flag("cloud", False),
+            confine=options.flag("confine", True),
         )
 
     def _request(self, input: str) -> ExternalRunRequest:
@@ -330,4 +333,5 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             max_turns=self.max_turns,
             permission_mode=self.permission_mode,
             engine=engine,
+            confine=self.confine,
         )
