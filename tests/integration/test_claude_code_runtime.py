@@ -693,3 +693,45 @@ def test_claude_code_on_the_embedded_engine(runner_dir: Path, tmp_path: Path) ->
     assert asked, "the embedded engine was never asked"
     assert "Say hello." in json.dumps([m.content for m in asked[0].messages], default=str)
     assert outcome == "answer" or outcome.startswith("error: claude_code"), outcome
+
+
+@pytest.mark.parametrize("confine", [True, False], ids=["jailed", "unconfined-control"])
+async def test_a_bash_call_writes_only_inside_the_workspace(
+    runtime: ClaudeCodeRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    confine: bool,
+) -> None:
+    """A model allowed everything (``bypassPermissions``) runs a shell command that writes
+    to /tmp, to the home directory and to the workspace: jailed, only the workspace file
+    appears (the tool reports a read-only filesystem); unjailed, all three do."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    unique = os.urandom(8).hex()
+    in_tmp, in_home = Path(f"/tmp/outside-{unique}"), home / f"outside-{unique}"
+    inside = workspace / f"inside-{unique}"
+    command = f"sh -c 'echo x > {in_tmp}'; sh -c 'echo x > {in_home}'; sh -c 'echo x > {inside}'"
+    engine.script = [
+        Reply(tool_calls=[tool_call("toolu_bash_1", "Bash", {"command": command})]),
+        Reply("Done."),
+    ]
+    request = request_for(
+        "write", str(workspace), permission_mode="bypassPermissions", confine=confine
+    )
+    try:
+        result = done(await collect(runtime, request))
+        assert result.metadata["confined"] is confine
+        assert inside.read_text() == "x\n"
+        written = {p for p in (in_tmp, in_home) if p.exists()}
+        if confine:
+            assert written == set()
+            assert "Read-only file system" in result.tool_results[0].content
+        else:
+            assert written == {in_tmp, in_home}
+    finally:
+        in_tmp.unlink(missing_ok=True)  # noqa: ASYNC240

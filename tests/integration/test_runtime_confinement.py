@@ -347,3 +347,37 @@ def test_where_no_jail_can_be_made_the_runtime_refuses_unless_told_otherwise(
     answer = json.loads(allowed.stdout)
     assert answer["content"] == "Done."
     assert answer["metadata"]["confined"] is False
+
+
+def test_the_jail_as_root_has_no_capabilities_and_shows_no_home_or_sockets(
+    tmp_path: Path,
+) -> None:
+    """What the README says of the jail, looked at from inside as root: no capabilities
+    (not even in the bounding set), the home directory, /root, /tmp and /run empty, the
+    workspace writable, ``/`` read-only."""
+    from jarvis.adapters.subprocess_repl.process_jail import ProcessJail, find_jail
+
+    if os.geteuid() != 0:
+        pytest.skip("the root case needs root")
+    jail = find_jail()
+    assert isinstance(jail, ProcessJail), jail
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = (
+        "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; "
+        f"echo listing; ls -A /root /tmp /run {Path.home()}; echo end; "
+        "touch /etc/jarvis-jail-probe 2>&1; echo ok > inside"
+    )
+    argv = jail.command(["/bin/sh", "-c", script], workdir=str(workspace), writable=[workspace])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    caps = dict(line.split(":\t") for line in done.stdout.splitlines() if line.startswith("Cap"))
+    assert set(caps.values()) == {"0000000000000000"}, caps
+    listing = done.stdout.split("listing\n", 1)[1].split("end\n", 1)[0]
+    # the only entries: the folders leading to the workspace (its mount point)
+    leading = {part for parent in workspace.parents for part in parent.parts[-1:]}
+    seen = {line for line in listing.splitlines() if line and not line.endswith(":")}
+    assert seen <= leading, seen
+    assert "Read-only file system" in done.stdout
+    assert (workspace / "inside").read_text() == "ok\n"
+    assert not Path("/etc/jarvis-jail-probe").exists()
