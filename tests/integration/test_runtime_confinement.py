@@ -368,7 +368,9 @@ def test_the_jail_as_root_has_no_capabilities_and_shows_no_home_or_sockets(
         f"echo listing; ls -A /root /tmp /run {Path.home()}; echo end; "
         "touch /etc/jarvis-jail-probe 2>&1; echo ok > inside"
     )
-    argv = jail.command(["/bin/sh", "-c", script], workdir=str(workspace), writable=[workspace])
+    argv = jail.command(
+        ["/bin/sh", "-c", script], workdir=str(workspace), writable=[str(workspace)]
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     caps = dict(line.split(":\t") for line in done.stdout.splitlines() if line.startswith("Cap"))
