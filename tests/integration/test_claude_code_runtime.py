@@ -704,9 +704,9 @@ async def test_a_bash_call_writes_only_inside_the_workspace(
     monkeypatch: pytest.MonkeyPatch,
     confine: bool,
 ) -> None:
-    """A model allowed everything (``bypassPermissions``) runs a shell command that writes
-    to /tmp, to the home directory and to the workspace: jailed, only the workspace file
-    appears (the tool reports a read-only filesystem); unjailed, all three do."""
+    """A model whose shell is pre-approved (``allowed_tools=Bash``) runs a command that
+    writes to /tmp, to the home directory and to the workspace: jailed, only the workspace
+    file appears (the tool reports a read-only filesystem); unjailed, all three do."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -720,9 +720,7 @@ async def test_a_bash_call_writes_only_inside_the_workspace(
         Reply(tool_calls=[tool_call("toolu_bash_1", "Bash", {"command": command})]),
         Reply("Done."),
     ]
-    request = request_for(
-        "write", str(workspace), permission_mode="bypassPermissions", confine=confine
-    )
+    request = request_for("write", str(workspace), allowed_tools=("Bash",), confine=confine)
     try:
         result = done(await collect(runtime, request))
         assert result.metadata["confined"] is confine
