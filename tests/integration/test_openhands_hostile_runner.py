@@ -5,7 +5,6 @@ what a changed, broken or hostile runtime can do that the real one will not do o
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from pathlib import Path
@@ -17,20 +16,12 @@ from jarvis.adapters.openhands_sdk import OpenHandsRuntime
 from jarvis.adapters.openhands_sdk.wire import END, MAX_LINE, START
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta
+from tests.support.jail import visible_python
 from tests.support.openhands import openhands_processes, private_dirs
 
 pytestmark = pytest.mark.integration
 
 FINAL = '{"content": "ok", "session_id": "%s", "turns": 1, "is_error": false}'
-
-
-def _host_python() -> str:
-    """A Python the runner's jail shows (the system's, under /usr; this test's own may
-    live in a home directory, which the jail hides)."""
-    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return sys.executable
 
 
 def _interpreter(tmp_path: Path, body: str) -> str:
@@ -41,7 +32,7 @@ def _interpreter(tmp_path: Path, body: str) -> str:
     fake.write_text(
         "#!/bin/sh\n"
         'if [ "$2" = "-c" ]; then echo "3.12.9 1"; exit 0; fi\n'
-        f'exec {_host_python()} -I {program} "$@"\n'
+        f'exec {visible_python()} -I {program} "$@"\n'
     )
     fake.chmod(0o755)
     return str(fake)
