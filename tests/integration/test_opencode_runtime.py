@@ -305,3 +305,27 @@ def test_opencode_onto_the_llama_cpp_server(llama_server: object, tmp_path: Path
 
     outcome = asyncio.run(main())
     assert outcome == "answer" or outcome.startswith("error: opencode"), outcome
+
+
+async def test_runs_in_two_workspaces_at_once_each_get_a_jailed_server(
+    runtime: OpenCodeRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """A jailed server serves one workspace: a run in a second workspace while the first
+    is held gets a server of its own, and the first run still finishes."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder in (first, second):
+        folder.mkdir()
+    engine.script = [Reply("Held answer.", hold=True), Reply(ANSWER)]
+    held = asyncio.create_task(collect(runtime, request_for("first", str(first))))
+    try:
+        assert await asyncio.to_thread(engine.first_word_sent.wait, 120)
+        other = done(await collect(runtime, request_for("second", str(second))))
+        assert other.content == ANSWER
+    finally:
+        engine.release()
+    result = done(await held)
+    assert result.content == "Held answer."
+    assert result.metadata["confined"] is True

@@ -8,7 +8,8 @@ session's messages are read back for the final answer, the tool calls and the to
 Sessions continue across runs: the last one of each workspace, or the one named.
 
 The server is jailed to the workspace it was started for (see :mod:`.process`), so a run
-in another workspace starts a server of its own (the one before is stopped).
+in another workspace starts a server of its own; up to :data:`MAX_SERVERS` are kept, so
+runs in several workspaces at once (``jarvis serve``, the SDK) do not stop each other's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -64,6 +65,11 @@ def opencode_binary(env: dict[str, str] | None = None) -> str | None:
     return shutil.which("opencode")
 
 
+MAX_SERVERS = 4
+"""Servers kept running at once (one per engine configuration and, jailed, per workspace);
+past it the least recently used idle one is stopped."""
+
+
 class OpenCodeRuntime:
     """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions. ``confine``
     (``[runtimes] confine``) jails the server to the workspace unless a run opts out;
@@ -81,8 +87,9 @@ class OpenCodeRuntime:
         self._binary = binary
         self._confinement = Confinement("opencode", enabled=confine, hidden=hidden)
         self._janitor = Janitor()
-        self._server: ServerProcess | None = None
-        self._key: tuple[str, ...] = ()
+        self._servers: dict[tuple[str, ...], ServerProcess] = {}
+        """The running servers, least recently used first."""
+        self._busy: dict[ServerProcess, int] = {}
         self._lock = asyncio.Lock()
         self._last_session: dict[str, str] = {}
 
@@ -92,20 +99,24 @@ class OpenCodeRuntime:
 
     @property
     def server(self) -> ServerProcess | None:
-        """The running server, if any (tests and benchmarks count its processes)."""
-        return self._server
+        """The server used last, if any (tests and benchmarks count its processes)."""
+        return next(reversed(self._servers.values()), None)
 
     async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
+        """The server for this engine configuration (and, jailed, this workspace), started
+        if need be; marked busy until :meth:`_release`."""
         async with self._lock:
             jail = await self._confinement.choose(request.confine)
             key: tuple[str, ...] = (request.base_url, request.model, request.api_key)
             key += ("unjailed",) if jail is None else ("jailed", request.workspace)
-            server = self._server
-            if server is not None and server.alive and self._key == key:
+            server = self._servers.pop(key, None)
+            if server is not None and server.alive:
+                self._servers[key] = server  # now the most recently used
+                self._busy[server] = self._busy.get(server, 0) + 1
                 return server
             if server is not None:
-                await server.stop()
-                self._server = None
+                await self._stop(server)
+            await self._evict()
             binary = self._binary or opencode_binary()
             if binary is None or not os.access(binary, os.X_OK):
                 raise ExternalRuntimeError(
@@ -122,11 +133,42 @@ class OpenCodeRuntime:
                 janitor=self._janitor,
             )
             await server.start(request.workspace, jail)
-            self._server, self._key = server, key
+            self._servers[key] = server
+            self._busy[server] = 1
             return server
+
+    async def _evict(self) -> None:
+        """Past :data:`MAX_SERVERS`, stops the least recently used idle servers."""
+        for key, server in list(self._servers.items()):
+            if len(self._servers) < MAX_SERVERS:
+                return
+            if not self._busy.get(server):
+                del self._servers[key]
+                await self._stop(server)
+
+    async def _stop(self, server: ServerProcess) -> None:
+        self._busy.pop(server, None)
+        await server.stop()
+
+    def _release(self, server: ServerProcess) -> None:
+        count = self._busy.get(server, 0)
+        if count > 1:
+            self._busy[server] = count - 1
+        elif count:
+            self._busy[server] = 0
 
     async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
         server = await self._ensure_server(request)
+        try:
+            async with contextlib.aclosing(self._run_on(server, request)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._release(server)
+
+    async def _run_on(
+        self, server: ServerProcess, request: ExternalRunRequest
+    ) -> AsyncGenerator[ExternalEvent]:
         endpoint = server.endpoint
         timeout = httpx.Timeout(30.0, read=None)
         async with httpx.AsyncClient(
@@ -260,15 +302,17 @@ class OpenCodeRuntime:
 
     def close_now(self) -> None:
         """Stops the server at once, from synchronous code (the container's shutdown)."""
-        if self._server is not None:
-            self._server.stop_now()
-            self._server = None
+        for server in self._servers.values():
+            server.stop_now()
+        self._servers.clear()
+        self._busy.clear()
         self._last_session.clear()
         self._janitor.close()
 
     async def aclose(self) -> None:
         async with self._lock:
-            if self._server is not None:
-                await self._server.stop()
-                self._server = None
+            for server in self._servers.values():
+                await server.stop()
+            self._servers.clear()
+            self._busy.clear()
         await asyncio.to_thread(self._janitor.close)
