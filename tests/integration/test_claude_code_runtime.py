@@ -26,6 +26,7 @@ from contracts.external_runtime_contract import (
 )
 from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
+from jarvis.adapters.subprocess_repl.process_jail import process_tree
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
 from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
@@ -118,6 +119,15 @@ def group_members(pgid: int) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie is dead: it holds no memory, files or children)."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :][:1] not in ("Z", "X")
 
 
 def wait_until_gone(pgid: int, within: float = 10.0) -> list[int]:
@@ -229,6 +239,7 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
     monkeypatch.setenv("JARVIS_SECRET_TOKEN", "must-not-leak-either")
     engine.script = [Reply("Never finished.", hold=True)]
     groups: list[int] = []
+    tree: list[int] = []
     environments: list[bytes] = []
 
     async def note_the_group() -> None:
@@ -236,8 +247,10 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
         pid = runtime.running[0].pid
         assert pid is not None
         groups.append(pid)
-        members = group_members(pid)
-        assert len(members) >= 2  # the runner and its claude binary
+        # the jail (bubblewrap), the runner and its claude binary, in the jail's namespace
+        members = sorted(process_tree(pid))
+        tree.extend(members)
+        assert len(members) >= 3
         environments.extend((Path("/proc") / str(m) / "environ").read_bytes() for m in members)
 
     watcher = asyncio.create_task(note_the_group())
@@ -254,6 +267,7 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
         assert b"must-not-leak" not in environ
         assert f"HOME={tmp_path / 'state'}".encode() in environ.split(b"\0")
     assert wait_until_gone(groups[0]) == []
+    assert [pid for pid in tree if alive(pid)] == []
     assert runtime.running == ()
 
 
@@ -679,3 +693,43 @@ def test_claude_code_on_the_embedded_engine(runner_dir: Path, tmp_path: Path) ->
     assert asked, "the embedded engine was never asked"
     assert "Say hello." in json.dumps([m.content for m in asked[0].messages], default=str)
     assert outcome == "answer" or outcome.startswith("error: claude_code"), outcome
+
+
+@pytest.mark.parametrize("confine", [True, False], ids=["jailed", "unconfined-control"])
+async def test_a_bash_call_writes_only_inside_the_workspace(
+    runtime: ClaudeCodeRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    confine: bool,
+) -> None:
+    """A model whose shell is pre-approved (``allowed_tools=Bash``) runs a command that
+    writes to /tmp, to the home directory and to the workspace: jailed, only the workspace
+    file appears (the tool reports a read-only filesystem); unjailed, all three do."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    unique = os.urandom(8).hex()
+    in_tmp, in_home = Path(f"/tmp/outside-{unique}"), home / f"outside-{unique}"
+    inside = workspace / f"inside-{unique}"
+    command = f"sh -c 'echo x > {in_tmp}'; sh -c 'echo x > {in_home}'; sh -c 'echo x > {inside}'"
+    engine.script = [
+        Reply(tool_calls=[tool_call("toolu_bash_1", "Bash", {"command": command})]),
+        Reply("Done."),
+    ]
+    request = request_for("write", str(workspace), allowed_tools=("Bash",), confine=confine)
+    try:
+        result = done(await collect(runtime, request))
+        assert result.metadata["confined"] is confine
+        assert inside.read_text() == "x\n"
+        written = {p for p in (in_tmp, in_home) if p.exists()}
+        if confine:
+            assert written == set()
+            assert "Read-only file system" in result.tool_results[0].content
+        else:
+            assert written == {in_tmp, in_home}
+    finally:
+        in_tmp.unlink(missing_ok=True)  # noqa: ASYNC240

@@ -116,15 +116,15 @@ async def test_close_leaves_no_process_and_no_temp_files(
     engine: ScriptedEngine, request_for: Callable[..., ExternalRunRequest], tmp_path: Path
 ) -> None:
     binary = require_opencode()
-    before_procs, before_dirs = set(opencode_processes()), private_dirs()
     runtime = OpenCodeRuntime(data_dir=tmp_path / "data", binary=binary)
     done(await collect(runtime, request_for("hi", str(tmp_path))))
     assert runtime.server is not None
-    assert runtime.server.pid in opencode_processes()
-    assert len(private_dirs()) == len(before_dirs) + 1
+    private = runtime.server.private
+    assert opencode_processes(private)  # the server (in its jail) runs
+    assert os.path.isdir(private)  # noqa: ASYNC240
     await runtime.aclose()
-    assert set(opencode_processes()) == before_procs
-    assert private_dirs() == before_dirs
+    assert opencode_processes(private) == []
+    assert not os.path.lexists(private)  # noqa: ASYNC240
 
 
 async def test_a_timeout_aborts_the_run_with_a_clear_error(
@@ -213,7 +213,6 @@ def test_cli_answers_streams_and_leaves_nothing_behind(
     binary = require_opencode()
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    before = set(opencode_processes())
     done_ = subprocess.run(
         [*_ask(engine, tmp_path, "--json"), "what is the capital of France?"],
         env=_cli_env(tmp_path / "home", tmp, binary),
@@ -224,7 +223,8 @@ def test_cli_answers_streams_and_leaves_nothing_behind(
     assert done_.returncode == 0, done_.stderr
     answer = json.loads(done_.stdout)
     assert answer["content"] == ANSWER
-    assert set(opencode_processes()) == before
+    assert answer["metadata"]["confined"] is True
+    assert opencode_processes(f"{tmp}/") == []
     assert private_dirs(str(tmp)) == []
 
 
@@ -251,7 +251,6 @@ def test_cli_ctrl_c_exit_130_and_no_orphan_server(engine: ScriptedEngine, tmp_pa
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     engine.script = [Reply("Held answer.", hold=True)]
-    before = set(opencode_processes())
     proc = subprocess.Popen(
         [*_ask(engine, tmp_path), "hold on"],
         env=_cli_env(tmp_path / "home", tmp, binary),
@@ -270,9 +269,9 @@ def test_cli_ctrl_c_exit_130_and_no_orphan_server(engine: ScriptedEngine, tmp_pa
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     deadline = time.monotonic() + 10
-    while set(opencode_processes()) != before and time.monotonic() < deadline:
+    while opencode_processes(f"{tmp}/") and time.monotonic() < deadline:
         time.sleep(0.1)  # the parent-death signal reaches the server as jarvis exits
-    assert set(opencode_processes()) == before
+    assert opencode_processes(f"{tmp}/") == []
     assert private_dirs(str(tmp)) == []
 
 
@@ -306,3 +305,27 @@ def test_opencode_onto_the_llama_cpp_server(llama_server: object, tmp_path: Path
 
     outcome = asyncio.run(main())
     assert outcome == "answer" or outcome.startswith("error: opencode"), outcome
+
+
+async def test_runs_in_two_workspaces_at_once_each_get_a_jailed_server(
+    runtime: OpenCodeRuntime,
+    engine: ScriptedEngine,
+    request_for: Callable[..., ExternalRunRequest],
+    tmp_path: Path,
+) -> None:
+    """A jailed server serves one workspace: a run in a second workspace while the first
+    is held gets a server of its own, and the first run still finishes."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder in (first, second):
+        folder.mkdir()
+    engine.script = [Reply("Held answer.", hold=True), Reply(ANSWER)]
+    held = asyncio.create_task(collect(runtime, request_for("first", str(first))))
+    try:
+        assert await asyncio.to_thread(engine.first_word_sent.wait, 120)
+        other = done(await collect(runtime, request_for("second", str(second))))
+        assert other.content == ANSWER
+    finally:
+        engine.release()
+    result = done(await held)
+    assert result.content == "Held answer."
+    assert result.metadata["confined"] is True

@@ -16,6 +16,7 @@ from jarvis.adapters.openhands_sdk import OpenHandsRuntime
 from jarvis.adapters.openhands_sdk.wire import END, MAX_LINE, START
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta
+from tests.support.jail import visible_python
 from tests.support.openhands import openhands_processes, private_dirs
 
 pytestmark = pytest.mark.integration
@@ -31,7 +32,7 @@ def _interpreter(tmp_path: Path, body: str) -> str:
     fake.write_text(
         "#!/bin/sh\n"
         'if [ "$2" = "-c" ]; then echo "3.12.9 1"; exit 0; fi\n'
-        f'exec {sys.executable} -I {program} "$@"\n'
+        f'exec {visible_python()} -I {program} "$@"\n'
     )
     fake.chmod(0o755)
     return str(fake)

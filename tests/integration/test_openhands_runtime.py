@@ -27,6 +27,7 @@ from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
 from tests.support.openhands import (
     openhands_processes,
+    own_temp_dir,
     private_dirs,
     require_openhands,
     wait_for_command,
@@ -210,12 +211,12 @@ async def test_the_runner_is_private_and_leaves_nothing_behind(
         ),
         Reply("Done."),
     ]
-    before_procs, before_dirs = set(openhands_processes()), private_dirs()
     os.environ["JARVIS_TEST_SECRET"] = "do-not-leak"
-    try:
-        result = done(await collect(runtime, request_for("where am I", str(workspace))))
-    finally:
-        del os.environ["JARVIS_TEST_SECRET"]
+    with own_temp_dir(tmp_path / "tmp") as tmp:
+        try:
+            result = done(await collect(runtime, request_for("where am I", str(workspace))))
+        finally:
+            del os.environ["JARVIS_TEST_SECRET"]
     assert result.tool_results[0].tool_name == "terminal"
     assert (workspace / "where.txt").read_text().strip() == str(workspace)
     env = (workspace / "env.txt").read_text()
@@ -224,8 +225,9 @@ async def test_the_runner_is_private_and_leaves_nothing_behind(
     assert "/jarvis-openhands-" in home
     assert home != str(Path.home())
     assert not await asyncio.to_thread(os.path.exists, home)
-    assert set(openhands_processes()) == before_procs
-    assert private_dirs() == before_dirs
+    assert home.startswith(f"{tmp}/")
+    assert openhands_processes(f"{tmp}/") == []
+    assert private_dirs(str(tmp)) == []
     assert not runtime.running
 
 
@@ -238,17 +240,17 @@ async def test_a_timeout_stops_the_run_with_a_clear_error_and_no_process_left(
     """Whatever the runner is doing when the time is up (importing the SDK, waiting for
     the held answer), its whole group goes and the error says what happened."""
     engine.script = [Reply("Never finished.", hold=True)]
-    before = set(openhands_processes())
     started = time.monotonic()
-    try:
-        with pytest.raises(ExternalRuntimeError, match="did not finish within 4 s") as caught:
-            await collect(runtime, request_for("slow", str(tmp_path), timeout=4))
-    finally:
-        engine.release()
+    with own_temp_dir(tmp_path / "tmp") as tmp:
+        try:
+            with pytest.raises(ExternalRuntimeError, match="did not finish within 4 s") as caught:
+                await collect(runtime, request_for("slow", str(tmp_path), timeout=4))
+        finally:
+            engine.release()
     assert "-O timeout=SECONDS" in caught.value.hint
     assert time.monotonic() - started < 20
-    assert set(openhands_processes()) == before
-    assert private_dirs() == []
+    assert openhands_processes(f"{tmp}/") == []
+    assert private_dirs(str(tmp)) == []
 
 
 async def test_a_runner_that_dies_mid_run_is_a_clear_error_and_its_orphans_go(
@@ -258,7 +260,6 @@ async def test_a_runner_that_dies_mid_run_is_a_clear_error_and_its_orphans_go(
     tmp_path: Path,
 ) -> None:
     engine.script = list(SLEEP)
-    before = set(openhands_processes())
 
     async def kill_while_the_tool_runs() -> None:
         await asyncio.to_thread(wait_for_command, b"sleep\x00600")
@@ -268,15 +269,16 @@ async def test_a_runner_that_dies_mid_run_is_a_clear_error_and_its_orphans_go(
         os.killpg(runner.pid, signal.SIGKILL)  # the runner's group only, as a crash would
 
     killer = asyncio.create_task(kill_while_the_tool_runs())
-    try:
-        with pytest.raises(ExternalRuntimeError, match="stopped before the run finished"):
-            await collect(runtime, request_for("crash", str(tmp_path)))
-    finally:
-        engine.release()
-        await killer
+    with own_temp_dir(tmp_path / "tmp") as tmp:
+        try:
+            with pytest.raises(ExternalRuntimeError, match="stopped before the run finished"):
+                await collect(runtime, request_for("crash", str(tmp_path)))
+        finally:
+            engine.release()
+            await killer
     assert not runtime.running
-    assert set(openhands_processes()) == before  # the terminal's shell and its sleep too
-    assert private_dirs() == []
+    assert openhands_processes(f"{tmp}/") == []  # the terminal's shell and its sleep too
+    assert private_dirs(str(tmp)) == []
 
 
 async def test_an_engine_that_refuses_is_the_runners_error(tmp_path: Path) -> None:

@@ -21,18 +21,26 @@ def require_opencode() -> str:
     pytest.skip(reason)
 
 
-def opencode_processes() -> list[int]:
-    """Every live process running an opencode binary (the tests count them)."""
+def opencode_processes(home: str | Path | None = None) -> list[int]:
+    """Every live process running an opencode binary (the tests count them); with
+    ``home``, only those whose private HOME starts with it (the servers of one test: other
+    processes on the machine may run opencode meanwhile)."""
+    marker = None if home is None else f"HOME={home}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            if not (cmdline and cmdline[0].endswith(b"/opencode")):
+                continue
+            if marker is not None:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                if not any(e.startswith(marker) for e in environ):
+                    continue
         except OSError:
             continue
-        if cmdline and cmdline[0].endswith(b"/opencode"):
-            pids.append(int(entry.name))
+        pids.append(int(entry.name))
     return pids
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,9 +24,12 @@ def require_openhands() -> str:
     pytest.skip(reason)
 
 
-def openhands_processes() -> list[int]:
+def openhands_processes(home: str | Path | None = None) -> list[int]:
     """Every live process of a runner: the runner itself and whatever it started (its
-    terminal's shell and commands), found by the private HOME they all inherit."""
+    terminal's shell and commands), found by the private HOME they all inherit; with
+    ``home``, only those whose HOME starts with it (one test's runners: other processes on
+    the machine may run openhands meanwhile)."""
+    marker = b"HOME=" + str(home).encode() if home is not None else None
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -33,9 +38,24 @@ def openhands_processes() -> list[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
+        if marker is not None and not any(e.startswith(marker) for e in environ):
+            continue
         if any(e.startswith(b"HOME=") and b"/jarvis-openhands-" in e for e in environ):
             pids.append(int(entry.name))
     return pids
+
+
+@contextmanager
+def own_temp_dir(folder: Path) -> Iterator[Path]:
+    """Runners started inside make their private dirs in ``folder`` (a test's own), so
+    what is left there is this test's alone."""
+    folder.mkdir(exist_ok=True)
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = saved
 
 
 def private_dirs(tmp: str | None = None) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import stat
-import sys
 import textwrap
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
 from jarvis.domain.json_types import JSONObject
 from jarvis.testing import InMemoryExternalRuntime, InMemoryExternalRuntimes, ScriptedInference
+from tests.support.jail import visible_python
 
 FAKE_RUNNER = textwrap.dedent(
     """
@@ -88,12 +88,13 @@ def _executable(path: Path, text: str) -> Path:
 
 
 def _fake_node(bin_dir: Path, version: str = "v20.11.1") -> Path:
-    """A ``node`` that reports ``version`` and runs its script with this Python."""
+    """A ``node`` that reports ``version`` and runs its script with a Python the runner's
+    jail shows."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     return _executable(
         bin_dir / "node",
         f'#!/bin/sh\n[ "$1" = --version ] && {{ echo {version}; exit 0; }}\n'
-        f'exec {sys.executable} "$@"\n',
+        f'exec {visible_python()} "$@"\n',
     )
 
 

@@ -277,6 +277,16 @@ class SandboxSettings(_Section):
     pids: Annotated[int, Bounds(ge=16, le=1 << 22)] = 128
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeSettings(_Section):
+    """The external runtimes of the ``opencode`` and ``openhands`` agents."""
+
+    confine: bool = True
+    """Jail each runtime's processes to the run's workspace (bubblewrap); where that is
+    impossible, the runtime does not start. ``false`` (like ``-O confine=false``) runs
+    them with the user's full rights anywhere on the machine."""
+
+
 MAX_HISTORY_MESSAGES = 10_000
 """``[sessions] history_messages`` at most."""
 
@@ -337,6 +347,7 @@ class JarvisConfig(_Section):
     plugins: PluginSettings = field(default_factory=PluginSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""
+    runtimes: RuntimeSettings = field(default_factory=RuntimeSettings)
 
 
 def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:

@@ -36,6 +36,10 @@ class ExternalRunRequest:
     vendor's cloud). ``allowed_tools`` (empty: the runtime's own set), ``max_turns`` (0: the
     runtime's default) and ``permission_mode`` (``""``: the runtime's default) are the
     runtime's own settings, ignored by runtimes without them.
+
+    ``confine``: run the runtime's process tree jailed to the workspace (the default);
+    ``False`` is the user's explicit opt-out (its commands then run with the user's full
+    rights anywhere).
     """
 
     prompt: str
@@ -57,6 +61,7 @@ class ExternalRunRequest:
     model_id: str = ""
     """opencode: the model id within that provider (``""``: ``model``). With no
     ``base_url``, a ``provider/model`` id is passed through to opencode's own configuration."""
+    confine: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

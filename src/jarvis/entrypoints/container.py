@@ -538,7 +538,11 @@ class _ExternalRuntimes:
             from jarvis.adapters.opencode_server import OpenCodeRuntime
             from jarvis.entrypoints.settings import config_dir
 
-            runtime = OpenCodeRuntime(data_dir=config_dir() / "runtimes" / "opencode")
+            runtime = OpenCodeRuntime(
+                data_dir=config_dir() / "runtimes" / "opencode",
+                confine=self._config.runtimes.confine,
+                hidden=(str(config_dir()),),
+            )
         elif runtime_id == "claude_code":
             from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
             from jarvis.entrypoints.settings import config_dir
@@ -547,12 +551,18 @@ class _ExternalRuntimes:
                 install_root=config_dir() / "claude_code_runner",
                 state_dir=config_dir() / "runtimes" / "claude_code",
                 endpoint=self._endpoint(),
+                confine=self._config.runtimes.confine,
+                hidden=(str(config_dir()),),
             )
         elif runtime_id == "openhands":
             from jarvis.adapters.openhands_sdk import OpenHandsRuntime
             from jarvis.entrypoints.settings import config_dir
 
-            runtime = OpenHandsRuntime(data_dir=config_dir() / "runtimes" / "openhands")
+            runtime = OpenHandsRuntime(
+                data_dir=config_dir() / "runtimes" / "openhands",
+                confine=self._config.runtimes.confine,
+                hidden=(str(config_dir()),),
+            )
         else:
             raise ExternalRuntimeError(
                 f"No external runtime named '{runtime_id}'.", runtime=runtime_id

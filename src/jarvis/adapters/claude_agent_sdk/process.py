@@ -4,6 +4,8 @@ stderr drained, and the whole tree stopped however the run ends.
 The runner (``node runner.mjs``) starts the SDK's ``claude`` binary, which starts the
 tools' shells: all in the runner's process group, which is a session of its own, so one
 ``killpg`` stops them all; the parent-death signal kills the runner if jarvis dies first.
+Jailed (see ``runtime.py``), the group's leader is bubblewrap and the runner's tree lives
+in the jail's PID namespace: a stop kills that whole tree and waits until it has exited.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from jarvis.adapters.claude_agent_sdk.wire import MAX_LINE, MAX_OUTPUT, LineSplitter
+from jarvis.adapters.subprocess_repl.process_jail import kill_tree, process_tree
 
 STDERR_TAIL_LINES = 30
 STOP_GRACE = 5.0
@@ -31,8 +34,10 @@ def _die_with_parent() -> None:
 
 
 def kill_group(pid: int) -> None:
+    tree = process_tree(pid) - {pid}
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+    kill_tree(tree)
 
 
 class OutputTooLarge(Exception):
@@ -126,6 +131,7 @@ class RunnerProcess:
         """SIGTERM to the group (the runner aborts its query), SIGKILL after
         :data:`STOP_GRACE` s, then SIGKILL to whatever is left in the group."""
         proc = self.proc
+        tree = set() if proc is None or proc.returncode is not None else process_tree(proc.pid)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -135,7 +141,9 @@ class RunnerProcess:
                 kill_group(proc.pid)
                 await proc.wait()
         if proc is not None:
-            kill_group(proc.pid)  # the claude binary's children, if any outlived it
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the claude binary's children, if any
+            await asyncio.to_thread(kill_tree, tree - {proc.pid})
         if self._drain is not None and not self._drain.done():
             self._drain.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

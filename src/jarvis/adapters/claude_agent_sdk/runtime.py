@@ -8,6 +8,11 @@ loopback (a :class:`LoopbackEndpoint` the composition root provides: started on 
 run, with a random key, stopped by :meth:`ClaudeCodeRuntime.aclose`); with an API key
 and no engine, to the vendor's cloud. The SDK's state (sessions, settings) lives in a
 private config dir inside jarvis's; the user's HOME and ``~/.claude`` are never read.
+
+Each runner runs in a bubblewrap jail (``subprocess_repl/process_jail.py``) unless the
+user opts out: the SDK's tools can write only the workspace and the SDK's state dir, see
+neither the home directory nor jarvis's config dir, and die with jarvis, even of
+``SIGKILL``, whatever the permission mode lets the model run.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import asyncio
 import os
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +45,7 @@ from jarvis.adapters.claude_agent_sdk.wire import (
     ToolResultEvent,
     ToolUseEvent,
 )
+from jarvis.adapters.subprocess_repl.process_jail import Confinement
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
@@ -88,8 +95,13 @@ class ClaudeCodeRuntime:
         endpoint: LoopbackEndpoint | None = None,
         runner_dir: Path | None = None,
         node_path: str | None = None,
+        confine: bool = True,
+        hidden: tuple[str, ...] = (),
     ) -> None:
+        """``confine`` (``[runtimes] confine``) jails each runner to its workspace unless a
+        run opts out; ``hidden`` names more folders it must not see (jarvis's config dir)."""
         self.install_root = install_root
+        self._confinement = Confinement(RUNTIME, enabled=confine, hidden=hidden)
         self.state_dir = state_dir
         self.endpoint = endpoint
         self._runner_dir = runner_dir
@@ -181,6 +193,7 @@ class ClaudeCodeRuntime:
         if not Path(request.workspace).is_dir():  # noqa: ASYNC240  # one stat
             raise ConfigurationError(f"The workspace '{request.workspace}' is not a directory.")
         session = self._session(request)
+        jail = await self._confinement.choose(request.confine)
         node, runner = await self._prepare()
         base_url, api_key = await self._target(request)
         payload = self._runner_request(request, session, base_url, api_key)
@@ -191,9 +204,14 @@ class ClaudeCodeRuntime:
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "HOME": str(self.state_dir),
         }
-        process = RunnerProcess(
-            [node.path, str(runner / "runner.mjs")], cwd=request.workspace, env=env
+        argv = self._confinement.wrap(
+            jail,
+            [node.path, str(runner / "runner.mjs")],
+            workdir=request.workspace,
+            writable=[request.workspace, str(self.state_dir)],
+            readable=[node_root(node.path), str(runner), str(runner / "node_modules")],
         )
+        process = RunnerProcess(argv, cwd=request.workspace, env=env)
         self._running.add(process)
         try:
             await process.start(payload.model_dump_json().encode())
@@ -233,7 +251,7 @@ class ClaudeCodeRuntime:
             self._running.discard(process)
         if done.session_id:
             self._last_session[request.workspace] = done.session_id
-        yield done
+        yield replace(done, metadata={**done.metadata, "confined": jail is not None})
 
     def _finish(self, reader: OutputReader, code: int, process: RunnerProcess) -> ExternalRunDone:
         response = reader.response
@@ -273,6 +291,11 @@ class ClaudeCodeRuntime:
         self._running.clear()
         if self.endpoint is not None:
             await self.endpoint.aclose()
+
+
+def node_root(node: str) -> str:
+    """The installation a jailed ``node`` reads (``<prefix>`` of ``<prefix>/bin/node``)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(node)))
 
 
 def _exit(code: int) -> str:

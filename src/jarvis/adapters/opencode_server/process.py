@@ -1,13 +1,19 @@
 """The ``opencode serve`` process: private environment, free loopback port, random password,
-a real start-up deadline, its output drained, and stopped with its whole process group.
+a real start-up deadline, its output drained, and stopped with its whole process tree.
 
 Everything opencode writes goes into private directories: HOME, the XDG dirs and TMPDIR
-are a temporary directory removed at stop (each boot leaves a 5.5 MB library in TMPDIR),
-except its data dir (sessions, so ``-O session=ID`` continues across runs), which lives in
-jarvis's config dir. The password is new for every server: nobody else on the machine can
-drive it. The process is started in a session of its own, so stopping it kills its
-children too (opencode starts npm in the background), and with the parent-death signal
-set, so it dies with jarvis even if jarvis is killed.
+are a temporary directory removed at stop (each boot leaves a 5.5 MB library in TMPDIR;
+the config in it holds the engine's key), except its data dir (sessions, so
+``-O session=ID`` continues across runs), which lives in jarvis's config dir. The password
+is new for every server: nobody else on the machine can drive it.
+
+The server runs in a bubblewrap jail (``subprocess_repl/process_jail.py``): it and every
+command its tools run can write only the workspace, the private dir and the data dir, and
+see neither the home directory nor jarvis's config dir; the jail's PID namespace dies
+with jarvis, even of ``SIGKILL``, with every process in it. The private dir is registered
+with a reaper process (the REPL's ``janitor``) that removes it when jarvis dies. Unjailed
+(the user's opt-out), the server runs in a session of its own with the parent-death
+signal set.
 """
 
 from __future__ import annotations
@@ -28,6 +34,13 @@ from pathlib import Path
 
 import httpx
 
+from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.process_jail import (
+    Confinement,
+    ProcessJail,
+    kill_tree,
+    process_tree,
+)
 from jarvis.domain.errors import ExternalRuntimeError
 
 START_DEADLINE = 60.0
@@ -60,9 +73,12 @@ def _die_with_parent() -> None:
 
 
 def _kill_group(pid: int, private: str) -> None:
-    """Last resort at interpreter exit (or garbage collection): kill and clean up."""
+    """Kills the server's whole tree (jailed, the server is bubblewrap's grandchild) and
+    removes the private dir; also the last resort at interpreter exit."""
+    tree = process_tree(pid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+    kill_tree(tree)
     shutil.rmtree(private, ignore_errors=True)
 
 
@@ -80,16 +96,31 @@ class ServerProcess:
     """One running ``opencode serve``; :meth:`stop` is idempotent."""
 
     def __init__(
-        self, binary: str, data_dir: Path, config: str, *, user_config: bool = False
+        self,
+        binary: str,
+        data_dir: Path,
+        config: str,
+        *,
+        confinement: Confinement | None = None,
+        janitor: Janitor | None = None,
+        user_config: bool = False,
     ) -> None:
-        """``config`` is the text of ``opencode.json``, written into the private dir.
+        """``config`` is the text of ``opencode.json``, written into the private dir;
+        ``janitor`` removes the private dir if jarvis dies before :meth:`stop`.
         ``user_config``: opencode also reads the user's own configuration folder
-        (``$XDG_CONFIG_HOME/opencode``; pass-through mode resolves models there)."""
+        (``$XDG_CONFIG_HOME/opencode``; pass-through mode resolves models there), which a
+        jailed server is shown read-only."""
         self.user_config = user_config
         self.binary = binary
+        self.install_dir = os.path.dirname(os.path.realpath(binary))
+        """What a jailed server reads besides the host's system: its binary's folder."""
         self.data_dir = data_dir
+        self.confinement = confinement or Confinement("opencode", enabled=False)
+        self.janitor = janitor
         self.password = secrets.token_urlsafe(24)
         self.private = tempfile.mkdtemp(prefix="jarvis-opencode-")
+        if janitor is not None:
+            janitor.add_directory(self.private)
         self.config_path = os.path.join(self.private, "opencode.json")
         descriptor = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -99,6 +130,7 @@ class ServerProcess:
         self._drain: asyncio.Task[None] | None = None
         self._finalizer: weakref.finalize[[int, str], ServerProcess] | None = None
         self.endpoint = Endpoint("", ("opencode", self.password))
+        self.jailed = False
 
     def environment(self) -> dict[str, str]:
         private = self.private
@@ -119,16 +151,27 @@ class ServerProcess:
         }
         return env
 
-    async def start(self, workspace: str) -> Endpoint:
+    def _user_config_dirs(self) -> list[str]:
+        """The user's opencode configuration, shown read-only to a jailed server in
+        pass-through mode (nothing else of the home directory is)."""
+        if not self.user_config:
+            return []
+        folder = os.path.join(_user_config_home(), "opencode")
+        return [folder] if os.path.isdir(folder) else []
+
+    async def start(self, workspace: str, jail: ProcessJail | None = None) -> Endpoint:
+        """Starts the server in ``workspace`` (jailed to it by ``jail``, when given)."""
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         port = free_port()
+        argv = [self.binary, "serve", "--hostname", "127.0.0.1", "--port", str(port)]
         self._proc = await asyncio.create_subprocess_exec(
-            self.binary,
-            "serve",
-            "--hostname",
-            "127.0.0.1",
-            "--port",
-            str(port),
+            *self.confinement.wrap(
+                jail,
+                argv,
+                workdir=workspace,
+                writable=[workspace, self.private, str(self.data_dir)],
+                readable=[self.install_dir, *self._user_config_dirs()],
+            ),
             cwd=workspace,
             env=self.environment(),
             stdin=asyncio.subprocess.DEVNULL,
@@ -138,6 +181,7 @@ class ServerProcess:
             preexec_fn=_die_with_parent,
             limit=MAX_LINE,
         )
+        self.jailed = jail is not None
         self._finalizer = weakref.finalize(self, _kill_group, self._proc.pid, self.private)
         self._drain = asyncio.create_task(self._read_output(self._proc))
         self.endpoint = Endpoint(f"http://127.0.0.1:{port}", ("opencode", self.password))
@@ -206,10 +250,17 @@ class ServerProcess:
             shutil.rmtree(self.private, ignore_errors=True)
         if self._finalizer is not None:
             self._finalizer.detach()
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.janitor is not None and not os.path.lexists(self.private):
+            self.janitor.remove_directory(self.private)
 
     async def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL after 5 s; the private dir removed."""
+        """SIGTERM to the process group, SIGKILL after 5 s, then SIGKILL to whatever is
+        left of its tree (waited for); the private dir removed."""
         proc = self._proc
+        tree = set() if proc is None or proc.returncode is not None else process_tree(proc.pid)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -223,6 +274,7 @@ class ServerProcess:
             # children left in the group (npm started by opencode) go too
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+        await asyncio.to_thread(kill_tree, tree - ({proc.pid} if proc is not None else set()))
         if self._drain is not None:
             self._drain.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -230,3 +282,4 @@ class ServerProcess:
         if self._finalizer is not None:
             self._finalizer.detach()
         shutil.rmtree(self.private, ignore_errors=True)
+        self._forget()

@@ -6,6 +6,10 @@ stream first, then sends the prompt with ``prompt_async``, streams the text delt
 session's parts and reports each finished tool part; ``session.idle`` ends it, and the
 session's messages are read back for the final answer, the tool calls and the tokens.
 Sessions continue across runs: the last one of each workspace, or the one named.
+
+The server is jailed to the workspace it was started for (see :mod:`.process`), so a run
+in another workspace starts a server of its own; up to :data:`MAX_SERVERS` are kept, so
+runs in several workspaces at once (``jarvis serve``, the SDK) do not stop each other's.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -32,6 +37,8 @@ from jarvis.adapters.opencode_server.wire import (
     RunState,
     final_reply,
 )
+from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.process_jail import Confinement
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
     ExternalEvent,
@@ -81,14 +88,31 @@ def _model_spec(request: ExternalRunRequest) -> dict[str, str]:
     return {"providerID": request.provider_id or PROVIDER_ID, "modelID": _model_id(request)}
 
 
-class OpenCodeRuntime:
-    """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions."""
+MAX_SERVERS = 4
+"""Servers kept running at once (one per engine configuration and, jailed, per workspace);
+past it the least recently used idle one is stopped."""
 
-    def __init__(self, *, data_dir: Path, binary: str | None = None) -> None:
+
+class OpenCodeRuntime:
+    """``ExternalRuntimePort`` for opencode; ``data_dir`` keeps its sessions. ``confine``
+    (``[runtimes] confine``) jails the server to the workspace unless a run opts out;
+    ``hidden`` names more folders the jailed server must not see (jarvis's config dir)."""
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        binary: str | None = None,
+        confine: bool = True,
+        hidden: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
         self._binary = binary
-        self._server: ServerProcess | None = None
-        self._key: tuple[str, ...] = ()
+        self._confinement = Confinement("opencode", enabled=confine, hidden=hidden)
+        self._janitor = Janitor()
+        self._servers: dict[tuple[str, ...], ServerProcess] = {}
+        """The running servers, least recently used first."""
+        self._busy: dict[ServerProcess, int] = {}
         self._lock = asyncio.Lock()
         self._last_session: dict[str, str] = {}
 
@@ -98,18 +122,29 @@ class OpenCodeRuntime:
 
     @property
     def server(self) -> ServerProcess | None:
-        """The running server, if any (tests and benchmarks count its processes)."""
-        return self._server
+        """The server used last, if any (tests and benchmarks count its processes)."""
+        return next(reversed(self._servers.values()), None)
 
     async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
-        key = (request.base_url, _model_id(request), request.api_key, request.provider_id)
+        """The server for this engine configuration (and, jailed, this workspace), started
+        if need be; marked busy until :meth:`_release`."""
         async with self._lock:
-            server = self._server
-            if server is not None and server.alive and self._key == key:
+            jail = await self._confinement.choose(request.confine)
+            key: tuple[str, ...] = (
+                request.base_url,
+                _model_id(request),
+                request.api_key,
+                request.provider_id,
+            )
+            key += ("unjailed",) if jail is None else ("jailed", request.workspace)
+            server = self._servers.pop(key, None)
+            if server is not None and server.alive:
+                self._servers[key] = server  # now the most recently used
+                self._busy[server] = self._busy.get(server, 0) + 1
                 return server
             if server is not None:
-                await server.stop()
-                self._server = None
+                await self._stop(server)
+            await self._evict()
             binary = self._binary or opencode_binary()
             if binary is None or not os.access(binary, os.X_OK):
                 raise ExternalRuntimeError(
@@ -126,14 +161,52 @@ class OpenCodeRuntime:
                     provider_id=request.provider_id or PROVIDER_ID,
                 )
             )
-            server = ServerProcess(binary, self.data_dir, config, user_config=passing)
-            await server.start(request.workspace)
-            self._server, self._key = server, key
+            server = ServerProcess(
+                binary,
+                self.data_dir,
+                config,
+                confinement=self._confinement,
+                janitor=self._janitor,
+                user_config=passing,
+            )
+            await server.start(request.workspace, jail)
+            self._servers[key] = server
+            self._busy[server] = 1
             return server
+
+    async def _evict(self) -> None:
+        """Past :data:`MAX_SERVERS`, stops the least recently used idle servers."""
+        for key, server in list(self._servers.items()):
+            if len(self._servers) < MAX_SERVERS:
+                return
+            if not self._busy.get(server):
+                del self._servers[key]
+                await self._stop(server)
+
+    async def _stop(self, server: ServerProcess) -> None:
+        self._busy.pop(server, None)
+        await server.stop()
+
+    def _release(self, server: ServerProcess) -> None:
+        count = self._busy.get(server, 0)
+        if count > 1:
+            self._busy[server] = count - 1
+        elif count:
+            self._busy[server] = 0
 
     async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
         _model_spec(request)  # a model that cannot pass through: refused before any start
         server = await self._ensure_server(request)
+        try:
+            async with contextlib.aclosing(self._run_on(server, request)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._release(server)
+
+    async def _run_on(
+        self, server: ServerProcess, request: ExternalRunRequest
+    ) -> AsyncGenerator[ExternalEvent]:
         endpoint = server.endpoint
         timeout = httpx.Timeout(30.0, read=None)
         async with httpx.AsyncClient(
@@ -168,7 +241,7 @@ class OpenCodeRuntime:
                     hint="Raise the limit with -O timeout=SECONDS.",
                 ) from None
             self._last_session[request.workspace] = session
-            yield done
+            yield replace(done, metadata={**done.metadata, "confined": server.jailed})
 
     async def _session(self, client: httpx.AsyncClient, request: ExternalRunRequest) -> str:
         directory = {"directory": request.workspace}
@@ -267,13 +340,17 @@ class OpenCodeRuntime:
 
     def close_now(self) -> None:
         """Stops the server at once, from synchronous code (the container's shutdown)."""
-        if self._server is not None:
-            self._server.stop_now()
-            self._server = None
+        for server in self._servers.values():
+            server.stop_now()
+        self._servers.clear()
+        self._busy.clear()
         self._last_session.clear()
+        self._janitor.close()
 
     async def aclose(self) -> None:
         async with self._lock:
-            if self._server is not None:
-                await self._server.stop()
-                self._server = None
+            for server in self._servers.values():
+                await server.stop()
+            self._servers.clear()
+            self._busy.clear()
+        await asyncio.to_thread(self._janitor.close)

@@ -10,8 +10,15 @@ Stopping kills the whole tree, not just the runner's process group: the SDK's te
 tool starts its shell in a session of its own (``setsid``), so its shell and commands are
 found by walking the runner's descendants and, for those already orphaned (a runner that
 crashed), by the private HOME every one of them inherits. The parent-death signal kills
-the runner even if jarvis itself is killed (its shell then ends on the closed pipe; a
-command running at that moment is the one thing that can outlive it).
+the runner even if jarvis itself is killed.
+
+The runner runs in a bubblewrap jail (``subprocess_repl/process_jail.py``): the SDK's
+terminal and file editor can write only the workspace, the private dir and the
+conversations' dir, and see neither the home directory nor jarvis's config dir; the
+jail's PID namespace dies with jarvis, even of ``SIGKILL``, with every process in it (a
+``setsid nohup`` command too). The private dir is registered with a reaper process (the
+REPL's ``janitor``) that removes it when jarvis dies. Unjailed (the user's opt-out), a
+command running when jarvis is killed can outlive it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from jarvis.adapters.openhands_sdk.wire import MAX_LINE
+from jarvis.adapters.subprocess_repl.bwrap import interpreter_root
+from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.process_jail import Confinement, ProcessJail
 
 RUNNER = Path(__file__).with_name("runner_script.py")
 OUTPUT_TAIL_LINES = 40
@@ -183,21 +193,52 @@ def runner_environment(private: str, persistence_dir: Path) -> dict[str, str]:
 class RunnerProcess:
     """The runner of one run; :meth:`stop` is idempotent and leaves nothing behind."""
 
-    def __init__(self, python: str, persistence_dir: Path) -> None:
+    def __init__(
+        self,
+        python: str,
+        persistence_dir: Path,
+        *,
+        confinement: Confinement | None = None,
+        janitor: Janitor | None = None,
+    ) -> None:
+        """``janitor`` removes the private dir if jarvis dies before :meth:`stop`."""
         self.python = python
         self.persistence_dir = persistence_dir
+        self.confinement = confinement or Confinement("openhands", enabled=False)
+        self.janitor = janitor
         self.private = tempfile.mkdtemp(prefix="jarvis-openhands-")
+        if janitor is not None:
+            janitor.add_directory(self.private)
         self.tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
         self._proc: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Task[None] | None = None
         self._finalizer: weakref.finalize[[int | None, str], RunnerProcess] | None = None
 
-    async def start(self, request_json: bytes, workspace: str) -> None:
-        """Spawns the runner and hands it the request (then closes its stdin)."""
-        self._proc = await asyncio.create_subprocess_exec(
+    def _readable(self) -> list[str]:
+        """What the jailed runner reads where it may be hidden: its venv, the interpreter
+        the venv was made from, and the runner script."""
+        venv = os.path.dirname(os.path.dirname(os.path.abspath(self.python)))
+        base = interpreter_root(self.python)
+        return [venv, *([base] if base else []), str(RUNNER)]
+
+    async def start(
+        self, request_json: bytes, workspace: str, jail: ProcessJail | None = None
+    ) -> None:
+        """Spawns the runner (jailed to ``workspace`` by ``jail``, when given) and hands it
+        the request (then closes its stdin)."""
+        argv = [
             self.python,
             "-I",  # no user site, no PYTHON* variables, not the script's dir on sys.path
             str(RUNNER),
+        ]
+        self._proc = await asyncio.create_subprocess_exec(
+            *self.confinement.wrap(
+                jail,
+                argv,
+                workdir=workspace,
+                writable=[workspace, self.private, str(self.persistence_dir)],
+                readable=self._readable(),
+            ),
             cwd=workspace,
             env=runner_environment(self.private, self.persistence_dir),
             stdin=asyncio.subprocess.PIPE,
@@ -272,6 +313,11 @@ class RunnerProcess:
         _kill_group(self._live_pid(), self.private)
         if self._finalizer is not None:
             self._finalizer.detach()
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.janitor is not None and not os.path.lexists(self.private):
+            self.janitor.remove_directory(self.private)
 
     async def stop(self) -> None:
         """Kills the whole tree (see the module's docstring) and reaps the runner; the
@@ -288,3 +334,4 @@ class RunnerProcess:
         if self._finalizer is not None:
             self._finalizer.detach()
         await asyncio.to_thread(remove_private, self.private)
+        self._forget()

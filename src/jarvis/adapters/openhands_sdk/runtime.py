@@ -24,6 +24,8 @@ from pathlib import Path
 from jarvis.adapters.openhands_sdk.interpreter import find_python
 from jarvis.adapters.openhands_sdk.process import RunnerProcess
 from jarvis.adapters.openhands_sdk.wire import RunnerOutput
+from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.process_jail import Confinement
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalEvent, ExternalRunRequest
 
@@ -42,10 +44,21 @@ def conversation_hex(session_id: str) -> str | None:
 
 class OpenHandsRuntime:
     """``ExternalRuntimePort`` for the openhands SDK; ``data_dir`` keeps its conversations.
-    ``python`` overrides the interpreter search (see :mod:`.interpreter`)."""
+    ``python`` overrides the interpreter search (see :mod:`.interpreter`). ``confine``
+    (``[runtimes] confine``) jails each runner to its workspace unless a run opts out;
+    ``hidden`` names more folders a jailed runner must not see (jarvis's config dir)."""
 
-    def __init__(self, *, data_dir: Path, python: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        python: str | None = None,
+        confine: bool = True,
+        hidden: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
+        self._confinement = Confinement("openhands", enabled=confine, hidden=hidden)
+        self._janitor = Janitor()
         self._python_override = python
         self._python: str | None = None
         self._running: set[RunnerProcess] = set()
@@ -135,17 +148,22 @@ class OpenHandsRuntime:
 
     async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:
         python = await self._interpreter()
+        jail = await self._confinement.choose(request.confine)
         conversation = self._conversation(request)
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):  # the conversations are the user's: theirs only
             self.data_dir.chmod(0o700)
-        runner = RunnerProcess(python, self.data_dir)
+        runner = RunnerProcess(
+            python, self.data_dir, confinement=self._confinement, janitor=self._janitor
+        )
         self._running.add(runner)
         output = RunnerOutput()
         try:
             try:
                 async with asyncio.timeout(request.timeout):
-                    await runner.start(self._payload(request, conversation), request.workspace)
+                    await runner.start(
+                        self._payload(request, conversation), request.workspace, jail
+                    )
                     async for line in runner.lines():
                         for event in output.feed(line):
                             yield event
@@ -169,8 +187,11 @@ class OpenHandsRuntime:
                     hint=hint,
                 )
             # the conversation is the one the runner was told to run, whatever it says
+            result = output.result(session_id=conversation, hint=hint)
             done = replace(
-                output.result(session_id=conversation, hint=hint), session_id=conversation
+                result,
+                session_id=conversation,
+                metadata={**result.metadata, "confined": jail is not None},
             )
         finally:
             self._running.discard(runner)
@@ -184,8 +205,10 @@ class OpenHandsRuntime:
         for runner in list(self._running):
             runner.stop_now()
         self._running.clear()
+        self._janitor.close()
 
     async def aclose(self) -> None:
         for runner in list(self._running):
             await runner.stop()
         self._running.clear()
+        await asyncio.to_thread(self._janitor.close)

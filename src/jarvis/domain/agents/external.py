@@ -10,7 +10,8 @@ Options: ``workspace`` (default: the current directory), ``agent`` (opencode and
 openhands: ``build`` or ``plan``), ``session`` (continue that session; default: the
 runtime's last session in the workspace), ``new_session`` (start afresh), ``timeout``
 (seconds), ``base_url`` (the engine's OpenAI-compatible URL, when it cannot be derived),
-``api_key`` (for that URL).
+``api_key`` (for that URL), ``confine`` (default ``true``: the runtime's processes are
+jailed to the workspace; ``false`` runs them with the user's full rights anywhere).
 
 ``claude_code`` speaks Anthropic's API, so it needs no OpenAI-compatible URL: it gets the
 engine itself and the runtime serves it an Anthropic-compatible endpoint on loopback (any
@@ -78,6 +79,7 @@ class ExternalRuntimeAgent(BaseAgent):
         base_url: str,
         api_key: str = "",
         max_turns: int = 0,
+        confine: bool = True,
     ) -> None:
         super().__init__(
             parts.inference,
@@ -95,6 +97,7 @@ class ExternalRuntimeAgent(BaseAgent):
         self.base_url = base_url
         self.api_key = api_key
         self.max_turns = max_turns
+        self.confine = confine
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
@@ -115,6 +118,7 @@ class ExternalRuntimeAgent(BaseAgent):
             timeout=timeout,
             base_url=options.text("base_url", None) or openai_base_url(parts.inference),
             api_key=options.text("api_key", None) or "",
+            confine=options.flag("confine", True),
         )
 
     def passes_through(self) -> bool:
@@ -146,6 +150,7 @@ class ExternalRuntimeAgent(BaseAgent):
             else "",
             timeout=self.timeout,
             max_turns=self.max_turns,
+            confine=self.confine,
         )
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
@@ -254,9 +259,9 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
     it may use; default: the SDK's own set), ``permission_mode`` (default ``acceptEdits``: file
     edits in the workspace go through unattended, while shell commands and anything else
     that needs an approval are refused, as nobody is there to approve them),
-    ``max_turns``, and ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
-    and the SDK's default model instead of the engine); ``base_url`` / ``api_key`` name
-    another Anthropic-compatible endpoint.
+    ``max_turns``, ``cloud`` (``true``: Anthropic's cloud with ``$ANTHROPIC_API_KEY``
+    and the SDK's default model instead of the engine) and ``confine`` (as the other
+    runtimes); ``base_url`` / ``api_key`` name another Anthropic-compatible endpoint.
     """
 
     agent_id: ClassVar[str] = "claude_code"
@@ -278,6 +283,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
         permission_mode: str = "acceptEdits",
         max_turns: int = 0,
         cloud: bool = False,
+        confine: bool = True,
     ) -> None:
         super().__init__(
             parts,
@@ -289,6 +295,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             timeout=timeout,
             base_url=base_url,
             api_key=api_key,
+            confine=confine,
         )
         self.allowed_tools = allowed_tools
         self.permission_mode = permission_mode
@@ -322,6 +329,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             ),
             max_turns=max_turns,
             cloud=options.flag("cloud", False),
+            confine=options.flag("confine", True),
         )
 
     def _request(self, input: str) -> ExternalRunRequest:
@@ -355,4 +363,5 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             max_turns=self.max_turns,
             permission_mode=self.permission_mode,
             engine=engine,
+            confine=self.confine,
         )

@@ -287,7 +287,9 @@ def ask(
             chosen_by = "[agent] temperature"
         else:
             chosen_by = ""
-        with persona_warnings(verbose):
+        from jarvis.entrypoints.cli.termination import sigterm_as_interrupt
+
+        with persona_warnings(verbose), sigterm_as_interrupt():
             asyncio.run(
                 _answer(
                     runtime,

@@ -14,11 +14,15 @@ GUARDED_OPTIONS = frozenset(
         "allowed_tools",
         "session",
         "host_tools",
+        "confine",
+        "provider_id",
     }
 )
 """Agent options that move where a run's model lives (``base_url``, ``api_key``, ``cloud``)
 or widen what it may do (``workspace``, ``permission_mode``, ``allowed_tools``, ``session``
-of the external runtimes; ``host_tools`` of ``sandboxed``): ``--allow-option NAME``."""
+of the external runtimes, ``confine`` that turns their jail off, ``provider_id`` that points
+opencode at a provider of the user's own configuration; ``host_tools`` of ``sandboxed``):
+``--allow-option NAME``."""
 
 HOST_RUNTIMES = frozenset({"opencode", "claude_code", "openhands"})
 """Agents that run the model's commands on the host: ``--enable-runtime NAME``."""
