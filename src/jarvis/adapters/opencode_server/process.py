@@ -82,6 +82,11 @@ def _kill_group(pid: int, private: str) -> None:
     shutil.rmtree(private, ignore_errors=True)
 
 
+_USER_CONFIG_FILES = ("opencode.json", "opencode.jsonc", "config.json")
+"""The files of the user's opencode configuration folder that pass-through mode reads."""
+_MAX_USER_CONFIG = 1 << 20
+
+
 def _user_config_home() -> str:
     return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
 
@@ -107,9 +112,9 @@ class ServerProcess:
     ) -> None:
         """``config`` is the text of ``opencode.json``, written into the private dir;
         ``janitor`` removes the private dir if jarvis dies before :meth:`stop`.
-        ``user_config``: opencode also reads the user's own configuration folder
-        (``$XDG_CONFIG_HOME/opencode``; pass-through mode resolves models there), which a
-        jailed server is shown read-only."""
+        ``user_config``: opencode also reads the configuration files of the user's own
+        folder (``$XDG_CONFIG_HOME/opencode``; pass-through mode resolves models there),
+        copied into the private dir."""
         self.user_config = user_config
         self.binary = binary
         self.install_dir = os.path.dirname(os.path.realpath(binary))
@@ -121,6 +126,8 @@ class ServerProcess:
         self.private = tempfile.mkdtemp(prefix="jarvis-opencode-")
         if janitor is not None:
             janitor.add_directory(self.private)
+        if user_config:
+            self._copy_user_config()
         self.config_path = os.path.join(self.private, "opencode.json")
         descriptor = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -138,9 +145,7 @@ class ServerProcess:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "HOME": private,
-            "XDG_CONFIG_HOME": _user_config_home()
-            if self.user_config
-            else os.path.join(private, "config"),
+            "XDG_CONFIG_HOME": os.path.join(private, "config"),
             "XDG_CACHE_HOME": os.path.join(private, "cache"),
             "XDG_STATE_HOME": os.path.join(private, "state"),
             "XDG_DATA_HOME": str(self.data_dir),
@@ -151,13 +156,17 @@ class ServerProcess:
         }
         return env
 
-    def _user_config_dirs(self) -> list[str]:
-        """The user's opencode configuration, shown read-only to a jailed server in
-        pass-through mode (nothing else of the home directory is)."""
-        if not self.user_config:
-            return []
-        folder = os.path.join(_user_config_home(), "opencode")
-        return [folder] if os.path.isdir(folder) else []
+    def _copy_user_config(self) -> None:
+        """Pass-through mode: the user's own opencode configuration files, copied into the
+        private config dir (opencode writes into its config dir, and a jailed server sees
+        nothing of the home directory; the user's folder is never written)."""
+        source = os.path.join(_user_config_home(), "opencode")
+        target = os.path.join(self.private, "config", "opencode")
+        os.makedirs(target, mode=0o700, exist_ok=True)
+        for name in _USER_CONFIG_FILES:
+            path = os.path.join(source, name)
+            if os.path.isfile(path) and os.path.getsize(path) <= _MAX_USER_CONFIG:
+                shutil.copyfile(path, os.path.join(target, name))
 
     async def start(self, workspace: str, jail: ProcessJail | None = None) -> Endpoint:
         """Starts the server in ``workspace`` (jailed to it by ``jail``, when given)."""
@@ -170,7 +179,7 @@ class ServerProcess:
                 argv,
                 workdir=workspace,
                 writable=[workspace, self.private, str(self.data_dir)],
-                readable=[self.install_dir, *self._user_config_dirs()],
+                readable=[self.install_dir],
             ),
             cwd=workspace,
             env=self.environment(),
