@@ -202,7 +202,7 @@ class _KeepAlive:
         self.host, self.port = host, int(port)
         payload = json.dumps(body).encode()
         self.request = (
-            f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\n"
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}:{port}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
         ).encode() + payload
         self.streams: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []

@@ -114,8 +114,8 @@ def test_a_body_that_never_finishes_arriving_is_timed_out() -> None:
         port = int(served.url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             sock.sendall(
-                b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
-                b'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"mo'
+                f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n".encode()
+                + b'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"mo'
             )
             reply = sock.recv(65536).decode()  # waits for the server, not a timer of ours
     assert reply.startswith("HTTP/1.1 408")

@@ -6,6 +6,7 @@ it. Without the ``serve`` extra the command says how to install it (exit code 2)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ from jarvis.entrypoints.cli.options import (
     ModelOption,
     VerboseOption,
 )
+from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIMES
 
 
 def _require_framework() -> None:
@@ -45,10 +47,64 @@ def serve(
         str | None,
         typer.Option(
             "--api-key",
-            envvar="JARVIS_API_KEY",
-            show_envvar=True,
-            help="Key every request must send (Authorization: Bearer KEY or "
-            "x-api-key); required beyond loopback.",
+            help="Key every request must send (Authorization: Bearer KEY or x-api-key); "
+            "required beyond loopback. Visible to other users in /proc: prefer the "
+            "JARVIS_API_KEY variable or --api-key-file.",
+            show_default=False,
+        ),
+    ] = None,
+    api_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--api-key-file",
+            help="Read the API key from this file (only its owner may read it: chmod 600).",
+            show_default=False,
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="Also answer to this Host name (repeatable; by default only the bound "
+            "address, localhost, 127.0.0.1 and [::1] with the port).",
+            show_default=False,
+        ),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-origin",
+            help="Accept requests that change something from this browser origin "
+            "(repeatable; by default only the server's own).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_user: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-user",
+            help="Without an API key, also serve this local user (name or uid; "
+            "repeatable). By default only the user running the server.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-option",
+            help="Let HTTP clients set this agent option (repeatable): "
+            + ", ".join(sorted(GUARDED_OPTIONS))
+            + ".",
+            show_default=False,
+        ),
+    ] = None,
+    enable_runtime: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--enable-runtime",
+            help="Offer this external runtime over HTTP (repeatable): "
+            + ", ".join(sorted(HOST_RUNTIMES))
+            + ". They run the model's commands on this machine.",
             show_default=False,
         ),
     ] = None,
@@ -78,6 +134,15 @@ def serve(
             help="Cap on the tokens the compatible endpoints ask for.",
         ),
     ] = 8192,
+    unix: Annotated[
+        Path | None,
+        typer.Option(
+            "--unix",
+            help="Listen on this Unix socket (mode 0600: only your user can connect) "
+            "instead of --host/--port.",
+            show_default=False,
+        ),
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -98,10 +163,13 @@ def serve(
     /v1/models, /v1/messages. Binds 127.0.0.1:8000 unless told otherwise."""
 
     def body() -> None:
+        from jarvis.entrypoints.cli import serve_access as access
         from jarvis.entrypoints.http.server import check_bind
 
-        key = api_key or None
+        key = access.api_key_from(api_key, api_key_file)
+        access.check_unix(unix, workers)
         check_bind(host, key)
+        access.check_owner_only(key)
         _require_framework()
         from jarvis.entrypoints.cli.serve_launch import ServeSpec, build_app, run_workers
         from jarvis.entrypoints.http.server import run
@@ -117,11 +185,20 @@ def serve(
             request_timeout=request_timeout,
             max_output_tokens=max_output_tokens,
             verbose=verbose,
+            allowed_hosts=tuple(allowed_host or ()),
+            allowed_origins=tuple(allowed_origin or ()),
+            allowed_uids=access.user_ids(allow_user or ()),
+            allowed_options=access.checked_names(
+                allow_option or (), GUARDED_OPTIONS, "--allow-option"
+            ),
+            enabled_runtimes=access.checked_names(
+                enable_runtime or (), HOST_RUNTIMES, "--enable-runtime"
+            ),
         )
         app = build_app(spec)  # in the workers too; here it checks the configuration first
         log_level = "info" if verbose else "warning"
         if workers == 1:
-            run(app, host=host, port=port, log_level=log_level)
+            run(app, host=host, port=port, log_level=log_level, unix=access.unix_path(unix))
         else:
             run_workers(spec, host=host, port=port, workers=workers, log_level=log_level)
 

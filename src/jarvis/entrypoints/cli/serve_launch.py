@@ -38,6 +38,11 @@ class ServeSpec:
     request_timeout: float = 600.0
     max_output_tokens: int = 8192
     verbose: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    allowed_uids: tuple[int, ...] = ()
+    allowed_options: tuple[str, ...] = ()
+    enabled_runtimes: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -45,8 +50,19 @@ class ServeSpec:
     @classmethod
     def from_json(cls, text: str) -> ServeSpec:
         data = json.loads(text)
-        data["cors_origins"] = tuple(data.get("cors_origins") or ())
+        for name in _TUPLES:
+            data[name] = tuple(data.get(name) or ())
         return cls(**data)
+
+
+_TUPLES = (
+    "cors_origins",
+    "allowed_hosts",
+    "allowed_origins",
+    "allowed_uids",
+    "allowed_options",
+    "enabled_runtimes",
+)
 
 
 def build_app(spec: ServeSpec) -> App:
@@ -56,6 +72,8 @@ def build_app(spec: ServeSpec) -> App:
     from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.cli.options import stderr_line
     from jarvis.entrypoints.http.app import create_app
+    from jarvis.entrypoints.http.listener_guard import ListenerPolicy
+    from jarvis.entrypoints.http.run_policy import RunPolicy
     from jarvis.entrypoints.http.state import ServeLimits
     from jarvis.entrypoints.http.wiring import server_state
     from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -70,8 +88,15 @@ def build_app(spec: ServeSpec) -> App:
         request_timeout=spec.request_timeout,
         max_output_tokens=spec.max_output_tokens,
     )
+    state = server_state(runtime, limits=limits)
+    state.policy = RunPolicy.of(options=spec.allowed_options, runtimes=spec.enabled_runtimes)
+    listener = ListenerPolicy.of(
+        allowed_hosts=spec.allowed_hosts,
+        allowed_origins=spec.allowed_origins,
+        allowed_uids=spec.allowed_uids,
+    )
     return create_app(
-        server_state(runtime, limits=limits), api_key=spec.api_key, cors_origins=spec.cors_origins
+        state, api_key=spec.api_key, cors_origins=spec.cors_origins, listener=listener
     )
 
 

@@ -76,6 +76,7 @@ async def build_request(
             raise ApiError(
                 404, f"No agent named {key[:128]!r}.", "not_found_error", "model_not_found"
             )
+        state.policy.check(service.registry, key, {})
         agent, model = await service.build_agent(AskQuestion(question="-", agent=key))
         system = "\n\n".join(p for p in (agent.effective_system_prompt(), system) if p)
     else:

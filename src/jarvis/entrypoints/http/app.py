@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 from jarvis.entrypoints.http import anthropic_routes, managed_routes, openai_routes
 from jarvis.entrypoints.http.errors import ApiError, CatchAll, body_for
 from jarvis.entrypoints.http.fast_path import ChatFastPath
+from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy, listener_policy
 from jarvis.entrypoints.http.security import App, Guard
 from jarvis.entrypoints.http.state import ServerState
 
@@ -48,11 +49,14 @@ def create_app(
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
     fast_path: bool = True,
+    listener: ListenerPolicy | None = None,
 ) -> App:
     """The application for ``state``: an API key makes every route but ``/health`` ask
     for it; ``cors_origins`` switches CORS on for those origins (off by default).
     ``fast_path=False`` leaves ``POST /v1/chat/completions`` to FastAPI as well (the tests
-    compare both ways of serving it)."""
+    compare both ways of serving it). Everything sits behind the
+    :class:`~.listener_guard.ListenerGuard` (Host, Origin, and, without an API key, the
+    connecting user: ``listener``, by default the server's own names and user)."""
     app = FastAPI(
         title="jarvis",
         summary="Managed agents over SSE, OpenAI- and Anthropic-compatible endpoints.",
@@ -92,9 +96,10 @@ def create_app(
             asgi, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
         )
     limits = state.limits
-    return Guard(
+    guarded = Guard(
         asgi,
         api_key=api_key,
         max_body_bytes=limits.max_body_bytes,
         body_timeout=limits.body_timeout,
     )
+    return ListenerGuard(guarded, listener_policy(listener, api_key=api_key, cors=cors_origins))

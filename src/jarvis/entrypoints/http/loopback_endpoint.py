@@ -11,6 +11,10 @@ engine (an HTTP engine's connections belong to its loop): started on the first r
 for later ones on the same loop and engine, stopped by :meth:`LoopbackEndpoint.aclose`
 (or at once, by :meth:`LoopbackEndpoint.close_now`).
 
+The endpoint sits behind the :class:`~.listener_guard.ListenerGuard` like ``jarvis serve``:
+a ``Host`` other than its own address (DNS rebinding), a cross-site ``Origin``, and a
+connection of another local user are refused before the key is even looked at.
+
 Every local user can reach a loopback port. Without the key a request is refused, but
 uvicorn gives a connection no deadline for its request's headers: 300 connections of
 another user, each holding half a request, were all still open 8 s later (nothing in
@@ -38,6 +42,7 @@ from starlette.exceptions import HTTPException
 from jarvis.entrypoints.http import anthropic_routes
 from jarvis.entrypoints.http.app import _CatchAll, _reply, _validation_message
 from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy
 from jarvis.entrypoints.http.protocol import HEADER_DEADLINE, with_header_deadline
 from jarvis.entrypoints.http.security import App, Guard
 from jarvis.entrypoints.http.server import uvicorn_config
@@ -80,9 +85,11 @@ def anthropic_app(state: ServerState, *, api_key: str) -> App:
     app.include_router(anthropic_routes.router)
     app.add_middleware(_CatchAll)
     limits = state.limits
-    return Guard(
+    keyed = Guard(
         app, api_key=api_key, max_body_bytes=limits.max_body_bytes, body_timeout=limits.body_timeout
     )
+    # its own names only, same-origin only, and only this process's user, key or not
+    return ListenerGuard(keyed, ListenerPolicy(owner_only=True))
 
 
 def _state(engine: InferencePort, model: str, limits: ServeLimits) -> ServerState:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import Answer
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions import SessionMessage
 from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.entrypoints.http import events as ev
@@ -44,9 +45,22 @@ _ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 _SSE: dict[int | str, dict[str, Any]] = {200: {"content": {"text/event-stream": {}}}}
 
 
+async def allowed(state: ServerState, agent: str, options: JSONObject) -> None:
+    """Refuse what the operator did not allow over HTTP (see :mod:`.run_policy`)."""
+    state.policy.check((await state.service()).registry, agent, options)
+
+
+async def allowed_to_run(state: ServerState, agent_id: str) -> None:
+    """Check a stored definition again before it runs (the server's flags may have changed)."""
+    agent = await state.managed.get(agent_id)
+    await allowed(state, agent.agent, agent.agent_options)
+
+
 @router.post("", status_code=201, response_model=ManagedAgentOut)
 async def create(body: ManagedAgentIn, request: Request) -> ManagedAgentOut:
-    return ManagedAgentOut.of(await state_of(request).managed.create(body.spec()))
+    state = state_of(request)
+    await allowed(state, body.agent, dict(body.agent_options))
+    return ManagedAgentOut.of(await state.managed.create(body.spec()))
 
 
 @router.get("")
@@ -63,7 +77,14 @@ async def get(agent_id: str, request: Request) -> ManagedAgentOut:
 @router.patch("/{agent_id}", response_model=ManagedAgentOut)
 async def update(agent_id: str, body: ManagedAgentPatch, request: Request) -> ManagedAgentOut:
     spec, fields = body.spec()
-    return ManagedAgentOut.of(await state_of(request).managed.update(agent_id, spec, fields))
+    state = state_of(request)
+    current = await state.managed.get(agent_id)
+    await allowed(
+        state,
+        spec.agent if "agent" in fields else current.agent,
+        spec.agent_options if "agent_options" in fields else current.agent_options,
+    )
+    return ManagedAgentOut.of(await state.managed.update(agent_id, spec, fields))
 
 
 @router.delete("/{agent_id}")
@@ -91,6 +112,8 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
             f"The message is longer than {state.limits.max_message_chars} characters.",
             code="message_too_large",
         )
+    if body.stream:
+        await allowed_to_run(state, agent_id)
     record = await state.managed.post(agent_id, body.content)
     if body.stream:
         return EventStream(run_frames(state, agent_id, record))
@@ -102,6 +125,7 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
 @router.post("/{agent_id}/run", responses=_SSE)
 async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Response:
     state = state_of(request)
+    await allowed_to_run(state, agent_id)
     if body is not None and body.stream:
         await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
         return EventStream(run_frames(state, agent_id))

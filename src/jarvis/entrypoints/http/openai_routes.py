@@ -93,6 +93,7 @@ async def command_for(
         key = body.model.removeprefix("jarvis/")
         if not service.registry.contains(key):
             raise _unknown_model(body.model)
+        state.policy.check(service.registry, key, {})
         return AskQuestion(
             question=question,
             agent=key,
@@ -107,6 +108,7 @@ async def command_for(
     agent = await managed.agents.get(agent_id)
     if agent is None:
         raise _unknown_model(body.model)
+    state.policy.check(service.registry, agent.agent, agent.agent_options)
     command = managed.question(agent, question, history)
     if body.temperature is not None:
         command = replace(command, temperature=body.temperature)
@@ -132,6 +134,7 @@ async def list_models(request: Request) -> dict[str, object]:
     data: list[dict[str, object]] = [
         {"id": f"jarvis/{key}", "object": "model", "created": 0, "owned_by": "jarvis"}
         for key in service.registry.keys()  # noqa: SIM118  # names only, nothing loaded
+        if state.policy.offered(service.registry, key)
     ]
     data.extend(
         {

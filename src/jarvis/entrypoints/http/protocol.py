@@ -24,6 +24,9 @@ from typing import ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from jarvis.entrypoints.http.listener_guard import PEER_CELL
+from jarvis.entrypoints.http.peer_user import PeerCell, unix_peer
+
 
 class _CoalescingTransport:
     """A transport that forwards everything to ``transport``, writes once per loop step."""
@@ -86,6 +89,8 @@ class JarvisHttpProtocol(HttpToolsProtocol):
         self, transport: asyncio.Transport
     ) -> None:
         super().connection_made(cast(asyncio.Transport, _CoalescingTransport(transport, self.loop)))
+        # the connection's owner, looked up once by the listener guard for all its requests
+        self.app_state = {**self.app_state, PEER_CELL: unix_peer(transport) or PeerCell()}
         self._phase = time.monotonic()
         self._timer = self.loop.call_later(self.header_deadline, self._check)
 

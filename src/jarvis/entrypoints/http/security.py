@@ -151,3 +151,7 @@ async def _refuse(scope: Scope, send: Send, error: ApiError) -> None:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+refuse = _refuse
+"""Answer ``error`` as JSON without running the application (for the other guards)."""

@@ -38,7 +38,7 @@ def check_bind(host: str, api_key: str | None) -> None:
         raise ConfigurationError(
             f"Refusing to listen on {host} without an API key: anyone who can reach it "
             "could run agents and tools on this machine.",
-            hint="Pass --api-key KEY (or set JARVIS_API_KEY), or bind 127.0.0.1.",
+            hint="Set JARVIS_API_KEY or pass --api-key-file FILE, or bind 127.0.0.1.",
         )
     if api_key is not None and len(api_key) < 16:
         raise ConfigurationError(
@@ -111,11 +111,27 @@ class ServerThread:
         self.thread.join(STARTUP_TIMEOUT)
 
 
-def run(app: App, *, host: str, port: int, log_level: str = "warning") -> None:
-    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly)."""
+def run(
+    app: App, *, host: str, port: int, log_level: str = "warning", unix: str | None = None
+) -> None:
+    """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly); on the Unix
+    socket ``unix`` (mode 0600) instead of ``host:port`` when given."""
     import sys
 
     server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level))
+    if unix is not None:
+        from pathlib import Path
+
+        from jarvis.entrypoints.http.unix_socket import owner_only_socket
+
+        sock = owner_only_socket(Path(unix))
+        sys.stderr.write(f"jarvis: serving on unix:{unix} (Ctrl-C to stop)\n")
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+            Path(unix).unlink(missing_ok=True)
+        return
     sys.stderr.write(f"jarvis: serving on http://{host}:{port} (Ctrl-C to stop)\n")
     server.run()
     if not server.started:

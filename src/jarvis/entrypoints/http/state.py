@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from jarvis.application.ask import AskService
 from jarvis.application.managed_agents import ManagedAgentService
+from jarvis.entrypoints.http.run_policy import RunPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,3 +41,5 @@ class ServerState:
     """Runs being streamed now (a client that disconnects ends its run at once)."""
     engine_models: tuple[str, ...] | None = None
     """The engine's models, listed once (``/v1/messages`` passes a listed name through)."""
+    policy: RunPolicy = field(default_factory=RunPolicy)
+    """The agent options and runtimes the operator allowed over HTTP."""

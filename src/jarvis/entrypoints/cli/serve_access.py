@@ -1,0 +1,128 @@
+"""Who may use ``jarvis serve``, from its options: the API key's source, the local users,
+host names and origins it answers, and the agent options and runtimes allowed over HTTP.
+
+Why a module of its own: each of these is checked before the server starts, so a mistake is
+a usage error (exit 2) with the fix in its hint, never a server that runs open.
+
+The key is read from ``JARVIS_API_KEY`` or ``--api-key-file FILE`` (a file only its owner
+may read, like an SSH key). ``--api-key KEY`` still works, with a warning: every local user
+can read a process's command line in ``/proc/PID/cmdline``.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from jarvis.domain.errors import ConfigurationError
+
+KEY_VARIABLE = "JARVIS_API_KEY"
+MAX_KEY_FILE_BYTES = 4096
+FLAG_WARNING = (
+    "jarvis: warning: --api-key is visible to every local user (in /proc/PID/cmdline "
+    "and ps); pass the key in JARVIS_API_KEY or with --api-key-file FILE instead.\n"
+)
+
+
+def api_key_from(flag: str | None, key_file: Path | None, warn: bool = True) -> str | None:
+    """The API key from exactly one of ``--api-key``, ``--api-key-file`` and
+    ``JARVIS_API_KEY`` (``None``: no key)."""
+    # taken out of the environment, so that nothing the server starts (a runtime, a tool's
+    # process) inherits it
+    variable = os.environ.pop(KEY_VARIABLE, None) or None
+    given = [n for n, v in (("--api-key", flag), ("--api-key-file", key_file)) if v]
+    if len(given) > 1:
+        raise ConfigurationError(
+            "Give the API key one way only.", hint="Use --api-key-file FILE or JARVIS_API_KEY."
+        )
+    if key_file is not None:
+        return _read_key_file(key_file)
+    if flag:
+        if warn:
+            import sys
+
+            sys.stderr.write(FLAG_WARNING)
+        return flag
+    return variable
+
+
+def _read_key_file(path: Path) -> str:
+    try:
+        with path.open("rb") as stream:
+            mode = os.fstat(stream.fileno()).st_mode
+            data = stream.read(MAX_KEY_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"Cannot read the API key file {path}: {exc.strerror or exc}."
+        ) from None
+    if not stat.S_ISREG(mode):
+        raise ConfigurationError(f"The API key file {path} is not a regular file.")
+    if mode & 0o077:
+        raise ConfigurationError(
+            f"The API key file {path} may be read or changed by other users "
+            f"(mode {stat.S_IMODE(mode):04o}).",
+            hint=f"Make it private: chmod 600 {path}",
+        )
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise ConfigurationError(f"The API key file {path} is larger than a key.")
+    key = data.decode("utf-8", "replace").strip()
+    if not key or "\n" in key:
+        raise ConfigurationError(f"The API key file {path} must hold the key alone, on one line.")
+    return key
+
+
+def user_ids(names: Sequence[str]) -> tuple[int, ...]:
+    """``--allow-user`` values (names or numeric uids) as uids."""
+    uids: list[int] = []
+    for name in names:
+        name = name.strip()
+        if name.isdigit():
+            uids.append(int(name))
+            continue
+        try:
+            uids.append(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            raise ConfigurationError(
+                f"No local user named {name!r} (--allow-user).",
+                hint="Give a user name or a numeric uid.",
+            ) from None
+    return tuple(uids)
+
+
+def checked_names(values: Sequence[str], known: frozenset[str], flag: str) -> tuple[str, ...]:
+    """``values`` of ``flag``, each one of ``known``."""
+    unknown = sorted({v for v in values if v not in known})
+    if unknown:
+        raise ConfigurationError(
+            f"{flag} does not take {', '.join(unknown)}.",
+            hint=f"{flag} takes: " + ", ".join(sorted(known)),
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def check_owner_only(api_key: str | None) -> None:
+    """Without a key the server serves only its own user: refuse to start where the
+    connecting user cannot be told."""
+    from jarvis.entrypoints.http.peer_user import available
+
+    if not api_key and not available():
+        raise ConfigurationError(
+            "Without an API key jarvis serve answers only its own user, and this system "
+            "does not tell which user opened a connection (no /proc/net/tcp).",
+            hint="Set an API key: JARVIS_API_KEY=... or --api-key-file FILE.",
+        )
+
+
+def check_unix(path: Path | None, workers: int) -> None:
+    """``--unix`` serves in one process."""
+    if path is not None and workers != 1:
+        raise ConfigurationError(
+            "--unix serves with one process.", hint="Leave out --workers, or use --port."
+        )
+
+
+def unix_path(path: Path | None) -> str | None:
+    return None if path is None else str(path)
