@@ -4,13 +4,18 @@ A test that interrupts a stream (Ctrl-C, a reader closing the pipe) must not rac
 answer: with a server that merely sleeps between chunks, a busy machine lets the whole
 answer through before the signal lands. Here the rest of the answer is held back until
 the test calls :meth:`GatedEngine.release`, so the interruption always happens mid-answer,
-however slow or fast the machine. ``first_word_sent`` says when the stream has started.
+however slow or fast the machine. ``first_word_sent`` says when the stream has started;
+``request_closed`` says that the client closed the held stream's connection (a run that was
+cancelled let go of its engine request).
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 
 from tests.support.loopback_engine import LoopbackEngine
@@ -28,6 +33,7 @@ class GatedEngine(LoopbackEngine):
         super().__init__()
         self.answer = answer
         self.first_word_sent = threading.Event()
+        self.request_closed = threading.Event()
         self.requests = 0
         engine = self
 
@@ -57,12 +63,28 @@ class GatedEngine(LoopbackEngine):
                 words = engine.answer.split(" ")
                 self._event({"content": words[0]})
                 engine.first_word_sent.set()
-                engine.gate.wait(GATE_TIMEOUT)
+                if not self._held():
+                    engine.request_closed.set()
+                    return
                 for word in words[1:]:
                     self._event({"content": " " + word})
                 self._event({}, finish_reason="stop")
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
+
+            def _held(self) -> bool:
+                """Wait for the gate; False when the client closed the connection first."""
+                deadline = time.monotonic() + GATE_TIMEOUT
+                while not engine.gate.is_set() and time.monotonic() < deadline:
+                    readable, _, _ = select.select([self.connection], [], [], 0.05)
+                    if readable:
+                        try:
+                            data = self.connection.recv(1, socket.MSG_PEEK)
+                        except OSError:
+                            data = b""
+                        if not data:
+                            return False
+                return True
 
             def _event(self, delta: dict[str, str], finish_reason: str | None = None) -> None:
                 chunk = {
