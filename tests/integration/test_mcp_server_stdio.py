@@ -29,6 +29,13 @@ CALL_SECONDS = 120.0
 """A backstop only: every call here ends on its own well before this."""
 
 
+@pytest.fixture
+def patient_engine(jarvis_home: Path) -> None:
+    """An engine timeout beyond the gate's backstop: only a cancellation closes a held
+    request (never jarvis giving up on a silent engine)."""
+    (jarvis_home / "config.toml").write_text("[engine]\ntimeout = 3600\n")
+
+
 class Progress:
     """Collects a call's progress notifications; ``first`` is set by the first one."""
 
@@ -181,9 +188,8 @@ async def test_the_run_policy_of_serve_applies(stub_server: StubServer) -> None:
     assert stub_server.requests == before  # nothing reached the engine
 
 
-async def test_a_cancelled_call_closes_the_engine_request_and_the_server_goes_on(
-    stub_server: StubServer,
-) -> None:
+@pytest.mark.usefixtures("patient_engine")
+async def test_a_cancelled_call_closes_the_engine_request_and_the_server_goes_on() -> None:
     with GatedEngine() as engine:
         async with stdio_session(*engine_options(engine.url, GATED_MODEL)) as session:
             progress = Progress()
@@ -205,7 +211,8 @@ def _frame(payload: dict[str, object]) -> bytes:
     return json.dumps(payload).encode() + b"\n"
 
 
-def test_a_client_that_goes_away_leaves_nothing_running(jarvis_home: Path) -> None:
+@pytest.mark.usefixtures("patient_engine")
+def test_a_client_that_goes_away_leaves_nothing_running() -> None:
     """The client's stdin closes mid-run (a desktop app quitting): the server ends by
     itself, exit code 0, and the engine's request is closed."""
     with GatedEngine() as engine:

@@ -11,6 +11,8 @@ started.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 import sys
 from contextlib import AbstractAsyncContextManager
@@ -19,7 +21,7 @@ import uvicorn
 
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy, listener_policy
-from jarvis.entrypoints.http.security import App, Guard, Receive, Scope, Send, refuse
+from jarvis.entrypoints.http.security import App, Guard, Message, Receive, Scope, Send, refuse
 from jarvis.entrypoints.http.server import uvicorn_config
 
 MCP_PATH = "/mcp"
@@ -43,12 +45,114 @@ class _McpOnly:
         await self.app(scope, receive, send)
 
 
+SESSION_HEADER = b"mcp-session-id"
+MAX_PARSED_BODY_BYTES = 1024 * 1024
+"""A request body larger than this is not looked into for request ids (a ``tools/call``
+carrying more is still served; only its cancellation on a dropped stream is skipped)."""
+
+
+def _request_ids(body: bytes) -> list[object]:
+    """The ids of the JSON-RPC requests in ``body`` (one message or a batch)."""
+    if len(body) > MAX_PARSED_BODY_BYTES:
+        return []
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return []
+    messages = value if isinstance(value, list) else [value]
+    return [
+        m["id"]
+        for m in messages
+        if isinstance(m, dict) and "id" in m and isinstance(m.get("method"), str)
+    ]
+
+
+class _CancelsWhenDropped:
+    """Cancels, in its session, a request whose client went away before its answer."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        first = await receive()  # the whole body (the Guard read it)
+        headers = list(scope.get("headers") or ())
+        session = next((v for k, v in headers if k == SESSION_HEADER), None)
+        ids = _request_ids(bytes(first.get("body", b""))) if session is not None else []
+        finished = False
+        replayed = False
+
+        async def watched_send(message: Message) -> None:
+            nonlocal finished
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
+            await send(message)
+
+        async def watched_receive() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first
+            message = await receive()
+            if message["type"] == "http.disconnect" and not finished and ids:
+                task = asyncio.create_task(self._cancel(scope, headers, ids))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return message
+
+        await self.app(scope, watched_receive, watched_send)
+
+    async def _cancel(
+        self, scope: Scope, headers: list[tuple[bytes, bytes]], ids: list[object]
+    ) -> None:
+        keep = {SESSION_HEADER, b"mcp-protocol-version", b"host", b"authorization"}
+        base = [(k, v) for k, v in headers if k in keep]
+        for request_id in ids:
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": "the client went away"},
+                }
+            ).encode()
+            synthetic = {
+                **scope,
+                "headers": [
+                    *base,
+                    (b"content-type", b"application/json"),
+                    (b"accept", b"application/json, text/event-stream"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+            await _post_once(self.app, synthetic, body)
+
+
+async def _post_once(app: App, scope: Scope, body: bytes) -> None:
+    """One request of ``body`` to ``app``, its answer discarded."""
+    sent = False
+
+    async def once() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def discard(message: Message) -> None:
+        return
+
+    await app(scope, once, discard)
+
+
 def guarded_mcp_app(
     app: App, *, api_key: str | None, policy: ListenerPolicy, max_body_bytes: int
 ) -> App:
     """``app`` behind the listener guard and the API key (``jarvis serve``'s order)."""
     inner = Guard(
-        _McpOnly(app),
+        _McpOnly(_CancelsWhenDropped(app)),
         api_key=api_key,
         max_body_bytes=max_body_bytes,
         body_timeout=BODY_TIMEOUT_SECONDS,
