@@ -311,7 +311,14 @@ def serve(
 
     def body() -> None:
         from jarvis.entrypoints.cli import serve_access as access
-        from jarvis.entrypoints.cli.mcp_serve import McpServeSpec, serve_http, serve_stdio
+        from jarvis.entrypoints.cli.mcp_serve import (
+            McpServeSpec,
+            require_packages,
+            serve_http,
+            serve_stdio,
+        )
+
+        require_packages(http=http)
 
         spec = McpServeSpec(
             allowed_options=access.checked_names(

@@ -28,6 +28,23 @@ class McpServeSpec:
     max_body_bytes: int = 8 * 1024 * 1024
 
 
+def require_packages(*, http: bool) -> None:
+    """The ``mcp`` SDK (and for ``--http`` the web server) must be installed: else a usage
+    error saying which extra installs them (exit code 2), never a traceback."""
+    import importlib.util
+
+    from jarvis.domain.errors import ConfigurationError
+
+    needed = {"mcp": "mcp"} | ({"uvicorn": "serve", "starlette": "serve"} if http else {})
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        extras = ",".join(sorted({needed[name] for name in missing}))
+        raise ConfigurationError(
+            "jarvis mcp serve needs " + " and ".join(missing) + ", which are not installed.",
+            hint=f"Install them with: pip install 'jarvis[{extras}]'",
+        )
+
+
 def build(runtime: Runtime, spec: McpServeSpec) -> Server[Any]:
     """The MCP server over ``runtime``."""
     from importlib.metadata import PackageNotFoundError, version
