@@ -228,3 +228,16 @@ def test_listening_beyond_loopback_needs_a_key(stub_server: StubServer) -> None:
     assert done.returncode == 2
     assert "without an API key" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_listener_flags_need_http() -> None:
+    done = subprocess.run(
+        [*JARVIS, "mcp", "serve", "--allowed-host", "example.org"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "--allowed-host only applies with --http" in done.stderr

@@ -319,6 +319,28 @@ def serve(
         )
 
         require_packages(http=http)
+        if not http:
+            from jarvis.domain.errors import ConfigurationError
+
+            given = [
+                flag
+                for flag, value in (
+                    ("--host", host != "127.0.0.1"),
+                    ("--port", port != 8765),
+                    ("--api-key-file", api_key_file is not None),
+                    ("--allowed-host", bool(allowed_host)),
+                    ("--allowed-origin", bool(allowed_origin)),
+                    ("--allow-user", bool(allow_user)),
+                )
+                if value
+            ]
+            if given:
+                raise ConfigurationError(
+                    ", ".join(given)
+                    + (" only applies" if len(given) == 1 else " only apply")
+                    + " with --http.",
+                    hint="Add --http, or leave them out to serve on stdio.",
+                )
 
         spec = McpServeSpec(
             allowed_options=access.checked_names(
