@@ -191,6 +191,7 @@ async def _claude_rows(runner: Path, runs: int) -> list[Row]:
                 max_turns=30,
                 permission_mode="acceptEdits",
                 config_dir=str(Path(folder) / "state"),
+                mcp_servers={},
             )
             .model_dump_json()
             .encode()

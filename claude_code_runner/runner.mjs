@@ -116,7 +116,35 @@ function parseRequest(text) {
     const maxTurns = requireField(request, "max_turns", (v) => Number.isInteger(v) && v >= 1 && v <= 10000, "an integer from 1 to 10000");
     const permissionMode = requireField(request, "permission_mode", (v) => PERMISSION_MODES.includes(v), `one of ${PERMISSION_MODES.join(", ")}`);
     const configDir = requireField(request, "config_dir", (v) => isString(v) && isAbsolute(v), "an absolute path");
-    return { prompt, apiKey, baseUrl, workspace, allowedTools, systemPrompt, sessionId, model, maxTurns, permissionMode, configDir };
+    requireField(request, "mcp_servers", isPlainObject, "an object of NAME: {command, args, env}");
+    const mcpServers = parseMcpServers(request.mcp_servers);
+    return { prompt, apiKey, baseUrl, workspace, allowedTools, systemPrompt, sessionId, model, maxTurns, permissionMode, configDir, mcpServers };
+}
+
+const MCP_SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_MCP_SERVERS = 64;
+
+function isPlainObject(v) {
+    return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/** `mcp_servers`: stdio MCP servers as the SDK's `mcpServers` ({} none). */
+function parseMcpServers(value) {
+    if (!isPlainObject(value)) throw new InputError("mcp_servers must be an object of NAME: {command, args, env}");
+    const entries = Object.entries(value);
+    if (entries.length > MAX_MCP_SERVERS) throw new InputError(`mcp_servers holds more than ${MAX_MCP_SERVERS} servers`);
+    const servers = {};
+    for (const [name, spec] of entries) {
+        if (!MCP_SERVER_NAME.test(name)) throw new InputError("mcp_servers: a server name must be 1 to 64 letters, digits, _ or -");
+        if (!isPlainObject(spec)) throw new InputError(`mcp_servers.${name} must be an object`);
+        if (!isString(spec.command) || spec.command === "") throw new InputError(`mcp_servers.${name}.command must be a non-empty string`);
+        const args = spec.args ?? [];
+        if (!Array.isArray(args) || !args.every(isString)) throw new InputError(`mcp_servers.${name}.args must be a list of strings`);
+        const env = spec.env ?? {};
+        if (!isPlainObject(env) || !Object.values(env).every(isString)) throw new InputError(`mcp_servers.${name}.env must map names to strings`);
+        servers[name] = { type: "stdio", command: spec.command, args, env };
+    }
+    return servers;
 }
 
 /**
@@ -165,6 +193,7 @@ function queryOptions(req, abortController) {
     // the full Claude Code prompt: with and without a persona the prompt would differ wholesale.
     if (req.systemPrompt !== "") options.systemPrompt = req.systemPrompt;
     if (req.sessionId !== "") options.resume = req.sessionId;
+    if (Object.keys(req.mcpServers).length > 0) options.mcpServers = req.mcpServers;
     return options;
 }
 

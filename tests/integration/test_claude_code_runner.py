@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.stub_server import ANSWER as STUB_ANSWER
+from bench.stub_server import MODEL as STUB_MODEL
+from bench.stub_server import StubServer
 from tests.support.anthropic_stub import MODEL, AnthropicReply, AnthropicStub, ToolUse
 from tests.support.users import throwaway_user
 
@@ -121,6 +124,7 @@ def request(
         "max_turns": 5,
         "permission_mode": "default",
         "config_dir": str(config_dir),
+        "mcp_servers": {},
     }
     body.update(fields)
     return body
@@ -600,3 +604,70 @@ def test_another_user_cannot_read_the_sessions(
         assert config_dir.stat().st_mode & 0o077 == 0
     finally:
         shutil.rmtree(open_dir)
+
+
+def test_an_mcp_server_entry_gives_the_run_jarvis_mcp_serve(
+    node: str,
+    runner: Path,
+    workspace: Path,
+    config_dir: Path,
+    stub_server: StubServer,
+    jarvis_home: Path,
+) -> None:
+    """The real Claude Agent SDK starts ``jarvis mcp serve`` (stdio) from the request's
+    ``mcp_servers`` entry and calls its ``ask`` tool: jarvis answers on the loopback engine,
+    and the answer goes back to the model as the tool's result."""
+    import sys
+
+    ask = ToolUse("toolu_stub_ask", "mcp__jarvis__ask", {"question": "Capital of France?"})
+    script = [AnthropicReply("Asking jarvis.", tool_uses=[ask]), AnthropicReply("Paris.")]
+    jarvis = {
+        "command": sys.executable,
+        "args": [
+            *("-m", "jarvis", "mcp", "serve", "--engine", "openai"),
+            *("--base-url", stub_server.url, "--model", STUB_MODEL),
+        ],
+        "env": {
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "OPENJARVIS_HOME": str(jarvis_home),
+        },
+    }
+    before = stub_server.requests
+    with AnthropicStub(script) as stub:
+        body = request(
+            stub,
+            workspace,
+            config_dir,
+            allowed_tools=["mcp__jarvis__ask"],
+            mcp_servers={"jarvis": jarvis},
+        )
+        done = run_request(node, runner, body)
+
+    assert done.code == 0, done.stderr
+    offered = stub.requests[0]["tools"]
+    assert isinstance(offered, list)
+    assert "mcp__jarvis__ask" in [t["name"] for t in offered]
+    results = [e for e in done.events if e["type"] == "tool_result"]
+    assert len(results) == 1
+    assert results[0]["is_error"] is False
+    assert STUB_ANSWER in str(results[0]["content"])
+    sent_back = json.dumps(stub.requests[1]["messages"])
+    assert STUB_ANSWER in sent_back  # the model saw jarvis's answer
+    assert stub_server.requests > before  # jarvis asked its engine
+    assert done.final["content"] == "Paris."
+
+
+def test_an_invalid_mcp_server_entry_is_bad_input(
+    node: str, runner: Path, stub: AnthropicStub, workspace: Path, config_dir: Path
+) -> None:
+    invalid: list[dict[str, object]] = [
+        {"bad name": {"command": "x"}},
+        {"ok": {"command": ""}},
+        {"ok": []},
+    ]
+    for servers in invalid:
+        done = run_request(node, runner, request(stub, workspace, config_dir, mcp_servers=servers))
+        assert done.code == 2, servers
+        assert done.final["subtype"] == "error_input"
+        assert "mcp_servers" in str(done.final["error"])
+    assert stub.requests == []

@@ -10,6 +10,8 @@ A non-streamed request is held whole at the gate, a streamed one after its first
 while held, the engine watches its connection, so a test sees how many requests wait
 (``held``) and how many were closed by the caller before the answer (``abandoned``):
 :meth:`GatedEngine.wait_for` waits for either.
+``request_closed`` says that a caller closed a held request's connection (a run that was
+cancelled let go of its engine request).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class GatedEngine(LoopbackEngine):
         super().__init__()
         self.answer = answer
         self.first_word_sent = threading.Event()
+        self.request_closed = threading.Event()
         self.requests = 0
         self.changed = threading.Condition()
         self.held = 0
@@ -120,6 +123,7 @@ class GatedEngine(LoopbackEngine):
                 readable, _, _ = select.select([connection], [], [], 0.02)
                 if readable and _closed(connection):
                     self._count(abandoned=1)
+                    self.request_closed.set()
                     return False
                 if time.monotonic() > deadline:
                     return True

@@ -47,6 +47,7 @@ def _request(**fields: object) -> RunnerRequest:
         "max_turns": 3,
         "permission_mode": "acceptEdits",
         "config_dir": "/tmp/c",
+        "mcp_servers": {},
     }
     base.update(fields)
     return RunnerRequest.model_validate(base)

@@ -187,6 +187,7 @@ class ClaudeCodeRuntime:
             max_turns=min(request.max_turns or DEFAULT_MAX_TURNS, 10_000),
             permission_mode=mode,
             config_dir=str(self.state_dir),
+            mcp_servers={},
         )
 
     async def run(self, request: ExternalRunRequest) -> AsyncIterator[ExternalEvent]:

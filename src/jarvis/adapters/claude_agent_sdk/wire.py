@@ -38,6 +38,18 @@ PERMISSION_MODES: tuple[PermissionMode, ...] = (
 )
 
 
+class RunnerMcpServer(BaseModel):
+    """An MCP server over stdio the SDK starts for the run (Claude Code's ``mcpServers``)."""
+
+    model_config = ConfigDict(extra="forbid", title="claude_code runner MCP server")
+
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Variables added to the server's environment."
+    )
+
+
 class RunnerRequest(BaseModel):
     """What the runner is asked to do (every field is sent)."""
 
@@ -56,6 +68,12 @@ class RunnerRequest(BaseModel):
     max_turns: int = Field(ge=1, le=10_000)
     permission_mode: PermissionMode
     config_dir: str = Field(description="Absolute; the SDK's CLAUDE_CONFIG_DIR and HOME.")
+    mcp_servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], RunnerMcpServer] = (
+        Field(
+            description="MCP servers (stdio) whose tools the run may use, as mcp__NAME__TOOL; "
+            "{} none."
+        )
+    )
 
 
 class _Event(BaseModel):

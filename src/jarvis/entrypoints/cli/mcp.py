@@ -4,32 +4,41 @@
   to ask for its tools, with its state, transport, its tools (the name a model sees, the
   server's own name, the hints) and, for one that did not start, why;
 * ``jarvis mcp call SERVER.TOOL '{"arg": ...}'``: call one tool by hand; its result on
-  stdout (exit 0), or on stderr with exit code 1 when the tool or its server failed.
+  stdout (exit 0), or on stderr with exit code 1 when the tool or its server failed;
+* ``jarvis mcp serve [--http]``: jarvis itself as an MCP server
+  (:mod:`jarvis.entrypoints.cli.mcp_serve`).
 
-Every server a command started is stopped before it returns. More subcommands (a
-``serve`` that offers jarvis itself as an MCP server) sit beside these in :data:`app`.
+Every server a command started is stopped before it returns.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
-from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
+from jarvis.entrypoints.cli.options import (
+    BaseUrlOption,
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    ModelOption,
+    VerboseOption,
+    open_runtime,
+)
 from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
+from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIMES
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from jarvis.application.tools.mcp_tools import McpServerState, McpToolSource
     from jarvis.domain.json_types import JSONObject, JSONValue
     from jarvis.domain.tools import ToolResult
 
 app = typer.Typer(
-    help="MCP servers: list them and their tools, call a tool by hand.",
+    help="MCP servers: list them and their tools, call a tool by hand; serve jarvis as one.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
@@ -217,3 +226,151 @@ def call(
         sys.stderr.write(printable(result.content) + "\n")
     if not result.success:
         exit_with(EXIT_UNEXPECTED)
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+        ),
+    ] = False,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="With --http: address to listen on; beyond loopback needs an API key."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", min=0, max=65535, help="With --http (0: a free port).")
+    ] = 8765,
+    api_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--api-key-file",
+            help="With --http: read the API key from this file (chmod 600); or set "
+            "JARVIS_API_KEY. Without a key only your own user is served.",
+            show_default=False,
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="With --http: also answer to this Host name (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-origin",
+            help="With --http: accept requests from this browser origin (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_user: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-user",
+            help="With --http and no API key: also serve this local user (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-option",
+            help="Let the client set this agent option (repeatable): "
+            + ", ".join(sorted(GUARDED_OPTIONS))
+            + ".",
+            show_default=False,
+        ),
+    ] = None,
+    enable_runtime: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--enable-runtime",
+            help="Offer this external runtime to the client (repeatable): "
+            + ", ".join(sorted(HOST_RUNTIMES))
+            + ". They run the model's commands on this machine.",
+            show_default=False,
+        ),
+    ] = None,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    verbose: VerboseOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Serve jarvis as an MCP server (stdio by default): ask, sessions, the persona's
+    memory, and each managed agent as a tool."""
+
+    def body() -> None:
+        from jarvis.entrypoints.cli import serve_access as access
+        from jarvis.entrypoints.cli.mcp_serve import (
+            McpServeSpec,
+            require_packages,
+            serve_http,
+            serve_stdio,
+        )
+
+        require_packages(http=http)
+        if not http:
+            from jarvis.domain.errors import ConfigurationError
+
+            given = [
+                flag
+                for flag, value in (
+                    ("--host", host != "127.0.0.1"),
+                    ("--port", port != 8765),
+                    ("--api-key-file", api_key_file is not None),
+                    ("--allowed-host", bool(allowed_host)),
+                    ("--allowed-origin", bool(allowed_origin)),
+                    ("--allow-user", bool(allow_user)),
+                )
+                if value
+            ]
+            if given:
+                raise ConfigurationError(
+                    ", ".join(given)
+                    + (" only applies" if len(given) == 1 else " only apply")
+                    + " with --http.",
+                    hint="Add --http, or leave them out to serve on stdio.",
+                )
+
+        spec = McpServeSpec(
+            allowed_options=access.checked_names(
+                allow_option or (), GUARDED_OPTIONS, "--allow-option"
+            ),
+            enabled_runtimes=access.checked_names(
+                enable_runtime or (), HOST_RUNTIMES, "--enable-runtime"
+            ),
+        )
+        runtime = open_runtime(
+            ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
+        )
+        if not http:
+            serve_stdio(runtime, spec)
+            return
+        from jarvis.entrypoints.http.server import check_bind
+
+        key = access.api_key_from(None, api_key_file)
+        check_bind(host, key)
+        access.check_owner_only(key)
+        serve_http(
+            runtime,
+            spec,
+            host=host,
+            port=port,
+            api_key=key,
+            allowed_hosts=tuple(allowed_host or ()),
+            allowed_origins=tuple(allowed_origin or ()),
+            allowed_uids=access.user_ids(allow_user or ()),
+            verbose=verbose,
+        )
+
+    exit_with(guarded(body, verbose=verbose))
