@@ -44,6 +44,7 @@ from jarvis.domain.ports import InferencePort
 from jarvis.domain.sandbox import MountRefusedError
 from jarvis.domain.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.sandbox_worker import EXIT_HOST_GONE
 from jarvis.testing import ScriptedInference
 from tests.support.podman_service import PodmanService, require_podman, running_podman_service
 from tests.support.scripted_engine import Reply, ScriptedEngine, tool_call
@@ -581,6 +582,14 @@ def test_a_sigkilled_jarvis_leaves_no_running_container_and_the_next_one_removes
             lambda: dict(ours(podman)).get(container) not in (None, "running"),
             "the container to stop",
         )
+        api = api_for(podman)
+        try:
+            state = api.state(container)
+        finally:
+            api.close()
+        # exit code 3: the worker ended because its stdin did (not the REPL's own timeout,
+        # after which the run would have failed and the worker returned 0)
+        assert state == (False, EXIT_HOST_GONE)
         listed = cli(home, "sandbox", "cleanup", "--dry-run", "--json")
         assert listed.returncode == 0, listed.stderr
         report = json.loads(listed.stdout)
