@@ -21,7 +21,6 @@ import socket
 import stat
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -238,7 +237,8 @@ async def test_model_code_cannot_read_the_secret_out_of_the_worker(
     found = json.loads(line.removeprefix("RESULT "))
     assert found, result.content  # it saw the other processes (the worker among them)
     for tried in found.values():
-        assert tried["environ"] is not True and tried["mem"] is not True, found
+        assert tried["environ"] is not True, found
+        assert tried["mem"] is not True, found
         assert tried["ptrace"] is not True, found
 
 
@@ -336,7 +336,6 @@ def test_a_hard_link_to_a_file_elsewhere_is_refused(
     policy = load_policy(str(allowlist))
     with pytest.raises(MountRefusedError, match="hard links"):
         policy.resolve([mount_request(f"{root / 'data'}:ro")])
-
 
 
 @pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
@@ -538,9 +537,25 @@ def start_killable_jarvis(
     and the container's init pid."""
     (home / "config.toml").write_text(f'[sandbox]\nruntime = "podman"\nsocket = "{podman.url}"\n')
     jarvis = subprocess.Popen(
-        [sys.executable, "-m", "jarvis", "ask", "-a", "sandboxed", "-O", "inner=orchestrator",
-         "--tools", "code_interpreter", "--engine", "openai", "--base-url", engine.url,
-         "-m", "scripted-model", "q"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jarvis",
+            "ask",
+            "-a",
+            "sandboxed",
+            "-O",
+            "inner=orchestrator",
+            "--tools",
+            "code_interpreter",
+            "--engine",
+            "openai",
+            "--base-url",
+            engine.url,
+            "-m",
+            "scripted-model",
+            "q",
+        ],
         env=cli_env(home),
         cwd=str(home),
         stdout=subprocess.DEVNULL,
@@ -598,8 +613,10 @@ def test_a_sigkilled_jarvis_leaves_no_running_container_and_the_next_one_removes
         assert container in dict(ours(podman))  # a dry run removes nothing
         # the next jarvis that starts a sandbox removes it first
         engine.add(Reply("fine"))
-        done = cli(home, "ask", "-a", "sandboxed", "--engine", "openai", "--base-url",
-                   engine.url, "-m", "scripted-model", "q")  # fmt: skip
+        done = cli(
+            home, "ask", "-a", "sandboxed", "--engine", "openai", "--base-url", engine.url,
+            "-m", "scripted-model", "q",
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert ours(podman) == []
 

@@ -164,7 +164,7 @@ def test_masking_an_adversarial_stream_follows_at_most_one_failure_link_per_char
     secret fed char by char follows at most one failure link per character, and each
     character is let out exactly once."""
     mask = SecretMask(["a" * 50 + "z", "ab" * 20 + "c"])
-    mask._fail = CountingList(mask._fail)  # type: ignore[assignment]
+    mask._fail = CountingList(mask._fail)
     CountingList.follows = 0
     text = ("a" * 60 + "ab" * 30) * (size // 120)
     assert streamed(mask, list(text)) == text

@@ -171,7 +171,9 @@ class DockerContainerRuntime:
         timeout = spec.timeout if spec.timeout is not None else self.settings.default_timeout
         if not self._swept:
             await asyncio.to_thread(self._sweep, api)
-        pinned = self._pinned.get(spec.image) or await asyncio.to_thread(self._pin, api, spec.image)
+        pinned = self._pinned.get(spec.image, "")
+        if not pinned:
+            pinned = await asyncio.to_thread(self._pin, api, spec.image)
         spec = replace(spec, image=pinned)
         await self._gate.acquire()
         launch = asyncio.ensure_future(asyncio.to_thread(api.launch, spec, self._owner))
