@@ -16,7 +16,8 @@ from jarvis.domain.sandbox_client import LineSink
 from jarvis.domain.sandbox_protocol import RunMessage
 from jarvis.domain.secret_masking import REDACTED, SecretMask, StreamMasker
 from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
-from jarvis.testing import ScriptedInference
+from jarvis.domain.tools import ToolSpec
+from jarvis.testing import InMemoryTool, ScriptedInference
 from tests.support.inprocess_sandbox import InProcessContainers
 
 SECRET = "sk-live-0123456789"
@@ -169,3 +170,58 @@ def test_masking_an_adversarial_stream_follows_at_most_one_failure_link_per_char
     text = ("a" * 60 + "ab" * 30) * (size // 120)
     assert streamed(mask, list(text)) == text
     assert CountingList.follows <= len(text)
+
+
+async def test_what_the_container_asks_the_engine_and_host_tools_is_masked() -> None:
+    """The secret read inside never reaches the host's engine (a provider) nor a host tool
+    (a web search) verbatim."""
+
+    async def asks(read_line: ReadLine, sink: LineSink) -> int:
+        run = RunMessage.model_validate_json(await read_line() or "")
+        secret = run.secrets["TOKEN"]
+        await sink.write_line(
+            json.dumps(
+                {
+                    "type": "inference",
+                    "id": 1,
+                    "request": {
+                        "messages": [
+                            {"role": "user", "content": "leak " + secret},
+                            {
+                                "role": "assistant",
+                                "tool_calls": [
+                                    {"id": "c", "name": "x", "arguments": {"q": secret}}
+                                ],
+                            },
+                        ],
+                        "model": "m",
+                        "temperature": 0,
+                        "max_tokens": 4,
+                    },
+                }
+            )
+        )
+        await sink.write_line(
+            json.dumps({"type": "tool", "id": 2, "name": "echo", "arguments": {"q": secret}})
+        )
+        replies = [await read_line(), await read_line()]
+        await sink.write_line(json.dumps({"type": "result", "content": json.dumps(replies)}))
+        return 0
+
+    engine = ScriptedInference(["fine"])
+    echo = InMemoryTool(
+        ToolSpec(name="echo", description="echo"),
+        lambda arguments: str(arguments.get("q")),
+    )
+    runtime = InProcessContainers(asks)
+    agent = SandboxedAgent(
+        SimpleAgent(engine, "m"),
+        ContainerRunner(runtime),
+        secrets={"TOKEN": SECRET},
+        host_tools=[echo],
+    )
+    result = await agent.arun("q")
+    assert SECRET not in repr(engine.requests)
+    assert "leak [secret]" in repr(engine.requests)
+    assert SECRET not in result.content
+    assert echo.calls == [{"q": REDACTED}]  # the host tool got the masked value

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -178,6 +178,21 @@ class HostBroker:
             metadata=self.redact_object(dict(result.metadata)),
         )
 
+    def redact_request(self, request: InferenceRequest) -> InferenceRequest:
+        """The request the container asks the host's engine, secrets masked (a secret the
+        model read inside never reaches the engine, or a provider, verbatim)."""
+        if not self._mask:
+            return request
+        messages = tuple(
+            replace(
+                m,
+                content=self.redact(m.content),
+                tool_calls=tuple(self.redact_call(c) for c in m.tool_calls),
+            )
+            for m in request.messages
+        )
+        return replace(request, messages=messages)
+
     def _held_text(self) -> TextDelta | None:
         """The streamed text held back as a possible secret's start, now that the text
         ended (a tool round or the run's end came)."""
@@ -197,7 +212,7 @@ class HostBroker:
     # --- answering ----------------------------------------------------------------------
 
     async def _answer_inference(self, ask: InferenceAsk) -> None:
-        request = ask.request.value()
+        request = self.redact_request(ask.request.value())
         try:
             if ask.stream:
                 async for chunk in self._stream(request):
@@ -228,7 +243,11 @@ class HostBroker:
     async def _answer_tool(self, ask: ToolAsk) -> None:
         assert self._tools is not None
         try:
-            call = ToolCall(id=f"sandbox-{ask.id}", name=ask.name, arguments=dict(ask.arguments))
+            call = ToolCall(
+                id=f"sandbox-{ask.id}",
+                name=ask.name,
+                arguments=self.redact_object(dict(ask.arguments)),
+            )
             result = await self._tools.execute(call)
             await self._send(encode(ToolReply(id=ask.id, result=ToolResultModel.of(result))))
         except Exception as exc:
