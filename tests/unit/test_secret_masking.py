@@ -15,8 +15,8 @@ from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.sandbox_client import LineSink
 from jarvis.domain.sandbox_protocol import RunMessage
 from jarvis.domain.secret_masking import REDACTED, SecretMask, StreamMasker
-from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.domain.tools import ToolSpec
+from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.testing import InMemoryTool, ScriptedInference
 from tests.support.inprocess_sandbox import InProcessContainers
 
