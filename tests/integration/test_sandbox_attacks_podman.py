@@ -47,6 +47,7 @@ from jarvis.entrypoints.sandbox_worker import EXIT_HOST_GONE
 from jarvis.testing import ScriptedInference
 from tests.support.podman_service import PodmanService, require_podman, running_podman_service
 from tests.support.scripted_engine import Reply, ScriptedEngine, tool_call
+from tests.support.users import open_directory, throwaway_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -441,6 +442,104 @@ async def test_a_folder_swapped_for_a_link_while_runs_start_never_wins(
     assert outcomes["won"] == 0, outcomes
     assert outcomes["answered"] + outcomes["refused"] == 30, outcomes
     assert ours(podman) == []
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""The attacker's interpreter (one any user may run; the tests' own may sit in root's home)."""
+FLIPPER = """
+import ctypes, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+flips = 0
+def stop(*_):
+    print(flips, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+first, second = sys.argv[1].encode(), sys.argv[2].encode()
+print("flipping", flush=True)
+while True:
+    if libc.renameat2(-100, first, -100, second, 2) != 0:
+        sys.exit("renameat2: " + str(ctypes.get_errno()))
+    flips += 1
+"""
+
+
+def start_flipper(first: Path, second: Path, uid: int, gid: int) -> subprocess.Popen[str]:
+    """The other user's process swapping ``first`` and ``second``; returned once it runs."""
+
+    def as_user() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    flipper = subprocess.Popen(
+        [SYSTEM_PYTHON, "-I", "-c", FLIPPER, str(first), str(second)],
+        preexec_fn=as_user,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert flipper.stdout is not None
+    assert flipper.stdout.readline().strip() == "flipping"
+    return flipper
+
+
+async def test_another_user_swapping_their_folder_for_a_link_to_root_s_never_wins(
+    podman: PodmanService, image: str
+) -> None:
+    """An ordinary user owns a folder inside the allowed root and swaps it, as fast as a
+    process can, with a link to a private folder of root's that they cannot read: root's
+    sandboxed runs mounting their folder must never see root's."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"{SYSTEM_PYTHON} is needed to run the other user's process")
+    with open_directory("jarvis-swap-") as base, throwaway_user("jswap") as (uid, gid):
+        private = base / "private"
+        private.mkdir(mode=0o700)
+        (private / "notes.txt").write_text("ROOT-PRIVATE-MARKER\n")
+        allowed = base / "allowed"
+        owned = allowed / "user"
+        (owned / "data").mkdir(parents=True)
+        (owned / "data" / "facts.txt").write_text("inside\n")
+        (owned / "swap").symlink_to(private)
+        for path in (allowed, owned, owned / "data"):
+            path.chmod(0o755)
+        for path in (owned, owned / "data", owned / "data" / "facts.txt", owned / "swap"):
+            os.lchown(path, uid, gid)
+        allowlist = base / "allow.json"
+        allowlist.write_text(json.dumps({"roots": [{"path": str(allowed)}]}))
+
+        flipper = start_flipper(owned / "data", owned / "swap", uid, gid)
+        runtime = make_runtime(podman)
+        outcomes = {"answered": 0, "refused": 0, "won": 0}
+        try:
+            for _ in range(20):
+                engine = ScriptedInference(
+                    [calls(("code_interpreter", {"code": LIST_MOUNT})), "ok"]
+                )
+                service = service_for(engine, runtime, mount_allowlist_path=str(allowlist))
+                try:
+                    answer = await service.ask(
+                        AskQuestion(
+                            question="q",
+                            agent="sandboxed",
+                            model="m",
+                            tools=("code_interpreter",),
+                            agent_options={"inner": "orchestrator"},
+                            mounts=(f"{owned / 'data'}:/mnt/data:ro",),
+                        )
+                    )
+                except MountRefusedError:
+                    outcomes["refused"] += 1
+                    continue
+                said = answer.tool_results[0].content if answer.tool_results else ""
+                outcomes["won" if "ROOT-PRIVATE-MARKER" in said else "answered"] += 1
+        finally:
+            flipper.terminate()
+            flips = flipper.communicate(timeout=30)[0].strip()
+            runtime.close()
+        assert flipper.returncode == 0, flips
+        assert int(flips) > 20
+        assert outcomes["won"] == 0, outcomes
+        assert outcomes["answered"] + outcomes["refused"] == 20, outcomes
+        assert ours(podman) == []
 
 
 # --- the image --------------------------------------------------------------------------

@@ -183,7 +183,13 @@ class MountPolicy:
             raw = os.path.expanduser(request.source)
             if "\x00" in raw:
                 raise MountRefusedError("A mount path cannot contain NUL.")
-            source = os.path.realpath(os.path.join(cwd or os.getcwd(), raw))
+            try:
+                source = os.path.realpath(os.path.join(cwd or os.getcwd(), raw))
+            except OSError as exc:  # a link that changed while it was resolved
+                raise MountRefusedError(
+                    f"Cannot mount {request.source}: it changed while it was resolved "
+                    f"({exc.strerror or exc})."
+                ) from None
             self.check_path(source, read_only=request.read_only)
             self.check_protected(source)
             folder = open_folder(source, request.source)
