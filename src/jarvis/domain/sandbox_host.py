@@ -10,6 +10,11 @@ killed at once and the run fails with :class:`~jarvis.domain.sandbox.SandboxRunE
 the host knows better: ``turns`` and ``usage`` are the host's own count of the inferences
 it answered.
 
+Every string that comes out of the container is masked (:mod:`jarvis.domain.secret_masking`)
+before anything else sees it: streamed text (held back while it may be the start of a
+secret), tool calls and results, the answer and its metadata, errors and stderr, and what
+it asks of the host (inference requests, host tool arguments).
+
 Inference requests and host tool calls are answered concurrently (each in a task); replies
 go out one line at a time. Whatever happens — an answer, an error, the caller cancelling
 or closing the stream early — the container is removed before the run returns.
