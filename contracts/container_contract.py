@@ -117,6 +117,17 @@ class ContainerContract(Generic[RuntimeT]):
         assert await runtime.cleanup_orphans() >= 1
         assert await runtime.cleanup_orphans() == 0
 
+    async def test_a_live_process_s_containers_are_never_orphans(
+        self, runtime: RuntimeT, echo_spec: ContainerSpec
+    ) -> None:
+        process = await runtime.start(echo_spec)
+        try:
+            assert await runtime.orphans(remove=True) == []
+            await process.send("still here")
+            assert await asyncio.wait_for(process.receive(), DEADLINE) == "still here"
+        finally:
+            await process.kill()
+
     async def test_at_most_max_concurrent_containers_exist(
         self, runtime: RuntimeT, echo_spec: ContainerSpec
     ) -> None:

@@ -19,6 +19,7 @@ from jarvis.domain.ports import (
     ContainerRuntimeStatus,
     ContainerSpec,
     ImageProgress,
+    OrphanContainer,
 )
 from jarvis.domain.sandbox_client import LineSink
 
@@ -145,3 +146,6 @@ class InProcessContainers:
 
     async def cleanup_orphans(self) -> int:
         return 0
+
+    async def orphans(self, *, remove: bool) -> list[OrphanContainer]:
+        return []

@@ -18,12 +18,24 @@ lies outside every root, asks to be writable where no root allows it, or is a fo
 nothing secret is ever under a mount. The check walks the folder without following links
 and gives up (refusing) past :data:`MAX_ENTRIES` entries, so a huge tree cannot stall it.
 
+Inside a mounted folder only folders, regular files with one link, and symbolic links are
+accepted. A file with more than one hard link is refused: its other name may be a secret
+elsewhere that the patterns never saw. FIFOs, sockets and devices are refused. Symbolic
+links are kept: the container resolves them in its own file system, where they cannot reach
+the host's files.
+
+The folder is opened one component at a time with ``O_NOFOLLOW`` from ``/`` and its
+contents are walked through descriptors, so what is checked is one folder even if a path
+is swapped meanwhile; its device and inode go with the :class:`Mount`, and the container
+runtime binds that folder or refuses (see ``ContainerPort.start``).
+
 The pure part (:func:`blocked_by`, :meth:`MountPolicy.check_path`) takes path components;
 :meth:`MountPolicy.resolve` is the part that looks at the file system.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
@@ -38,6 +50,10 @@ from jarvis.domain.ports import Mount
 from jarvis.domain.sandbox import MountRefusedError, MountRequest
 
 MAX_ENTRIES = 50_000
+MAX_DEPTH = 256
+"""Deeper folders are refused (one descriptor is open per level while walking)."""
+_PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 """A mounted folder with more entries than this is refused (the blocked-path check would
 take too long)."""
 MAX_ALLOWLIST_BYTES = 1024 * 1024
@@ -138,8 +154,8 @@ class MountPolicy:
     def check_contents(self, path: str, relative: Iterator[tuple[str, ...]]) -> None:
         """Refuse a folder any entry of which (``relative`` components) is blocked."""
         base = PurePosixPath(path).parts[1:]
-        for count, parts in enumerate(relative):
-            if count >= MAX_ENTRIES:
+        for count, parts in enumerate(relative, 1):
+            if count > MAX_ENTRIES:
                 raise MountRefusedError(
                     f"Refused to mount {path}: it holds more than {MAX_ENTRIES} entries, too "
                     "many to check for secrets.",
@@ -167,28 +183,36 @@ class MountPolicy:
             raw = os.path.expanduser(request.source)
             if "\x00" in raw:
                 raise MountRefusedError("A mount path cannot contain NUL.")
-            source = os.path.realpath(os.path.join(cwd or os.getcwd(), raw))
+            try:
+                source = os.path.realpath(os.path.join(cwd or os.getcwd(), raw))
+            except OSError as exc:  # a link that changed while it was resolved
+                raise MountRefusedError(
+                    f"Cannot mount {request.source}: it changed while it was resolved "
+                    f"({exc.strerror or exc})."
+                ) from None
             self.check_path(source, read_only=request.read_only)
             self.check_protected(source)
+            folder = open_folder(source, request.source)
             try:
-                info = os.stat(source)
-            except OSError as exc:
-                raise MountRefusedError(
-                    f"Cannot mount {request.source}: {exc.strerror or exc}."
-                ) from None
-            if not stat.S_ISDIR(info.st_mode):
-                raise MountRefusedError(
-                    f"Cannot mount {request.source}: only folders are mounted.",
-                    hint="Mount the folder that holds the file.",
-                )
-            self.check_contents(source, _walk(source))
+                info = os.fstat(folder)
+                self.check_contents(source, _walk(source, folder))
+            finally:
+                os.close(folder)
             target = _target(request, source)
             if target in targets:
                 raise MountRefusedError(
                     f"Two mounts would appear at {target}.", hint="Give one an explicit TARGET."
                 )
             targets.add(target)
-            mounts.append(Mount(source=source, target=target, read_only=request.read_only))
+            mounts.append(
+                Mount(
+                    source=source,
+                    target=target,
+                    read_only=request.read_only,
+                    device=info.st_dev,
+                    inode=info.st_ino,
+                )
+            )
         return tuple(mounts)
 
 
@@ -215,26 +239,111 @@ def _target(request: MountRequest, source: str) -> str:
     return target
 
 
-def _walk(root: str) -> Iterator[tuple[str, ...]]:
-    """Every entry below ``root`` as components, links not followed, unreadable folders
-    refused (their contents cannot be checked)."""
-    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        folder, parts = stack.pop()
+def open_folder(path: str, shown: str) -> int:
+    """A descriptor of folder ``path`` (absolute, resolved), opened one component at a
+    time without following any link: a component swapped for a link is refused."""
+    parts = PurePosixPath(path).parts[1:]
+    try:
+        current = os.open("/", _PATH_FLAGS)
+    except OSError as exc:
+        raise MountRefusedError(f"Cannot mount {shown}: {exc.strerror or exc}.") from None
+    try:
+        for number, part in enumerate(parts):
+            flags = _DIR_FLAGS if number == len(parts) - 1 else _PATH_FLAGS
+            following = os.open(part, flags, dir_fd=current)
+            os.close(current)
+            current = following
+        if not parts:
+            following = os.open(".", _DIR_FLAGS, dir_fd=current)
+            os.close(current)
+            current = following
+    except OSError as exc:
+        os.close(current)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise MountRefusedError(
+                f"Cannot mount {shown}: only folders are mounted, and {path} is not one "
+                "(or changed into a link while it was checked).",
+                hint="Mount the folder that holds the file.",
+            ) from None
+        raise MountRefusedError(f"Cannot mount {shown}: {exc.strerror or exc}.") from None
+    return current
+
+
+def _refuse_entry(root: str, parts: tuple[str, ...], info: os.stat_result) -> None:
+    mode, where = info.st_mode, "/".join(parts)
+    if stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+        return
+    if not stat.S_ISREG(mode):
+        raise MountRefusedError(
+            f"Refused to mount {root}: {where} is not a regular file or folder (a FIFO, "
+            "socket or device).",
+            hint="Mount a folder that holds only files and folders.",
+        )
+    if info.st_nlink > 1:
+        raise MountRefusedError(
+            f"Refused to mount {root}: {where} has {info.st_nlink} hard links (another name "
+            "of it may be a secret elsewhere).",
+            hint="Copy the file instead of linking it, or mount another folder.",
+        )
+
+
+def _walk(root: str, folder: int) -> Iterator[tuple[str, ...]]:
+    """Every entry below the open folder ``folder`` as components, links not followed,
+    each checked (:func:`_refuse_entry`); unreadable folders refused (their contents
+    cannot be checked)."""
+    stack: list[tuple[int, tuple[str, ...], Iterator[os.DirEntry[str]]]] = []
+
+    def enter(fd: int, parts: tuple[str, ...]) -> None:
         try:
-            with os.scandir(folder) as entries:
-                found = list(entries)
+            with os.scandir(fd) as listing:
+                found = list(listing)
         except OSError as exc:
             where = "/".join(parts) or "."
             raise MountRefusedError(
                 f"Refused to mount {root}: {where} cannot be read ({exc.strerror or exc}), "
                 "so it cannot be checked for secrets."
             ) from None
-        for entry in found:
+        stack.append((fd, parts, iter(found)))
+
+    enter(os.dup(folder), ())
+    try:
+        while stack:
+            fd, parts, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                os.close(fd)
+                continue
             here = (*parts, entry.name)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                raise MountRefusedError(
+                    f"Refused to mount {root}: {'/'.join(here)} cannot be checked "
+                    f"({exc.strerror or exc})."
+                ) from None
+            _refuse_entry(root, here, info)
             yield here
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, here))
+            if stat.S_ISDIR(info.st_mode):
+                if len(here) > MAX_DEPTH:
+                    raise MountRefusedError(
+                        f"Refused to mount {root}: it is more than {MAX_DEPTH} folders deep."
+                    )
+                try:
+                    child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    raise MountRefusedError(
+                        f"Refused to mount {root}: {'/'.join(here)} cannot be read "
+                        f"({exc.strerror or exc}), so it cannot be checked for secrets."
+                    ) from None
+                try:
+                    enter(child, here)
+                except BaseException:
+                    os.close(child)
+                    raise
+    finally:
+        for fd, _parts, _entries in stack:
+            os.close(fd)
 
 
 def load_policy(path: str) -> MountPolicy:

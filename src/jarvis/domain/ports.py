@@ -304,9 +304,15 @@ class EmbeddingPort(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mount:
+    """A host folder bound into a container. ``device`` and ``inode`` (0: not recorded)
+    are those of the folder the mount policy checked: the runtime binds that folder or
+    refuses, so a folder swapped after the check (for a link elsewhere) is never bound."""
+
     source: str
     target: str
     read_only: bool = True
+    device: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -364,6 +370,19 @@ class ContainerRuntimeStatus:
     image: str = ""
     image_present: bool = False
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanContainer:
+    """A sandbox container whose jarvis process is gone (``jarvis sandbox cleanup``)."""
+
+    id: str
+    name: str = ""
+    state: str = ""
+    owner: str = ""
+    """``host:pid:start time`` of the jarvis process that started it."""
+    run: str = ""
+    removed: bool = False
 
 
 ImageProgress = Callable[[str], None]
@@ -445,6 +464,12 @@ class ContainerPort(Protocol):
     async def cleanup_orphans(self) -> int:
         """Remove every container labelled as this process's or as a process's that is gone
         (running, exited or never started); returns how many were removed."""
+        ...
+
+    async def orphans(self, *, remove: bool) -> list[OrphanContainer]:
+        """The containers of jarvis processes that are gone (never this process's nor a
+        live one's), removed first when ``remove``. The first ``start`` of a runtime
+        removes them too."""
         ...
 
 

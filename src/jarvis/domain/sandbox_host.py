@@ -10,6 +10,11 @@ killed at once and the run fails with :class:`~jarvis.domain.sandbox.SandboxRunE
 the host knows better: ``turns`` and ``usage`` are the host's own count of the inferences
 it answered.
 
+Every string that comes out of the container is masked (:mod:`jarvis.domain.secret_masking`)
+before anything else sees it: streamed text (held back while it may be the start of a
+secret), tool calls and results, the answer and its metadata, errors and stderr, and what
+it asks of the host (inference requests, host tool arguments).
+
 Inference requests and host tool calls are answered concurrently (each in a task); replies
 go out one line at a time. Whatever happens — an answer, an error, the caller cancelling
 or closing the stream early — the container is removed before the run returns.
@@ -20,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -34,7 +39,7 @@ from jarvis.domain.errors import (
     ToolError,
 )
 from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject
+from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import ContainerExit, ContainerExitReason, ContainerProcess
 from jarvis.domain.sandbox import SandboxRunError
@@ -58,7 +63,9 @@ from jarvis.domain.sandbox_protocol import (
     ToolResultUpdate,
     encode,
 )
+from jarvis.domain.secret_masking import REDACTED, SecretMask, StreamMasker
 from jarvis.domain.tool_executor import ToolExecutor
+from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import (
     RunUpdate,
     TextDelta,
@@ -66,7 +73,7 @@ from jarvis.domain.updates import (
     ToolResultReady,
 )
 
-REDACTED = "[secret]"
+__all__ = ["REDACTED", "HostBounds", "HostBroker", "ProtocolViolation"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +128,8 @@ class HostBroker:
         self._stream = stream
         self._engine_id = engine_id
         self._tools = host_tools
-        self._secrets = [v for v in (secrets or {}).values() if len(v) >= 4]
+        self._mask = SecretMask((secrets or {}).values())
+        self._text = StreamMasker(self._mask)
         self.bounds = bounds or HostBounds()
         self._tally = _Tally()
         self._send_lock = asyncio.Lock()
@@ -134,9 +142,67 @@ class HostBroker:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced (container output may echo them)."""
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return self._mask.redact(text)
+
+    def redact_json(self, value: JSONValue) -> JSONValue:
+        """Every string of ``value`` (keys too) redacted."""
+        if not self._mask:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self.redact_json(item) for item in value]
+        if isinstance(value, dict):
+            return {self.redact(k): self.redact_json(v) for k, v in value.items()}
+        return value
+
+    def redact_object(self, value: JSONObject) -> JSONObject:
+        return {self.redact(k): self.redact_json(v) for k, v in value.items()}
+
+    def redact_call(self, call: ToolCall) -> ToolCall:
+        if not self._mask:
+            return call
+        raw = call.raw_arguments
+        return ToolCall(
+            id=self.redact(call.id),
+            name=self.redact(call.name),
+            arguments=self.redact_object(dict(call.arguments)),
+            raw_arguments=None if raw is None else self.redact(raw),
+        )
+
+    def redact_result(self, result: ToolResult) -> ToolResult:
+        if not self._mask:
+            return result
+        return ToolResult(
+            tool_name=self.redact(result.tool_name),
+            content=self.redact(result.content),
+            success=result.success,
+            call_id=self.redact(result.call_id),
+            latency_seconds=result.latency_seconds,
+            truncated=result.truncated,
+            metadata=self.redact_object(dict(result.metadata)),
+        )
+
+    def redact_request(self, request: InferenceRequest) -> InferenceRequest:
+        """The request the container asks the host's engine, secrets masked (a secret the
+        model read inside never reaches the engine, or a provider, verbatim)."""
+        if not self._mask:
+            return request
+        messages = tuple(
+            replace(
+                m,
+                content=self.redact(m.content),
+                tool_calls=tuple(self.redact_call(c) for c in m.tool_calls),
+            )
+            for m in request.messages
+        )
+        return replace(request, messages=messages)
+
+    def _held_text(self) -> TextDelta | None:
+        """The streamed text held back as a possible secret's start, now that the text
+        ended (a tool round or the run's end came)."""
+        rest = self._text.flush()
+        return TextDelta(text=rest) if rest else None
 
     async def _send(self, line: str) -> None:
         async with self._send_lock:
@@ -151,7 +217,7 @@ class HostBroker:
     # --- answering ----------------------------------------------------------------------
 
     async def _answer_inference(self, ask: InferenceAsk) -> None:
-        request = ask.request.value()
+        request = self.redact_request(ask.request.value())
         try:
             if ask.stream:
                 async for chunk in self._stream(request):
@@ -182,7 +248,11 @@ class HostBroker:
     async def _answer_tool(self, ask: ToolAsk) -> None:
         assert self._tools is not None
         try:
-            call = ToolCall(id=f"sandbox-{ask.id}", name=ask.name, arguments=dict(ask.arguments))
+            call = ToolCall(
+                id=f"sandbox-{ask.id}",
+                name=ask.name,
+                arguments=self.redact_object(dict(ask.arguments)),
+            )
             result = await self._tools.execute(call)
             await self._send(encode(ToolReply(id=ask.id, result=ToolResultModel.of(result))))
         except Exception as exc:
@@ -236,11 +306,13 @@ class HostBroker:
             tally.text_chars += len(message.text)
             if tally.text_chars > bounds.max_text_chars:
                 raise ProtocolViolation(f"more than {bounds.max_text_chars} characters of text")
-            return TextDelta(text=message.text)
+            return TextDelta(text=self._text.feed(message.text))
         if isinstance(message, ToolCallsUpdate):
-            return ToolCallsRequested(calls=tuple(c.value() for c in message.calls))
+            return ToolCallsRequested(
+                calls=tuple(self.redact_call(c.value()) for c in message.calls)
+            )
         if isinstance(message, ToolResultUpdate):
-            return ToolResultReady(result=message.result.value())
+            return ToolResultReady(result=self.redact_result(message.result.value()))
         return message
 
     # --- the run ------------------------------------------------------------------------
@@ -266,9 +338,18 @@ class HostBroker:
                         "was killed.",
                         reason="protocol",
                     ) from None
+                if item is None:
+                    continue
+                if isinstance(item, TextDelta):
+                    if item.text:
+                        yield item
+                    continue
+                held = self._held_text()
+                if held is not None:
+                    yield held
                 if isinstance(item, (ResultMessage, ErrorMessage)):
                     ended = item
-                elif item is not None:
+                else:
                     yield item
             if self._host_failure is not None:
                 raise self._host_failure
@@ -337,13 +418,13 @@ class HostBroker:
     def result(self, message: ResultMessage, *, model: str, metadata: JSONObject) -> AgentResult:
         """The run's result: the container's answer with the host's own counts."""
         return AgentResult(
-            content=message.content,
+            content=self.redact(message.content),
             stop_reason=message.stop_reason,
-            tool_results=tuple(r.value() for r in message.tool_results),
+            tool_results=tuple(self.redact_result(r.value()) for r in message.tool_results),
             turns=self._tally.inference_calls,
             usage=self._tally.usage,
-            model=message.model or model,
-            metadata={**metadata, "inner": dict(message.metadata)},
+            model=self.redact(message.model) or model,
+            metadata={**metadata, "inner": self.redact_object(dict(message.metadata))},
         )
 
 

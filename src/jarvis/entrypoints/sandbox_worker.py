@@ -13,6 +13,13 @@ updates and result as protocol lines.
 stdout belongs to the protocol alone: the original descriptor is kept for it and fd 1 is
 pointed at stderr, so nothing the agent or a library prints can corrupt a line. Nothing
 the host sent is ever printed or logged.
+
+The worker makes itself undumpable (``prctl(PR_SET_DUMPABLE, 0)``) before it reads a byte:
+the code the model writes runs as the same user in a child process, and a dumpable parent
+would let it read the secrets out of ``/proc/<worker>/mem`` or ``environ``, or ptrace it.
+If that cannot be done, the worker refuses to run. When its stdin ends (the host is gone:
+killed, or the connection dropped) the run is cancelled and the worker exits, so the
+container ends with it.
 """
 
 from __future__ import annotations
@@ -53,6 +60,23 @@ from jarvis.domain.sandbox_protocol import (
 
 ReadLine = Callable[[], Awaitable[str | None]]
 MAX_LINE_BYTES = 4 * MAX_RUN_CHARS
+PR_SET_DUMPABLE = 4
+EXIT_HOST_GONE = 3
+EXIT_NOT_CONFINED = 4
+CANCEL_GRACE_SECONDS = 5.0
+
+
+def make_undumpable() -> str:
+    """Make this process undumpable; "" when done, else why it could not be."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError, ImportError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 def _seccomp_filtered() -> bool:
@@ -238,11 +262,19 @@ async def serve(read_line: ReadLine, sink: LineSink) -> int:
         link.close()
 
     reader = asyncio.create_task(pump())
+    running = asyncio.create_task(run_inner(run, link))
     try:
-        await run_inner(run, link)
+        await asyncio.wait({reader, running}, return_when=asyncio.FIRST_COMPLETED)
+        if running.done():
+            await running
+            return 0
+        # stdin ended before the run did: the host is gone, nobody reads the answer
+        running.cancel()
+        await asyncio.wait({running}, timeout=CANCEL_GRACE_SECONDS)
+        return EXIT_HOST_GONE
     finally:
         reader.cancel()
-    return 0
+        running.cancel()
 
 
 class FdSink:
@@ -287,14 +319,29 @@ async def _main(protocol_fd: int) -> int:
 
 
 def main() -> int:
+    refused = make_undumpable()  # before anything is read: see the module docstring
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # whatever else writes to stdout ends up on stderr
     sys.stdout = sys.stderr
+    if refused:
+        line = encode(
+            ErrorMessage(
+                kind="sandbox",
+                message=f"The sandbox worker could not make itself undumpable ({refused}): "
+                "the code it runs could read its memory, so it refused to run.",
+            )
+        )
+        os.write(protocol_fd, (line + "\n").encode())
+        return EXIT_NOT_CONFINED
     try:
-        return asyncio.run(_main(protocol_fd))
+        code = asyncio.run(_main(protocol_fd))
     except Exception as exc:  # never print what the host sent
         sys.stderr.write(f"jarvis sandbox worker: {type(exc).__name__}\n")
         return 1
+    if code == EXIT_HOST_GONE:  # threads still blocked in the cancelled run: do not wait
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

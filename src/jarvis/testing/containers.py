@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 from jarvis.domain.errors import ContainerImageError, ContainerRuntimeUnavailableError, SandboxError
 from jarvis.domain.ports import (
@@ -20,6 +21,7 @@ from jarvis.domain.ports import (
     ContainerRuntimeStatus,
     ContainerSpec,
     ImageProgress,
+    OrphanContainer,
 )
 
 LineHandler = Callable[[ContainerSpec, str], list[str]]
@@ -116,6 +118,7 @@ class InMemoryContainerRuntime:
         self.image_builds = 0
         self._running: set[InMemoryContainerProcess] = set()
         self._slots: asyncio.Semaphore | None = None
+        self.abandoned: list[OrphanContainer] = []
 
     @property
     def runtime(self) -> str:
@@ -167,6 +170,18 @@ class InMemoryContainerRuntime:
         for process in orphans:
             await process.kill()
         return len(orphans)
+
+    async def orphans(self, *, remove: bool) -> list[OrphanContainer]:
+        """Containers of processes that are gone: those :meth:`abandon` made."""
+        self._require_runtime()
+        found = [replace(o, removed=remove) for o in self.abandoned]
+        if remove:
+            self.abandoned.clear()
+        return found
+
+    def abandon(self, container_id: str) -> None:
+        """Play a container left behind by a jarvis process that was killed."""
+        self.abandoned.append(OrphanContainer(id=container_id, state="running", owner="gone"))
 
     def _require_runtime(self) -> None:
         if not self._available:

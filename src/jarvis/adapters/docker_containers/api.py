@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from jarvis.adapters.docker_containers.endpoint import START_HINT, Endpoint
+from jarvis.adapters.docker_containers.mount_check import verify_bound, verify_sources
 from jarvis.adapters.docker_containers.options import (
     MANAGED_LABEL,
     ContainerSettings,
@@ -52,6 +53,7 @@ class Listed:
     id: str
     labels: dict[str, str]
     state: str
+    name: str = ""
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -167,11 +169,33 @@ class DockerApi:
                 raise
         return True
 
+    def image_identity(self, image: str) -> tuple[str, dict[str, str]] | None:
+        """(image ID, labels) of ``image``, or ``None`` when it does not exist."""
+        import docker
+
+        with self._errors():
+            try:
+                info = cast("dict[str, Any]", self.client.api.inspect_image(image))
+            except docker.errors.ImageNotFound:
+                return None
+            except docker.errors.APIError as exc:
+                if is_not_found(exc):
+                    return None
+                raise
+        config = cast("dict[str, Any]", info.get("Config") or {})
+        labels = {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+        return str(info.get("Id", "")), labels
+
     def list_ours(self) -> list[Listed]:
         with self._errors():
             found = self.client.api.containers(all=True, filters={"label": f"{MANAGED_LABEL}=1"})
         return [
-            Listed(str(c["Id"]), dict(c.get("Labels") or {}), str(c.get("State", "")))
+            Listed(
+                str(c["Id"]),
+                dict(c.get("Labels") or {}),
+                str(c.get("State", "")),
+                str((c.get("Names") or [""])[0]).lstrip("/"),
+            )
             for c in cast("list[dict[str, Any]]", found)
         ]
 
@@ -193,12 +217,14 @@ class DockerApi:
         """Create, attach (before start: no output can be missed) and start a container.
 
         A container that fails on the way is removed here, so no ``created`` leftover
-        remains of a failed start."""
+        remains of a failed start. The mounts are verified before it is created and once
+        it runs (:mod:`.mount_check`): a swapped folder removes it."""
         from docker.types import LogConfig, Ulimit
 
         api = self.client.api
         options = create_options(spec, owner)
         host = host_config_options(spec, self._settings)
+        verify_sources(spec.mounts)
         with self._errors(spec.image):
             host_config = api.create_host_config(
                 **host,
@@ -222,6 +248,9 @@ class DockerApi:
                 attached = Attached(cast("socket.socket", getattr(raw, "_sock", raw)), raw)
                 try:
                     api.start(container_id)
+                    if any(m.inode for m in spec.mounts):
+                        info = api.inspect_container(container_id)
+                        verify_bound(int((info.get("State") or {}).get("Pid") or 0), spec.mounts)
                 except BaseException:
                     attached.sock.close()
                     raise

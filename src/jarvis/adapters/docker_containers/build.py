@@ -46,9 +46,12 @@ if TYPE_CHECKING:
     from jarvis.adapters.docker_containers.api import DockerApi
 
 REPOSITORY = "localhost/jarvis-sandbox"
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 PYTHON_LINK = "/usr/local/bin/python3"
 IMAGE_LABEL = "io.jarvis.sandbox-image"
+CONTENT_LABEL = "io.jarvis.content-hash"
+"""The full content hash, put on the image when jarvis builds it: the tag carries its
+first 16 digits, and an image under the tag without the matching label is refused."""
 DOCKERFILE = f"""FROM scratch
 COPY rootfs/ /
 ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 HOME=/tmp PYTHONDONTWRITEBYTECODE=1
@@ -110,6 +113,7 @@ class SandboxImage:
         self._package = package
         self._lock = threading.Lock()
         self._reference = ""
+        self._hash = ""
 
     # --- what goes in ------------------------------------------------------------------
 
@@ -255,8 +259,14 @@ class SandboxImage:
         with self._lock:
             if not self._reference:
                 tag = re.sub(r"[^A-Za-z0-9_.-]", "_", self.version())
-                self._reference = f"{REPOSITORY}:{tag}-{self.content_hash(self.entries())[:16]}"
+                self._hash = self.content_hash(self.entries())
+                self._reference = f"{REPOSITORY}:{tag}-{self._hash[:16]}"
             return self._reference
+
+    def full_hash(self) -> str:
+        """The content hash the reference's tag abbreviates."""
+        self.reference()
+        return self._hash
 
     # --- building ----------------------------------------------------------------------
 
@@ -369,11 +379,37 @@ class SandboxImage:
             api.build(
                 context,
                 reference,
-                {IMAGE_LABEL: "1", "io.jarvis.version": self.version()},
+                {
+                    IMAGE_LABEL: "1",
+                    CONTENT_LABEL: self.full_hash(),
+                    "io.jarvis.version": self.version(),
+                },
                 say,
             )
         say(f"Built {reference} in {time.monotonic() - started:.1f} s")
         return reference
+
+
+def rebuild_hint(runtime: str, reference: str) -> str:
+    command = "podman" if runtime == "podman" else "docker"
+    return f"Remove it and build it again: {command} rmi {reference} && jarvis sandbox build"
+
+
+def check_identity(reference: str, labels: dict[str, str], runtime: str) -> None:
+    """Refuse an image under jarvis's tag that jarvis did not build from this content: its
+    content label must be the hash the tag abbreviates (see :data:`CONTENT_LABEL`)."""
+    if not reference.startswith(REPOSITORY + ":"):
+        return
+    abbreviated = reference.rsplit("-", 1)[-1]
+    content = labels.get(CONTENT_LABEL, "")
+    if labels.get(IMAGE_LABEL) != "1" or len(content) != 64 or not content.startswith(abbreviated):
+        raise ContainerImageError(
+            f"The image {reference} is not the sandbox image jarvis built: its "
+            f"{CONTENT_LABEL} label is {'missing' if not content else 'different'}, so it "
+            "was replaced or retagged. It was not run.",
+            image=reference,
+            hint=rebuild_hint(runtime, reference),
+        )
 
 
 def _add_data(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:

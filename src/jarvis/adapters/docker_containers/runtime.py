@@ -4,18 +4,25 @@ The socket is found once, on first use (:mod:`.endpoint`); a runtime that is dow
 moment is looked for again on the next call. ``max_concurrent`` is a :class:`SlotGate`
 held by each container from before it is created until after it is removed, so at most
 that many exist at once, counted across every event loop using this instance.
+
+The first ``start`` of an instance removes the containers of jarvis processes that are gone
+(a jarvis killed with SIGKILL cannot remove its own). An image is run by the ID it had when
+it was checked: jarvis's own image only when its content label matches its tag
+(:func:`~.build.check_identity`), so a different image put under the tag is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 
-from jarvis.adapters.docker_containers.api import Attached, DockerApi
-from jarvis.adapters.docker_containers.build import SandboxImage
+from jarvis.adapters.docker_containers.api import Attached, DockerApi, Listed
+from jarvis.adapters.docker_containers.build import SandboxImage, check_identity
 from jarvis.adapters.docker_containers.endpoint import Endpoint, discover
 from jarvis.adapters.docker_containers.options import (
     OWNER_LABEL,
+    RUN_LABEL,
     ContainerSettings,
     owner_id,
     owner_is_gone,
@@ -23,7 +30,12 @@ from jarvis.adapters.docker_containers.options import (
 from jarvis.adapters.docker_containers.process import DockerContainerProcess
 from jarvis.adapters.docker_containers.slots import SlotGate
 from jarvis.domain.errors import ContainerImageError, JarvisError
-from jarvis.domain.ports import ContainerRuntimeStatus, ContainerSpec, ImageProgress
+from jarvis.domain.ports import (
+    ContainerRuntimeStatus,
+    ContainerSpec,
+    ImageProgress,
+    OrphanContainer,
+)
 
 PING_TIMEOUT = 3.0
 
@@ -42,6 +54,10 @@ class DockerContainerRuntime:
         self._owner = owner_id()
         self._image_ready = ""
         self._image_lock = threading.Lock()
+        self._pinned: dict[str, str] = {}
+        """Image reference -> the ID it had when it was checked (what is run)."""
+        self._swept = False
+        self._sweep_lock = threading.Lock()
 
     # --- where ------------------------------------------------------------------------
 
@@ -124,19 +140,41 @@ class DockerContainerRuntime:
                         image=self.settings.image,
                         hint="Build or load it, or leave [sandbox] image empty for jarvis's own.",
                     )
+                self._pin(api, self.settings.image)
                 self._image_ready = self.settings.image
                 return self._image_ready
             reference = self._image.reference()
             if not api.image_exists(reference):
                 self._image.build(api, progress or (lambda _line: None))
+            self._pin(api, reference)
             self._image_ready = reference
             return reference
+
+    def _pin(self, api: DockerApi, image: str) -> str:
+        """Check ``image`` and remember the ID it has now: that ID is what runs."""
+        found = api.image_identity(image)
+        if found is None:
+            raise ContainerImageError(
+                f"The image {image} does not exist in {api.endpoint.runtime}.",
+                image=image,
+                hint="Build it with `jarvis sandbox build`, or name another image.",
+            )
+        image_id, labels = found
+        check_identity(image, labels, api.endpoint.runtime)
+        self._pinned[image] = image_id or image
+        return self._pinned[image]
 
     # --- containers --------------------------------------------------------------------
 
     async def start(self, spec: ContainerSpec) -> DockerContainerProcess:
         api = self._connect()
         timeout = spec.timeout if spec.timeout is not None else self.settings.default_timeout
+        if not self._swept:
+            await asyncio.to_thread(self._sweep, api)
+        pinned = self._pinned.get(spec.image, "")
+        if not pinned:
+            pinned = await asyncio.to_thread(self._pin, api, spec.image)
+        spec = replace(spec, image=pinned)
         await self._gate.acquire()
         launch = asyncio.ensure_future(asyncio.to_thread(api.launch, spec, self._owner))
         try:
@@ -178,6 +216,45 @@ class DockerContainerRuntime:
         gone = [c for c in found if owner_is_gone(c.labels.get(OWNER_LABEL, ""), self._owner)]
         removed = await asyncio.gather(*(asyncio.to_thread(api.remove, c.id) for c in gone))
         return sum(removed)
+
+    def _orphans(self, api: DockerApi) -> list[Listed]:
+        """Containers of gone jarvis processes, never this one's."""
+        found = api.list_ours()
+        return [
+            c
+            for c in found
+            if c.labels.get(OWNER_LABEL, "") != self._owner
+            and owner_is_gone(c.labels.get(OWNER_LABEL, ""), self._owner)
+        ]
+
+    def _sweep(self, api: DockerApi) -> None:
+        """Once per instance, before its first container: remove the orphans."""
+        with self._sweep_lock:
+            if self._swept:
+                return
+            for container in self._orphans(api):
+                api.remove(container.id)
+            self._swept = True
+
+    async def orphans(self, *, remove: bool) -> list[OrphanContainer]:
+        api = self._connect()
+        found = await asyncio.to_thread(self._orphans, api)
+        removed = (
+            await asyncio.gather(*(asyncio.to_thread(api.remove, c.id) for c in found))
+            if remove
+            else [False] * len(found)
+        )
+        return [
+            OrphanContainer(
+                id=c.id,
+                name=c.name,
+                state=c.state,
+                owner=c.labels.get(OWNER_LABEL, ""),
+                run=c.labels.get(RUN_LABEL, ""),
+                removed=done,
+            )
+            for c, done in zip(found, removed, strict=True)
+        ]
 
     def close(self) -> None:
         """Close the API client (containers are not touched)."""

@@ -3,17 +3,24 @@
 ``build`` builds the sandbox image from what is installed here (Python, jarvis and its
 dependencies; no registry), its progress on stderr, and prints the image's reference.
 ``status`` says which runtime, socket and image are in use and whether the image is
-present; exit code 6 when there is no runtime or it does not answer.
+present; exit code 6 when there is no runtime or it does not answer. ``cleanup`` lists and
+removes the sandbox containers of jarvis processes that are gone (killed before they could
+remove their own); exit code 0 when none is left, 6 when there is no runtime or one could
+not be removed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from jarvis.entrypoints.cli.errors import EXIT_SANDBOX_UNAVAILABLE, guarded, write_stderr
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="List the orphaned containers without removing them.")
+]
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -89,6 +96,64 @@ def status(
                 typer.echo(f"image:   {found.image} ({present})")
         if not found.available:
             write_stderr(f"jarvis: no container runtime available: {found.detail}\n")
+            outcome["code"] = EXIT_SANDBOX_UNAVAILABLE
+
+    code = guarded(body, verbose=False) or outcome["code"]
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("cleanup")
+def cleanup(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Remove the sandbox containers of jarvis processes that are gone.
+
+    Exit codes: 0 done (also when there was none), 6 no container runtime, or a container
+    that could not be removed."""
+    outcome = {"code": 0}
+
+    def body() -> None:
+        import asyncio
+        import json
+
+        found = asyncio.run(_runtime(ctx, config).orphans(remove=not dry_run))
+        failed = [o for o in found if not dry_run and not o.removed]
+        if json_output:
+            typer.echo(
+                json.dumps(
+                    {
+                        "orphans": [
+                            {
+                                "id": o.id,
+                                "name": o.name,
+                                "state": o.state,
+                                "owner": o.owner,
+                                "run": o.run,
+                                "removed": o.removed,
+                            }
+                            for o in found
+                        ],
+                        "removed": sum(1 for o in found if o.removed),
+                        "dry_run": dry_run,
+                    }
+                )
+            )
+        else:
+            for o in found:
+                done = "would remove" if dry_run else "removed" if o.removed else "NOT removed"
+                typer.echo(f"{done} {o.id[:12]} {o.name} ({o.state}; owner {o.owner or '?'})")
+            verb = "found" if dry_run else "removed"
+            count = len(found) if dry_run else len(found) - len(failed)
+            typer.echo(f"{count} orphaned sandbox container{'s' if count != 1 else ''} {verb}")
+        if failed:
+            write_stderr(
+                f"jarvis: {len(failed)} container(s) could not be removed; "
+                "run the command again, or remove them with the runtime's own CLI\n"
+            )
             outcome["code"] = EXIT_SANDBOX_UNAVAILABLE
 
     code = guarded(body, verbose=False) or outcome["code"]
