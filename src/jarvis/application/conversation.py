@@ -284,6 +284,12 @@ class Sessions:
             await self.require(session_id)
         return records
 
+    async def iter_records(self, session_id: str) -> AsyncIterator[SessionMessage]:
+        """Every stored message of a session, oldest first, read a page at a time (a long
+        session is never held whole); nothing for an unknown one (see :meth:`require`)."""
+        async for record in self.store.iter_records(session_id):
+            yield record
+
     async def delete(self, session_id: str) -> None:
         """Forget an existing session."""
         await self.require(session_id)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from jarvis.domain.completion import Usage
-from jarvis.domain.errors import JarvisError
+from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
 
@@ -58,14 +58,25 @@ class SessionInfo(NamedTuple):
 
     @property
     def created_at(self) -> datetime:
-        return from_micros(self.created_us)
+        return stored_time(self.created_us)
 
     @property
     def updated_at(self) -> datetime:
-        return from_micros(self.updated_us)
+        return stored_time(self.updated_us)
 
 
 # --- errors -------------------------------------------------------------------------------
+
+
+PAGE_SIZE = 500
+"""How many messages :meth:`SessionStorePort.iter_records` reads from a store at a time."""
+
+
+def check_page_size(page_size: int) -> int:
+    """``page_size`` when it is at least 1 (a ``ConfigurationError`` otherwise)."""
+    if page_size < 1:
+        raise ConfigurationError(f"page_size must be >= 1, got {page_size}.")
+    return page_size
 
 
 class SessionStoreError(JarvisError):
@@ -120,6 +131,19 @@ def to_micros(moment: datetime) -> int:
 def from_micros(micros: int) -> datetime:
     """The inverse of :func:`to_micros`, in UTC."""
     return _EPOCH + timedelta(microseconds=micros)
+
+
+def stored_time(micros: int, *, local: bool = False) -> datetime:
+    """A time read from a store, in UTC (or the local zone): one that no ``datetime`` can
+    hold is a damaged store (:class:`SessionStoreCorruptError`), not a crash."""
+    try:
+        moment = from_micros(micros)
+        return moment.astimezone() if local else moment
+    except (OverflowError, ValueError, OSError) as exc:
+        raise SessionStoreCorruptError(
+            f"A stored time ({micros} microseconds since 1970) is out of range: "
+            "the session store is damaged."
+        ) from exc
 
 
 def message_to_record(record: SessionMessage) -> JSONObject:

@@ -224,6 +224,16 @@ def ask(
             show_default=False,
         ),
     ] = None,
+    no_keep: Annotated[
+        bool,
+        typer.Option(
+            "--no-keep",
+            "--ephemeral",
+            help="Store nothing of this question and answer (by default a plain ask is kept "
+            "as a new session, which -c continues; [sessions] keep_asks = false turns that "
+            "off).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -242,7 +252,7 @@ def ask(
         def arg(value: str | None) -> str | None:
             return None if value is None else repair_text(value)
 
-        conversation = _conversation(continue_last, arg(session))
+        conversation = _conversation(continue_last, arg(session), no_keep=no_keep)
         text = repair_text(read_question(question))
         context_text = read_context_file(context_file) if context_file is not None else None
         runtime = open_runtime(
@@ -253,6 +263,10 @@ def ask(
             model=arg(model),
             verbose=verbose,
         )
+        if conversation is None and not no_keep and runtime.config.sessions.keep_asks:
+            from jarvis.entrypoints.cli.conversation import SessionChoice
+
+            conversation = SessionChoice()  # kept as a new session, for a later -c
         command = runtime.question(
             text,
             agent=arg(agent),
@@ -290,11 +304,21 @@ def ask(
         raise typer.Exit(code)
 
 
-def _conversation(continue_last: bool, session: str | None) -> SessionChoice | None:
-    """Which conversation ``-c`` / ``--session`` asked for (``None``: a one-off question,
-    which never loads the session store)."""
+def _conversation(
+    continue_last: bool, session: str | None, *, no_keep: bool = False
+) -> SessionChoice | None:
+    """Which conversation ``-c`` / ``--session`` asked for (``None``: none was asked for;
+    the question is then kept as a new session unless ``--no-keep`` or ``[sessions]
+    keep_asks = false`` says otherwise, and only then is the session store loaded)."""
     if not continue_last and session is None:
         return None
+    if no_keep:
+        from jarvis.domain.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "--no-keep cannot be used with -c or --session (they store the exchange).",
+            hint="Drop --no-keep, or ask without -c / --session.",
+        )
     from jarvis.entrypoints.cli.conversation import SessionChoice
 
     return SessionChoice.of(continue_last=continue_last, name=session)

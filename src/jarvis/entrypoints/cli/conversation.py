@@ -1,7 +1,8 @@
-"""``jarvis ask -c`` / ``--session``: a question asked within a stored conversation.
+"""``jarvis ask`` within a stored conversation: ``-c`` / ``--session``, or a plain ask kept
+as a new session (the default: ``[sessions] keep_asks``).
 
-Loaded only when one of those options is given: a one-off ``jarvis ask`` never imports the
-session store.
+Not loaded by ``jarvis ask --no-keep`` (or with ``keep_asks = false``), which never
+imports the session store.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ async def resolve_session(
     if choice.continue_last:
         last = await service.last_session()
         if last is not None:
+            if notice is not None:
+                notice(f"session: continuing the last conversation, {last}")
             return last
     fresh = service.new_session_id()
     if notice is not None:

@@ -112,7 +112,9 @@ def describe(exc: BaseException) -> str:
 
 
 def write_stderr(text: str, err: TextIO | None = None) -> None:
-    """Write ``text`` to stderr (or ``err``) with URL credentials masked; never raises.
+    """Write ``text`` to stderr (or ``err``) with URL credentials masked, through the
+    printable filter when it is a terminal (an engine's error text, a tool's output or a
+    model name may hold escape sequences); never raises.
 
     Diagnostics are best effort: a stderr that is closed or whose reader went away must
     not end a command whose answer is still being written to stdout.
@@ -122,10 +124,11 @@ def write_stderr(text: str, err: TextIO | None = None) -> None:
         return
     import contextlib
 
+    from jarvis.entrypoints.cli.terminal_text import for_terminal
     from jarvis.entrypoints.redact import redact_urls
 
     with contextlib.suppress(OSError, ValueError):
-        stream.write(redact_urls(text))
+        stream.write(for_terminal(redact_urls(text), stream))
         stream.flush()
 
 
