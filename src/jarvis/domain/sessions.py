@@ -174,8 +174,16 @@ def message_to_record(record: SessionMessage) -> JSONObject:
 
 
 def encode_record(record: SessionMessage) -> str:
-    """:func:`message_to_record` as compact JSON text; refuses a record over the size bound."""
-    text = json.dumps(message_to_record(record), ensure_ascii=False, separators=(",", ":"))
+    """:func:`message_to_record` as compact JSON text; refuses a record over the size bound.
+
+    Text that holds a lone surrogate (an engine can send one) is written with ASCII escapes
+    (``\\ud800``): the same JSON value, which every store can encode as UTF-8."""
+    data = message_to_record(record)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
     if len(text) > MAX_RECORD_BYTES // 4 and len(text.encode("utf-8")) > MAX_RECORD_BYTES:
         raise SessionStoreError(
             f"A {record.message.role.value} message of {len(text.encode('utf-8'))} bytes is "
