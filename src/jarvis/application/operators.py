@@ -278,10 +278,11 @@ class OperatorService:
             return check_time(operator.created_us), None
         if check_time(last) <= now_us + CLOCK_SKEW_US:
             return last, None
+        # go on from the tick before the latest one due: the latest is then due now
         latest = latest_ticks(
-            operator.schedule, anchor_us=operator.created_us, now_us=now_us, count=1
+            operator.schedule, anchor_us=operator.created_us, now_us=now_us, count=2
         )
-        return (latest[-1] if latest else operator.created_us), last
+        return (latest[0] if len(latest) == 2 else operator.created_us), last
 
     async def survey(self) -> Sequence[OperatorStatus | BrokenOperator]:
         """Every operator's status, a broken one reported as such instead of ending the

@@ -111,7 +111,8 @@ def check_time(micros: int) -> int:
 
 
 def _reason(exc: BaseException) -> str:
-    return (str(exc) or type(exc).__name__)[:200]
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())[:200]
 
 
 def _check_interval(schedule: Schedule) -> int:

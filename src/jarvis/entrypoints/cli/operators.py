@@ -200,6 +200,13 @@ def list_operators(
 
         service = _service(_runtime(ctx, config))
         found = run_async(service.survey())
+        for s in found:
+            if not isinstance(s, BrokenOperator) and s.clamped_from_us is not None:
+                stderr_line(
+                    f"jarvis: operator {s.operator.id}: its last tick is recorded at "
+                    f"{_time(s.clamped_from_us)}, after now (the clock went back); "
+                    "`jarvis operators run` goes on from now"
+                )
         if json_output:
             write_json(
                 [
@@ -220,12 +227,6 @@ def list_operators(
                 f"{s.operator.id:<20} {s.operator.agent:<18} "
                 f"{s.operator.schedule.describe():<22} {s.ticks:>5}  {_time(s.next_tick_us)}"
             )
-            if s.clamped_from_us is not None:
-                stderr_line(
-                    f"jarvis: operator {s.operator.id}: its last tick is recorded at "
-                    f"{_time(s.clamped_from_us)}, after now (the clock went back); "
-                    "`jarvis operators run` goes on from now"
-                )
 
     exit_with(guarded(body, verbose=False))
 
