@@ -138,7 +138,7 @@ def test_a_stored_time_out_of_range_is_a_damaged_store(
     store.close()
     with sqlite3.connect(database) as db:
         db.execute(f"UPDATE sessions SET {column} = ?", (value,))
-    shown = [("sessions", "list", "--json")]  # the text listing shows only updated_us
+    shown: list[tuple[str, ...]] = [("sessions", "list", "--json")]  # text: updated_us only
     if column == "updated_us":
         shown.append(("sessions", "list"))
     for args in shown:
