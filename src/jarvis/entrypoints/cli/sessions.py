@@ -25,7 +25,7 @@ from jarvis.entrypoints.cli.options import (
     VerboseOption,
     open_runtime,
 )
-from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line, write_raw
+from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 from jarvis.entrypoints.cli.streams import json_text
 
 if TYPE_CHECKING:
@@ -150,23 +150,29 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     (``show``), JSON lines (``export``), or one JSON document (``--json``, written piece by
     piece; ``show`` ends it with the message count)."""
     from jarvis.domain.sessions import encode_record
+    from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
 
     await store.require(name)
+    terminal, write = is_terminal(sys.stdout), sys.stdout.write
+
+    def emit(text: str) -> None:  # write_raw, with the terminal asked once
+        write(terminal_safe(text) if terminal else text)
+
     count = 0
     records = store.iter_records(name)
     if not json_output:
         async for record in records:
-            write_line(_transcript_line(record) if transcript else encode_record(record))
+            emit((_transcript_line(record) if transcript else encode_record(record)) + "\n")
         return
-    write_raw('{\n  "id": ' + json_text(name, stream=sys.stdout) + ',\n  "messages": [')
+    emit('{\n  "id": ' + json_text(name, stream=sys.stdout) + ',\n  "messages": [')
     async for record in records:
         item = json_text(record_json(record), stream=sys.stdout).replace("\n", "\n    ")
-        write_raw(("," if count else "") + "\n    " + item)
+        emit(("," if count else "") + "\n    " + item)
         count += 1
     ending = "\n  ]" if count else "]"
     if transcript:
         ending += f',\n  "message_count": {count}'
-    write_raw(ending + "\n}\n")
+    emit(ending + "\n}\n")
 
 
 @app.command("show")
