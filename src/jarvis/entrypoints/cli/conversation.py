@@ -78,8 +78,15 @@ async def conversation_updates(
     from jarvis.entrypoints.conversations import conversation_service
 
     service = await conversation_service(runtime)
-    session_id = await resolve_session(service, choice, notice=notice)
-    return session_id, _without_history(service.stream(session_id, command), notice)
+    if choice.name is None and not choice.continue_last:  # a plain ask, kept: a new session
+        session_id = service.new_session_id()
+        if notice is not None:
+            notice(f"session: a new conversation, {session_id}")
+        updates = service.stream(session_id, command, fresh=True)
+    else:
+        session_id = await resolve_session(service, choice, notice=notice)
+        updates = service.stream(session_id, command)
+    return session_id, _without_history(updates, notice)
 
 
 async def _without_history(
