@@ -39,13 +39,15 @@ Exit codes:
        agent that takes none, unknown persona, persona file not writable, an
        option value that is not a finite number in its range, a --config or
        --context-file that is not a regular file or too large, stdout closed
+       (and stdin, for chat), a cron expression that never matches a date
   3    engine or session store unavailable (the message names it, its URL and how to
        start it; a password in the URL is never printed)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS
        sandbox on this machine, no container runtime, its socket down, no image
-  7    the session store is damaged (not a jarvis database, a damaged message);
+  7    the session store is damaged (not a jarvis database, a damaged message,
+       a stored time out of range);
        it was left untouched
   130  interrupted (Ctrl-C)
 """
