@@ -24,7 +24,7 @@ QUESTION = "What is the capital of France?"
 
 
 async def run(ctx: BenchContext) -> list[Row]:
-    rounds, runs = (1, 3) if ctx.quick else (5, 9)
+    rounds, runs = (1, 2) if ctx.quick else (5, 9)
     with tempfile.TemporaryDirectory(prefix="jarvis-bench-kept-ask-") as home:
         env = {**(ctx.env or dict(os.environ)), "OPENJARVIS_HOME": home}
         base = ("ask", "--base-url", ctx.stub_url, "-m", "stub-model")
