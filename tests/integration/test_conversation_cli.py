@@ -393,3 +393,20 @@ def test_conversations_on_a_real_postgresql_are_shared_by_every_jarvis_using_it(
         ]
         assert [(r["id"], r["message_count"]) for r in json.loads(listed.stdout)] == [("shared", 4)]
         assert not (jarvis_home / "sessions.db").exists()
+
+
+def test_a_question_too_large_to_keep_is_answered_and_not_kept() -> None:
+    question = "x" * (9 * 1024 * 1024)  # a stored message holds at most 8 MiB
+    with ScriptedEngine([Reply("Long read.")]) as engine:
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "ask", "--base-url", engine.url, "-m", MODEL],
+            input=question,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "Long read."
+    assert "too large to keep as a session" in result.stderr
+    assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"

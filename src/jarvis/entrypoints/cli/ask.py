@@ -264,9 +264,15 @@ def ask(
             verbose=verbose,
         )
         if conversation is None and not no_keep and runtime.config.sessions.keep_asks:
-            from jarvis.entrypoints.cli.conversation import SessionChoice
+            from jarvis.entrypoints.cli.conversation import SessionChoice, too_large_to_keep
 
-            conversation = SessionChoice()  # kept as a new session, for a later -c
+            reason = too_large_to_keep(text)
+            if reason:  # a long question on stdin: answered, not kept
+                from jarvis.entrypoints.cli.options import stderr_line
+
+                stderr_line(f"jarvis: {reason}")
+            else:
+                conversation = SessionChoice()  # kept as a new session, for a later -c
         command = runtime.question(
             text,
             agent=arg(agent),

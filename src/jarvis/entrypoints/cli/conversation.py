@@ -46,6 +46,23 @@ class SessionChoice:
         )
 
 
+def too_large_to_keep(question: str) -> str:
+    """Why a plain ask's ``question`` cannot be kept as a session (a question on stdin may
+    be larger than a stored message may be), or ``""``: such an ask is answered all the
+    same and stores nothing, where ``-c`` / ``--session`` (asked for) refuse it."""
+    from jarvis.domain.sessions import MAX_RECORD_BYTES
+
+    if len(question) <= MAX_RECORD_BYTES // 4:
+        return ""
+    size = len(question.encode("utf-8", "surrogatepass"))
+    if size <= MAX_RECORD_BYTES - 1024:  # room for the record's other fields
+        return ""
+    return (
+        f"the question ({size:,} bytes) is too large to keep as a session (at most "
+        f"{MAX_RECORD_BYTES:,}): it is answered, and nothing is stored"
+    )
+
+
 async def resolve_session(
     service: ConversationService,
     choice: SessionChoice,

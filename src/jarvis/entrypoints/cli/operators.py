@@ -12,7 +12,6 @@ usage error (exit code 2) that names what exists or shows an example.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -364,9 +363,10 @@ def run(
                     }
                 )
             else:
-                status = f"error: {outcome.error}" if outcome.error else "ok"
-                sys.stderr.write(f"jarvis: ticked {outcome.operator} at {when}: {status}\n")
-                sys.stderr.flush()
+                from jarvis.entrypoints.cli.errors import write_stderr
+
+                status = f"error: {outcome.error}" if outcome.error else "ok"  # engine text
+                write_stderr(f"jarvis: ticked {outcome.operator} at {when}: {status}\n")
 
         def notice(text: str) -> None:
             from jarvis.entrypoints.cli.options import stderr_line
