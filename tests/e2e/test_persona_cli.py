@@ -155,7 +155,9 @@ class TestAskPersona:
             handle.write(ends + b"- newest\n")
         before = snapshot(home)
         engine = ScriptedInference(["ok"])
-        result = run(engine, "ask", "--verbose", "hello")
+        # --no-keep: a kept ask adds sessions.db to this dir, by design; the persona files
+        # are what must stay unchanged
+        result = run(engine, "ask", "--no-keep", "--verbose", "hello")
         assert result.exit_code == 0, result.output
         prompt = system_prompt(engine)
         assert "PRIVATE KEY" not in prompt
