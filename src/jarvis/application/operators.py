@@ -66,9 +66,10 @@ CATCH_UP = 24
 LEASE_TTL = 300.0
 """How long a lease outlives its holder's last renewal (renewed every third of it)."""
 LISTED_IN_ERRORS = 20
-CLOCK_SKEW_US = 60 * 1_000_000
-"""A recorded tick may lie this far after now (clocks of machines sharing a store differ);
-one later than that means the clock went back, and the operator's progress is clamped."""
+CLOCK_SKEW_US = 300 * 1_000_000
+"""A recorded tick may lie this far after now (the clocks of machines sharing a store
+differ a little; a machine behind must not re-run ticks one ahead already ran); one later
+than that means the clock went back, and the operator's progress is clamped."""
 
 
 class UnknownOperatorError(ConfigurationError):
