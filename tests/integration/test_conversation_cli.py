@@ -183,9 +183,12 @@ def test_a_damaged_database_is_exit_7_and_left_untouched(jarvis_home: Path) -> N
     database.write_bytes(garbage)
     with ScriptedEngine([Reply("x")]) as engine:
         result = ask(engine, "-c", "q")
+        plain = ask(engine, "q")  # kept by default: the same
         assert engine.requests == []  # nothing asked that could not be kept
+        ephemeral = ask(engine, "--no-keep", "q")  # stores nothing: answered
+    assert ephemeral.returncode == 0, ephemeral.stderr
     listed = jarvis("sessions", "list")
-    for outcome in (result, listed):
+    for outcome in (result, plain, listed):
         assert outcome.returncode == 7, outcome.stderr
         assert "damaged" in outcome.stderr
         assert str(database) in outcome.stderr

@@ -97,6 +97,9 @@ async def conversation_updates(
     service = await conversation_service(runtime)
     if choice.name is None and not choice.continue_last:  # a plain ask, kept: a new session
         session_id = service.new_session_id()
+        # open the store before the engine is asked: one that is damaged or out of reach
+        # fails the command now (exit code 7 or 3), not after the answer was paid for
+        await service.exists(session_id)
         if notice is not None:
             notice(f"session: a new conversation, {session_id}")
         updates = service.stream(session_id, command, fresh=True)
