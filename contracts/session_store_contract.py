@@ -145,3 +145,47 @@ class SessionStoreContract(Generic[StoreT]):
     async def test_a_negative_limit_is_refused(self, store: StoreT) -> None:
         with pytest.raises(ConfigurationError, match="limit"):
             await store.load("s", limit=-1)
+
+    async def test_records_are_read_a_page_at_a_time_in_order(self, store: StoreT) -> None:
+        await store.append("long", [Message.user(str(i)) for i in range(7)])
+        await store.append("long", [Message.assistant(str(i)) for i in range(7, 10)])
+        await store.append("other", [Message.user("not mine")])
+        for size in (1, 3, 5, 10, 500):
+            read = [r.message.content async for r in store.iter_records("long", page_size=size)]
+            assert read == [str(i) for i in range(10)], size
+        assert [r async for r in store.iter_records("nobody")] == []
+
+    async def test_paged_reads_match_the_whole_read(self, store: StoreT) -> None:
+        at = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+        call = ToolCall(id="call_a", name="calculator", arguments={"expression": "6*7"})
+        records = [
+            SessionMessage(message=Message.user("Compute"), created_at=at),
+            SessionMessage(
+                message=Message.assistant("", (call,)),
+                model="m",
+                usage=Usage(prompt_tokens=3, completion_tokens=4),
+                created_at=at,
+            ),
+            SessionMessage(
+                message=Message.tool("42", tool_call_id="call_a", name="calculator"),
+                created_at=at,
+            ),
+        ]
+        await store.append_records("r", records)
+        paged = tuple([r async for r in store.iter_records("r", page_size=2)])
+        assert paged == await store.load_records("r") == tuple(records)
+
+    async def test_an_append_between_pages_is_never_read_twice(self, store: StoreT) -> None:
+        await store.append("grow", [Message.user(str(i)) for i in range(4)])
+        seen: list[str] = []
+        async for record in store.iter_records("grow", page_size=2):
+            seen.append(record.message.content)
+            if len(seen) == 2:
+                await store.append("grow", [Message.user("4")])
+        assert seen[:4] == ["0", "1", "2", "3"]
+        assert seen in (["0", "1", "2", "3"], ["0", "1", "2", "3", "4"])
+
+    async def test_a_page_size_below_one_is_refused(self, store: StoreT) -> None:
+        await store.append("s", [Message.user("x")])
+        with pytest.raises(ConfigurationError, match="page_size"):
+            [r async for r in store.iter_records("s", page_size=0)]

@@ -6,7 +6,7 @@
 #
 # A stamp in .venv records what was installed for which pyproject.toml; while it matches,
 # nothing is done (so `scripts/jarvis ask ...` starts at once after the first run).
-# llama-cpp-python has no Linux wheel on PyPI and compiles for about 5 minutes on 2 cores:
+# llama-cpp-python has no Linux wheel on PyPI and compiles for 3-4 minutes on 2 idle cores:
 # the wheel is built once into ${JARVIS_WHEEL_CACHE:-~/.cache/jarvis/wheels} and reused.
 
 JARVIS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -60,7 +60,7 @@ build_llama_wheel() {
         die "building llama-cpp-python needs a C++ compiler (e.g. apt-get install build-essential)"
     mkdir -p "$WHEEL_CACHE"
     local log="$WHEEL_CACHE/llama-cpp-python-build.log"
-    say "Building llama-cpp-python $LLAMA_CPP_VERSION once (about 5 minutes on 2 cores); log: $log"
+    say "Building llama-cpp-python $LLAMA_CPP_VERSION once (3-4 minutes on 2 idle cores, longer when they are busy); log: $log"
     # pip -v shows the build tool's progress: ninja's "[N/M] ..." or make's "[ NN%] ...";
     # the latest of those lines is the progress display
     CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" \

@@ -43,7 +43,7 @@ def test_ask_continue_sends_the_first_exchange_with_the_second_question() -> Non
         second = ask(engine, "-c", "Its population?")
         assert second.returncode == 0, second.stderr
         assert second.stdout.strip() == "About 2 million."
-        third = ask(engine, "Capital of Italy?")  # no -c: a one-off question
+        third = ask(engine, "Capital of Italy?")  # no -c: a new conversation
         assert third.returncode == 0, third.stderr
     sent = engine.messages(1)
     assert contents(sent[1:]) == [
@@ -183,9 +183,12 @@ def test_a_damaged_database_is_exit_7_and_left_untouched(jarvis_home: Path) -> N
     database.write_bytes(garbage)
     with ScriptedEngine([Reply("x")]) as engine:
         result = ask(engine, "-c", "q")
+        plain = ask(engine, "q")  # kept by default: the same
         assert engine.requests == []  # nothing asked that could not be kept
+        ephemeral = ask(engine, "--no-keep", "q")  # stores nothing: answered
+    assert ephemeral.returncode == 0, ephemeral.stderr
     listed = jarvis("sessions", "list")
-    for outcome in (result, listed):
+    for outcome in (result, plain, listed):
         assert outcome.returncode == 7, outcome.stderr
         assert "damaged" in outcome.stderr
         assert str(database) in outcome.stderr
@@ -244,7 +247,9 @@ def _modules_after(*argv: str) -> set[str]:
     return set(loaded)
 
 
-def test_a_one_off_question_never_loads_the_session_store() -> None:
+def test_an_ephemeral_question_never_loads_the_session_store(jarvis_home: Path) -> None:
+    # a plain ask is kept (so that -c continues it); --no-keep and keep_asks = false are
+    # what store nothing and load nothing of the store
     store_modules = {
         "sqlite3",
         "jarvis.adapters.sqlite_sessions",
@@ -252,11 +257,70 @@ def test_a_one_off_question_never_loads_the_session_store() -> None:
         "prompt_toolkit",
     }
     with ScriptedEngine([Reply("x")]) as engine:
-        plain = _modules_after("ask", "--base-url", engine.url, "-m", MODEL, "q")
-        continued = _modules_after("ask", "--base-url", engine.url, "-m", MODEL, "-c", "q")
-    assert not plain & store_modules
-    assert {"sqlite3", "jarvis.adapters.sqlite_sessions"} <= continued
-    assert "prompt_toolkit" not in continued
+        base = ("ask", "--base-url", engine.url, "-m", MODEL)
+        ephemeral = _modules_after(*base, "--no-keep", "q")
+        also_ephemeral = _modules_after(*base, "--ephemeral", "q")
+        plain = _modules_after(*base, "q")
+        continued = _modules_after(*base, "-c", "q")
+        (jarvis_home / "config.toml").write_text("[sessions]\nkeep_asks = false\n")
+        configured = _modules_after(*base, "q")
+    for loaded in (ephemeral, also_ephemeral, configured):
+        assert not loaded & store_modules
+    for loaded in (plain, continued):
+        assert {"sqlite3", "jarvis.adapters.sqlite_sessions"} <= loaded
+        assert "prompt_toolkit" not in loaded
+
+
+def test_a_plain_ask_is_kept_so_that_ask_c_continues_it(jarvis_home: Path) -> None:
+    with ScriptedEngine([Reply("Paris."), Reply("About 2 million.")]) as engine:
+        first = ask(engine, "--json", "Capital of France?")
+        second = ask(engine, "-c", "-v", "Its population?")
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    created = json.loads(first.stdout)["session"]
+    assert f"session: continuing the last conversation, {created}" in second.stderr
+    assert contents(engine.messages(1)[1:]) == [
+        ("user", "Capital of France?"),
+        ("assistant", "Paris."),
+        ("user", "Its population?"),
+    ]
+    listed = json.loads(jarvis("sessions", "list", "--json").stdout)
+    assert [(r["id"], r["message_count"]) for r in listed] == [(created, 4)]
+
+
+def test_verbose_names_the_session_a_plain_ask_created() -> None:
+    with ScriptedEngine([Reply("Paris.")]) as engine:
+        result = ask(engine, "-v", "Capital of France?")
+    assert result.returncode == 0, result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("session: a new conversation")]
+    created = line.rsplit(", ", 1)[1]
+    assert [r["id"] for r in json.loads(jarvis("sessions", "list", "--json").stdout)] == [created]
+
+
+@pytest.mark.parametrize("how", ["--no-keep", "--ephemeral", "config"])
+def test_an_ask_that_is_not_kept_stores_nothing_and_c_starts_afresh(
+    jarvis_home: Path, how: str
+) -> None:
+    if how == "config":
+        (jarvis_home / "config.toml").write_text("[sessions]\nkeep_asks = false\n")
+    flags = () if how == "config" else (how,)
+    with ScriptedEngine([Reply("Paris."), Reply("Hm?")]) as engine:
+        first = ask(engine, *flags, "--json", "Capital of France?")
+        second = ask(engine, "-c", "Its population?")
+    assert first.returncode == 0, first.stderr
+    assert "session" not in json.loads(first.stdout)
+    assert second.returncode == 0, second.stderr
+    assert contents(engine.messages(1)[1:]) == [("user", "Its population?")]
+    assert len(json.loads(jarvis("sessions", "list", "--json").stdout)) == 1  # the -c one
+
+
+def test_no_keep_with_a_session_is_a_usage_error() -> None:
+    with ScriptedEngine([Reply("x")]) as engine:
+        for flags in (("-c",), ("--session", "s")):
+            result = ask(engine, "--no-keep", *flags, "q")
+            assert result.returncode == 2, result.stderr
+            assert "--no-keep cannot be used" in result.stderr
+        assert engine.requests == []
 
 
 def test_an_invalid_sessions_section_is_exit_2_naming_the_accepted_values(
@@ -332,3 +396,20 @@ def test_conversations_on_a_real_postgresql_are_shared_by_every_jarvis_using_it(
         ]
         assert [(r["id"], r["message_count"]) for r in json.loads(listed.stdout)] == [("shared", 4)]
         assert not (jarvis_home / "sessions.db").exists()
+
+
+def test_a_question_too_large_to_keep_is_answered_and_not_kept() -> None:
+    question = "x" * (9 * 1024 * 1024)  # a stored message holds at most 8 MiB
+    with ScriptedEngine([Reply("Long read.")]) as engine:
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "ask", "--base-url", engine.url, "-m", MODEL],
+            input=question,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "Long read."
+    assert "too large to keep as a session" in result.stderr
+    assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"

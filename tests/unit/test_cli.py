@@ -109,12 +109,15 @@ class TestAsk:
         assert result.stdout == "Paris.\n"  # no extra newline after one the model wrote
 
     def test_no_stream_prints_the_whole_answer(self) -> None:
-        result = run(with_engine(GenerateOnly(["Whole answer."])), "ask", "--no-stream", "q")
+        # --no-keep: a kept ask is a conversation turn, streamed from the engine like -c
+        result = run(
+            with_engine(GenerateOnly(["Whole answer."])), "ask", "--no-keep", "--no-stream", "q"
+        )
         assert result.exit_code == 0, result.output
         assert result.stdout == "Whole answer.\n"
 
     def test_json_prints_the_answer_fields(self) -> None:
-        result = run(with_engine(GenerateOnly(["Paris."])), "ask", "--json", "q")
+        result = run(with_engine(GenerateOnly(["Paris."])), "ask", "--no-keep", "--json", "q")
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
         assert set(data) == ANSWER_KEYS

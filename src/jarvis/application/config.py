@@ -310,6 +310,9 @@ class SessionSettings(_Section):
     """At most this many earlier messages enter the prompt (the newest; oldest dropped first)."""
     history_tokens: Annotated[int, Bounds(ge=0, le=MAX_CONTEXT_TOKENS)] = 3000
     """At most about this many tokens of earlier messages enter the prompt."""
+    keep_asks: bool = True
+    """A plain ``jarvis ask`` is kept as a new session, so that ``jarvis ask -c`` continues
+    it; ``false``: it stores nothing (``--no-keep`` does so for one call)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -284,6 +284,12 @@ class Sessions:
             await self.require(session_id)
         return records
 
+    async def iter_records(self, session_id: str) -> AsyncIterator[SessionMessage]:
+        """Every stored message of a session, oldest first, read a page at a time (a long
+        session is never held whole); nothing for an unknown one (see :meth:`require`)."""
+        async for record in self.store.iter_records(session_id):
+            yield record
+
     async def delete(self, session_id: str) -> None:
         """Forget an existing session."""
         await self.require(session_id)
@@ -377,12 +383,23 @@ class ConversationService(Sessions):
         return HistoryUsed(session_id=session_id, trimmed=trimmed, older_unread=older_unread)
 
     def stream(
-        self, session_id: str, command: AskQuestion, *, keep_partial: bool = False
+        self,
+        session_id: str,
+        command: AskQuestion,
+        *,
+        keep_partial: bool = False,
+        fresh: bool = False,
     ) -> AsyncIterator[ConversationUpdate]:
         """One turn: :class:`HistoryUsed`, the run's updates, then the ``Answer``, yielded
         once the exchange is stored. Closing the iterator early stores nothing, unless
-        ``keep_partial``: then the question and what the run completed are stored."""
-        return self._turn(session_id, command, [], keep_partial=keep_partial)
+        ``keep_partial``: then the question and what the run completed are stored.
+        ``fresh``: ``session_id`` was just made (:meth:`new_session_id`), so no history is
+        read for it (a kept ``jarvis ask`` pays for its one append only)."""
+        used = None
+        if fresh:
+            empty = TrimmedHistory(messages=())
+            used = HistoryUsed(session_id=session_id, trimmed=empty, new_session=True)
+        return self._turn(session_id, command, [], used=used, keep_partial=keep_partial)
 
     def answer(
         self, session_id: str, turn: PendingTurn, command: AskQuestion, *, keep_partial: bool = True

@@ -29,7 +29,13 @@ from typing import Protocol
 
 from jarvis.application.ask import Answer, AskQuestion
 from jarvis.application.registry import AgentRegistry
-from jarvis.application.schedules import label, latest_ticks, next_tick
+from jarvis.application.schedules import (
+    ScheduleError,
+    check_time,
+    label,
+    latest_ticks,
+    next_tick,
+)
 from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ConfigurationError, JarvisError
@@ -60,6 +66,10 @@ CATCH_UP = 24
 LEASE_TTL = 300.0
 """How long a lease outlives its holder's last renewal (renewed every third of it)."""
 LISTED_IN_ERRORS = 20
+CLOCK_SKEW_US = 300 * 1_000_000
+"""A recorded tick may lie this far after now (the clocks of machines sharing a store
+differ a little; a machine behind must not re-run ticks one ahead already ran); one later
+than that means the clock went back, and the operator's progress is clamped."""
 
 
 class UnknownOperatorError(ConfigurationError):
@@ -112,6 +122,24 @@ class OperatorStatus:
     ticks: int
     skipped: int = 0
     last_error: str = ""
+    clamped_from_us: int | None = None
+    """The recorded last tick when it lies in the future (the clock went back): the next
+    tick shown is the one the schedule allows from now, which the scheduler runs."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokenOperator:
+    """An operator whose stored row cannot be used (a damaged definition or progress, a
+    schedule with no next tick, a time out of range): listed as broken and skipped by the
+    scheduler, so that it never stops the others."""
+
+    name: str
+    reason: str
+
+
+BROKEN = (ScheduleError, SessionStoreCorruptError)
+"""What one operator's stored row can raise when it is unusable (not the store as a whole:
+a store that cannot be reached still ends the command)."""
 
 
 def new_holder() -> str:
@@ -228,7 +256,7 @@ class OperatorService:
     async def status(self, operator: Operator) -> OperatorStatus:
         progress = await self.progress(operator.id)
         last = _int(progress.get("last_tick_us"))
-        after = last if last is not None else operator.created_us
+        after, clamped_from = self.resume_point(operator, last, self._now_us())
         return OperatorStatus(
             operator=operator,
             last_tick_us=last,
@@ -238,7 +266,38 @@ class OperatorService:
             ticks=_int(progress.get("ticks")) or 0,
             skipped=_int(progress.get("skipped")) or 0,
             last_error=str(progress.get("last_error") or ""),
+            clamped_from_us=clamped_from,
         )
+
+    def resume_point(
+        self, operator: Operator, last: int | None, now_us: int
+    ) -> tuple[int, int | None]:
+        """Where the schedule goes on from (the last tick, else the creation) and, when the
+        recorded last tick lies in the future beyond :data:`CLOCK_SKEW_US` (the clock went
+        back: the operator would stay silent until the clock catches up), that recorded
+        tick: the schedule then goes on from its latest tick at or before now."""
+        if last is None:
+            return check_time(operator.created_us), None
+        if check_time(last) <= now_us + CLOCK_SKEW_US:
+            return last, None
+        # go on from the tick before the latest one due: the latest is then due now
+        latest = latest_ticks(
+            operator.schedule, anchor_us=operator.created_us, now_us=now_us, count=2
+        )
+        return (latest[0] if len(latest) == 2 else operator.created_us), last
+
+    async def survey(self) -> Sequence[OperatorStatus | BrokenOperator]:
+        """Every operator's status, a broken one reported as such instead of ending the
+        listing."""
+        found: list[OperatorStatus | BrokenOperator] = []
+        for name in await self.names():
+            try:
+                found.append(await self.status(await self.get(name)))
+            except UnknownOperatorError:
+                continue  # removed meanwhile
+            except BROKEN as exc:
+                found.append(BrokenOperator(name=name, reason=exc.message))
+        return found
 
     async def remove(self, name: str) -> None:
         """Forget the operator: its definition, everything it kept, its session."""
@@ -372,14 +431,31 @@ class Scheduler:
     ttl: float = LEASE_TTL
     catch_up: int = CATCH_UP
     on_tick: Callable[[TickOutcome], None] | None = None
+    on_notice: Callable[[str], None] | None = None
+    """Told once per operator that is broken (then skipped) or whose progress was clamped."""
+    _reported: set[str] = field(default_factory=set)
+
+    def _notice(self, key: str, text: str) -> None:
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        if self.on_notice is not None:
+            self.on_notice(text)
 
     async def run_due(self, *, limit: int | None = None) -> list[TickOutcome]:
         """Every due tick of every operator (at most ``limit``), oldest first per
-        operator; each once."""
+        operator; each once. A broken operator is skipped (told once, through
+        ``on_notice``); the others run."""
         outcomes: list[TickOutcome] = []
         for name in await self.service.names():
             while limit is None or len(outcomes) < limit:
-                outcome = await self._one(name)
+                try:
+                    outcome = await self._one(name)
+                except BROKEN as exc:
+                    self._notice(
+                        "broken:" + name, f"operator {name} is broken, skipped: {exc.message}"
+                    )
+                    break
                 if outcome is None:
                     break
                 outcomes.append(outcome)
@@ -391,7 +467,13 @@ class Scheduler:
         """The next due tick (``None``: none is due) and how many older ones are skipped."""
         progress = await self.service.progress(operator.id)
         last = _int(progress.get("last_tick_us"))
-        after = operator.created_us if last is None else last
+        after, clamped_from = self.service.resume_point(operator, last, now_us)
+        if clamped_from is not None:
+            self._notice(
+                f"clamped:{operator.id}:{clamped_from}",
+                f"operator {operator.id}: its last tick is recorded at {label(clamped_from)}, "
+                f"after now (the clock went back); its schedule goes on from now",
+            )
         due = next_tick(operator.schedule, anchor_us=operator.created_us, after_us=after)
         if due is None or due > now_us:
             return None, 0
@@ -418,7 +500,14 @@ class Scheduler:
             if not held:
                 return None
             due, skipped = await self._due(operator, service._now_us())  # fresh, under lease
-            if due is None or not await store.claim_tick(operator.id, due, self.holder, self.ttl):
+            if due is None:
+                return None
+            progress = await service.progress(operator.id)
+            if not await store.claim_tick(operator.id, due, self.holder, self.ttl):
+                # Under the run lease, a tick that cannot be claimed was completed already
+                # (recorded before the clock went back): go on after it, without running it.
+                progress["last_tick_us"] = due
+                await store.put_state(key_prefix(operator.id) + "schedule", progress)
                 return None
             outcome = await self._run(operator, due)
             progress = await service.progress(operator.id)

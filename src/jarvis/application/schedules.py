@@ -53,25 +53,79 @@ def _zone(name: str) -> object:
         ) from exc
 
 
-def check_cron(expression: str, timezone: str = "UTC") -> Schedule:
-    """The schedule of a cron expression (5 fields), checked by croniter."""
+class ScheduleError(ConfigurationError):
+    """A schedule whose ticks cannot be computed: a cron expression that never matches a
+    date (``0 0 30 2 *``), an interval of zero, a stored time out of range. Raised for what
+    a user typed (exit code 2) and for a damaged stored operator, which is then reported
+    as broken while the other operators go on."""
+
+
+def check_cron(expression: str, timezone: str = "UTC", *, now_us: int | None = None) -> Schedule:
+    """The schedule of a cron expression (5 fields), checked by croniter; one that has no
+    next occurrence (February 30th) is refused here, before anything is stored."""
     from croniter import croniter
 
     text = " ".join(expression.split())
     if len(text.split(" ")) != 5 or not croniter.is_valid(text):
         raise ConfigurationError(f"Invalid cron expression {expression!r}.", hint=CRON_EXAMPLE)
     _zone(timezone)
-    return Schedule(kind="cron", expression=text, timezone=timezone)
+    schedule = Schedule(kind="cron", expression=text, timezone=timezone)
+    start = to_micros(datetime.now(UTC)) if now_us is None else now_us
+    try:
+        next_tick(schedule, anchor_us=start, after_us=start)
+    except ScheduleError as exc:
+        raise ConfigurationError(
+            f"The cron expression {expression!r} never matches a date.", hint=CRON_EXAMPLE
+        ) from exc
+    return schedule
 
 
 def every(text: str) -> Schedule:
     return Schedule(kind="every", seconds=parse_interval(text))
 
 
+_FAILURES = (ValueError, OverflowError, KeyError, TypeError)
+"""What computing a tick raises on a bad schedule or time (croniter's errors are
+``ValueError``s; a time out of ``datetime``'s range an ``OverflowError``)."""
+
+
 def next_tick(schedule: Schedule, *, anchor_us: int, after_us: int) -> int | None:
-    """The first tick strictly after ``after_us`` (``None`` for a manual schedule)."""
+    """The first tick strictly after ``after_us`` (``None`` for a manual schedule);
+    :class:`ScheduleError` when the schedule has none or a time is out of range."""
+    try:
+        return _next_tick(schedule, anchor_us=anchor_us, after_us=after_us)
+    except ScheduleError:
+        raise
+    except (ConfigurationError, *_FAILURES) as exc:
+        raise ScheduleError(f"Its schedule has no next tick ({_reason(exc)}).") from exc
+
+
+def check_time(micros: int) -> int:
+    """``micros`` when it is a time ``datetime`` can hold; :class:`ScheduleError` otherwise
+    (a damaged stored time)."""
+    try:
+        from_micros(micros)
+    except OverflowError as exc:
+        raise ScheduleError(f"A stored time ({micros}) is out of range.") from exc
+    return micros
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())[:200]
+
+
+def _check_interval(schedule: Schedule) -> int:
+    if not MIN_INTERVAL <= schedule.seconds <= MAX_INTERVAL:
+        raise ScheduleError(f"Its interval of {schedule.seconds} seconds is out of range.")
+    return schedule.seconds * 1_000_000
+
+
+def _next_tick(schedule: Schedule, *, anchor_us: int, after_us: int) -> int | None:
     if schedule.kind == "every":
-        step = schedule.seconds * 1_000_000
+        step = _check_interval(schedule)
+        for moment in (anchor_us, after_us):
+            from_micros(moment)  # a stored time out of range: OverflowError
         if after_us < anchor_us:
             return anchor_us + step
         return anchor_us + ((after_us - anchor_us) // step + 1) * step
@@ -88,9 +142,21 @@ def next_tick(schedule: Schedule, *, anchor_us: int, after_us: int) -> int | Non
 
 def latest_ticks(schedule: Schedule, *, anchor_us: int, now_us: int, count: int) -> list[int]:
     """Up to ``count`` of the latest ticks at or before ``now_us`` (after the anchor),
-    oldest first: where a scheduler that was down for long resumes."""
+    oldest first: where a scheduler that was down for long resumes (:class:`ScheduleError`
+    as :func:`next_tick`)."""
+    try:
+        return _latest_ticks(schedule, anchor_us=anchor_us, now_us=now_us, count=count)
+    except ScheduleError:
+        raise
+    except (ConfigurationError, *_FAILURES) as exc:
+        raise ScheduleError(f"Its schedule has no earlier tick ({_reason(exc)}).") from exc
+
+
+def _latest_ticks(schedule: Schedule, *, anchor_us: int, now_us: int, count: int) -> list[int]:
     if schedule.kind == "every":
-        step = schedule.seconds * 1_000_000
+        step = _check_interval(schedule)
+        for moment in (anchor_us, now_us):
+            from_micros(moment)
         if now_us < anchor_us + step:
             return []
         last = anchor_us + (now_us - anchor_us) // step * step

@@ -18,7 +18,7 @@ from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message
 from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, ReplLimits
-from jarvis.domain.sessions import SessionInfo, SessionMessage
+from jarvis.domain.sessions import PAGE_SIZE, SessionInfo, SessionMessage
 from jarvis.domain.tools import ToolResult, ToolSpec
 
 
@@ -188,6 +188,15 @@ class SessionStorePort(Protocol):
         self, session_id: str, *, limit: int | None = None
     ) -> tuple[SessionMessage, ...]:
         """Like :meth:`load`, with each message's model, usage and time."""
+        ...
+
+    def iter_records(
+        self, session_id: str, *, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[SessionMessage]:
+        """Every message of the session, oldest first, read from the store ``page_size`` at
+        a time: what a reader of a long session (``jarvis sessions show/export``) holds is
+        one page, not the session. An unknown session yields nothing; messages appended
+        meanwhile may or may not be included, none twice or out of order."""
         ...
 
     async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:

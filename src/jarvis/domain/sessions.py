@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from jarvis.domain.completion import Usage
-from jarvis.domain.errors import JarvisError
+from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message, Role, ToolCall
 
@@ -58,14 +58,25 @@ class SessionInfo(NamedTuple):
 
     @property
     def created_at(self) -> datetime:
-        return from_micros(self.created_us)
+        return stored_time(self.created_us)
 
     @property
     def updated_at(self) -> datetime:
-        return from_micros(self.updated_us)
+        return stored_time(self.updated_us)
 
 
 # --- errors -------------------------------------------------------------------------------
+
+
+PAGE_SIZE = 500
+"""How many messages :meth:`SessionStorePort.iter_records` reads from a store at a time."""
+
+
+def check_page_size(page_size: int) -> int:
+    """``page_size`` when it is at least 1 (a ``ConfigurationError`` otherwise)."""
+    if page_size < 1:
+        raise ConfigurationError(f"page_size must be >= 1, got {page_size}.")
+    return page_size
 
 
 class SessionStoreError(JarvisError):
@@ -122,6 +133,19 @@ def from_micros(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
+def stored_time(micros: int, *, local: bool = False) -> datetime:
+    """A time read from a store, in UTC (or the local zone): one that no ``datetime`` can
+    hold is a damaged store (:class:`SessionStoreCorruptError`), not a crash."""
+    try:
+        moment = from_micros(micros)
+        return moment.astimezone() if local else moment
+    except (OverflowError, ValueError, OSError) as exc:
+        raise SessionStoreCorruptError(
+            f"A stored time ({micros} microseconds since 1970) is out of range: "
+            "the session store is damaged."
+        ) from exc
+
+
 def message_to_record(record: SessionMessage) -> JSONObject:
     """The JSON object every store writes for ``record``."""
     message = record.message
@@ -150,8 +174,16 @@ def message_to_record(record: SessionMessage) -> JSONObject:
 
 
 def encode_record(record: SessionMessage) -> str:
-    """:func:`message_to_record` as compact JSON text; refuses a record over the size bound."""
-    text = json.dumps(message_to_record(record), ensure_ascii=False, separators=(",", ":"))
+    """:func:`message_to_record` as compact JSON text; refuses a record over the size bound.
+
+    Text that holds a lone surrogate (an engine can send one) is written with ASCII escapes
+    (``\\ud800``): the same JSON value, which every store can encode as UTF-8."""
+    data = message_to_record(record)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
     if len(text) > MAX_RECORD_BYTES // 4 and len(text.encode("utf-8")) > MAX_RECORD_BYTES:
         raise SessionStoreError(
             f"A {record.message.role.value} message of {len(text.encode('utf-8'))} bytes is "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -10,8 +10,10 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import (
+    PAGE_SIZE,
     SessionInfo,
     SessionMessage,
+    check_page_size,
     encode_record,
     title_of,
     to_micros,
@@ -56,6 +58,21 @@ class InMemorySessionStore:
         if limit is not None:
             records = records[len(records) - limit :] if limit else []
         return tuple(records)
+
+    async def iter_records(
+        self, session_id: str, *, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[SessionMessage]:
+        check_session_id(session_id)
+        check_page_size(page_size)
+        start = 0
+        while True:
+            session = self._sessions.get(session_id)
+            page = session.records[start : start + page_size] if session else []
+            for record in page:
+                yield record
+            if len(page) < page_size:
+                return
+            start += page_size
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

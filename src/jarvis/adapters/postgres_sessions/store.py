@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
@@ -29,12 +29,14 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import (
+    PAGE_SIZE,
     SessionInfo,
     SessionMessage,
     SessionStoreCorruptError,
     SessionStoreError,
     SessionStoreLockedError,
     SessionStoreUnavailableError,
+    check_page_size,
     decode_record,
     encode_record,
     title_of,
@@ -223,6 +225,28 @@ class PostgresSessionStore:
             return rows
 
         return self._decode(session_id, await self._call(work))
+
+    async def iter_records(
+        self, session_id: str, *, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[SessionMessage]:
+        check_session_id(session_id)
+        check_page_size(page_size)
+        after = -1
+        while True:
+
+            def work(db: psycopg.Connection[TupleRow], after: int = after) -> list[TupleRow]:
+                return db.execute(
+                    "SELECT record, seq FROM jarvis_messages WHERE session_id = %s"
+                    " AND seq > %s ORDER BY seq LIMIT %s",
+                    (session_id, after, page_size),
+                ).fetchall()
+
+            rows = await self._call(work)
+            for record in self._decode(session_id, rows):
+                yield record
+            if len(rows) < page_size:
+                return
+            after = int(rows[-1][1])
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from filelock import FileLock
 
@@ -18,9 +19,11 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import (
+    PAGE_SIZE,
     SessionInfo,
     SessionMessage,
     SessionStoreUnavailableError,
+    check_page_size,
     decode_record,
     encode_record,
     title_of,
@@ -89,6 +92,47 @@ class JsonlSessionStore:
         if limit is not None:
             records = records[len(records) - limit :] if limit else []
         return tuple(records)
+
+    async def iter_records(
+        self, session_id: str, *, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[SessionMessage]:
+        path = self._path(session_id)
+        check_page_size(page_size)
+        try:
+            handle = await asyncio.to_thread(path.open, "rb")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise SessionStoreUnavailableError(
+                f"Cannot read the session file {path}: {exc.strerror}.", location=str(path)
+            ) from exc
+        try:
+            while True:
+                lines = await asyncio.to_thread(self._read_lines, handle, path, page_size)
+                for line in lines:
+                    record = _decode(line.decode("utf-8", "replace"))
+                    if record is not None:
+                        yield record
+                if len(lines) < page_size:
+                    return
+        finally:
+            handle.close()
+
+    @staticmethod
+    def _read_lines(handle: BinaryIO, path: Path, count: int) -> list[bytes]:
+        """Up to ``count`` lines of ``handle`` (cut at ``\\n`` only, as :meth:`_read`)."""
+        try:
+            lines = []
+            for _ in range(count):
+                line = handle.readline()
+                if not line:
+                    break
+                lines.append(line)
+            return lines
+        except OSError as exc:
+            raise SessionStoreUnavailableError(
+                f"Cannot read the session file {path}: {exc.strerror}.", location=str(path)
+            ) from exc
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

@@ -19,7 +19,7 @@ import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,12 +28,14 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import (
+    PAGE_SIZE,
     SessionInfo,
     SessionMessage,
     SessionStoreCorruptError,
     SessionStoreError,
     SessionStoreLockedError,
     SessionStoreUnavailableError,
+    check_page_size,
     decode_record,
     encode_record,
     title_of,
@@ -166,6 +168,28 @@ class SqliteSessionStore:
             return rows
 
         return self._decode(session_id, await self._call(work))
+
+    async def iter_records(
+        self, session_id: str, *, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[SessionMessage]:
+        check_session_id(session_id)
+        check_page_size(page_size)
+        after = -1
+        while True:
+
+            def work(db: sqlite3.Connection, after: int = after) -> list[tuple[int, str]]:
+                return db.execute(
+                    "SELECT seq, record FROM messages WHERE session_id = ? AND seq > ?"
+                    " ORDER BY seq LIMIT ?",
+                    (session_id, after, page_size),
+                ).fetchall()
+
+            rows = await self._call(work)
+            for record in self._decode(session_id, [(text,) for _, text in rows]):
+                yield record
+            if len(rows) < page_size:
+                return
+            after = int(rows[-1][0])
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

@@ -234,6 +234,16 @@ def ask(
             show_default=False,
         ),
     ] = None,
+    no_keep: Annotated[
+        bool,
+        typer.Option(
+            "--no-keep",
+            "--ephemeral",
+            help="Store nothing of this question and answer (by default a plain ask is kept "
+            "as a new session, which -c continues; [sessions] keep_asks = false turns that "
+            "off).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -252,7 +262,7 @@ def ask(
         def arg(value: str | None) -> str | None:
             return None if value is None else repair_text(value)
 
-        conversation = _conversation(continue_last, arg(session))
+        conversation = _conversation(continue_last, arg(session), no_keep=no_keep)
         text = repair_text(read_question(question))
         context_text = read_context_file(context_file) if context_file is not None else None
         runtime = open_runtime(
@@ -280,7 +290,17 @@ def ask(
             asyncio.run(
                 _operator_answer(runtime, command, arg(operator) or "adhoc", json=json_output)
             )
-            return
+            return  # an operator keeps its own history: nothing is kept as a session
+        if conversation is None and not no_keep and runtime.config.sessions.keep_asks:
+            from jarvis.entrypoints.cli.conversation import SessionChoice, too_large_to_keep
+
+            reason = too_large_to_keep(text)
+            if reason:  # a long question on stdin: answered, not kept
+                from jarvis.entrypoints.cli.options import stderr_line
+
+                stderr_line(f"jarvis: {reason}")
+            else:
+                conversation = SessionChoice()  # kept as a new session, for a later -c
         if temperature is not None:
             chosen_by = "--temperature"
         elif runtime.config.agent.temperature is not None:
@@ -342,7 +362,7 @@ async def _operator_answer(
 ) -> None:
     """``command`` as one tick of operator ``name`` (created on first use), printed."""
     from jarvis.entrypoints.cli.operators import attach_asker, operator_service
-    from jarvis.entrypoints.cli.output import printable, write_json, write_line
+    from jarvis.entrypoints.cli.output import write_json, write_line
 
     service = operator_service(runtime)
     try:
@@ -355,14 +375,24 @@ async def _operator_answer(
         data["operator"] = name
         write_json(data)
     else:
-        write_line(printable(answer.content))
+        write_line(answer.content)
 
 
-def _conversation(continue_last: bool, session: str | None) -> SessionChoice | None:
-    """Which conversation ``-c`` / ``--session`` asked for (``None``: a one-off question,
-    which never loads the session store)."""
+def _conversation(
+    continue_last: bool, session: str | None, *, no_keep: bool = False
+) -> SessionChoice | None:
+    """Which conversation ``-c`` / ``--session`` asked for (``None``: none was asked for;
+    the question is then kept as a new session unless ``--no-keep`` or ``[sessions]
+    keep_asks = false`` says otherwise, and only then is the session store loaded)."""
     if not continue_last and session is None:
         return None
+    if no_keep:
+        from jarvis.domain.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "--no-keep cannot be used with -c or --session (they store the exchange).",
+            hint="Drop --no-keep, or ask without -c / --session.",
+        )
     from jarvis.entrypoints.cli.conversation import SessionChoice
 
     return SessionChoice.of(continue_last=continue_last, name=session)

@@ -372,6 +372,14 @@ def chat(
         from jarvis.entrypoints.cli.streams import repair_text
 
         choice = SessionChoice.of(continue_last=continue_last, name=session)
+        if sys.stdin is None:  # started with fd 0 closed (`jarvis chat <&-`)
+            from jarvis.domain.errors import ConfigurationError
+
+            raise ConfigurationError(
+                "Standard input is closed: the chat has nothing to read.",
+                hint='Pipe the messages in (printf "one\\ntwo\\n" | jarvis chat) or ask '
+                'one question with jarvis ask "...".',
+            )
         runtime = open_runtime(
             ctx, config=config, engine=engine, base_url=base_url, model=model, verbose=verbose
         )

@@ -1,7 +1,8 @@
-"""``jarvis ask -c`` / ``--session``: a question asked within a stored conversation.
+"""``jarvis ask`` within a stored conversation: ``-c`` / ``--session``, or a plain ask kept
+as a new session (the default: ``[sessions] keep_asks``).
 
-Loaded only when one of those options is given: a one-off ``jarvis ask`` never imports the
-session store.
+Not loaded by ``jarvis ask --no-keep`` (or with ``keep_asks = false``), which never
+imports the session store.
 """
 
 from __future__ import annotations
@@ -45,6 +46,23 @@ class SessionChoice:
         )
 
 
+def too_large_to_keep(question: str) -> str:
+    """Why a plain ask's ``question`` cannot be kept as a session (a question on stdin may
+    be larger than a stored message may be), or ``""``: such an ask is answered all the
+    same and stores nothing, where ``-c`` / ``--session`` (asked for) refuse it."""
+    from jarvis.domain.sessions import MAX_RECORD_BYTES
+
+    if len(question) <= MAX_RECORD_BYTES // 4:
+        return ""
+    size = len(question.encode("utf-8", "surrogatepass"))
+    if size <= MAX_RECORD_BYTES - 1024:  # room for the record's other fields
+        return ""
+    return (
+        f"the question ({size:,} bytes) is too large to keep as a session (at most "
+        f"{MAX_RECORD_BYTES:,}): it is answered, and nothing is stored"
+    )
+
+
 async def resolve_session(
     service: ConversationService,
     choice: SessionChoice,
@@ -57,6 +75,8 @@ async def resolve_session(
     if choice.continue_last:
         last = await service.last_session()
         if last is not None:
+            if notice is not None:
+                notice(f"session: continuing the last conversation, {last}")
             return last
     fresh = service.new_session_id()
     if notice is not None:
@@ -75,8 +95,18 @@ async def conversation_updates(
     from jarvis.entrypoints.conversations import conversation_service
 
     service = await conversation_service(runtime)
-    session_id = await resolve_session(service, choice, notice=notice)
-    return session_id, _without_history(service.stream(session_id, command), notice)
+    if choice.name is None and not choice.continue_last:  # a plain ask, kept: a new session
+        session_id = service.new_session_id()
+        # open the store before the engine is asked: one that is damaged or out of reach
+        # fails the command now (exit code 7 or 3), not after the answer was paid for
+        await service.exists(session_id)
+        if notice is not None:
+            notice(f"session: a new conversation, {session_id}")
+        updates = service.stream(session_id, command, fresh=True)
+    else:
+        session_id = await resolve_session(service, choice, notice=notice)
+        updates = service.stream(session_id, command)
+    return session_id, _without_history(updates, notice)
 
 
 async def _without_history(

@@ -39,13 +39,15 @@ Exit codes:
        agent that takes none, unknown persona, persona file not writable, an
        option value that is not a finite number in its range, a --config or
        --context-file that is not a regular file or too large, stdout closed
+       (and stdin, for chat), a cron expression that never matches a date
   3    engine or session store unavailable (the message names it, its URL and how to
        start it; a password in the URL is never printed)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS
        sandbox on this machine, no container runtime, its socket down, no image
-  7    the session store is damaged (not a jarvis database, a damaged message);
+  7    the session store is damaged (not a jarvis database, a damaged message,
+       a stored time out of range);
        it was left untouched
   130  interrupted (Ctrl-C)
 """
@@ -112,7 +114,9 @@ def describe(exc: BaseException) -> str:
 
 
 def write_stderr(text: str, err: TextIO | None = None) -> None:
-    """Write ``text`` to stderr (or ``err``) with URL credentials masked; never raises.
+    """Write ``text`` to stderr (or ``err``) with URL credentials masked, through the
+    printable filter when it is a terminal (an engine's error text, a tool's output or a
+    model name may hold escape sequences); never raises.
 
     Diagnostics are best effort: a stderr that is closed or whose reader went away must
     not end a command whose answer is still being written to stdout.
@@ -122,10 +126,11 @@ def write_stderr(text: str, err: TextIO | None = None) -> None:
         return
     import contextlib
 
+    from jarvis.entrypoints.cli.terminal_text import for_terminal
     from jarvis.entrypoints.redact import redact_urls
 
     with contextlib.suppress(OSError, ValueError):
-        stream.write(redact_urls(text))
+        stream.write(for_terminal(redact_urls(text), stream))
         stream.flush()
 
 

@@ -16,6 +16,7 @@ from jarvis.entrypoints.cli.options import (
     VerboseOption,
     open_runtime,
 )
+from jarvis.entrypoints.cli.output import write_raw
 
 
 def agents(
@@ -48,7 +49,7 @@ def agents(
             tools = "yes" if row["accepts_tools"] else "no"
             names = ", ".join(aliases.get(str(row["key"]), []))
             lines.append(f"{row['key']!s:<{width}}  {tools:<5}  {names}".rstrip())
-        sys.stdout.write("\n".join(lines) + "\n")
+        write_raw("\n".join(lines) + "\n")
 
     code = guarded(body, verbose=False)
     if code:
@@ -82,7 +83,7 @@ def models(
         if json_output:
             sys.stdout.write(json.dumps(names, indent=2) + "\n")
         elif names:
-            sys.stdout.write("\n".join(names) + "\n")
+            write_raw("\n".join(names) + "\n")
         else:
             sys.stderr.write("jarvis: the engine lists no models\n")
 

@@ -29,7 +29,8 @@ from jarvis.entrypoints.cli.options import (
     VerboseOption,
     open_runtime,
 )
-from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
+from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
+from jarvis.entrypoints.cli.terminal_text import for_terminal
 from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIMES
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _server_lines(row: JSONObject) -> list[str]:
         description = str(tool["description"]).strip().splitlines()
         if description:
             shown += f": {description[0][:100]}"
-        lines.append(printable(shown))
+        lines.append(shown)
     return lines
 
 
@@ -221,9 +222,9 @@ def call(
             }
         )
     elif result.success:
-        write_line(printable(result.content))
+        write_line(result.content)
     else:
-        sys.stderr.write(printable(result.content) + "\n")
+        sys.stderr.write(for_terminal(result.content, sys.stderr) + "\n")
     if not result.success:
         exit_with(EXIT_UNEXPECTED)
 

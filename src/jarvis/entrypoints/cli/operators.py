@@ -12,20 +12,31 @@ usage error (exit code 2) that names what exists or shows an example.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from jarvis.entrypoints.cli.errors import guarded
-from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
-from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
+from jarvis.entrypoints.cli.options import (
+    MAX_COUNT,
+    ConfigOption,
+    JsonOption,
+    VerboseOption,
+    finite,
+    open_runtime,
+)
+from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from jarvis.application.ask import Answer
-    from jarvis.application.operators import OperatorService, OperatorStatus, TickOutcome
+    from jarvis.application.operators import (
+        BrokenOperator,
+        OperatorService,
+        OperatorStatus,
+        TickOutcome,
+    )
     from jarvis.entrypoints.runtime import Runtime
 
 
@@ -66,9 +77,9 @@ async def attach_asker(runtime: Runtime, service: OperatorService) -> None:
 def _time(micros: int | None) -> str:
     if micros is None:
         return "-"
-    from jarvis.domain.sessions import from_micros
+    from jarvis.domain.sessions import stored_time
 
-    return from_micros(micros).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @app.command("add")
@@ -179,30 +190,49 @@ def _status_json(status: OperatorStatus) -> dict[str, object]:
         "ticks": status.ticks,
         "skipped": status.skipped,
         "last_error": status.last_error,
+        "clamped_from_us": status.clamped_from_us,
     }
+
+
+def _broken_json(broken: BrokenOperator) -> dict[str, object]:
+    return {"name": broken.name, "broken": broken.reason}
 
 
 @app.command("list")
 def list_operators(
     ctx: typer.Context, config: ConfigOption = None, json_output: JsonOption = False
 ) -> None:
-    """Every operator: agent, schedule, last and next tick."""
+    """Every operator: agent, schedule, last and next tick (a broken one marked so)."""
 
     def body() -> None:
+        from jarvis.application.operators import BrokenOperator
+        from jarvis.entrypoints.cli.options import stderr_line
+
         service = operator_service(_runtime(ctx, config))
-
-        async def statuses() -> list[OperatorStatus]:
-            return [await service.status(op) for op in await service.list()]
-
-        found = run_async(statuses())
+        found = run_async(service.survey())
+        for s in found:
+            if not isinstance(s, BrokenOperator) and s.clamped_from_us is not None:
+                stderr_line(
+                    f"jarvis: operator {s.operator.id}: its last tick is recorded at "
+                    f"{_time(s.clamped_from_us)}, after now (the clock went back); "
+                    "`jarvis operators run` goes on from now"
+                )
         if json_output:
-            write_json([_status_json(s) for s in found])
+            write_json(
+                [
+                    _broken_json(s) if isinstance(s, BrokenOperator) else _status_json(s)
+                    for s in found
+                ]
+            )
             return
         if not found:
             write_line("no operators (add one with: jarvis operators add NAME --every 30m ...)")
             return
         write_line(f"{'NAME':<20} {'AGENT':<18} {'SCHEDULE':<22} {'TICKS':>5}  NEXT")
         for s in found:
+            if isinstance(s, BrokenOperator):
+                write_line(f"{s.name:<20} BROKEN: {s.reason}")
+                continue
             write_line(
                 f"{s.operator.id:<20} {s.operator.agent:<18} "
                 f"{s.operator.schedule.describe():<22} {s.ticks:>5}  {_time(s.next_tick_us)}"
@@ -243,7 +273,7 @@ def tick(
         if json_output:
             write_json(_answer_json(answer))
         else:
-            write_line(printable(answer.content))
+            write_line(answer.content)
 
     exit_with(guarded(body, verbose=verbose))
 
@@ -253,7 +283,8 @@ def history(
     ctx: typer.Context,
     name: NameArgument,
     last: Annotated[
-        int | None, typer.Option("--last", "-n", min=1, help="Only the last N ticks.")
+        int | None,
+        typer.Option("--last", "-n", min=1, max=MAX_COUNT, help="Only the last N ticks."),
     ] = None,
     config: ConfigOption = None,
     json_output: JsonOption = False,
@@ -283,7 +314,7 @@ def history(
             write_line(f"operator {name} has not ticked yet")
         for r in records:
             who = "tick" if r.message.role is Role.USER else "answer"
-            write_line(f"[{_time(to_micros(r.created_at))}] {who}: {printable(r.message.content)}")
+            write_line(f"[{_time(to_micros(r.created_at))}] {who}: {r.message.content}")
 
     exit_with(guarded(body, verbose=False))
 
@@ -304,13 +335,16 @@ def remove(ctx: typer.Context, name: NameArgument, config: ConfigOption = None) 
 def run(
     ctx: typer.Context,
     poll: Annotated[
-        float, typer.Option("--poll", min=0.05, max=3600, help="Seconds between checks.")
+        float,
+        typer.Option("--poll", min=0.05, max=3600, callback=finite, help="Seconds between checks."),
     ] = 1.0,
     duration: Annotated[
-        float | None, typer.Option("--for", min=0, help="Stop after this many seconds.")
+        float | None,
+        typer.Option("--for", min=0, callback=finite, help="Stop after this many seconds."),
     ] = None,
     max_ticks: Annotated[
-        int | None, typer.Option("--max-ticks", min=1, help="Stop after this many ticks.")
+        int | None,
+        typer.Option("--max-ticks", min=1, max=MAX_COUNT, help="Stop after this many ticks."),
     ] = None,
     config: ConfigOption = None,
     json_output: JsonOption = False,
@@ -340,11 +374,17 @@ def run(
                     }
                 )
             else:
-                status = f"error: {outcome.error}" if outcome.error else "ok"
-                sys.stderr.write(f"jarvis: ticked {outcome.operator} at {when}: {status}\n")
-                sys.stderr.flush()
+                from jarvis.entrypoints.cli.errors import write_stderr
 
-        scheduler = Scheduler(service, on_tick=report)
+                status = f"error: {outcome.error}" if outcome.error else "ok"  # engine text
+                write_stderr(f"jarvis: ticked {outcome.operator} at {when}: {status}\n")
+
+        def notice(text: str) -> None:
+            from jarvis.entrypoints.cli.options import stderr_line
+
+            stderr_line(f"jarvis: {text}")
+
+        scheduler = Scheduler(service, on_tick=report, on_notice=notice)
         until = None if duration is None else time.time() + duration
 
         async def go() -> int:

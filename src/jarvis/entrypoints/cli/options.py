@@ -58,6 +58,21 @@ VerboseOption = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Say which engine is used and why; tracebacks on errors."),
 ]
+MAX_COUNT = 1_000_000_000
+"""The largest count an integer option takes (``--limit``, ``--last``, ``--max-ticks``): a
+larger one is a usage error, never an overflow further down (a database's 64-bit column)."""
+
+
+def finite(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
+    """A float option's callback: ``nan`` passes click's range checks (it compares false
+    with both ends) and ``inf`` passes an open end, so both are refused here (exit code 2)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number.", ctx=ctx, param=param)
+    return value
+
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 

@@ -23,6 +23,7 @@ import typer
 
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
+from jarvis.entrypoints.cli.output import write_raw
 
 if TYPE_CHECKING:
     from jarvis.application.system_prompt import PersonaPromptReport
@@ -151,7 +152,7 @@ def show(
             lines += ["", "--- appended to every agent's system prompt ---", report.prompt]
         elif report.persona != "none":
             lines += ["", "(no persona files yet: `jarvis persona edit soul` creates SOUL.md)"]
-        sys.stdout.write("\n".join(lines) + "\n")
+        write_raw("\n".join(lines) + "\n")
 
     code = guarded(body, verbose=verbose)
     if code:

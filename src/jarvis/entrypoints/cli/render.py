@@ -1,7 +1,9 @@
 """Rendering a run on the terminal: a spinner until the first token, then the text as it comes.
 
-The answer goes to stdout; everything else (spinner, tool activity, notices) goes to stderr,
-so ``jarvis ask ... > answer.txt`` captures exactly the answer. The spinner runs only when
+Text from the engine goes through the printable filter on a terminal
+(:mod:`jarvis.entrypoints.cli.terminal_text`). The answer goes to stdout; everything else
+(spinner, tool activity, notices) goes to stderr, so ``jarvis ask ... > answer.txt``
+captures exactly the answer. The spinner runs only when
 stderr is a terminal, and :meth:`StreamRenderer.abort` always leaves the terminal clean
 (spinner line cleared, the cursor on a fresh line).
 """
@@ -12,6 +14,8 @@ import contextlib
 import sys
 import threading
 from typing import TextIO
+
+from jarvis.entrypoints.cli.terminal_text import for_terminal
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _CLEAR_LINE = "\r\x1b[K"
@@ -103,7 +107,7 @@ class StreamRenderer:
         if not delta:
             return
         self._quiet()
-        self.out.write(delta)
+        self.out.write(for_terminal(delta, self.out))
         self.out.flush()
         self._wrote_text = True
         self._at_line_start = delta.endswith("\n")

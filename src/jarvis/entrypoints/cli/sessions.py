@@ -18,8 +18,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.entrypoints.cli.errors import guarded
-from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
-from jarvis.entrypoints.cli.output import exit_with, printable, run_async, write_json, write_line
+from jarvis.entrypoints.cli.options import (
+    MAX_COUNT,
+    ConfigOption,
+    JsonOption,
+    VerboseOption,
+    open_runtime,
+)
+from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
+from jarvis.entrypoints.cli.streams import json_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,9 +56,9 @@ def _run(ctx: typer.Context, config: Path | None) -> Sessions:
 
 
 def _time(micros: int) -> str:
-    from jarvis.domain.sessions import from_micros
+    from jarvis.domain.sessions import stored_time
 
-    return from_micros(micros).astimezone().strftime("%Y-%m-%d %H:%M")
+    return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M")
 
 
 @app.command("list")
@@ -59,7 +66,14 @@ def list_sessions(
     ctx: typer.Context,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", "-n", min=1, help="Only the N most recent.", show_default=False),
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            max=MAX_COUNT,
+            help="Only the N most recent.",
+            show_default=False,
+        ),
     ] = None,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
@@ -91,7 +105,7 @@ def list_sessions(
         lines = [f"{'SESSION':<{width}}  MESSAGES  UPDATED           TITLE"]
         lines.extend(
             f"{info.id:<{width}}  {info.message_count:>8}  {_time(info.updated_us)}  "
-            f"{printable(info.title)}".rstrip()
+            f"{info.title}".rstrip()
             for info in infos
         )
         write_line("\n".join(lines))
@@ -101,33 +115,64 @@ def list_sessions(
 
 def record_json(record: SessionMessage) -> JSONObject:
     """The canonical record of ``record``, with its time also as ISO 8601 (``time``)."""
-    from jarvis.domain.sessions import message_to_record
+    from jarvis.domain.sessions import message_to_record, stored_time, to_micros
 
     data = message_to_record(record)
-    data["time"] = record.created_at.isoformat()
+    data["time"] = stored_time(to_micros(record.created_at)).isoformat()
     return data
 
 
 def _transcript_line(record: SessionMessage) -> str:
+    from jarvis.domain.sessions import stored_time, to_micros
+
     message = record.message
-    when = record.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    moment = stored_time(to_micros(record.created_at), local=True)
+    when = moment.strftime("%Y-%m-%d %H:%M:%S")
     role = message.role.value
     if message.tool_calls:
         calls = ", ".join(
             f"{call.name}({call.arguments_json()}) [{call.id}]" for call in message.tool_calls
         )
         text = f"{message.content}\n  → {calls}" if message.content else f"→ {calls}"
-        return f"[{when}] {role}: {printable(text)}"
+        return f"[{when}] {role}: {text}"
     if message.tool_call_id is not None:
-        return f"[{when}] tool {message.name or ''} [{message.tool_call_id}]: " + printable(
-            message.content
-        )
+        return f"[{when}] tool {message.name or ''} [{message.tool_call_id}]: {message.content}"
     extra = ""
     if record.model:
         usage = record.usage
         tokens = f", {usage.prompt_tokens}+{usage.completion_tokens} tokens" if usage else ""
         extra = f" ({record.model}{tokens})"
-    return f"[{when}] {role}{extra}: {printable(message.content)}"
+    return f"[{when}] {role}{extra}: {message.content}"
+
+
+async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: bool) -> None:
+    """Write session ``name`` as it is read from the store, a page at a time: a transcript
+    (``show``), JSON lines (``export``), or one JSON document (``--json``, written piece by
+    piece; ``show`` ends it with the message count)."""
+    from jarvis.domain.sessions import encode_record
+    from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
+
+    await store.require(name)
+    terminal, write = is_terminal(sys.stdout), sys.stdout.write
+
+    def emit(text: str) -> None:  # write_raw, with the terminal asked once
+        write(terminal_safe(text) if terminal else text)
+
+    count = 0
+    records = store.iter_records(name)
+    if not json_output:
+        async for record in records:
+            emit((_transcript_line(record) if transcript else encode_record(record)) + "\n")
+        return
+    emit('{\n  "id": ' + json_text(name, stream=sys.stdout) + ',\n  "messages": [')
+    async for record in records:
+        item = json_text(record_json(record), stream=sys.stdout).replace("\n", "\n    ")
+        emit(("," if count else "") + "\n    " + item)
+        count += 1
+    ending = "\n  ]" if count else "]"
+    if transcript:
+        ending += f',\n  "message_count": {count}'
+    emit(ending + "\n}\n")
 
 
 @app.command("show")
@@ -141,17 +186,7 @@ def show(
     """Print a session's messages: tool calls with their ids, tool results, models, usage."""
 
     def body() -> None:
-        records = run_async(_run(ctx, config).records(name))
-        if json_output:
-            write_json(
-                {
-                    "id": name,
-                    "message_count": len(records),
-                    "messages": [record_json(r) for r in records],
-                }
-            )
-            return
-        write_line("\n".join(_transcript_line(r) for r in records))
+        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=True))
 
     exit_with(guarded(body, verbose=verbose))
 
@@ -187,12 +222,6 @@ def export(
     """Write a session as JSON lines, one canonical record a line (--json: one document)."""
 
     def body() -> None:
-        from jarvis.domain.sessions import encode_record
-
-        records = run_async(_run(ctx, config).records(name))
-        if json_output:
-            write_json({"id": name, "messages": [record_json(r) for r in records]})
-            return
-        sys.stdout.write("".join(encode_record(r) + "\n" for r in records))
+        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=False))
 
     exit_with(guarded(body, verbose=verbose))

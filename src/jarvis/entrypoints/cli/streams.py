@@ -69,7 +69,20 @@ def json_text(value: object, *, stream: TextIO | None = None) -> str:
         text = json.dumps(value, indent=2, ensure_ascii=False)
         try:
             text.encode("utf-8")
-            return text
+            return _escape_controls(text)
         except UnicodeEncodeError:
             pass
     return json.dumps(value, indent=2, ensure_ascii=True)
+
+
+def _escape_controls(text: str) -> str:
+    """JSON text with C1 controls and bidi controls written as ``\\uXXXX`` escapes (the
+    same JSON value; C0 controls are escaped by ``json.dumps`` already): raw, a terminal
+    would act on them. Outside strings JSON holds none of them, so this is exact."""
+    import re
+
+    return re.sub(
+        "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]",
+        lambda found: f"\\u{ord(found.group()):04x}",
+        text,
+    )
