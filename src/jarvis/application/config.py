@@ -165,6 +165,9 @@ class AgentSettings(_Section):
     ``-O max_turns=N`` (or the SDK's agent options) wins over it."""
     temperature: Annotated[float, Bounds(ge=0, le=2)] | None = None
     max_tokens: Annotated[int, Bounds(gt=0, le=MAX_TOKENS)] | None = None
+    project_instructions: bool = True
+    """Whether the ``AGENTS.md`` files of the working directory and its parents (up to the
+    repository root) enter the system prompt (``--no-project-instructions`` per question)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,6 +230,18 @@ class SystemPromptSettings(_Section):
     truncation_strategy: Literal["head_tail", "head"] = "head_tail"
     """``head_tail`` keeps the first 70 % and the last 20 % of an oversized file (its newest
     entries are at the end); ``head`` keeps the first 90 %."""
+    skill_desc_max_chars: Annotated[int, Bounds(gt=0, le=10_000)] = 250
+    """Each skill's description in the skill catalogue is cut to this."""
+    agents_md_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 8000
+    """Each ``AGENTS.md`` is cut to this (its beginning kept)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillSettings(_Section):
+    """Where Agent Skills are found besides ``./.jarvis/skills`` and ``<config dir>/skills``."""
+
+    paths: tuple[str, ...] = ()
+    """More folders of skills (``~`` expanded; relative: from the working directory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,3 +321,4 @@ class JarvisConfig(_Section):
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    skills: SkillSettings = field(default_factory=SkillSettings)

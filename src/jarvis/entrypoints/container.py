@@ -42,7 +42,7 @@ import inspect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
-from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
+from jarvis.application.ask import AskService, PersonaPrompt, PromptContext, ToolProvider
 from jarvis.application.config import JarvisConfig
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.domain.errors import ConfigurationError
@@ -520,6 +520,30 @@ def _embeddings() -> EmbeddingPort | None:
     return MiniLMEmbeddings() if available() else None
 
 
+def _skill_notice(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def _prompt_context(config: JarvisConfig) -> PromptContext:
+    """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
+    ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
+    from jarvis.adapters.filesystem_tools.project_files import AgentsMdFiles
+    from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
+    from jarvis.entrypoints.settings import config_dir
+
+    budgets = config.system_prompt
+    locations = [".jarvis/skills", *config.skills.paths, str(config_dir() / "skills")]
+    return PromptContext(
+        instructions=AgentsMdFiles(max_bytes=max(64 * 1024, 4 * budgets.agents_md_max_chars)),
+        use_instructions=config.agent.project_instructions,
+        agents_md_max_chars=budgets.agents_md_max_chars,
+        skills=SkillFolders(locations, notice=_skill_notice),
+        skill_desc_max_chars=budgets.skill_desc_max_chars,
+    )
+
+
 def _ask_service(
     *,
     config: JarvisConfig,
@@ -531,6 +555,7 @@ def _ask_service(
     repl: ReplPort,
     sandbox: _SandboxOnDemand,
     runtimes: ExternalRuntimesPort | None = None,
+    context: PromptContext | None = None,
 ) -> AskService:
     return AskService(
         registry=registry,
@@ -547,6 +572,7 @@ def _ask_service(
         default_max_tokens=config.agent.max_tokens,
         sandbox=sandbox,
         runtimes=runtimes,
+        context=context,
     )
 
 
@@ -622,6 +648,12 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
 
+    prompt_context: providers.Provider[PromptContext | None] = providers.Singleton(
+        _prompt_context, config
+    )
+    """The ``AGENTS.md`` files and Agent Skills every agent's prompt gets after the persona;
+    override with ``providers.Object(None)`` for neither."""
+
     container_runtime: providers.Resource[ContainerPort] = providers.Resource(
         _container_runtime, config
     )
@@ -665,6 +697,7 @@ class Container(containers.DeclarativeContainer):
         repl=repl,
         sandbox=providers.Factory(_SandboxOnDemand, sandbox.provider),
         runtimes=external_runtimes,
+        context=prompt_context,
     )
     """The ask use case; asynchronous (``await container.ask_service.async_()``) while its
     engine is one of the container's resources."""

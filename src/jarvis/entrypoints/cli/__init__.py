@@ -33,6 +33,7 @@ COMMANDS = (
     "models",
     "tools",
     "persona",
+    "skills",
     "sandbox",
     "operators",
     "serve",
@@ -110,6 +111,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.sandbox import app as sandbox_app
 
             built.add_typer(sandbox_app, name="sandbox")
+        elif name == "skills":
+            from jarvis.entrypoints.cli.skills import app as skills_app
+
+            built.add_typer(skills_app, name="skills", epilog=EXIT_CODES_HELP)
         elif name == "operators":
             from jarvis.entrypoints.cli.operators import app as operators_app
 

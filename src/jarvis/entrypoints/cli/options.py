@@ -55,6 +55,13 @@ VerboseOption = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Say which engine is used and why; tracebacks on errors."),
 ]
+NoProjectInstructionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-project-instructions",
+        help="Leave the AGENTS.md files of this directory and its parents out of the prompt.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
