@@ -116,12 +116,14 @@ def test_a_tool_using_run_sees_the_catalogue_and_reads_a_skill_and_its_file(
         "Use when working with PDF files." in prompt
     )
     assert "- brand-guidelines: Applies the brand's colours and typography" in prompt
-    assert "broken" not in prompt and "notes-only" not in prompt
+    assert "broken" not in prompt
+    assert "notes-only" not in prompt
     assert "skill" in tool_names(engine)
     instructions = tool_outputs(engine, 1)[0]
     assert "# PDF Processing Guide" in instructions
     assert "Use pypdf to read pages." in instructions
-    assert "forms.md" in instructions and "scripts/extract.py" in instructions
+    assert "forms.md" in instructions
+    assert "scripts/extract.py" in instructions
     assert "license:" not in instructions  # the front matter is not repeated
     assert tool_outputs(engine, 2)[1] == "# Forms\nCall fill_fields() with the field map.\n"
     broken = str(project / ".jarvis" / "skills" / "broken" / "SKILL.md")
@@ -163,7 +165,8 @@ def test_skill_files_are_confined_to_the_skill_folder(project: Path, tmp_path: P
         assert output.startswith("Error:"), (attack, output)
     assert "leaves the skill's folder" in outputs[0]
     assert "is absolute" in outputs[1]
-    assert "symbolic link" in outputs[2] and "symbolic link" in outputs[3]
+    assert "symbolic link" in outputs[2]
+    assert "symbolic link" in outputs[3]
     assert f"is {256 * 1024 + 1} bytes" in outputs[4]
     assert "secret or credential" in outputs[5]
 
@@ -193,7 +196,8 @@ def test_skills_list_and_show_through_the_cli(project: Path, jarvis_home: Path) 
     data = json.loads(listed.stdout)
     assert [item["name"] for item in data] == ["brand-guidelines", "pdf"]
     assert data[1]["path"] == str(project / ".jarvis" / "skills" / "pdf" / "SKILL.md")
-    assert "broken" in listed.stderr and "Traceback" not in listed.stderr
+    assert "broken" in listed.stderr
+    assert "Traceback" not in listed.stderr
     shown = jarvis("skills", "show", "pdf", cwd=project)
     assert shown.returncode == 0, shown.stderr
     assert "# PDF Processing Guide" in shown.stdout
