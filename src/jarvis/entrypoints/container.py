@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
     from jarvis.application.config import ReplSettings
     from jarvis.application.sandboxed_ask import SandboxedAgents
+    from jarvis.application.skills import Skill, SkillLibrary
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.domain.agents.base import BaseAgent
@@ -526,11 +527,32 @@ def _skill_notice(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class _SkillsOnDemand:
+    """The skill folders (a ``SkillLibrary``), imported when an agent that takes tools
+    first asks for them: a question to an agent without tools never looks."""
+
+    def __init__(self, locations: Sequence[str]) -> None:
+        self._locations = tuple(locations)
+        self._library: SkillLibrary | None = None
+
+    def _get(self) -> SkillLibrary:
+        if self._library is None:
+            from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
+
+            self._library = SkillFolders(self._locations, notice=_skill_notice)
+        return self._library
+
+    def skills(self) -> Sequence[Skill]:
+        return self._get().skills()
+
+    def read(self, name: str, file: str | None = None) -> str:
+        return self._get().read(name, file)
+
+
 def _prompt_context(config: JarvisConfig) -> PromptContext:
     """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
     ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
     from jarvis.adapters.filesystem_tools.project_files import AgentsMdFiles
-    from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
     from jarvis.entrypoints.settings import config_dir
 
     budgets = config.system_prompt
@@ -539,7 +561,7 @@ def _prompt_context(config: JarvisConfig) -> PromptContext:
         instructions=AgentsMdFiles(max_bytes=max(64 * 1024, 4 * budgets.agents_md_max_chars)),
         use_instructions=config.agent.project_instructions,
         agents_md_max_chars=budgets.agents_md_max_chars,
-        skills=SkillFolders(locations, notice=_skill_notice),
+        skills=_SkillsOnDemand(locations),
         skill_desc_max_chars=budgets.skill_desc_max_chars,
     )
 

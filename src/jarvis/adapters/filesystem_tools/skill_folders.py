@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from jarvis.adapters.filesystem_tools.beneath import BeneathOpener, LinkRefused, Strategy
 from jarvis.application.skills import (
     MAX_SKILL_BYTES,
     MAX_SKILL_FILE_BYTES,
@@ -29,7 +28,9 @@ from jarvis.application.skills import (
     SkillFormatError,
     parse_skill,
 )
-from jarvis.application.tools.secret_paths import secret_rule
+
+if TYPE_CHECKING:  # imported on first use (ctypes): a folder with no skills never needs it
+    from jarvis.adapters.filesystem_tools.beneath import BeneathOpener, Strategy
 
 SKILL_FILE: Final = "SKILL.md"
 MAX_LISTED_FILES: Final = 100
@@ -78,6 +79,8 @@ class SkillFolders:
     @property
     def opener(self) -> BeneathOpener:
         if self._opener is None:
+            from jarvis.adapters.filesystem_tools.beneath import BeneathOpener
+
             self._opener = BeneathOpener(self._opener_strategy)
         return self._opener
 
@@ -100,6 +103,8 @@ class SkillFolders:
             )
         except OSError:  # missing, not a folder, unreadable: no skills there
             return
+        from jarvis.adapters.filesystem_tools.beneath import LinkRefused
+
         if len(entries) > MAX_SKILLS:
             self._tell(
                 f"jarvis: notice: only the first {MAX_SKILLS} of {len(entries)} entries of "
@@ -178,12 +183,16 @@ class SkillFolders:
             raise SkillError("give a file of the skill, not its folder")
         if ".." in parts:
             raise SkillError(f"'{file[:200]}' leaves the skill's folder ('..' is refused)")
+        from jarvis.application.tools.secret_paths import secret_rule
+
         rule = secret_rule(parts)
         if rule is not None:
             raise SkillError(f"'{file[:200]}' is a secret or credential file (rule '{rule}')")
         return parts
 
     def _read_file(self, skill: Skill, components: list[str], given: str, limit: int) -> str:
+        from jarvis.adapters.filesystem_tools.beneath import LinkRefused
+
         try:
             descriptor = self.opener.open(skill.folder, components)
         except LinkRefused:
