@@ -141,6 +141,7 @@ def test_skill_files_are_confined_to_the_skill_folder(project: Path, tmp_path: P
     (pdf / "linked-dir").symlink_to(tmp_path, target_is_directory=True)
     (pdf / "huge.md").write_bytes(b"x" * (256 * 1024 + 1))
     (pdf / ".env").write_text("API_KEY=TOP-SECRET-VALUE\n")
+    (pdf / "blob.bin").write_bytes(b"\x00TOP-SECRET-VALUE")
     attacks = [
         "../../../../secret.txt",
         str(secret),
@@ -149,6 +150,7 @@ def test_skill_files_are_confined_to_the_skill_folder(project: Path, tmp_path: P
         "huge.md",
         ".env",
         "scripts/../../../../../secret.txt",
+        "blob.bin",
     ]
     calls = [
         tool_call(f"a{i}", "skill", {"name": "pdf", "file": attack})
@@ -169,6 +171,7 @@ def test_skill_files_are_confined_to_the_skill_folder(project: Path, tmp_path: P
     assert "symbolic link" in outputs[3]
     assert f"is {256 * 1024 + 1} bytes" in outputs[4]
     assert "secret or credential" in outputs[5]
+    assert "binary" in outputs[7]
 
 
 def test_without_skills_nothing_is_added(tmp_path: Path) -> None:
