@@ -22,6 +22,9 @@ every key.
   ``[tools.file_read] roots``, ``web_search`` built on first use, persona and user tools).
 * ``persona_store``, ``prompt_builder``, ``persona``: the persona files in the config dir
   and the builder of the SOUL / MEMORY / USER sections every agent gets.
+* ``prompt_context``: the ``AGENTS.md`` files of the working directory up to the repository
+  root, and the Agent Skills of ``./.jarvis/skills``, ``[skills] paths`` and
+  ``<config dir>/skills`` (looked at only for agents that take tools).
 * ``repl``: the isolated Python REPL (``[repl]``) of ``code_interpreter``,
   ``native_openhands`` and ``rlm``, built on first use.
 * ``ask_service``: the use case the CLI and the SDK call.
