@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jarvis.application.skills import Skill, SkillError, parse_skill
+from jarvis.application.skills import Skill, SkillError, SkillFormatError, parse_skill
 
 
 class InMemorySkills:
-    """``{name: SKILL.md text}`` and ``{name: {file: text}}``; ``read`` returns what the
+    """``{folder: SKILL.md text}`` and ``{folder: {file: text}}``; ``read`` returns what the
     folder-backed library returns for the same files (instructions, then the file list)."""
 
     def __init__(
@@ -22,7 +22,10 @@ class InMemorySkills:
     def skills(self) -> list[Skill]:
         found: list[Skill] = []
         for key, text in self._texts.items():
-            parsed = parse_skill(text)
+            try:
+                parsed = parse_skill(text)
+            except SkillFormatError:
+                continue  # skipped, as the folders skip a malformed SKILL.md
             found.append(
                 Skill(
                     name=parsed.name,
@@ -37,9 +40,10 @@ class InMemorySkills:
         skill = next((s for s in self.skills() if s.name == name), None)
         if skill is None:
             raise SkillError(f"no skill named {name!r}")
-        files = self._files.get(name, {})
+        key = skill.folder.removeprefix("memory://")
+        files = self._files.get(key, {})
         if file is None:
-            body = parse_skill(self._texts[skill.folder.removeprefix("memory://")]).body
+            body = parse_skill(self._texts[key]).body
             listing = (
                 "\n\nFiles in this skill (read one with the `file` argument): "
                 + ", ".join(sorted(files))
