@@ -47,6 +47,9 @@ class AskQuestion:
     """The operator a tick of ``operative`` / ``monitor_operative`` runs for."""
     project_instructions: bool | None = None
     """Whether ``AGENTS.md`` enters the prompt; ``None``: ``[agent] project_instructions``."""
+    skills: bool = True
+    """Whether a tool-using agent is offered the skills (False for the ``sandboxed``
+    agent's inner run: the ``skill`` tool reads host folders the sandbox cannot reach)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -346,7 +349,7 @@ class AskService:
             parts.append(instructions_section(files, self.context.agents_md_max_chars))
         skill_tool: ToolPort | None = None
         library = self.context.skills
-        if agent_cls.accepts_tools and library is not None:
+        if agent_cls.accepts_tools and command.skills and library is not None:
             found = library.skills()
             if found:
                 from jarvis.application.skills import skill_catalogue
