@@ -7,6 +7,7 @@ skill's own folder by the library behind it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Final
 
 from jarvis.application.skills import SkillError, SkillLibrary
@@ -59,7 +60,7 @@ class SkillTool:
                 tool_name="skill", content="Error: 'file' must be a string.", success=False
             )
         try:
-            text = self.library.read(name.strip(), file or None)
+            text = await asyncio.to_thread(self.library.read, name.strip(), file or None)
         except SkillError as error:
             return ToolResult(tool_name="skill", content=f"Error: {error}", success=False)
         return ToolResult(tool_name="skill", content=text)
