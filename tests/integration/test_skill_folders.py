@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from contracts.skill_library_contract import MakeLibrary, SkillLibraryContract
+from contracts.tool_contract import ToolContract
 from jarvis.adapters.filesystem_tools.beneath import Strategy
 from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
 from jarvis.application.skills import SkillLibrary
+from jarvis.application.tools.skill import SkillTool
+from jarvis.domain.json_types import JSONObject
 
 
 class TestSkillFolders(SkillLibraryContract):
@@ -72,3 +75,20 @@ def test_a_linked_skill_folder_is_read_and_the_first_of_a_name_wins(tmp_path: Pa
     library = SkillFolders([str(project), str(tmp_path / "other")])
     assert [s.description for s in library.skills()] == ["shared"]
     assert "shared body" in library.read("pdf")
+
+
+class TestSkillToolOverTheFolders(ToolContract[SkillTool]):
+    @pytest.fixture
+    def tool(self, tmp_path: Path) -> SkillTool:
+        folder = tmp_path / "skills" / "greet"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text("---\nname: greet\ndescription: Greet.\n---\nSay hi.\n")
+        return SkillTool(SkillFolders([str(tmp_path / "skills")]))
+
+    @pytest.fixture
+    def valid_arguments(self) -> JSONObject:
+        return {"name": "greet"}
+
+    @pytest.fixture
+    def failing_arguments(self) -> JSONObject | None:
+        return {"name": "greet", "file": "../../etc/passwd"}
