@@ -90,6 +90,31 @@ async def test_a_sandboxed_orchestrator_runs_its_tools_inside_and_asks_the_host(
     assert "tok-123456" not in json.dumps([sandbox.spec.command, sandbox.spec.labels])
 
 
+async def test_a_sandboxed_run_is_not_offered_the_hosts_skills() -> None:
+    from jarvis.application.ask import PromptContext
+    from jarvis.testing.skills import InMemorySkills
+
+    skill = "---\nname: greet\ndescription: Greeting rules.\n---\nSay hi.\n"
+    engine = ScriptedInference(["Hi.", "Hi."])
+    runtime = InProcessContainers()
+    container = bootstrap(JarvisConfig(), inference=engine).container
+    container.container_runtime.override(runtime)
+    container.prompt_context.override(PromptContext(skills=InMemorySkills({"greet": skill})))
+    if not container.agents().contains("sandboxed"):
+        container.agents().register("sandboxed", SandboxedAgent)
+    service = container.ask_service()
+    plain = AskQuestion(question="Hello", agent="orchestrator", model="m")
+    await service.ask(plain)
+    inside = AskQuestion(
+        question="Hello", agent="sandboxed", model="m", agent_options={"inner": "orchestrator"}
+    )
+    await service.ask(inside)
+    assert "- greet: Greeting rules." in (engine.requests[0].messages[0].content or "")
+    assert [t.name for t in engine.requests[0].tools] == ["skill"]
+    assert "Available Skills" not in (engine.requests[1].messages[0].content or "")
+    assert not engine.requests[1].tools
+
+
 async def test_host_tools_need_explicit_permission_and_run_on_the_host() -> None:
     spec = ToolSpec(
         name="lookup",

@@ -21,6 +21,8 @@ from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.application.project_instructions import ProjectInstructionsSource
+    from jarvis.application.skills import SkillLibrary
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
 
@@ -43,6 +45,11 @@ class AskQuestion:
     """Host folders for the ``sandboxed`` agent: ``PATH[:TARGET][:ro|rw]``."""
     operator: OperatorBinding | None = None
     """The operator a tick of ``operative`` / ``monitor_operative`` runs for."""
+    project_instructions: bool | None = None
+    """Whether ``AGENTS.md`` enters the prompt; ``None``: ``[agent] project_instructions``."""
+    skills: bool = True
+    """Whether a tool-using agent is offered the skills (False for the ``sandboxed``
+    agent's inner run: the ``skill`` tool reads host folders the sandbox cannot reach)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +172,20 @@ PersonaPrompt = Callable[[str | None], str]
 """Returns the persona sections for a persona selection (None = default, "none" = nothing)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptContext:
+    """What enters every agent's system prompt after the persona: the project's
+    ``AGENTS.md`` files and, for tool-using agents, the skill catalogue (with the ``skill``
+    tool). An empty source adds nothing."""
+
+    instructions: ProjectInstructionsSource | None = None
+    use_instructions: bool = True
+    """``[agent] project_instructions``: a question may override it."""
+    agents_md_max_chars: int = 8000
+    skills: SkillLibrary | None = None
+    skill_desc_max_chars: int = 250
+
+
 class AskService:
     """Resolves model, agent, tools and persona, then runs the agent."""
 
@@ -187,8 +208,11 @@ class AskService:
         engine_sampling: Mapping[str, EngineSampling] = ENGINE_SAMPLING,
         sandbox: SandboxBuilder | None = None,
         runtimes: ExternalRuntimesPort | None = None,
+        context: PromptContext | None = None,
     ) -> None:
         self.registry = registry
+        self.context = context or PromptContext()
+        """The project instructions and skills every agent's prompt gets after the persona."""
         self.inference = inference
         self.default_agent = default_agent
         self.default_model = default_model
@@ -281,6 +305,10 @@ class AskService:
             if self.tools is not None and names:
                 await self.tools.prepare(names)
                 tools = self.tools.build(names, inference=self.inference, model=model)
+        extra, skill_tool = self._context_prompt(command, agent_cls)
+        if skill_tool is not None and all(t.spec.name != skill_tool.spec.name for t in tools):
+            tools.append(skill_tool)
+        persona = self.persona(command.persona) if self.persona is not None else ""
         default = agent_cls.default_sampling
         max_tokens = self.default_max_tokens if command.max_tokens is None else command.max_tokens
         parts = AgentParts(
@@ -298,7 +326,7 @@ class AskService:
                     if command.system_prompt is None
                     else command.system_prompt
                 ),
-                persona_prompt=self.persona(command.persona) if self.persona is not None else "",
+                persona_prompt="\n\n".join(p for p in (persona.strip(), extra) if p),
             ),
             tools=tuple(tools),
             repl=self.repl if agent_cls.uses_repl else None,
@@ -310,6 +338,48 @@ class AskService:
             defaults["max_turns"] = self.default_max_turns  # for the agents that take it
         agent = self.registry.create(key, parts, command.agent_options, defaults=defaults)
         return agent, model
+
+    def instruction_files(self, command: AskQuestion) -> tuple[str, ...]:
+        """The ``AGENTS.md`` files ``command``'s prompt gets (``--verbose`` names them)."""
+        key = self.registry.resolve(command.agent or self.default_agent)
+        if not self._uses_instructions(command, self.registry.get(key)):
+            return ()
+        assert self.context.instructions is not None
+        return tuple(file.path for file in self.context.instructions() if file.text.strip())
+
+    def _uses_instructions(self, command: AskQuestion, agent_cls: type[BaseAgent]) -> bool:
+        """External runtimes read ``AGENTS.md`` from their workspace themselves."""
+        wanted = command.project_instructions
+        if wanted is None:
+            wanted = self.context.use_instructions
+        return (
+            wanted
+            and self.context.instructions is not None
+            and not getattr(agent_cls, "runtime_id", "")
+        )
+
+    def _context_prompt(
+        self, command: AskQuestion, agent_cls: type[BaseAgent]
+    ) -> tuple[str, ToolPort | None]:
+        """The sections after the persona, and the ``skill`` tool when there are skills."""
+        parts: list[str] = []
+        if self._uses_instructions(command, agent_cls):
+            from jarvis.application.project_instructions import instructions_section
+
+            assert self.context.instructions is not None
+            files = self.context.instructions()
+            parts.append(instructions_section(files, self.context.agents_md_max_chars))
+        skill_tool: ToolPort | None = None
+        library = self.context.skills
+        if agent_cls.accepts_tools and command.skills and library is not None:
+            found = library.skills()
+            if found:
+                from jarvis.application.skills import skill_catalogue
+                from jarvis.application.tools.skill import SkillTool
+
+                parts.append(skill_catalogue(found, self.context.skill_desc_max_chars))
+                skill_tool = SkillTool(library)
+        return "\n\n".join(p for p in parts if p), skill_tool
 
     async def ask(self, command: AskQuestion) -> Answer:
         agent, model = await self.build_agent(command)

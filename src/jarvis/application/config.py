@@ -171,6 +171,9 @@ class AgentSettings(_Section):
     system_prompt_path: str = ""
     """A file holding that prompt (``~`` expanded, relative to the config dir), read at load;
     ``system_prompt`` wins when both are set."""
+    project_instructions: bool = True
+    """Whether the ``AGENTS.md`` files of the working directory and its parents (up to the
+    repository root) enter the system prompt (``--no-project-instructions`` per question)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,6 +238,18 @@ class SystemPromptSettings(_Section):
     truncation_strategy: Literal["head_tail", "head"] = "head_tail"
     """``head_tail`` keeps the first 70 % and the last 20 % of an oversized file (its newest
     entries are at the end); ``head`` keeps the first 90 %."""
+    skill_desc_max_chars: Annotated[int, Bounds(gt=0, le=10_000)] = 250
+    """Each skill's description in the skill catalogue is cut to this."""
+    agents_md_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 8000
+    """Each ``AGENTS.md`` is cut to this (its beginning kept)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillSettings(_Section):
+    """Where Agent Skills are found besides ``./.jarvis/skills`` and ``<config dir>/skills``."""
+
+    paths: tuple[str, ...] = ()
+    """More folders of skills (``~`` expanded; relative: from the working directory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -351,6 +366,7 @@ class JarvisConfig(_Section):
     mcp: McpSettings = field(default_factory=McpSettings)
     """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""
     runtimes: RuntimeSettings = field(default_factory=RuntimeSettings)
+    skills: SkillSettings = field(default_factory=SkillSettings)
 
 
 def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:

@@ -88,7 +88,7 @@ class SandboxedAgents:
                 + " (they then run on the host, with its own checks).",
             )
         inner_command = replace(
-            command, agent=key, agent_options=options, tools=tuple(names), mounts=()
+            command, agent=key, agent_options=options, tools=tuple(names), mounts=(), skills=False
         )
         agent, model = await service.build_agent(inner_command)
         host_ports = (

@@ -22,6 +22,9 @@ every key.
   ``[tools.file_read] roots``, ``web_search`` built on first use, persona and user tools).
 * ``persona_store``, ``prompt_builder``, ``persona``: the persona files in the config dir
   and the builder of the SOUL / MEMORY / USER sections every agent gets.
+* ``prompt_context``: the ``AGENTS.md`` files of the working directory up to the repository
+  root, and the Agent Skills of ``./.jarvis/skills``, ``[skills] paths`` and
+  ``<config dir>/skills`` (looked at only for agents that take tools).
 * ``repl``: the isolated Python REPL (``[repl]``) of ``code_interpreter``,
   ``native_openhands`` and ``rlm``, built on first use.
 * ``ask_service``: the use case the CLI and the SDK call.
@@ -42,7 +45,7 @@ import inspect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
-from jarvis.application.ask import AskService, PersonaPrompt, ToolProvider
+from jarvis.application.ask import AskService, PersonaPrompt, PromptContext, ToolProvider
 from jarvis.application.config import JarvisConfig
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.registry import AgentRegistry, builtin_agents
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
     from jarvis.application.config import ReplSettings
     from jarvis.application.sandboxed_ask import SandboxedAgents
+    from jarvis.application.skills import Skill, SkillLibrary
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.application.tools.mcp_tools import McpToolSource
@@ -623,6 +627,51 @@ def _embeddings() -> EmbeddingPort | None:
     return MiniLMEmbeddings() if available() else None
 
 
+def _skill_notice(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+class _SkillsOnDemand:
+    """The skill folders (a ``SkillLibrary``), imported when an agent that takes tools
+    first asks for them: a question to an agent without tools never looks."""
+
+    def __init__(self, locations: Sequence[str]) -> None:
+        self._locations = tuple(locations)
+        self._library: SkillLibrary | None = None
+
+    def _get(self) -> SkillLibrary:
+        if self._library is None:
+            from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
+
+            self._library = SkillFolders(self._locations, notice=_skill_notice)
+        return self._library
+
+    def skills(self) -> Sequence[Skill]:
+        return self._get().skills()
+
+    def read(self, name: str, file: str | None = None) -> str:
+        return self._get().read(name, file)
+
+
+def _prompt_context(config: JarvisConfig) -> PromptContext:
+    """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
+    ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
+    from jarvis.adapters.filesystem_tools.project_files import AgentsMdFiles
+    from jarvis.entrypoints.settings import config_dir
+
+    budgets = config.system_prompt
+    locations = [".jarvis/skills", *config.skills.paths, str(config_dir() / "skills")]
+    return PromptContext(
+        instructions=AgentsMdFiles(max_bytes=max(64 * 1024, 4 * budgets.agents_md_max_chars)),
+        use_instructions=config.agent.project_instructions,
+        agents_md_max_chars=budgets.agents_md_max_chars,
+        skills=_SkillsOnDemand(locations),
+        skill_desc_max_chars=budgets.skill_desc_max_chars,
+    )
+
+
 def _ask_service(
     *,
     config: JarvisConfig,
@@ -634,6 +683,7 @@ def _ask_service(
     repl: ReplPort,
     sandbox: _SandboxOnDemand,
     runtimes: ExternalRuntimesPort | None = None,
+    context: PromptContext | None = None,
 ) -> AskService:
     return AskService(
         registry=registry,
@@ -651,6 +701,7 @@ def _ask_service(
         default_system_prompt=config.agent.system_prompt,
         sandbox=sandbox,
         runtimes=runtimes,
+        context=context,
     )
 
 
@@ -733,6 +784,12 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
 
+    prompt_context: providers.Provider[PromptContext | None] = providers.Singleton(
+        _prompt_context, config
+    )
+    """The ``AGENTS.md`` files and Agent Skills every agent's prompt gets after the persona;
+    override with ``providers.Object(None)`` for neither."""
+
     container_runtime: providers.Resource[ContainerPort] = providers.Resource(
         _container_runtime, config
     )
@@ -776,6 +833,7 @@ class Container(containers.DeclarativeContainer):
         repl=repl,
         sandbox=providers.Factory(_SandboxOnDemand, sandbox.provider),
         runtimes=external_runtimes,
+        context=prompt_context,
     )
     """The ask use case; asynchronous (``await container.ask_service.async_()``) while its
     engine is one of the container's resources."""

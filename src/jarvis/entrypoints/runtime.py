@@ -75,6 +75,9 @@ class AskOptions(TypedDict, total=False):
     mounts: Sequence[str] | None
     """Host folders the ``sandboxed`` agent sees, ``PATH[:TARGET][:ro|rw]`` (read-only
     unless the mount allowlist allows writing), as ``--mount`` on the command line."""
+    project_instructions: bool | None
+    """Whether the ``AGENTS.md`` files of the working directory and its parents enter the
+    prompt; default: ``[agent] project_instructions`` (true)."""
 
 
 _OPTION_NAMES = AskOptions.__optional_keys__
@@ -285,4 +288,5 @@ class Runtime:
             context=context,
             agent_options=dict(options.get("agent_options") or {}),
             mounts=tuple(options.get("mounts") or ()),
+            project_instructions=options.get("project_instructions"),
         )

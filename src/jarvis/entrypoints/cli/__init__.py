@@ -33,6 +33,7 @@ COMMANDS = (
     "models",
     "tools",
     "persona",
+    "skills",
     "sandbox",
     "operators",
     "mcp",
@@ -116,6 +117,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.config import app as config_app
 
             built.add_typer(config_app, name="config", epilog=EXIT_CODES_HELP)
+        elif name == "skills":
+            from jarvis.entrypoints.cli.skills import app as skills_app
+
+            built.add_typer(skills_app, name="skills", epilog=EXIT_CODES_HELP)
         elif name == "operators":
             from jarvis.entrypoints.cli.operators import app as operators_app
 

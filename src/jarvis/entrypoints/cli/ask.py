@@ -16,6 +16,7 @@ from jarvis.entrypoints.cli.options import (
     EngineOption,
     JsonOption,
     ModelOption,
+    NoProjectInstructionsOption,
     VerboseOption,
     open_runtime,
 )
@@ -248,6 +249,7 @@ def ask(
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
+    no_project_instructions: NoProjectInstructionsOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -284,6 +286,7 @@ def ask(
             context=context_text,
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             mounts=[repair_text(m) for m in mount or []],
+            project_instructions=False if no_project_instructions else None,
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
         if _as_operator(runtime, command, arg(operator), conversation):
@@ -429,6 +432,8 @@ async def _answer(
         service = await runtime.service()
         if verbose:
             renderer.notice(sampling_line(service.sampling(command), temperature_from))
+            for path in service.instruction_files(command):
+                renderer.notice(f"project instructions: {path}")
         answer: Answer | None = None
         session_id: str | None = None
         updates = None

@@ -28,6 +28,7 @@ from jarvis.entrypoints.cli.options import (
     ConfigOption,
     EngineOption,
     ModelOption,
+    NoProjectInstructionsOption,
     VerboseOption,
     open_runtime,
 )
@@ -132,6 +133,7 @@ class ChatState:
     system: str | None = None
     persona: str | None = None
     agent_options: JSONObject = field(default_factory=dict)
+    project_instructions: bool | None = None
 
 
 def _say(line: str) -> None:
@@ -219,6 +221,7 @@ async def _turn(
         tools=state.tools,
         persona=state.persona,
         agent_options=state.agent_options,
+        project_instructions=state.project_instructions,
     )
 
     async def answer() -> None:
@@ -361,6 +364,7 @@ def chat(
     continue_last: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the last conversation.")
     ] = False,
+    no_project_instructions: NoProjectInstructionsOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -392,6 +396,7 @@ def chat(
             system=None if system is None else repair_text(system),
             persona=persona,
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
+            project_instructions=False if no_project_instructions else None,
         )
         if agent is not None:  # an unknown agent, or tools it cannot take: exit 2 now
             _check_agent(runtime, agent, state.tools)

@@ -73,6 +73,15 @@ def finite(ctx: typer.Context, param: typer.CallbackParam, value: float | None) 
     return value
 
 
+NoProjectInstructionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-project-instructions",
+        help="Leave the AGENTS.md files of this directory and its parents out of the prompt.",
+    ),
+]
+
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 

@@ -1,0 +1,77 @@
+"""The ``AGENTS.md`` files that apply to a working directory, read from disk.
+
+From the working directory up, each folder is looked at for ``AGENTS.md`` and ``.git``; the
+walk stops at the first folder with ``.git`` (the repository root). Without a repository
+only the working directory's own file applies: a home folder's ``AGENTS.md`` is not taken
+for a project's. Each file is read up to ``max_bytes`` (the rest is counted, not read); a
+file that is not a regular file or not text is left out. The files are the user's own
+project's, so an ``AGENTS.md`` that is a link (to ``CLAUDE.md``, a common arrangement) is
+followed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+
+from jarvis.application.project_instructions import FILE_NAME, InstructionFile
+
+MAX_LEVELS = 64
+"""Folders looked at at most, from the working directory up."""
+
+
+def _read(path: str, max_bytes: int) -> InstructionFile | None:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = os.read(descriptor, max_bytes)
+        while len(data) < max_bytes and (more := os.read(descriptor, max_bytes - len(data))):
+            data += more
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    if b"\x00" in data:
+        return None
+    return InstructionFile(
+        path=path,
+        text=data.decode("utf-8", errors="replace"),
+        omitted_bytes=max(0, info.st_size - len(data)),
+    )
+
+
+class AgentsMdFiles:
+    """A ``ProjectInstructionsSource`` for the working directory ``cwd()`` at each call."""
+
+    def __init__(self, *, max_bytes: int, cwd: Callable[[], str] = os.getcwd) -> None:
+        self.max_bytes = max_bytes
+        self._cwd = cwd
+
+    def __call__(self) -> list[InstructionFile]:
+        try:
+            start = folder = os.path.abspath(self._cwd())
+        except OSError:  # the working directory was removed
+            return []
+        paths: list[str] = []
+        repository = False
+        for _level in range(MAX_LEVELS):
+            candidate = os.path.join(folder, FILE_NAME)
+            if os.path.exists(candidate):
+                paths.append(candidate)
+            if os.path.exists(os.path.join(folder, ".git")):
+                repository = True
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        if not repository:
+            paths = [path for path in paths if os.path.dirname(path) == start]
+        files = [_read(path, self.max_bytes) for path in reversed(paths)]
+        return [file for file in files if file is not None]
