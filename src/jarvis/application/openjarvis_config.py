@@ -212,7 +212,6 @@ NOT_IMPLEMENTED: Final[Mapping[str, str]] = {
     "optimize": "jarvis does no optimisation",
     "agent_manager": "jarvis keeps managed agents in its session store",
     "compression": "jarvis bounds history with [sessions] history_messages/history_tokens",
-    "skills": "jarvis has no skills",
     "digest": "jarvis has no morning digest",
     "proactive": "jarvis has no proactive agent",
     "mining": "jarvis does no mining",
@@ -552,8 +551,20 @@ def _translate_engine(data: Table, original: Mapping[str, object], notes: list[C
 _JARVIS_ENGINES: Final = ("ollama", "vllm", "openai", "llamacpp")
 
 
+_SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "skills": ("paths",),
+}
+"""Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
+
+
 def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
     """Remove what jarvis does not implement, one note per section or key."""
+    for section, known in _SHARED_SECTIONS.items():
+        found, table = _get(data, section)
+        if found and isinstance(table, dict):
+            for key in [k for k in cast("Table", table) if k not in known]:
+                _pop(data, f"{section}.{key}")
+                notes.append(ConfigNote(f"{section}.{key}", "ignored", "no meaning here"))
     for key, why in NOT_IMPLEMENTED.items():
         if _get(data, key)[0]:
             _pop(data, key)
@@ -595,7 +606,7 @@ _OPENJARVIS_ONLY: Final[Mapping[str, tuple[str, ...]]] = {
     "tools.storage": tuple(_STORAGE),
     "server": ("agent", "model"),
     "memory_files": ("nudge_interval",),
-    "system_prompt": ("prefix", "skill_desc_max_chars"),
+    "system_prompt": ("prefix",),
     "sandbox": ("enabled", "workspace", "wasm_fuel_limit", "wasm_memory_limit_mb"),
     "sessions": ("enabled", "max_age_hours", "consolidation_threshold", "db_path"),
 }
