@@ -295,6 +295,31 @@ class SessionSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TraceSettings(_Section):
+    """Traces of every run (``jarvis traces``, ``jarvis stats``), kept on this machine."""
+
+    enabled: bool = False
+    """Record runs (off by default: a run leaves nothing on disk it was not asked to)."""
+    db_path: str = ""
+    """The SQLite database; empty = ``<config dir>/traces.db`` (relative: from the config
+    dir)."""
+    content: bool = False
+    """Also keep run inputs, tool arguments and tool results (URL credentials masked)."""
+    max_days: Annotated[float, Bounds(gt=0, le=36_500)] = 30.0
+    """Traces older than this many days are dropped as new ones are written."""
+    max_mb: Annotated[float, Bounds(gt=0, le=1_000_000)] = 100.0
+    """The oldest traces are dropped while the kept ones take more than this (megabytes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TelemetrySettings(_Section):
+    """Counts and timings for ``jarvis stats``: the same store as traces, never content."""
+
+    enabled: bool = False
+    """Record runs (timings and tokens only) even when ``[traces] enabled`` is false."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -306,3 +331,5 @@ class JarvisConfig(_Section):
     repl: ReplSettings = field(default_factory=ReplSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    traces: TraceSettings = field(default_factory=TraceSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
