@@ -36,6 +36,8 @@ COMMANDS = (
     "sandbox",
     "operators",
     "serve",
+    "traces",
+    "stats",
 )
 """The commands, in the order ``jarvis --help`` lists them."""
 
@@ -114,6 +116,14 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.operators import app as operators_app
 
             built.add_typer(operators_app, name="operators")
+        elif name == "traces":
+            from jarvis.entrypoints.cli.traces import app as traces_app
+
+            built.add_typer(traces_app, name="traces", epilog=EXIT_CODES_HELP)
+        elif name == "stats":
+            from jarvis.entrypoints.cli.traces import stats
+
+            built.command("stats", epilog=EXIT_CODES_HELP)(stats)
         else:
             from jarvis.entrypoints.cli.persona import app as persona_app
 
