@@ -72,6 +72,11 @@ class TraceStoreContract(Generic[StoreT]):
         assert store.get("") is None
         assert store.get("%") is None
 
+    def test_save_many_keeps_every_trace(self, store: StoreT) -> None:
+        store.save_many([make_trace("m1", start=1.0), make_trace("m2", start=2.0)])
+        store.save_many([])
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["m2", "m1"]
+
     def test_saving_again_replaces(self, store: StoreT) -> None:
         store.save(make_trace("t1", ok=True))
         store.save(make_trace("t1", ok=False))

@@ -13,12 +13,12 @@ is reported once through ``notice`` and later ones are dropped silently.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import secrets
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -241,11 +241,20 @@ class TraceRecorder:
         )
 
 
+PRUNE_EVERY = 64
+"""The writer prunes with its first trace, then every this many (a prune scans the store)."""
+BATCH_SECONDS = 0.5
+"""Traces handed in within this long are written together (one wake-up of the thread)."""
+
+
 class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
-    ``save`` returns at once. ``flush`` waits for what was handed in (a command calls it
-    before it exits; the interpreter would wait for the thread anyway).
+    ``save`` only appends to a buffer: the thread wakes at most every
+    :data:`BATCH_SECONDS` and writes what accumulated, so that a busy process pays one
+    thread wake-up per batch, not per run. ``flush`` writes what is buffered now and waits
+    for it; the process's exit flushes too (the thread is a daemon, so a store that hangs
+    cannot keep the process alive past ``flush``'s timeout).
     """
 
     def __init__(
@@ -263,54 +272,77 @@ class TraceWriter:
         self._max_days = max_days
         self._max_bytes = max_bytes
         self._clock = clock
-        self._executor: ThreadPoolExecutor | None = None
-        self._pending: list[Future[None]] = []
-        self._lock = threading.Lock()
+        self._buffer: list[Trace] = []
+        self._written_upto = 0
+        self._handed_in = 0
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._flushing = False
         self._failed = False
+        self._written = 0
         self.last: Trace | None = None
         """The last trace handed in (``jarvis ask --profile`` prints it)."""
 
     def save(self, trace: Trace) -> None:
         self.last = trace
-        with self._lock:
-            if self._failed:
-                return
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="jarvis-traces")
-            self._pending = [f for f in self._pending if not f.done()]
-            self._pending.append(self._executor.submit(self._write, trace))
+        if self._failed:
+            return
+        with self._wake:
+            self._buffer.append(trace)
+            self._handed_in += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
+                self._thread.start()
+                atexit.register(self.flush)
 
-    def _write(self, trace: Trace) -> None:
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if not self._flushing:
+                    self._wake.wait(BATCH_SECONDS)
+                batch, self._buffer = self._buffer, []
+                upto = self._handed_in
+            if batch:
+                self._write(batch)
+            with self._wake:
+                self._written_upto = upto
+                self._flushing = False
+                self._wake.notify_all()
+
+    def _write(self, batch: list[Trace]) -> None:
         if self._failed:
             return
         try:
             if self._store is None:
                 self._store = self._store_factory()
-            self._store.save(trace)
-            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
-            self._store.prune(older_than=older, max_bytes=self._max_bytes)
+            self._store.save_many(batch)
+            if (
+                self._written == 0
+                or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
+            ):
+                older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+                self._store.prune(older_than=older, max_bytes=self._max_bytes)
+            self._written += len(batch)
         except Exception as exc:  # a trace is never worth a run: tell once, keep going
             self._failed = True
             self._notice(f"traces are not being recorded: {exc}")
 
     def flush(self, timeout: float | None = 10.0) -> None:
-        """Wait (at most ``timeout`` seconds) for the traces handed in so far."""
-        with self._lock:
-            pending = list(self._pending)
+        """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for future in pending:
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                future.result(timeout=left)
-            except Exception:  # timed out: the thread finishes it (or the process ends)
-                return
+        with self._wake:
+            target = self._handed_in
+            while self._thread is not None and self._written_upto < target:
+                self._flushing = True
+                self._wake.notify_all()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                self._wake.wait(left)
 
     def close(self) -> None:
         self.flush()
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False)
+        atexit.unregister(self.flush)
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()

@@ -521,6 +521,10 @@ class TraceStorePort(Protocol):
         """Keep ``trace`` (replacing one with the same id); raises ``TraceStoreError``."""
         ...
 
+    def save_many(self, traces: Sequence[Trace]) -> None:
+        """Keep every trace of ``traces`` (at once, when the store can: one transaction)."""
+        ...
+
     def get(self, trace_id: str) -> Trace | None:
         """The trace with this id, or one whose id starts with it when only one does."""
         ...

@@ -35,6 +35,10 @@ class InMemoryTraceStore:
         with self._lock:
             self._traces[trace.trace_id] = (trace, size)
 
+    def save_many(self, traces: Sequence[Trace]) -> None:
+        for trace in traces:
+            self.save(trace)
+
     def get(self, trace_id: str) -> Trace | None:
         self._check()
         with self._lock:

@@ -76,12 +76,13 @@ class SqliteTraceStore:
                 raise TraceStoreError(f"{self.path}: {exc}") from exc
 
     def save(self, trace: Trace) -> None:
-        record = trace_to_record(trace)
+        self.save_many((trace,))
 
-        def work(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT OR REPLACE INTO traces (trace_id, agent, start, failed, size, record)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+    def save_many(self, traces: Sequence[Trace]) -> None:
+        rows = []
+        for trace in traces:
+            record = trace_to_record(trace)
+            rows.append(
                 (
                     trace.trace_id,
                     trace.agent,
@@ -89,10 +90,20 @@ class SqliteTraceStore:
                     int(trace.failed),
                     len(record.encode()),
                     record,
-                ),
+                )
             )
 
-        self._call(work)
+        def work(db: sqlite3.Connection) -> None:
+            with db:  # one transaction
+                db.execute("BEGIN")
+                db.executemany(
+                    "INSERT OR REPLACE INTO traces (trace_id, agent, start, failed, size, record)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+
+        if rows:
+            self._call(work)
 
     def _decode(self, record: str) -> Trace:
         try:
