@@ -80,10 +80,12 @@ class _OpenTrace:
         return span
 
     def parent(self) -> _OpenSpan | None:
-        """Where a new span hangs: the one tool running now, else the innermost run."""
-        if len(self.tools) == 1:
-            return next(iter(self.tools.values()))
-        return self.runs[-1] if self.runs else None
+        """Where a new span hangs: the innermost run's one running tool, else that run."""
+        if not self.runs:
+            return None
+        run = self.runs[-1]
+        running = [t for t in self.tools.values() if t.parent_id == run.span_id]
+        return running[0] if len(running) == 1 else run
 
 
 def _clip(text: str, mask: Callable[[str], str]) -> str:
@@ -125,15 +127,15 @@ class TraceRecorder:
             trace.inferences.append(span)
         elif isinstance(event, InferenceEnded):
             self._inference_ended(trace, event)
-        elif isinstance(event, ToolCallStarted):
-            span = trace.add("tool", event.tool, event.at, trace.parent())
+        elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
+            span = trace.add("tool", event.tool, event.at, trace.runs[-1])
             trace.tools[event.call_id] = span
             if self._content:
                 span.content["arguments"] = _clip(str(event.arguments), self._mask)
         elif isinstance(event, ToolCallEnded):
             self._tool_ended(trace, event)
         elif isinstance(event, LoopGuardTriggered):
-            span = trace.add("tool", event.tool, event.at, trace.parent())
+            span = trace.add("tool", event.tool, event.at, trace.runs[-1])
             span.duration = 0.0
             span.ok = False
             span.attributes.update(
