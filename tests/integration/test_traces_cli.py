@@ -234,3 +234,32 @@ def test_bad_input_is_a_usage_error(jarvis_home: Path) -> None:
     unknown = jarvis("traces", "show", "feedface")
     assert unknown.returncode == 2
     assert "No trace 'feedface'" in unknown.stderr
+
+
+def test_a_locked_trace_store_never_costs_the_answer(jarvis_home: Path) -> None:
+    """Another process holds traces.db's write lock for the whole run: the run answers, one
+    notice on stderr, and the other process's transaction is untouched."""
+    import sqlite3
+
+    from contracts.trace_store_contract import make_trace
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+
+    store = SqliteTraceStore(jarvis_home / "traces.db")
+    store.save(make_trace("kept"))
+    store.close()
+    holder = sqlite3.connect(jarvis_home / "traces.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        with ScriptedEngine(two_tool_calls()) as engine:
+            configure(jarvis_home, engine.url)
+            answer = ask_orchestrator()
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "locked" in notices[0]
+    assert "Traceback" not in answer.stderr
+    assert [t["id"] for t in listed()] == ["kept"]
