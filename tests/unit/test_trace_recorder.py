@@ -15,6 +15,7 @@ from jarvis.domain.agents.tool_loop import ToolUsingAgent
 from jarvis.domain.completion import Completion, Usage
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.events import EventBus
+from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.tools import ToolSpec
@@ -130,6 +131,49 @@ async def test_a_sub_agent_run_inside_a_tool_call_is_its_child() -> None:
     assert by_id[str(sub_run.parent_id)].name == "delegate"
     sub_inference = next(s for s in trace.spans if s.name == "sub-model")
     assert sub_inference.parent_id == sub_run.span_id
+
+
+async def test_concurrent_inferences_in_one_tool_call_end_in_their_own_spans() -> None:
+    """``llm_batch``-like: two inferences of one model overlap and the first started ends
+    first; each span gets its own end (the tokens of its own prompt)."""
+    bus, traces = recorded()
+    b_started = asyncio.Event()
+    a_done = asyncio.Event()
+
+    class Crossing(ScriptedInference):
+        async def generate(self, request: InferenceRequest) -> Completion:
+            if request.messages[-1].content == "a":
+                await asyncio.wait_for(b_started.wait(), 60)
+                a_done.set()  # A's end is published before B resumes
+            else:
+                b_started.set()
+                await asyncio.wait_for(a_done.wait(), 60)
+            prompt = str(request.messages[-1].content)
+            return Completion(content="x", usage=Usage(prompt_tokens=len(prompt)))
+
+    sub_engine = Crossing()
+
+    async def batch(arguments: JSONObject) -> str:
+        async def one(prompt: str) -> str:
+            return (await SimpleAgent(sub_engine, "sub", bus=bus).arun(prompt)).content
+
+        return ",".join(await asyncio.gather(one("a"), one("b" * 400)))
+
+    tool = InMemoryTool(ToolSpec(name="llm_batch", description="batch"), batch)
+    engine = ScriptedInference([calls(("t", "llm_batch", {})), text("done")])
+    await ToolUsingAgent(engine, "m", tools=[tool], bus=bus).arun("q")
+    (trace,) = traces
+    runs = [s for s in trace.spans if s.kind == "run" and s.name == "simple"]
+    assert len(runs) == 2
+    for run in runs:
+        (inference,) = [s for s in trace.spans if s.parent_id == run.span_id]
+        assert not inference.attributes.get("unfinished")
+    by_run = {
+        run.span_id: next(s for s in trace.spans if s.parent_id == run.span_id) for run in runs
+    }
+    first, second = (by_run[r.span_id] for r in runs)  # runs in start order: a, then b
+    assert (first.attributes["tokens_in"], second.attributes["tokens_in"]) == (1, 400)
+    assert first.start + first.duration <= second.start + second.duration
 
 
 async def test_loop_guard_verdicts_are_spans() -> None:

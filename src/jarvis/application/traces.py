@@ -37,7 +37,7 @@ from jarvis.domain.ports import TraceStorePort
 from jarvis.domain.traces import MAX_CONTENT_CHARS, MAX_SPANS, Span, Trace, TraceStatus
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity
 class _OpenSpan:
     span_id: str
     parent_id: str | None
@@ -49,6 +49,8 @@ class _OpenSpan:
     ok: bool = True
     attributes: JSONObject = field(default_factory=dict)
     content: JSONObject = field(default_factory=dict)
+    outer: _OpenSpan | None = None
+    """For a run: the run that was current in its task when it started."""
 
 
 @dataclass(slots=True)
@@ -59,7 +61,8 @@ class _OpenTrace:
     mono: float
     spans: list[_OpenSpan] = field(default_factory=list)
     runs: list[_OpenSpan] = field(default_factory=list)
-    tools: dict[str, _OpenSpan] = field(default_factory=dict)
+    tools: dict[tuple[str, str], _OpenSpan] = field(default_factory=dict)
+    """Running tool calls by (their run's span id, call id)."""
     inferences: list[_OpenSpan] = field(default_factory=list)
     next_id: int = 1
     dropped: int = 0
@@ -79,11 +82,13 @@ class _OpenTrace:
             self.dropped += 1
         return span
 
-    def parent(self) -> _OpenSpan | None:
-        """Where a new span hangs: the innermost run's one running tool, else that run."""
-        if not self.runs:
+    def holds(self, span: _OpenSpan | None, spans: list[_OpenSpan]) -> bool:
+        return span is not None and any(open_span is span for open_span in spans)
+
+    def under(self, run: _OpenSpan | None) -> _OpenSpan | None:
+        """Where a new run or inference hangs: ``run``'s one running tool, else ``run``."""
+        if run is None:
             return None
-        run = self.runs[-1]
         running = [t for t in self.tools.values() if t.parent_id == run.span_id]
         return running[0] if len(running) == 1 else run
 
@@ -111,6 +116,17 @@ class TraceRecorder:
         self._current: ContextVar[_OpenTrace | None] = ContextVar(
             f"jarvis-trace-{id(self)}", default=None
         )
+        self._inference: ContextVar[_OpenSpan | None] = ContextVar(
+            f"jarvis-trace-inference-{id(self)}", default=None
+        )
+        self._run: ContextVar[_OpenSpan | None] = ContextVar(
+            f"jarvis-trace-run-{id(self)}", default=None
+        )
+
+    def _run_of(self, trace: _OpenTrace) -> _OpenSpan:
+        """The innermost run of the calling task (concurrent sub-runs each have theirs)."""
+        run = self._run.get()
+        return run if run is not None and trace.holds(run, trace.runs) else trace.runs[-1]
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, AgentRunStarted):
@@ -119,23 +135,25 @@ class TraceRecorder:
         trace = self._current.get()
         if trace is None or not trace.runs:
             return
+        run = self._run_of(trace)
         if isinstance(event, AgentRunEnded):
-            self._run_ended(trace, event)
+            self._run_ended(trace, run, event)
         elif isinstance(event, InferenceStarted):
-            span = trace.add("inference", event.model, event.at, trace.parent())
+            span = trace.add("inference", event.model, event.at, trace.under(run))
             span.attributes.update({"engine": event.engine, "model": event.model})
             trace.inferences.append(span)
+            self._inference.set(span)  # the task that made it ends it (``llm_batch``)
         elif isinstance(event, InferenceEnded):
             self._inference_ended(trace, event)
         elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
-            span = trace.add("tool", event.tool, event.at, trace.runs[-1])
-            trace.tools[event.call_id] = span
+            span = trace.add("tool", event.tool, event.at, run)
+            trace.tools[(run.span_id, event.call_id)] = span
             if self._content:
                 span.content["arguments"] = _clip(str(event.arguments), self._mask)
         elif isinstance(event, ToolCallEnded):
-            self._tool_ended(trace, event)
+            self._tool_ended(trace, run, event)
         elif isinstance(event, LoopGuardTriggered):
-            span = trace.add("tool", event.tool, event.at, trace.runs[-1])
+            span = trace.add("tool", event.tool, event.at, run)
             span.duration = 0.0
             span.ok = False
             span.attributes.update(
@@ -144,17 +162,23 @@ class TraceRecorder:
 
     def _run_started(self, event: AgentRunStarted) -> None:
         trace = self._current.get()
+        outer: _OpenSpan | None = None
         if trace is None or not trace.runs:
             trace = _OpenTrace(trace_id=secrets.token_hex(16), wall=self._clock(), mono=event.at)
             self._current.set(trace)
-        span = trace.add("run", event.agent, event.at, trace.parent())
+        else:
+            outer = self._run_of(trace)
+        span = trace.add("run", event.agent, event.at, trace.under(outer))
+        span.outer = outer
         span.attributes["agent"] = event.agent
         if self._content:
             span.content["input"] = _clip(event.input, self._mask)
         trace.runs.append(span)
+        self._run.set(span)
 
-    def _run_ended(self, trace: _OpenTrace, event: AgentRunEnded) -> None:
-        span = trace.runs.pop()
+    def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
+        trace.runs = [run for run in trace.runs if run is not span]
+        self._run.set(span.outer)
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
         span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
@@ -163,12 +187,16 @@ class TraceRecorder:
         if trace.runs:
             return
         self._current.set(None)
-        self._finish(trace, span, event)
+        self._finish(trace, trace.spans[0], event)
 
     def _inference_ended(self, trace: _OpenTrace, event: InferenceEnded) -> None:
-        span = trace.inferences.pop() if trace.inferences else None
+        span = self._inference.get()
+        if span is None or not trace.holds(span, trace.inferences):
+            span = trace.inferences[-1] if trace.inferences else None
         if span is None:
             return
+        trace.inferences = [i for i in trace.inferences if i is not span]
+        self._inference.set(None)
         span.duration = event.at - span.at
         span.attributes.update(
             {
@@ -182,8 +210,8 @@ class TraceRecorder:
             span.attributes["first_token_seconds"] = round(event.first_token_seconds, 6)
         span.ok = event.finish_reason != "error"
 
-    def _tool_ended(self, trace: _OpenTrace, event: ToolCallEnded) -> None:
-        span = trace.tools.pop(event.call_id, None)
+    def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
+        span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
         span.duration = event.at - span.at
