@@ -263,3 +263,19 @@ def test_a_locked_trace_store_never_costs_the_answer(jarvis_home: Path) -> None:
     assert "locked" in notices[0]
     assert "Traceback" not in answer.stderr
     assert [t["id"] for t in listed()] == ["kept"]
+
+
+def test_telemetry_alone_records_runs_without_content(jarvis_home: Path) -> None:
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, "content = true\n[telemetry]\nenabled = true\n")
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    (summary,) = listed()
+    spans = shown(str(summary["id"]))["spans"]
+    assert isinstance(spans, list)
+    assert all(span["content"] == {} for span in spans)  # content needs [traces] enabled
+    stats = jarvis("stats")
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.startswith("since 7d: 1 runs (0 failed)")
+    assert "calculator" in stats.stdout
+    assert "not being recorded" not in stats.stderr
