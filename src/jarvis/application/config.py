@@ -320,6 +320,17 @@ class TelemetrySettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OtelSettings(_Section):
+    """Runs sent to an OpenTelemetry collector over OTLP/HTTP (JSON), as they are recorded."""
+
+    endpoint: str = ""
+    """The collector (``http://localhost:4318``; ``/v1/traces`` is added); empty:
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``, else none."""
+    timeout: Annotated[float, Bounds(gt=0, le=300)] = 5.0
+    """Seconds one export may take."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -333,3 +344,4 @@ class JarvisConfig(_Section):
     sessions: SessionSettings = field(default_factory=SessionSettings)
     traces: TraceSettings = field(default_factory=TraceSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    otel: OtelSettings = field(default_factory=OtelSettings)

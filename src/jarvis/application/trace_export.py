@@ -72,8 +72,8 @@ def _nanos(seconds: float) -> str:
     return str(round(seconds * 1_000_000_000))
 
 
-def to_otlp(trace: Trace) -> JSONObject:
-    """``trace`` as an OTLP ``ExportTraceServiceRequest`` in its JSON encoding."""
+def otlp_spans(trace: Trace) -> list[JSONValue]:
+    """The spans of ``trace`` in OTLP's JSON encoding."""
     trace_id = _trace_id(trace)
     ids = {span.span_id: _span_id(trace, span) for span in trace.spans}
     spans: list[JSONValue] = []
@@ -96,6 +96,11 @@ def to_otlp(trace: Trace) -> JSONObject:
         if span.parent_id is not None and span.parent_id in ids:
             entry["parentSpanId"] = ids[span.parent_id]
         spans.append(entry)
+    return spans
+
+
+def otlp_request(spans: list[JSONValue]) -> JSONObject:
+    """An OTLP ``ExportTraceServiceRequest`` (JSON encoding) carrying ``spans``."""
     return {
         "resourceSpans": [
             {
@@ -106,3 +111,8 @@ def to_otlp(trace: Trace) -> JSONObject:
             }
         ]
     }
+
+
+def to_otlp(trace: Trace) -> JSONObject:
+    """``trace`` as an OTLP ``ExportTraceServiceRequest`` in its JSON encoding."""
+    return otlp_request(otlp_spans(trace))

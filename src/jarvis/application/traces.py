@@ -33,7 +33,7 @@ from jarvis.domain.events import (
     ToolCallStarted,
 )
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.ports import TraceStorePort
+from jarvis.domain.ports import TraceExportPort, TraceStorePort
 from jarvis.domain.traces import MAX_CONTENT_CHARS, MAX_SPANS, Span, Trace, TraceStatus
 
 
@@ -289,15 +289,18 @@ class TraceWriter:
 
     def __init__(
         self,
-        store: Callable[[], TraceStorePort],
+        store: Callable[[], TraceStorePort] | None,
         *,
         notice: Callable[[str], None],
         max_days: float | None = None,
         max_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
+        exporter: Callable[[], TraceExportPort] | None = None,
     ) -> None:
         self._store_factory = store
         self._store: TraceStorePort | None = None
+        self._exporter_factory = exporter
+        self._exporter: TraceExportPort | None = None
         self._notice = notice
         self._max_days = max_days
         self._max_bytes = max_bytes
@@ -308,10 +311,15 @@ class TraceWriter:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._flushing = False
-        self._failed = False
+        self._store_failed = store is None
+        self._export_failed = exporter is None
         self._written = 0
         self.last: Trace | None = None
         """The last trace handed in (``jarvis ask --profile`` prints it)."""
+
+    @property
+    def _failed(self) -> bool:
+        return self._store_failed and self._export_failed
 
     def save(self, trace: Trace) -> None:
         self.last = trace
@@ -340,22 +348,35 @@ class TraceWriter:
                 self._wake.notify_all()
 
     def _write(self, batch: list[Trace]) -> None:
-        if self._failed:
+        if not self._store_failed:
+            try:
+                self._save(batch)
+            except Exception as exc:  # a trace is never worth a run: tell once, keep going
+                self._store_failed = True
+                self._notice(f"traces are not being recorded: {exc}")
+        if not self._export_failed:
+            try:
+                if self._exporter is None and self._exporter_factory is not None:
+                    self._exporter = self._exporter_factory()
+                if self._exporter is not None:
+                    self._exporter.export(batch)
+            except Exception as exc:
+                self._export_failed = True
+                self._notice(f"traces are not being exported: {exc}")
+
+    def _save(self, batch: list[Trace]) -> None:
+        if self._store is None and self._store_factory is not None:
+            self._store = self._store_factory()
+        if self._store is None:
             return
-        try:
-            if self._store is None:
-                self._store = self._store_factory()
-            self._store.save_many(batch)
-            if (
-                self._written == 0
-                or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
-            ):
-                older = None if self._max_days is None else self._clock() - self._max_days * 86_400
-                self._store.prune(older_than=older, max_bytes=self._max_bytes)
-            self._written += len(batch)
-        except Exception as exc:  # a trace is never worth a run: tell once, keep going
-            self._failed = True
-            self._notice(f"traces are not being recorded: {exc}")
+        self._store.save_many(batch)
+        if (
+            self._written == 0
+            or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
+        ):
+            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+            self._store.prune(older_than=older, max_bytes=self._max_bytes)
+        self._written += len(batch)
 
     def flush(self, timeout: float | None = 10.0) -> None:
         """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
@@ -373,6 +394,7 @@ class TraceWriter:
     def close(self) -> None:
         self.flush()
         atexit.unregister(self.flush)
-        if self._store is not None:
-            with contextlib.suppress(Exception):
-                self._store.close()
+        for closing in (self._store, self._exporter):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    closing.close()

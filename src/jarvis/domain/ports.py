@@ -539,3 +539,15 @@ class TraceStorePort(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class TraceExportPort(Protocol):
+    """Sends finished traces to an OpenTelemetry collector. Synchronous: the trace writer
+    calls it from its own thread, never from the event loop."""
+
+    def export(self, traces: Sequence[Trace]) -> None:
+        """Send ``traces`` (nothing for none); raises ``TraceStoreError`` when the receiver
+        cannot be reached in time or refuses them."""
+        ...
+
+    def close(self) -> None: ...

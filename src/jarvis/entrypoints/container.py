@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         ReplSession,
         SessionStorePort,
         ToolPort,
+        TraceExportPort,
         TraceStorePort,
     )
     from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
@@ -543,17 +544,34 @@ def _trace_notice(message: str) -> None:
         sys.stderr.flush()
 
 
+def _otlp_url(config: JarvisConfig) -> str:
+    import os
+
+    from jarvis.adapters.otlp_http import traces_endpoint
+
+    return traces_endpoint(config.otel.endpoint, os.environ)
+
+
 def _trace_writer(config: JarvisConfig) -> TraceWriter | None:
-    """Saves traces off the event loop when ``[traces]`` or ``[telemetry]`` is enabled."""
-    if not (config.traces.enabled or config.telemetry.enabled):
+    """Saves traces off the event loop when ``[traces]`` or ``[telemetry]`` is enabled, and
+    exports them when an OTLP endpoint is set."""
+    keep = config.traces.enabled or config.telemetry.enabled
+    url = _otlp_url(config)
+    if not (keep or url):
         return None
     from jarvis.application.traces import TraceWriter
 
+    def exporter() -> TraceExportPort:
+        from jarvis.adapters.otlp_http import OtlpHttpExporter
+
+        return OtlpHttpExporter(url, timeout=config.otel.timeout)
+
     return TraceWriter(
-        lambda: _trace_store(config),
+        (lambda: _trace_store(config)) if keep else None,
         notice=_trace_notice,
         max_days=config.traces.max_days,
         max_bytes=int(config.traces.max_mb * 1_000_000),
+        exporter=exporter if url else None,
     )
 
 

@@ -72,3 +72,23 @@ class InMemoryTraceStore:
 
     def close(self) -> None:
         self.closed = True
+
+
+class InMemoryTraceExporter:
+    """Keeps what it is given in ``exported``; ``broken`` makes it fail as a receiver that
+    is down would."""
+
+    def __init__(self) -> None:
+        self.exported: list[Trace] = []
+        self.calls = 0
+        self.broken = False
+
+    def export(self, traces: Sequence[Trace]) -> None:
+        if self.broken:
+            raise TraceStoreError("the in-memory exporter is broken")
+        if traces:
+            self.calls += 1
+            self.exported.extend(traces)
+
+    def close(self) -> None:
+        return
