@@ -279,3 +279,44 @@ def test_telemetry_alone_records_runs_without_content(jarvis_home: Path) -> None
     assert stats.stdout.startswith("since 7d: 1 runs (0 failed)")
     assert "calculator" in stats.stdout
     assert "not being recorded" not in stats.stderr
+
+
+def test_runs_are_exported_to_an_otlp_receiver(jarvis_home: Path) -> None:
+    from tests.support.otlp_receiver import OtlpReceiver
+
+    with OtlpReceiver() as receiver, ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, f'[otel]\nendpoint = "{receiver.endpoint}"\n')
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert not (jarvis_home / "traces.db").exists()  # exported, not kept
+    assert receiver.paths == ["/v1/traces"]
+    spans = receiver.spans()
+    assert [s["name"] for s in spans] == [
+        "invoke_agent orchestrator",
+        f"chat {MODEL}",
+        "execute_tool calculator",
+        "execute_tool think",
+        f"chat {MODEL}",
+    ]
+    attributes = [{a["key"]: a["value"] for a in s["attributes"]} for s in spans]  # type: ignore[attr-defined]
+    assert attributes[1]["gen_ai.operation.name"] == {"stringValue": "chat"}
+    assert attributes[1]["gen_ai.request.model"] == {"stringValue": MODEL}
+    assert int(attributes[1]["gen_ai.usage.output_tokens"]["intValue"]) > 0
+    assert attributes[2]["gen_ai.tool.name"] == {"stringValue": "calculator"}
+    assert all(not k.startswith("jarvis.content") for a in attributes for k in a)
+    assert SECRET_EXPRESSION not in json.dumps(receiver.requests)
+
+
+def test_a_receiver_that_is_down_costs_no_answer(
+    jarvis_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url)  # traces kept too: the store is unaffected
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "not being exported" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "Traceback" not in answer.stderr
+    assert len(listed()) == 1
