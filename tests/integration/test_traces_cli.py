@@ -175,6 +175,8 @@ def test_traces_are_off_by_default_and_profile_still_reports(jarvis_home: Path) 
     nothing = jarvis("traces", "list")
     assert nothing.returncode == 0, nothing.stderr
     assert "[traces] enabled = true" in nothing.stdout
+    assert jarvis("stats").returncode == 0
+    assert not (jarvis_home / "traces.db").exists()  # reading creates no store
 
 
 def _closed_port() -> int:

@@ -29,7 +29,10 @@ class TestSqliteTraceStore(TraceStoreContract[SqliteTraceStore]):
 def test_the_database_is_created_on_first_use_private_and_in_wal(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "traces.db"
     store = SqliteTraceStore(path)
-    assert not path.exists()  # opened lazily
+    assert store.list(TraceQuery()) == []
+    assert store.get("x") is None
+    assert store.prune(older_than=1.0, max_bytes=1) == 0
+    assert not path.exists()  # reading creates nothing; the first write does
     store.save(make_trace("t1"))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert (tmp_path / "sub" / "traces.db-wal").exists()

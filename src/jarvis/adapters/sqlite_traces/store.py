@@ -111,8 +111,12 @@ class SqliteTraceStore:
         except ValueError as exc:
             raise TraceStoreError(f"{self.path}: a trace is damaged ({exc})") from exc
 
+    def _absent(self) -> bool:
+        """Nothing was ever written: reading creates no database."""
+        return self._db is None and not self.path.exists()
+
     def get(self, trace_id: str) -> Trace | None:
-        if not trace_id:
+        if not trace_id or self._absent():
             return None
         escaped = trace_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -129,6 +133,8 @@ class SqliteTraceStore:
         return self._decode(rows[0][1]) if len(rows) == 1 else None
 
     def list(self, query: TraceQuery) -> Sequence[Trace]:
+        if self._absent():
+            return []
         clauses: list[str] = []
         params: list[object] = []
         if query.since is not None:
@@ -151,6 +157,9 @@ class SqliteTraceStore:
         return [self._decode(row[0]) for row in self._call(work)]
 
     def prune(self, *, older_than: float | None, max_bytes: int | None) -> int:
+        if self._absent():
+            return 0
+
         def work(db: sqlite3.Connection) -> int:
             dropped = 0
             if older_than is not None:
