@@ -6,9 +6,10 @@ Runs nested in a tool call (``llm_query``, a sub-agent) and inferences made whil
 runs become children of that tool's span. Concurrent runs on one bus (``jarvis serve``)
 are told apart by context: each asyncio task that starts a run records its own trace.
 
-:class:`TraceWriter` saves finished traces in one background thread, so that a slow, full,
-read-only, locked or damaged store delays nothing and loses no answer: the first failure
-is reported once through ``notice`` and later ones are dropped silently.
+:class:`TraceWriter` saves finished traces (and exports them to a collector, when one is
+configured) in one background thread, so that a slow, full, read-only, locked or damaged
+store, or a collector that is down, delays nothing and loses no answer: the first failure
+of each is reported once through ``notice`` and later ones are dropped silently.
 """
 
 from __future__ import annotations
