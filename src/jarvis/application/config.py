@@ -350,6 +350,42 @@ class ServerSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TraceSettings(_Section):
+    """Traces of every run (``jarvis traces``, ``jarvis stats``), kept on this machine."""
+
+    enabled: bool = False
+    """Record runs (off by default: a run leaves nothing on disk it was not asked to)."""
+    db_path: str = ""
+    """The SQLite database; empty = ``<config dir>/traces.db`` (relative: from the config
+    dir)."""
+    content: bool = False
+    """Also keep run inputs, tool arguments and tool results (URL credentials masked)."""
+    max_days: Annotated[float, Bounds(gt=0, le=36_500)] = 30.0
+    """Traces older than this many days are dropped as new ones are written."""
+    max_mb: Annotated[float, Bounds(gt=0, le=1_000_000)] = 100.0
+    """The oldest traces are dropped while the kept ones take more than this (megabytes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TelemetrySettings(_Section):
+    """Counts and timings for ``jarvis stats``: the same store as traces, never content."""
+
+    enabled: bool = False
+    """Record runs (timings and tokens only) even when ``[traces] enabled`` is false."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OtelSettings(_Section):
+    """Runs sent to an OpenTelemetry collector over OTLP/HTTP (JSON), as they are recorded."""
+
+    endpoint: str = ""
+    """The collector (``http://localhost:4318``; ``/v1/traces`` is added); empty:
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``, else none."""
+    timeout: Annotated[float, Bounds(gt=0, le=300)] = 5.0
+    """Seconds one export may take."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JarvisConfig(_Section):
     """The whole of ``<config dir>/config.toml``."""
 
@@ -367,6 +403,9 @@ class JarvisConfig(_Section):
     """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""
     runtimes: RuntimeSettings = field(default_factory=RuntimeSettings)
     skills: SkillSettings = field(default_factory=SkillSettings)
+    traces: TraceSettings = field(default_factory=TraceSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    otel: OtelSettings = field(default_factory=OtelSettings)
 
 
 def section_keys(cls: type, path: Sequence[str]) -> tuple[str, ...] | None:

@@ -219,8 +219,6 @@ NOT_IMPLEMENTED: Final[Mapping[str, str]] = {
     "hardware": "jarvis does not read hardware facts from the file",
     "installed_at": "install provenance only",
     "installer_version": "install provenance only",
-    "telemetry": "jarvis records no telemetry yet",
-    "traces": "jarvis records no traces yet",
     "tools.browser": "jarvis has no browser tool",
 }
 """Why a section is ignored, by dotted key."""
@@ -553,6 +551,8 @@ _JARVIS_ENGINES: Final = ("ollama", "vllm", "openai", "llamacpp")
 
 _SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "skills": ("paths",),
+    "traces": ("enabled", "db_path", "content", "max_days", "max_mb"),
+    "telemetry": ("enabled",),
 }
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
 

@@ -48,6 +48,8 @@ class AgentRunEnded:
     agent: str
     turns: int
     stop_reason: str
+    error: str = ""
+    """The kind of error that ended the run (``EngineUnavailableError``...), when known."""
     at: float = field(default_factory=monotonic)
     type: EventType = EventType.AGENT_RUN_END
 
@@ -90,6 +92,8 @@ class InferenceEnded:
     finish_reason: FinishReason
     tool_calls: tuple[ToolCall, ...] = ()
     latency_seconds: float = 0.0
+    first_token_seconds: float | None = None
+    """Seconds from the request to the first streamed text (``None``: not streamed)."""
     at: float = field(default_factory=monotonic)
     type: EventType = EventType.INFERENCE_END
 

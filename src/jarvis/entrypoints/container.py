@@ -41,8 +41,10 @@ needed; a ``providers.Resource`` over a generator when what it builds must be cl
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar, cast
 
 from jarvis.application.ask import AskService, PersonaPrompt, PromptContext, ToolProvider
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.application.traces import TraceWriter
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
@@ -84,6 +87,8 @@ if TYPE_CHECKING:
         ReplSession,
         SessionStorePort,
         ToolPort,
+        TraceExportPort,
+        TraceStorePort,
     )
     from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
 
@@ -672,6 +677,68 @@ def _prompt_context(config: JarvisConfig) -> PromptContext:
     )
 
 
+def _trace_store(config: JarvisConfig) -> TraceStorePort:
+    """The SQLite trace store (``[traces] db_path``), opened on its first use."""
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.entrypoints.settings import config_dir
+
+    return SqliteTraceStore(config_dir() / Path(config.traces.db_path or "traces.db").expanduser())
+
+
+def _trace_notice(message: str) -> None:
+    """One line on stderr, URL credentials masked (the trace writer tells it once)."""
+    import sys
+
+    from jarvis.entrypoints.redact import redact_urls
+
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"jarvis: {redact_urls(message)}\n")
+        sys.stderr.flush()
+
+
+def _otlp_url(config: JarvisConfig) -> str:
+    import os
+
+    from jarvis.adapters.otlp_http import traces_endpoint
+
+    return traces_endpoint(config.otel.endpoint, os.environ)
+
+
+def _trace_writer(config: JarvisConfig) -> TraceWriter | None:
+    """Saves traces off the event loop when ``[traces]`` or ``[telemetry]`` is enabled, and
+    exports them when an OTLP endpoint is set."""
+    keep = config.traces.enabled or config.telemetry.enabled
+    url = _otlp_url(config)
+    if not (keep or url):
+        return None
+    from jarvis.application.traces import TraceWriter
+
+    def exporter() -> TraceExportPort:
+        from jarvis.adapters.otlp_http import OtlpHttpExporter
+
+        return OtlpHttpExporter(url, timeout=config.otel.timeout)
+
+    return TraceWriter(
+        (lambda: _trace_store(config)) if keep else None,
+        notice=_trace_notice,
+        max_days=config.traces.max_days,
+        max_bytes=int(config.traces.max_mb * 1_000_000),
+        exporter=exporter if url else None,
+    )
+
+
+def _event_bus(config: JarvisConfig, writer: TraceWriter | None) -> EventBus:
+    """The bus of every run; the trace recorder listens to it when traces are on."""
+    bus = EventBus()
+    if writer is not None:
+        from jarvis.application.traces import TraceRecorder
+        from jarvis.entrypoints.redact import redact_urls
+
+        content = config.traces.enabled and config.traces.content
+        bus.subscribe(TraceRecorder(writer.save, content=content, mask=redact_urls))
+    return bus
+
+
 def _ask_service(
     *,
     config: JarvisConfig,
@@ -717,7 +784,13 @@ class Container(containers.DeclarativeContainer):
     ollama_probe: providers.Provider[OllamaProbe] = providers.Object(_probe_ollama)
     model_locator: providers.Provider[ModelLocator] = providers.Object(_embedded_model_file)
 
-    bus: providers.Provider[EventBus] = providers.Singleton(EventBus)
+    trace_writer: providers.Provider[TraceWriter | None] = providers.Singleton(
+        _trace_writer, config
+    )
+    """Saves the traces of this container's runs (``None``: traces and telemetry are off)."""
+    trace_store: providers.Provider[TraceStorePort] = providers.Singleton(_trace_store, config)
+    """Where ``jarvis traces`` and ``jarvis stats`` read (``[traces] db_path``)."""
+    bus: providers.Provider[EventBus] = providers.Singleton(_event_bus, config, trace_writer)
     plugins: providers.Provider[PluginSource] = providers.Singleton(_plugins, config)
     """Installed packages' entry points and ``[plugins] modules``, read when first needed."""
     agents: providers.Provider[AgentRegistry] = providers.Singleton(_agents, plugins)

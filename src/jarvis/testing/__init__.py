@@ -12,6 +12,7 @@ from jarvis.testing.persona import InMemoryPersonaStore
 from jarvis.testing.repl import InMemoryRepl
 from jarvis.testing.sessions import InMemorySessionStore
 from jarvis.testing.tools import InMemoryTool
+from jarvis.testing.traces import InMemoryTraceExporter, InMemoryTraceStore
 
 __all__ = [
     "InMemoryContainerRuntime",
@@ -22,5 +23,7 @@ __all__ = [
     "InMemoryRepl",
     "InMemorySessionStore",
     "InMemoryTool",
+    "InMemoryTraceExporter",
+    "InMemoryTraceStore",
     "ScriptedInference",
 ]

@@ -175,7 +175,10 @@ class BaseAgent(ABC):
             bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
         loop = asyncio.get_running_loop()
         started = loop.time()
+        first_token: float | None = None
         async for chunk in self.inference.stream(request):
+            if first_token is None and chunk.content:
+                first_token = loop.time() - started
             if chunk.is_final and publishing and bus is not None:
                 bus.publish(
                     InferenceEnded(
@@ -185,6 +188,7 @@ class BaseAgent(ABC):
                         finish_reason=chunk.finish_reason or "stop",
                         tool_calls=chunk.tool_calls,
                         latency_seconds=loop.time() - started,
+                        first_token_seconds=first_token,
                     )
                 )
             yield chunk
@@ -192,6 +196,19 @@ class BaseAgent(ABC):
     def run_started(self, input: str) -> None:
         if self.bus is not None and self.bus.has_subscribers:
             self.bus.publish(AgentRunStarted(agent=self.agent_id, input=input))
+
+    def run_stopped(self, exc: BaseException, *, turns: int = 0) -> None:
+        """Publish the end of a run that raised ``exc`` (cancelled, or an error)."""
+        if self.bus is not None and self.bus.has_subscribers:
+            cancelled = isinstance(exc, asyncio.CancelledError | GeneratorExit)
+            self.bus.publish(
+                AgentRunEnded(
+                    agent=self.agent_id,
+                    turns=turns,
+                    stop_reason="cancelled" if cancelled else "error",
+                    error="" if cancelled else type(exc).__name__,
+                )
+            )
 
     def run_ended(self, result: AgentResult) -> None:
         if self.bus is not None and self.bus.has_subscribers:

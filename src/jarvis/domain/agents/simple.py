@@ -20,7 +20,11 @@ class SimpleAgent(BaseAgent):
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
         self.run_started(input)
-        completion = await self.generate(self.request(self.build_messages(input, context)))
+        try:
+            completion = await self.generate(self.request(self.build_messages(input, context)))
+        except BaseException as exc:
+            self.run_stopped(exc)
+            raise
         result = AgentResult(
             content=strip_think(completion.content),
             stop_reason="final_answer",
@@ -40,14 +44,20 @@ class SimpleAgent(BaseAgent):
         usage = Usage()
         model = self.model
         finish: FinishReason = "stop"
-        async for chunk in self.stream_inference(self.request(self.build_messages(input, context))):
-            if chunk.content:
-                parts.append(chunk.content)
-                yield TextDelta(text=chunk.content)
-            if chunk.is_final:
-                usage = chunk.usage or usage
-                finish = chunk.finish_reason or finish
-                model = chunk.model or model
+        try:
+            async for chunk in self.stream_inference(
+                self.request(self.build_messages(input, context))
+            ):
+                if chunk.content:
+                    parts.append(chunk.content)
+                    yield TextDelta(text=chunk.content)
+                if chunk.is_final:
+                    usage = chunk.usage or usage
+                    finish = chunk.finish_reason or finish
+                    model = chunk.model or model
+        except BaseException as exc:
+            self.run_stopped(exc)
+            raise
         result = AgentResult(
             content=strip_think("".join(parts)),
             stop_reason="final_answer",

@@ -296,8 +296,8 @@ class ToolUsingAgent(BaseAgent):
             except (asyncio.CancelledError, GeneratorExit):
                 self._publish_end(run, "cancelled")
                 raise
-            except BaseException:
-                self._publish_end(run, "error")
+            except BaseException as exc:
+                self._publish_end(run, "error", error=type(exc).__name__)
                 raise
             assert run.result is not None
             yield RunFinished(result=scope.complete(run.result))
@@ -641,14 +641,16 @@ class ToolUsingAgent(BaseAgent):
         self.run_ended(result)
         return result
 
-    def _publish_end(self, run: _Run, stop_reason: str) -> None:
+    def _publish_end(self, run: _Run, stop_reason: str, *, error: str = "") -> None:
         if run.ended:
             return
         run.ended = True
         bus = self.bus
         if bus is not None and bus.has_subscribers:
             bus.publish(
-                AgentRunEnded(agent=self.agent_id, turns=run.turns, stop_reason=stop_reason)
+                AgentRunEnded(
+                    agent=self.agent_id, turns=run.turns, stop_reason=stop_reason, error=error
+                )
             )
 
 

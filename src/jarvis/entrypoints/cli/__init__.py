@@ -39,6 +39,8 @@ COMMANDS = (
     "mcp",
     "serve",
     "config",
+    "traces",
+    "stats",
 )
 """The commands, in the order ``jarvis --help`` lists them."""
 
@@ -129,6 +131,14 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.mcp import app as mcp_app
 
             built.add_typer(mcp_app, name="mcp", epilog=EXIT_CODES_HELP)
+        elif name == "traces":
+            from jarvis.entrypoints.cli.traces import app as traces_app
+
+            built.add_typer(traces_app, name="traces", epilog=EXIT_CODES_HELP)
+        elif name == "stats":
+            from jarvis.entrypoints.cli.traces import stats
+
+            built.command("stats", epilog=EXIT_CODES_HELP)(stats)
         else:
             from jarvis.entrypoints.cli.persona import app as persona_app
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.ask import AskQuestion, Sampling
     from jarvis.domain.json_types import JSONObject
+    from jarvis.domain.traces import Trace
     from jarvis.entrypoints.cli.conversation import SessionChoice
     from jarvis.entrypoints.runtime import Runtime
 
@@ -250,6 +251,14 @@ def ask(
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
     no_project_instructions: NoProjectInstructionsOption = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="After the answer, print each inference's and tool call's duration and tokens, "
+            "and the run's totals (on stderr).",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -312,18 +321,29 @@ def ask(
             chosen_by = ""
         from jarvis.entrypoints.cli.termination import sigterm_as_interrupt
 
-        with persona_warnings(verbose), sigterm_as_interrupt():
-            asyncio.run(
-                _answer(
-                    runtime,
-                    command,
-                    renderer,
-                    mode=mode,
-                    verbose=verbose,
-                    temperature_from=chosen_by,
-                    conversation=conversation,
+        profiled = _profile(runtime) if profile else None
+        try:
+            with persona_warnings(verbose), sigterm_as_interrupt():
+                asyncio.run(
+                    _answer(
+                        runtime,
+                        command,
+                        renderer,
+                        mode=mode,
+                        verbose=verbose,
+                        temperature_from=chosen_by,
+                        conversation=conversation,
+                    )
                 )
-            )
+        finally:
+            writer = runtime.container.trace_writer()
+            if writer is not None:
+                writer.flush()
+        if profiled:
+            from jarvis.entrypoints.cli.errors import write_stderr
+            from jarvis.entrypoints.cli.traces import profile_lines
+
+            write_stderr("".join(line + "\n" for line in profile_lines(profiled[-1])))
 
     code = guarded(body, verbose=verbose, cleanup=renderer.abort)
     if code:
@@ -379,6 +399,16 @@ async def _operator_answer(
         write_json(data)
     else:
         write_line(answer.content)
+
+
+def _profile(runtime: Runtime) -> list[Trace]:
+    """Records the run for ``--profile`` (whether or not traces are kept): the list gets
+    the run's trace when it ends."""
+    from jarvis.application.traces import TraceRecorder
+
+    traces: list[Trace] = []
+    runtime.container.bus().subscribe(TraceRecorder(traces.append))
+    return traces
 
 
 def _conversation(

@@ -1,0 +1,158 @@
+"""Tracing on vs off: what recording a run costs.
+
+* client CPU per two-call tool run (call → calculator → answer) through ``Jarvis.aask_full``
+  against the loopback stub, with ``[traces] enabled`` vs without; the CPU of the thread
+  that writes the trace to SQLite is counted (``process_time`` covers every thread);
+* the same difference per span (a two-call run is 4 spans: the run, two inferences, one
+  tool call);
+* ``jarvis ask`` start-up (wall and CPU of the whole process) with tracing on vs off.
+
+Goals: ≤ 3 % added CPU per tool run, ≤ 50 µs per span, start-up unchanged.
+Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bench.common import BenchContext, Row, stub_process, time_processes
+
+QUESTION = "What is 2+2? Use the calculator."
+SPANS_PER_RUN = 4
+
+
+def _config(folder: Path, url: str, *, traces: bool) -> Path:
+    path = folder / ("on.toml" if traces else "off.toml")
+    path.write_text(
+        f'[engine]\nname = "openai"\nmodel = "stub-model"\n[engine.openai]\nbase_url = "{url}"\n'
+        f"[traces]\nenabled = {'true' if traces else 'false'}\n"
+        f'db_path = "{folder / "traces.db"}"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+async def _per_run(call: Callable[[], Awaitable[object]], n: int) -> float:
+    cpu = time.process_time()
+    for _ in range(n):
+        await call()
+    return (time.process_time() - cpu) / n
+
+
+async def tool_run_rows(ctx: BenchContext) -> list[Row]:
+    from jarvis import Jarvis
+
+    n, blocks = (20, 3) if ctx.quick else (150, 7)
+    with tempfile.TemporaryDirectory() as folder:
+        off_config = _config(Path(folder), ctx.stub_url, traces=False)
+        on_config = _config(Path(folder), ctx.stub_url, traces=True)
+        async with Jarvis(config_path=off_config) as off, Jarvis(config_path=on_config) as on:
+
+            async def untraced() -> object:
+                return await off.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+
+            async def traced() -> object:
+                return await on.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+
+            await _per_run(untraced, 10)
+            await _per_run(traced, 10)
+            off_cpu, on_cpu = [], []
+            for _ in range(blocks):  # interleaved, so drift hits both sides alike
+                off_cpu.append(await _per_run(untraced, n))
+                on_cpu.append(await _per_run(traced, n))
+            writer = on._runtime.container.trace_writer()
+            if writer is not None:
+                writer.flush()
+            from jarvis.adapters.sqlite_traces import SqliteTraceStore
+            from jarvis.domain.traces import TraceQuery
+
+            recorded = len(
+                SqliteTraceStore(Path(folder) / "traces.db").list(TraceQuery(limit=10**6))
+            )
+    assert recorded >= n * blocks, recorded  # every traced run was written
+    cpu_off, cpu_on = statistics.median(off_cpu), statistics.median(on_cpu)
+    per_span = max(cpu_on - cpu_off, 0.0) / SPANS_PER_RUN
+    added = cpu_on / cpu_off - 1
+    return [
+        Row(
+            name="two-call tool run, client CPU, tracing on",
+            value=cpu_on * 1000,
+            unit="ms",
+            baseline=cpu_off * 1000,
+            baseline_name="tracing off",
+            goal="≤ 3 % added",
+            ok=added <= 0.03,
+            note=f"{added * 100:+.1f} %; median of {blocks} blocks of {n}, interleaved; "
+            "the SQLite writer thread's CPU included",
+        ),
+        Row(
+            name="tracing, CPU per span",
+            value=per_span * 1e6,
+            unit="µs",
+            goal="≤ 50 µs",
+            ok=per_span <= 50e-6,
+            note=f"(on - off) / {SPANS_PER_RUN} spans of a two-call run",
+        ),
+    ]
+
+
+def startup_rows(ctx: BenchContext) -> list[Row]:
+    runs = 3 if ctx.quick else 15
+    with tempfile.TemporaryDirectory() as folder:
+        home_off = Path(folder) / "off"
+        home_on = Path(folder) / "on"
+        for home, tracing in ((home_off, False), (home_on, True)):
+            home.mkdir()
+            (home / "config.toml").write_text(
+                '[agent]\ndefault = "simple"\n[traces]\n'
+                f"enabled = {'true' if tracing else 'false'}\n",
+                encoding="utf-8",
+            )
+        command = ctx.jarvis_command("ask", "--base-url", ctx.stub_url, "-m", "stub-model", "hi")
+        timings = time_processes(
+            {
+                "off": (command, {**ctx.env, "OPENJARVIS_HOME": str(home_off)}),
+                "on": (command, {**ctx.env, "OPENJARVIS_HOME": str(home_on)}),
+            },
+            runs=runs,
+        )
+        assert (home_on / "traces.db").exists()
+    off, on = timings["off"], timings["on"]
+    return [
+        Row(
+            name="jarvis ask, tracing on (whole process)",
+            value=on.median,
+            unit="s",
+            baseline=off.median,
+            baseline_name="tracing off",
+            goal="unchanged",
+            note=f"median of {runs}, interleaved; CPU {on.cpu_median:.3f} s vs "
+            f"{off.cpu_median:.3f} s",
+        )
+    ]
+
+
+async def run(ctx: BenchContext) -> list[Row]:
+    return [*await tool_run_rows(ctx), *startup_rows(ctx)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    with stub_process() as url:
+        rows = asyncio.run(run(BenchContext(stub_url=url, quick=quick, env=dict(os.environ))))
+    for row in rows:
+        ratio = "" if row.ratio is None else f"  ({row.ratio:.3f}x {row.baseline_name})"
+        print(f"{row.name}: {row.value:.3f} {row.unit}{ratio}  {row.goal}  {row.note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The behaviour every TraceStorePort implementation shows (fake and real alike)."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import pytest
+
+from jarvis.domain.ports import TraceStorePort
+from jarvis.domain.traces import Span, Trace, TraceQuery, trace_to_record
+
+StoreT = TypeVar("StoreT", bound=TraceStorePort)
+
+
+def make_trace(
+    trace_id: str, *, start: float = 1000.0, agent: str = "simple", ok: bool = True
+) -> Trace:
+    run = Span(
+        span_id="0001",
+        parent_id=None,
+        kind="run",
+        name=agent,
+        start=start,
+        duration=1.5,
+        ok=ok,
+        attributes={"agent": agent, "stop_reason": "final_answer" if ok else "error"},
+    )
+    inference = Span(
+        span_id="0002",
+        parent_id="0001",
+        kind="inference",
+        name="m",
+        start=start + 0.1,
+        duration=0.5,
+        attributes={"engine": "e", "model": "m", "tokens_in": 7, "tokens_out": 3},
+        content={"input": "ü 🚀 '; DROP TABLE traces; --"},
+    )
+    return Trace(
+        trace_id=trace_id,
+        agent=agent,
+        start=start,
+        duration=1.5,
+        status="ok" if ok else "error",
+        error="" if ok else "EngineUnavailableError",
+        spans=(run, inference),
+    )
+
+
+class TraceStoreContract(Generic[StoreT]):
+    """Subclass with a ``store`` fixture returning a fresh, empty store."""
+
+    @pytest.fixture
+    def store(self) -> StoreT:
+        raise NotImplementedError("subclass must provide the `store` fixture")
+
+    def test_an_empty_store_lists_nothing(self, store: StoreT) -> None:
+        assert list(store.list(TraceQuery())) == []
+        assert store.get("abc") is None
+
+    def test_a_trace_round_trips_exactly(self, store: StoreT) -> None:
+        trace = make_trace("a" * 32)
+        store.save(trace)
+        assert store.get("a" * 32) == trace
+
+    def test_a_unique_prefix_finds_the_trace(self, store: StoreT) -> None:
+        store.save(make_trace("abc1" + "0" * 28))
+        store.save(make_trace("abd2" + "0" * 28))
+        found = store.get("abc")
+        assert found is not None
+        assert found.trace_id.startswith("abc1")
+        assert store.get("ab") is None  # two match: none is chosen
+        assert store.get("") is None
+        assert store.get("%") is None
+
+    def test_save_many_keeps_every_trace(self, store: StoreT) -> None:
+        store.save_many([make_trace("m1", start=1.0), make_trace("m2", start=2.0)])
+        store.save_many([])
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["m2", "m1"]
+
+    def test_saving_again_replaces(self, store: StoreT) -> None:
+        store.save(make_trace("t1", ok=True))
+        store.save(make_trace("t1", ok=False))
+        found = store.get("t1")
+        assert found is not None
+        assert found.status == "error"
+        assert len(store.list(TraceQuery())) == 1
+
+    def test_list_is_newest_first_and_filters(self, store: StoreT) -> None:
+        store.save(make_trace("old", start=100.0, agent="simple"))
+        store.save(make_trace("new", start=300.0, agent="orchestrator"))
+        store.save(make_trace("bad", start=200.0, agent="simple", ok=False))
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["new", "bad", "old"]
+        assert [t.trace_id for t in store.list(TraceQuery(since=150.0))] == ["new", "bad"]
+        assert [t.trace_id for t in store.list(TraceQuery(agent="simple"))] == ["bad", "old"]
+        assert [t.trace_id for t in store.list(TraceQuery(failed_only=True))] == ["bad"]
+        assert [t.trace_id for t in store.list(TraceQuery(limit=1))] == ["new"]
+
+    def test_prune_drops_old_traces(self, store: StoreT) -> None:
+        store.save(make_trace("old", start=100.0))
+        store.save(make_trace("new", start=300.0))
+        assert store.prune(older_than=200.0, max_bytes=None) == 1
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["new"]
+
+    def test_prune_drops_the_oldest_past_the_size(self, store: StoreT) -> None:
+        traces = [make_trace(f"t{n}", start=float(n)) for n in range(5)]
+        for trace in traces:
+            store.save(trace)
+        size = len(trace_to_record(traces[0]).encode())
+        assert store.prune(older_than=None, max_bytes=2 * size + size // 2) == 3
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["t4", "t3"]
+        assert store.prune(older_than=None, max_bytes=None) == 0

@@ -1,0 +1,74 @@
+"""OTLP/HTTP with the JSON encoding, written by hand: one ``POST /v1/traces`` per batch.
+
+No OpenTelemetry package is needed (nor imported): the request body is the
+``ExportTraceServiceRequest`` of :func:`~jarvis.application.trace_export.to_otlp`, which
+collectors accept as ``application/json``. Each call has a bounded timeout and reads a
+bounded reply; a receiver that is down, slow or refuses is a ``TraceStoreError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import httpx
+
+from jarvis.application.trace_export import otlp_request, otlp_spans
+from jarvis.domain.json_types import JSONValue
+from jarvis.domain.traces import Trace, TraceStoreError
+
+MAX_REPLY_BYTES = 64 * 1024
+
+
+def traces_endpoint(endpoint: str, env: Mapping[str, str]) -> str:
+    """The URL traces go to: ``[otel] endpoint``, else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
+    (used as is), else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``; empty: none."""
+    base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    if not endpoint and env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    if not base:
+        return ""
+    base = base.rstrip("/")
+    return base if base.endswith("/v1/traces") else base + "/v1/traces"
+
+
+class OtlpHttpExporter:
+    """Posts batches of traces to ``url`` (a collector's ``.../v1/traces``)."""
+
+    def __init__(
+        self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0
+    ) -> None:
+        self.url = url
+        self._client: httpx.Client | None = None
+        self._headers = {"content-type": "application/json", **(headers or {})}
+        self._timeout = timeout
+
+    def export(self, traces: Sequence[Trace]) -> None:
+        if not traces:
+            return
+        spans: list[JSONValue] = []
+        for trace in traces:
+            spans.extend(otlp_spans(trace))
+        body = otlp_request(spans)
+        if self._client is None:
+            self._client = httpx.Client(timeout=self._timeout, follow_redirects=False)
+        try:
+            with self._client.stream(
+                "POST", self.url, content=json.dumps(body).encode(), headers=self._headers
+            ) as response:
+                reply = b""
+                for chunk in response.iter_bytes():
+                    reply += chunk
+                    if len(reply) > MAX_REPLY_BYTES:
+                        break
+        except httpx.HTTPError as exc:
+            raise TraceStoreError(f"the OTLP receiver at {self.url} failed: {exc}") from exc
+        if response.status_code >= 300:
+            raise TraceStoreError(
+                f"the OTLP receiver at {self.url} refused the traces (HTTP {response.status_code})"
+            )
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()

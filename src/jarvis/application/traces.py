@@ -1,0 +1,401 @@
+"""Records runs as traces, from the events they publish, and keeps them off the event loop.
+
+:class:`TraceRecorder` is an event-bus subscriber: it turns the events of one top-level run
+(``AgentRunStarted`` ... ``AgentRunEnded``) into a :class:`~jarvis.domain.traces.Trace`.
+Runs nested in a tool call (``llm_query``, a sub-agent) and inferences made while a tool
+runs become children of that tool's span. Concurrent runs on one bus (``jarvis serve``)
+are told apart by context: each asyncio task that starts a run records its own trace.
+
+:class:`TraceWriter` saves finished traces (and exports them to a collector, when one is
+configured) in one background thread, so that a slow, full, read-only, locked or damaged
+store, or a collector that is down, delays nothing and loses no answer: the first failure
+of each is reported once through ``notice`` and later ones are dropped silently.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from jarvis.domain.events import (
+    AgentRunEnded,
+    AgentRunStarted,
+    Event,
+    InferenceEnded,
+    InferenceStarted,
+    LoopGuardTriggered,
+    ToolCallEnded,
+    ToolCallStarted,
+)
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.ports import TraceExportPort, TraceStorePort
+from jarvis.domain.traces import MAX_CONTENT_CHARS, MAX_SPANS, Span, Trace, TraceStatus
+
+
+@dataclass(slots=True, eq=False)  # compared by identity
+class _OpenSpan:
+    span_id: str
+    parent_id: str | None
+    kind: str
+    name: str
+    at: float
+    """Monotonic start (the events' clock)."""
+    duration: float | None = None
+    ok: bool = True
+    attributes: JSONObject = field(default_factory=dict)
+    content: JSONObject = field(default_factory=dict)
+    outer: _OpenSpan | None = None
+    """For a run: the run that was current in its task when it started."""
+
+
+@dataclass(slots=True)
+class _OpenTrace:
+    trace_id: str
+    wall: float
+    """Epoch seconds at ``mono``."""
+    mono: float
+    spans: list[_OpenSpan] = field(default_factory=list)
+    runs: list[_OpenSpan] = field(default_factory=list)
+    tools: dict[tuple[str, str], _OpenSpan] = field(default_factory=dict)
+    """Running tool calls by (their run's span id, call id)."""
+    inferences: list[_OpenSpan] = field(default_factory=list)
+    next_id: int = 1
+    dropped: int = 0
+
+    def add(self, kind: str, name: str, at: float, parent: _OpenSpan | None) -> _OpenSpan:
+        span = _OpenSpan(
+            span_id=f"{self.next_id:04x}",
+            parent_id=None if parent is None else parent.span_id,
+            kind=kind,
+            name=name,
+            at=at,
+        )
+        self.next_id += 1
+        if len(self.spans) < MAX_SPANS:
+            self.spans.append(span)
+        else:
+            self.dropped += 1
+        return span
+
+    def holds(self, span: _OpenSpan | None, spans: list[_OpenSpan]) -> bool:
+        return span is not None and any(open_span is span for open_span in spans)
+
+    def under(self, run: _OpenSpan | None) -> _OpenSpan | None:
+        """Where a new run or inference hangs: ``run``'s one running tool, else ``run``."""
+        if run is None:
+            return None
+        running = [t for t in self.tools.values() if t.parent_id == run.span_id]
+        return running[0] if len(running) == 1 else run
+
+
+def _clip(text: str, mask: Callable[[str], str]) -> str:
+    return mask(text[:MAX_CONTENT_CHARS])
+
+
+class TraceRecorder:
+    """Subscribe it to a bus (``bus.subscribe(recorder)``); ``sink`` gets each finished
+    trace. ``content``: keep run inputs, tool arguments and results (masked by ``mask``)."""
+
+    def __init__(
+        self,
+        sink: Callable[[Trace], None],
+        *,
+        content: bool = False,
+        mask: Callable[[str], str] = lambda text: text,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._sink = sink
+        self._content = content
+        self._mask = mask
+        self._clock = clock
+        self._current: ContextVar[_OpenTrace | None] = ContextVar(
+            f"jarvis-trace-{id(self)}", default=None
+        )
+        self._inference: ContextVar[_OpenSpan | None] = ContextVar(
+            f"jarvis-trace-inference-{id(self)}", default=None
+        )
+        self._run: ContextVar[_OpenSpan | None] = ContextVar(
+            f"jarvis-trace-run-{id(self)}", default=None
+        )
+
+    def _run_of(self, trace: _OpenTrace) -> _OpenSpan:
+        """The innermost run of the calling task (concurrent sub-runs each have theirs)."""
+        run = self._run.get()
+        return run if run is not None and trace.holds(run, trace.runs) else trace.runs[-1]
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, AgentRunStarted):
+            self._run_started(event)
+            return
+        trace = self._current.get()
+        if trace is None or not trace.runs:
+            return
+        run = self._run_of(trace)
+        if isinstance(event, AgentRunEnded):
+            self._run_ended(trace, run, event)
+        elif isinstance(event, InferenceStarted):
+            span = trace.add("inference", event.model, event.at, trace.under(run))
+            span.attributes.update({"engine": event.engine, "model": event.model})
+            trace.inferences.append(span)
+            self._inference.set(span)  # the task that made it ends it (``llm_batch``)
+        elif isinstance(event, InferenceEnded):
+            self._inference_ended(trace, event)
+        elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
+            span = trace.add("tool", event.tool, event.at, run)
+            trace.tools[(run.span_id, event.call_id)] = span
+            if self._content:
+                span.content["arguments"] = _clip(str(event.arguments), self._mask)
+        elif isinstance(event, ToolCallEnded):
+            self._tool_ended(trace, run, event)
+        elif isinstance(event, LoopGuardTriggered):
+            span = trace.add("tool", event.tool, event.at, run)
+            span.duration = 0.0
+            span.ok = False
+            span.attributes.update(
+                {"loop_guard": event.action, "loop_guard_pattern": event.pattern}
+            )
+
+    def _run_started(self, event: AgentRunStarted) -> None:
+        trace = self._current.get()
+        outer: _OpenSpan | None = None
+        if trace is None or not trace.runs:
+            trace = _OpenTrace(trace_id=secrets.token_hex(16), wall=self._clock(), mono=event.at)
+            self._current.set(trace)
+        else:
+            outer = self._run_of(trace)
+        span = trace.add("run", event.agent, event.at, trace.under(outer))
+        span.outer = outer
+        span.attributes["agent"] = event.agent
+        if self._content:
+            span.content["input"] = _clip(event.input, self._mask)
+        trace.runs.append(span)
+        self._run.set(span)
+
+    def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
+        trace.runs = [run for run in trace.runs if run is not span]
+        self._run.set(span.outer)
+        span.duration = event.at - span.at
+        span.ok = event.stop_reason not in ("error", "cancelled")
+        span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
+        if event.error:
+            span.attributes["error"] = event.error
+        if trace.runs:
+            return
+        self._current.set(None)
+        self._finish(trace, trace.spans[0], event)
+
+    def _inference_ended(self, trace: _OpenTrace, event: InferenceEnded) -> None:
+        span = self._inference.get()
+        if span is None or not trace.holds(span, trace.inferences):
+            span = trace.inferences[-1] if trace.inferences else None
+        if span is None:
+            return
+        trace.inferences = [i for i in trace.inferences if i is not span]
+        self._inference.set(None)
+        span.duration = event.at - span.at
+        span.attributes.update(
+            {
+                "tokens_in": event.usage.prompt_tokens,
+                "tokens_out": event.usage.completion_tokens,
+                "finish_reason": event.finish_reason,
+                "tool_calls": len(event.tool_calls),
+            }
+        )
+        if event.first_token_seconds is not None:
+            span.attributes["first_token_seconds"] = round(event.first_token_seconds, 6)
+        span.ok = event.finish_reason != "error"
+
+    def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
+        span = trace.tools.pop((run.span_id, event.call_id), None)
+        if span is None:
+            return
+        span.duration = event.at - span.at
+        span.ok = event.success
+        span.attributes.update({"result_chars": len(event.result), "success": event.success})
+        if self._content:
+            span.content["result"] = _clip(event.result, self._mask)
+
+    def _finish(self, trace: _OpenTrace, root: _OpenSpan, event: AgentRunEnded) -> None:
+        end = event.at
+        spans: list[Span] = []
+        for open_span in trace.spans:
+            unfinished = open_span.duration is None
+            duration = end - open_span.at if open_span.duration is None else open_span.duration
+            attributes = dict(open_span.attributes)
+            if unfinished:
+                attributes["unfinished"] = True
+            spans.append(
+                Span(
+                    span_id=open_span.span_id,
+                    parent_id=open_span.parent_id,
+                    kind="run"
+                    if open_span.kind == "run"
+                    else "tool"
+                    if open_span.kind == "tool"
+                    else "inference",
+                    name=open_span.name,
+                    start=trace.wall + (open_span.at - trace.mono),
+                    duration=max(duration, 0.0),
+                    ok=open_span.ok and not unfinished,
+                    attributes=attributes,
+                    content=dict(open_span.content),
+                )
+            )
+        if trace.dropped:
+            spans[0].attributes["dropped_spans"] = trace.dropped
+        status: TraceStatus = (
+            "cancelled"
+            if event.stop_reason == "cancelled"
+            else "error"
+            if event.stop_reason == "error"
+            else "ok"
+        )
+        error = ""
+        if status == "error":
+            error = event.error or "error"
+        self._sink(
+            Trace(
+                trace_id=trace.trace_id,
+                agent=root.name,
+                start=spans[0].start,
+                duration=spans[0].duration,
+                status=status,
+                error=error,
+                spans=tuple(spans),
+            )
+        )
+
+
+PRUNE_EVERY = 64
+"""The writer prunes with its first trace, then every this many (a prune scans the store)."""
+BATCH_SECONDS = 0.5
+"""Traces handed in within this long are written together (one wake-up of the thread)."""
+
+
+class TraceWriter:
+    """Saves traces in one background thread, then prunes by age and size.
+
+    ``save`` only appends to a buffer: the thread wakes at most every
+    :data:`BATCH_SECONDS` and writes what accumulated, so that a busy process pays one
+    thread wake-up per batch, not per run. ``flush`` writes what is buffered now and waits
+    for it; the process's exit flushes too (the thread is a daemon, so a store that hangs
+    cannot keep the process alive past ``flush``'s timeout).
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], TraceStorePort] | None,
+        *,
+        notice: Callable[[str], None],
+        max_days: float | None = None,
+        max_bytes: int | None = None,
+        clock: Callable[[], float] = time.time,
+        exporter: Callable[[], TraceExportPort] | None = None,
+    ) -> None:
+        self._store_factory = store
+        self._store: TraceStorePort | None = None
+        self._exporter_factory = exporter
+        self._exporter: TraceExportPort | None = None
+        self._notice = notice
+        self._max_days = max_days
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._buffer: list[Trace] = []
+        self._written_upto = 0
+        self._handed_in = 0
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._flushing = False
+        self._store_failed = store is None
+        self._export_failed = exporter is None
+        self._written = 0
+        self.last: Trace | None = None
+        """The last trace handed in (``jarvis ask --profile`` prints it)."""
+
+    @property
+    def _failed(self) -> bool:
+        return self._store_failed and self._export_failed
+
+    def save(self, trace: Trace) -> None:
+        self.last = trace
+        if self._failed:
+            return
+        with self._wake:
+            self._buffer.append(trace)
+            self._handed_in += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
+                self._thread.start()
+                atexit.register(self.flush)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if not self._flushing:
+                    self._wake.wait(BATCH_SECONDS)
+                batch, self._buffer = self._buffer, []
+                upto = self._handed_in
+            if batch:
+                self._write(batch)
+            with self._wake:
+                self._written_upto = upto
+                self._flushing = False
+                self._wake.notify_all()
+
+    def _write(self, batch: list[Trace]) -> None:
+        if not self._store_failed:
+            try:
+                self._save(batch)
+            except Exception as exc:  # a trace is never worth a run: tell once, keep going
+                self._store_failed = True
+                self._notice(f"traces are not being recorded: {exc}")
+        if not self._export_failed:
+            try:
+                if self._exporter is None and self._exporter_factory is not None:
+                    self._exporter = self._exporter_factory()
+                if self._exporter is not None:
+                    self._exporter.export(batch)
+            except Exception as exc:
+                self._export_failed = True
+                self._notice(f"traces are not being exported: {exc}")
+
+    def _save(self, batch: list[Trace]) -> None:
+        if self._store is None and self._store_factory is not None:
+            self._store = self._store_factory()
+        if self._store is None:
+            return
+        self._store.save_many(batch)
+        if (
+            self._written == 0
+            or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
+        ):
+            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+            self._store.prune(older_than=older, max_bytes=self._max_bytes)
+        self._written += len(batch)
+
+    def flush(self, timeout: float | None = 10.0) -> None:
+        """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._wake:
+            target = self._handed_in
+            while self._thread is not None and self._written_upto < target:
+                self._flushing = True
+                self._wake.notify_all()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                self._wake.wait(left)
+
+    def close(self) -> None:
+        self.flush()
+        atexit.unregister(self.flush)
+        for closing in (self._store, self._exporter):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    closing.close()

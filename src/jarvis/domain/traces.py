@@ -1,0 +1,150 @@
+"""What a run did, kept after it: a trace is the run and its inferences and tool calls, as
+a tree of spans with timings and token counts.
+
+A trace holds no prompt, answer, argument or result unless whoever records it was asked to
+keep content (``content`` of a span, empty otherwise): the timings and counts are what a
+user needs to see where a run spent its time and its tokens; the words are theirs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from jarvis.domain.json_types import JSONObject
+
+SpanKind: TypeAlias = Literal["run", "inference", "tool"]
+TraceStatus: TypeAlias = Literal["ok", "error", "cancelled"]
+
+MAX_SPANS = 10_000
+"""The most spans one trace keeps (a runaway run's later spans are counted, not kept)."""
+MAX_CONTENT_CHARS = 4_000
+"""The most characters of one content field a trace keeps (``[traces] content = true``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    """One timed step of a run. ``start`` is seconds since the epoch (UTC)."""
+
+    span_id: str
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    """The agent (``run``), the model (``inference``) or the tool (``tool``)."""
+    start: float
+    duration: float
+    ok: bool = True
+    attributes: JSONObject = field(default_factory=dict)
+    """Engine, model, tokens, time to first token, finish reason, result size, loop-guard
+    verdict...: numbers and names, never content."""
+    content: JSONObject = field(default_factory=dict)
+    """Input and output text, only when content recording is on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    """One top-level run and every span below it (``spans[0]`` is the run itself)."""
+
+    trace_id: str
+    agent: str
+    start: float
+    duration: float
+    status: TraceStatus
+    error: str = ""
+    """Why the run failed (its stop reason, ``engine_error``...); empty when it did not."""
+    spans: tuple[Span, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceQuery:
+    """Which traces to list: newest first, at most ``limit``."""
+
+    since: float | None = None
+    """Seconds since the epoch; ``None``: from the first."""
+    agent: str | None = None
+    failed_only: bool = False
+    limit: int = 100
+
+
+class TraceStoreError(Exception):
+    """The trace store cannot be read or written (full or read-only disk, locked or damaged
+    database). A run never fails because of it."""
+
+
+def trace_to_record(trace: Trace) -> str:
+    """``trace`` as one line of JSON (what a store keeps)."""
+    return json.dumps(
+        {
+            "trace_id": trace.trace_id,
+            "agent": trace.agent,
+            "start": trace.start,
+            "duration": trace.duration,
+            "status": trace.status,
+            "error": trace.error,
+            "spans": [
+                {
+                    "span_id": s.span_id,
+                    "parent_id": s.parent_id,
+                    "kind": s.kind,
+                    "name": s.name,
+                    "start": s.start,
+                    "duration": s.duration,
+                    "ok": s.ok,
+                    "attributes": s.attributes,
+                    "content": s.content,
+                }
+                for s in trace.spans
+            ],
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
+
+
+_KINDS: dict[str, SpanKind] = {"run": "run", "inference": "inference", "tool": "tool"}
+_STATUSES: dict[str, TraceStatus] = {"ok": "ok", "error": "error", "cancelled": "cancelled"}
+
+
+def _object(value: object) -> JSONObject:
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
+def trace_from_record(text: str) -> Trace:
+    """The trace :func:`trace_to_record` wrote; ``ValueError`` when ``text`` is not one."""
+    data = _object(json.loads(text))
+    spans = data.get("spans")
+    if not isinstance(spans, list):
+        raise ValueError("no spans")
+    try:
+        return Trace(
+            trace_id=str(data["trace_id"]),
+            agent=str(data["agent"]),
+            start=float(str(data["start"])),
+            duration=float(str(data["duration"])),
+            status=_STATUSES[str(data["status"])],
+            error=str(data.get("error", "")),
+            spans=tuple(
+                Span(
+                    span_id=str(s["span_id"]),
+                    parent_id=None if s["parent_id"] is None else str(s["parent_id"]),
+                    kind=_KINDS[str(s["kind"])],
+                    name=str(s["name"]),
+                    start=float(str(s["start"])),
+                    duration=float(str(s["duration"])),
+                    ok=bool(s["ok"]),
+                    attributes=_object(s.get("attributes", {})),
+                    content=_object(s.get("content", {})),
+                )
+                for s in map(_object, spans)
+            ),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"missing or wrong field: {exc}") from exc

@@ -1,0 +1,324 @@
+"""``jarvis traces``, ``jarvis stats`` and ``jarvis ask --profile`` as processes against a
+scripted engine: the span tree of a run with two tool calls, a failed run, an operator
+tick, content kept only when asked, and a damaged trace store that never costs an answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
+
+pytestmark = pytest.mark.integration
+
+SECRET_EXPRESSION = "1234+4321"
+
+
+def jarvis(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+        check=False,
+    )
+
+
+def configure(home: Path, url: str, traces: str = "enabled = true\n") -> None:
+    (home / "config.toml").write_text(
+        f'[engine]\nname = "openai"\nmodel = "{MODEL}"\n'
+        f'[engine.openai]\nbase_url = "{url}"\n[traces]\n{traces}'
+    )
+
+
+def two_tool_calls() -> list[Reply]:
+    return [
+        Reply(
+            tool_calls=[
+                tool_call("call_1", "calculator", {"expression": SECRET_EXPRESSION}),
+                tool_call("call_2", "think", {"thought": "the sum is right"}),
+            ]
+        ),
+        Reply("The answer is 5555."),
+    ]
+
+
+def ask_orchestrator(*extra: str) -> subprocess.CompletedProcess[str]:
+    return jarvis("ask", "-a", "orchestrator", "--tools", "calculator,think", *extra, "What is it?")
+
+
+def listed(*args: str) -> list[dict[str, object]]:
+    result = jarvis("traces", "list", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert isinstance(data, list)
+    return data
+
+
+def shown(trace_id: str) -> dict[str, object]:
+    result = jarvis("traces", "show", "--json", trace_id)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_an_orchestrator_run_with_two_tool_calls_is_a_tree(jarvis_home: Path) -> None:
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url)
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    (summary,) = listed()
+    assert summary["agent"] == "orchestrator"
+    assert summary["status"] == "ok"
+    assert (summary["inferences"], summary["tool_calls"]) == (2, 2)
+    trace = shown(str(summary["id"])[:8])  # a prefix finds it
+    spans = trace["spans"]
+    assert isinstance(spans, list)
+    run = spans[0]
+    assert (run["kind"], run["parent_id"], run["attributes"]["turns"]) == ("run", None, 2)
+    children = [s for s in spans if s["parent_id"] == run["span_id"]]
+    assert [(s["kind"], s["name"]) for s in children] == [
+        ("inference", MODEL),
+        ("tool", "calculator"),
+        ("tool", "think"),
+        ("inference", MODEL),
+    ]
+    inference = children[0]["attributes"]
+    assert inference["engine"] == "openai"
+    assert inference["finish_reason"] == "tool_calls"
+    assert inference["tokens_in"] > 0
+    assert "first_token_seconds" not in inference  # tool calls only: no text streamed
+    assert children[3]["attributes"]["first_token_seconds"] <= children[3]["duration"]
+    calculator = children[1]
+    assert calculator["ok"] is True
+    assert calculator["attributes"]["result_chars"] == len("5555")
+    for span in spans:
+        assert span["start"] >= run["start"]
+        assert span["start"] + span["duration"] <= run["start"] + run["duration"] + 1e-6
+        assert span["content"] == {}  # content is not kept by default
+    db = (jarvis_home / "traces.db").read_bytes()
+    assert SECRET_EXPRESSION.encode() not in db
+    assert oct((jarvis_home / "traces.db").stat().st_mode & 0o777) == "0o600"
+
+    waterfall = jarvis("traces", "show", str(summary["id"]))
+    assert waterfall.returncode == 0, waterfall.stderr
+    lines = waterfall.stdout.splitlines()
+    assert lines[0].startswith(f"trace {summary['id']}  orchestrator  ok")
+    assert any(line.startswith("  tool calculator") and "█" in line for line in lines)
+
+    exported = jarvis("traces", "export", str(summary["id"]))
+    assert exported.returncode == 0, exported.stderr
+    otlp = json.loads(exported.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert len(otlp) == len(spans)
+    root = otlp[0]
+    assert root["name"] == "invoke_agent orchestrator"
+    assert "parentSpanId" not in root
+    assert all(s["parentSpanId"] == root["spanId"] for s in otlp[1:])
+    chat = {a["key"]: a["value"] for a in otlp[1]["attributes"]}
+    assert chat["gen_ai.operation.name"] == {"stringValue": "chat"}
+    assert chat["gen_ai.request.model"] == {"stringValue": MODEL}
+    assert int(chat["gen_ai.usage.input_tokens"]["intValue"]) > 0
+    tool = {a["key"]: a["value"] for a in otlp[2]["attributes"]}
+    assert tool["gen_ai.tool.name"] == {"stringValue": "calculator"}
+
+    stats = jarvis("stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    figures = json.loads(stats.stdout)
+    assert figures["runs"] == 1
+    assert figures["tokens_in"] == summary["tokens_in"]
+    assert figures["tools"]["calculator"]["count"] == 1
+    assert figures["models"][MODEL]["count"] == 2
+    assert figures["engines"]["openai"]["p95_ms"] is not None
+    assert figures["errors"] == {}
+
+
+def test_content_is_kept_only_when_asked(jarvis_home: Path) -> None:
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, "enabled = true\ncontent = true\n")
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    (summary,) = listed()
+    spans = shown(str(summary["id"]))["spans"]
+    assert isinstance(spans, list)
+    assert spans[0]["content"] == {"input": "What is it?"}
+    assert SECRET_EXPRESSION in spans[2]["content"]["arguments"]
+    assert spans[2]["content"]["result"] == "5555"
+
+
+def test_traces_are_off_by_default_and_profile_still_reports(jarvis_home: Path) -> None:
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, "")
+        answer = ask_orchestrator("--profile")
+    assert answer.returncode == 0, answer.stderr
+    assert not (jarvis_home / "traces.db").exists()
+    lines = answer.stderr.splitlines()
+    start = lines.index("profile:")
+    profile = lines[start + 1 :]
+    assert [line.split()[:2] for line in profile[:4]] == [
+        ["inference", MODEL],
+        ["tool", "calculator"],
+        ["tool", "think"],
+        ["inference", MODEL],
+    ]
+    assert profile[4].split()[:2] == ["total", "orchestrator"]
+    assert "2 inferences  2 tool calls" in profile[4]
+    nothing = jarvis("traces", "list")
+    assert nothing.returncode == 0, nothing.stderr
+    assert "[traces] enabled = true" in nothing.stdout
+    assert jarvis("stats").returncode == 0
+    assert not (jarvis_home / "traces.db").exists()  # reading creates no store
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_failed_run_is_recorded_as_failed(jarvis_home: Path) -> None:
+    configure(jarvis_home, f"http://127.0.0.1:{_closed_port()}/v1")
+    failed = jarvis("ask", "Anyone there?")
+    assert failed.returncode == 3, failed.stderr
+    (summary,) = listed("--failed")
+    assert summary["status"] == "error"
+    assert summary["error"] == "EngineUnavailableError"
+    assert listed("--agent", "orchestrator") == []
+    assert listed("--since", "1h") == [summary]
+    stats = json.loads(jarvis("stats", "--json").stdout)
+    assert stats["errors"] == {"EngineUnavailableError": 1}
+    assert stats["failed_runs"] == 1
+
+
+def test_an_operator_tick_is_a_trace(jarvis_home: Path) -> None:
+    with ScriptedEngine([Reply("Build 41 is green.")]) as engine:
+        configure(jarvis_home, engine.url)
+        assert jarvis("operators", "add", "ci", "--prompt", "Check the build.").returncode == 0
+        ticked = jarvis("operators", "tick", "ci")
+    assert ticked.returncode == 0, ticked.stderr
+    (summary,) = listed()
+    assert summary["agent"] == "operative"
+    assert summary["status"] == "ok"
+    assert summary["inferences"] == 1
+
+
+def test_a_damaged_trace_store_never_costs_the_answer(jarvis_home: Path) -> None:
+    (jarvis_home / "traces.db").write_bytes(b"not a database, " * 1000)
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url)
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "Traceback" not in answer.stderr
+    listing = jarvis("traces", "list")
+    assert listing.returncode == 7
+    assert "the trace store cannot be read" in listing.stderr
+    assert "Traceback" not in listing.stderr
+    assert (jarvis_home / "traces.db").read_bytes() == b"not a database, " * 1000
+
+
+def test_bad_input_is_a_usage_error(jarvis_home: Path) -> None:
+    configure(jarvis_home, "http://127.0.0.1:9/v1")
+    bad = jarvis("traces", "list", "--since", "yesterday")
+    assert bad.returncode == 2
+    assert "--since 'yesterday' is not a duration" in bad.stderr
+    unknown = jarvis("traces", "show", "feedface")
+    assert unknown.returncode == 2
+    assert "No trace 'feedface'" in unknown.stderr
+
+
+def test_a_locked_trace_store_never_costs_the_answer(jarvis_home: Path) -> None:
+    """Another process holds traces.db's write lock for the whole run: the run answers, one
+    notice on stderr, and the other process's transaction is untouched."""
+    import sqlite3
+
+    from contracts.trace_store_contract import make_trace
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+
+    store = SqliteTraceStore(jarvis_home / "traces.db")
+    store.save(make_trace("kept"))
+    store.close()
+    holder = sqlite3.connect(jarvis_home / "traces.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        with ScriptedEngine(two_tool_calls()) as engine:
+            configure(jarvis_home, engine.url)
+            answer = ask_orchestrator()
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "locked" in notices[0]
+    assert "Traceback" not in answer.stderr
+    assert [t["id"] for t in listed()] == ["kept"]
+
+
+def test_telemetry_alone_records_runs_without_content(jarvis_home: Path) -> None:
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, "content = true\n[telemetry]\nenabled = true\n")
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    (summary,) = listed()
+    spans = shown(str(summary["id"]))["spans"]
+    assert isinstance(spans, list)
+    assert all(span["content"] == {} for span in spans)  # content needs [traces] enabled
+    stats = jarvis("stats")
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stdout.startswith("since 7d: 1 runs (0 failed)")
+    assert "calculator" in stats.stdout
+    assert "not being recorded" not in stats.stderr
+
+
+def test_runs_are_exported_to_an_otlp_receiver(jarvis_home: Path) -> None:
+    from tests.support.otlp_receiver import OtlpReceiver
+
+    with OtlpReceiver() as receiver, ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, f'[otel]\nendpoint = "{receiver.endpoint}"\n')
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert not (jarvis_home / "traces.db").exists()  # exported, not kept
+    assert receiver.paths == ["/v1/traces"]
+    spans = receiver.spans()
+    assert [s["name"] for s in spans] == [
+        "invoke_agent orchestrator",
+        f"chat {MODEL}",
+        "execute_tool calculator",
+        "execute_tool think",
+        f"chat {MODEL}",
+    ]
+    attributes = [{a["key"]: a["value"] for a in s["attributes"]} for s in spans]  # type: ignore[attr-defined]
+    assert attributes[1]["gen_ai.operation.name"] == {"stringValue": "chat"}
+    assert attributes[1]["gen_ai.request.model"] == {"stringValue": MODEL}
+    assert int(attributes[1]["gen_ai.usage.output_tokens"]["intValue"]) > 0
+    assert attributes[2]["gen_ai.tool.name"] == {"stringValue": "calculator"}
+    assert all(not k.startswith("jarvis.content") for a in attributes for k in a)
+    assert SECRET_EXPRESSION not in json.dumps(receiver.requests)
+
+
+def test_a_receiver_that_is_down_costs_no_answer(
+    jarvis_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url)  # traces kept too: the store is unaffected
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "not being exported" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "Traceback" not in answer.stderr
+    assert len(listed()) == 1

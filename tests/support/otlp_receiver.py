@@ -1,0 +1,57 @@
+"""An OTLP/HTTP receiver on 127.0.0.1 (a free port) that keeps every ``POST /v1/traces``
+body, decoded from JSON, for the tests to read; ``status`` is what it answers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback_engine import LoopbackEngine
+
+
+class OtlpReceiver(LoopbackEngine):
+    """``with OtlpReceiver() as receiver:`` serves until the block ends."""
+
+    def __init__(self, status: int = 200) -> None:
+        super().__init__()
+        self.status = status
+        self.requests: list[dict[str, object]] = []
+        self.paths: list[str] = []
+        self.content_types: list[str] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                with receiver._lock:
+                    receiver.paths.append(self.path)
+                    receiver.content_types.append(self.headers.get("content-type", ""))
+                    receiver.requests.append(json.loads(body))
+                self.send_response(receiver.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self._serve(Handler, "otlp-receiver")
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def spans(self) -> list[dict[str, object]]:
+        """Every span received, in order."""
+        found: list[dict[str, object]] = []
+        for request in self.requests:
+            for resource in request["resourceSpans"]:  # type: ignore[attr-defined]
+                for scope in resource["scopeSpans"]:
+                    found.extend(scope["spans"])
+        return found
