@@ -151,7 +151,13 @@ def test_config_check_says_what_each_openjarvis_key_became(
     assert "agent.tools: not used, tools.enabled is set and wins" in lines
     assert "tools.enabled: read as tools.enabled (a comma list)" in lines
     assert "learning: ignored (jarvis does no learning or optimisation)" in lines
-    assert "telemetry: ignored (jarvis records no telemetry yet)" in lines
+    assert "telemetry.enabled: read" in lines
+    assert "traces.db_path: read" in lines
+    assert "telemetry.gpu_metrics: ignored (jarvis measures no GPU or energy)" in lines
+    assert (
+        "telemetry.db_path: ignored (jarvis stats reads the trace store ([traces] db_path))"
+        in lines
+    )
     assert "voice: ignored (jarvis has no voice input or output)" in lines
     assert "tools.mcp: kept for the MCP client" in lines
     assert "engine.cloud: ignored (not the engine in use)" in lines

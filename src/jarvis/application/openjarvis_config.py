@@ -556,6 +556,10 @@ _SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
 
+_WHY_SECTION: Final[Mapping[str, str]] = {
+    "telemetry": "jarvis measures no GPU or energy",
+}
+
 
 def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
     """Remove what jarvis does not implement, one note per section or key."""
@@ -564,7 +568,10 @@ def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
         if found and isinstance(table, dict):
             for key in [k for k in cast("Table", table) if k not in known]:
                 _pop(data, f"{section}.{key}")
-                notes.append(ConfigNote(f"{section}.{key}", "ignored", "no meaning here"))
+                why = _WHY_KEY.get(f"{section}.{key}") or _WHY_SECTION.get(
+                    section, "no meaning here"
+                )
+                notes.append(ConfigNote(f"{section}.{key}", "ignored", why))
     for key, why in NOT_IMPLEMENTED.items():
         if _get(data, key)[0]:
             _pop(data, key)
@@ -621,6 +628,7 @@ _WHY_KEY: Final[Mapping[str, str]] = {
     "sandbox.enabled": "the sandbox is used by -a sandboxed",
     "server.agent": "jarvis serve's endpoints name their agent per request",
     "memory_files.nudge_interval": "jarvis does not nudge",
+    "telemetry.db_path": "jarvis stats reads the trace store ([traces] db_path)",
 }
 
 
