@@ -140,7 +140,7 @@ async def test_a_timeout_aborts_the_run_with_a_clear_error(
             await collect(runtime, request_for("slow", str(tmp_path), timeout=3))
     finally:
         engine.release()
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # a margin for load: the answer is held for good
 
 
 async def test_a_server_that_dies_mid_run_is_a_clear_error(

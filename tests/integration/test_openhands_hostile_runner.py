@@ -91,7 +91,7 @@ time.sleep(600)
     started = time.monotonic()
     with pytest.raises(ExternalRuntimeError, match="did not finish within 2 s"):
         await collect(runtime, _request(tmp_path, timeout=2))
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 60  # the tree sleeps 600 s; a margin for load
     assert set(openhands_processes()) == before
     assert private_dirs() == []
 

@@ -246,7 +246,7 @@ async def test_a_timeout_stops_the_run_with_a_clear_error_and_no_process_left(
     finally:
         engine.release()
     assert "-O timeout=SECONDS" in caught.value.hint
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60  # a margin for load: the answer is held for good
     assert set(openhands_processes()) == before
     assert private_dirs() == []
 
