@@ -6,9 +6,7 @@ passes none): a string argument can run to the end of the context. Its grammar d
 ``maxLength`` and ``maxItems``, so a request that must be made whole (it cannot be cut off
 as a stream can) offers the tools with every string and array of their schemas bounded by
 what ``max_tokens`` allows. An honest model is not held back: no reply of ``max_tokens``
-tokens is longer than the bound. A value of any type (no ``type``) is offered as a flat one
-(string, number, boolean, null or an array of strings), since a free object's grammar has
-no bound; a list of types as one alternative per type (the grammar drops bounds on lists).
+tokens is longer than the bound.
 """
 
 from __future__ import annotations
@@ -42,42 +40,19 @@ def bounded_schema(schema: JSONObject, max_tokens: int) -> JSONObject:
     return bounded if isinstance(bounded, dict) else schema
 
 
-_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
-"""Keys whose value maps names to schemas."""
-_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_SCHEMAS = frozenset({"items", "additionalProperties", "not"})
-_COMPOSITE = ("$ref", "anyOf", "oneOf", "allOf", "const", "enum", "properties", "items")
-
-
 def _bounded(value: JSONValue, max_tokens: int, depth: int) -> JSONValue:
     if depth > MAX_DEPTH:
         return value
+    if isinstance(value, list):
+        return [_bounded(item, max_tokens, depth + 1) for item in value]
     if not isinstance(value, dict):
         return value
-    copy: JSONObject = dict(value)
-    for key, item in value.items():
-        if key in _SCHEMA_MAPS and isinstance(item, dict):
-            copy[key] = {name: _bounded(sub, max_tokens, depth + 1) for name, sub in item.items()}
-        elif key in _SCHEMA_LISTS and isinstance(item, list):
-            copy[key] = [_bounded(sub, max_tokens, depth + 1) for sub in item]
-        elif key in _SCHEMAS:
-            copy[key] = _bounded(item, max_tokens, depth + 1)
+    copy: JSONObject = {key: _bounded(item, max_tokens, depth + 1) for key, item in value.items()}
     kinds = value.get("type")
-    if isinstance(kinds, list):
-        # a list of types loses its bounds in llama.cpp's grammar: one alternative each
-        del copy["type"]
-        copy["anyOf"] = [_bounded({"type": kind}, max_tokens, depth + 1) for kind in kinds]
-        return copy
-    if kinds is None and not any(key in value for key in _COMPOSITE):
-        # any JSON value: only flat ones, bounded (a free object's grammar has no bound)
-        copy["anyOf"] = [
-            _bounded({"type": kind}, max_tokens, depth + 1)
-            for kind in ("string", "number", "boolean", "null")
-        ] + [_bounded({"type": "array", "items": {"type": "string"}}, max_tokens, depth + 1)]
-        return copy
-    if kinds == "string":
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "string" in kinds:
         copy["maxLength"] = _tighter(value.get("maxLength"), CHARS_PER_TOKEN * max_tokens)
-    elif kinds == "array":
+    if "array" in kinds:
         copy["maxItems"] = _tighter(value.get("maxItems"), max_tokens)
     return copy
 
