@@ -40,7 +40,6 @@ from typing import Literal, TypeVar
 
 import httpx
 
-from jarvis.adapters.inference._argument_bounds import with_bounded_arguments
 from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
 from jarvis.adapters.inference._chunks import collected, completion_chunks
 from jarvis.adapters.inference._error_bodies import (
@@ -344,14 +343,12 @@ class OpenAICompatibleEngine:
             # a prompt longer than its context). Nothing was delivered, so ask once more,
             # under the same deadline: with a single tool, streamed with that tool named
             # (what the server had chosen; a named call streams and honours max_tokens);
-            # otherwise whole, where the answer, or the error it was hiding, arrives, with
-            # the tools' argument schemas bounded in length (the server's grammar then
-            # bounds the call it generates, which it would not hold to max_tokens).
+            # otherwise whole, where the answer, or the error it was hiding, arrives.
             if len(request.tools) == 1 and request.tool_choice == "auto":
                 async for again in self._stream(replace(request, tool_choice="required"), deadline):
                     yield again
                 return
-            completion = await self._generate(with_bounded_arguments(request), deadline)
+            completion = await self._generate(request, deadline)
             for whole in completion_chunks(completion):
                 yield whole
             return
