@@ -5,7 +5,10 @@ SmolLM2-135M is tiny: what it says is not the point. With tools offered, llama-c
 ``max_tokens=None``), so left to the server one reply could run to the end of its context
 and a tick's length would be the model's luck. jarvis holds every reply to ``max_tokens``
 itself (it reads the reply as a stream and hangs up at the bound, which stops the server's
-generation), so each tick here is bounded: 64 tokens a turn, a few turns. The server gets a
+generation), so each tick here is bounded: 64 tokens a turn, a few turns. That holds with
+one tool offered: the server cannot stream a call its model chose among several (jarvis
+then asks again with the one tool named, which streams), so the operators here offer only
+their own ``memory_store``. The server gets a
 context of 4096 tokens (a tool call and its result in llama.cpp's function-calling template
 take much of the shared server's 2048). The protocol is: every tick ends with exit code 0,
 its prompt and answer are in the operator's session, the next tick (another process) is
@@ -66,7 +69,7 @@ def test_operative_ticks_keep_state_across_processes(
 ) -> None:
     configure(jarvis_home, llama_server)
     added = jarvis(
-        "operators", "add", "notes", "--tools", "think", "-O", "max_turns=6",
+        "operators", "add", "notes", "-O", "max_turns=6",
         "--prompt", "Write one sentence about tea.",
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
@@ -90,7 +93,7 @@ def test_monitor_operative_tick_runs_every_phase(
 ) -> None:
     configure(jarvis_home, llama_server)
     added = jarvis(
-        "operators", "add", "watch", "-a", "monitor_operative", "--tools", "think",
+        "operators", "add", "watch", "-a", "monitor_operative",
         "-O", "retrieval_strategy=keyword", "-O", "max_turns=2",
         "--prompt", "Name one colour of tea.",
     )  # fmt: skip
