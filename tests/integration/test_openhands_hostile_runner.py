@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,15 @@ from jarvis.adapters.openhands_sdk import OpenHandsRuntime
 from jarvis.adapters.openhands_sdk.wire import END, MAX_LINE, START
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta
-from tests.support.openhands import openhands_processes, private_dirs
+from tests.support.openhands import openhands_processes, own_temp_dir, private_dirs
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from own_temp_dir(monkeypatch)
+
 
 FINAL = '{"content": "ok", "session_id": "%s", "turns": 1, "is_error": false}'
 

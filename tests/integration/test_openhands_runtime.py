@@ -27,6 +27,7 @@ from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalTextDelta, ExternalToolDone
 from tests.support.openhands import (
     openhands_processes,
+    own_temp_dir,
     private_dirs,
     require_openhands,
     wait_for_command,
@@ -35,6 +36,12 @@ from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_cal
 from tests.support.users import open_directory, throwaway_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from own_temp_dir(monkeypatch)
+
 
 ANSWER = "The capital of France is Paris."
 BACKGROUND = "nohup sleep 600 >/dev/null 2>&1 &"

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,8 @@ def require_openhands() -> str:
 def openhands_processes() -> list[int]:
     """Every live process of a runner: the runner itself and whatever it started (its
     terminal's shell and commands), found by the private HOME they all inherit."""
+    # this test's runners only: their private dirs are in this test's own temp dir
+    home = f"HOME={tempfile.gettempdir()}/jarvis-openhands-".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -33,7 +37,7 @@ def openhands_processes() -> list[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(e.startswith(b"HOME=") and b"/jarvis-openhands-" in e for e in environ):
+        if any(e.startswith(home) for e in environ):
             pids.append(int(entry.name))
     return pids
 
@@ -67,3 +71,17 @@ def wait_for_command(argv: bytes, seconds: float = 120.0) -> list[int]:
             return found
         time.sleep(0.1)
     raise AssertionError(f"no runner ran {argv!r} within {seconds:g} s")
+
+
+def own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Give one test its own temp dir (``tempfile.tempdir`` and ``TMPDIR``), walkable by
+    other users like ``/tmp``: the runners' private dirs and processes found there are this
+    test's, not those of another test running at the same time in another process."""
+    base = Path(tempfile.mkdtemp(prefix="jarvis-test-tmp-"))
+    base.chmod(0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    monkeypatch.setenv("TMPDIR", str(base))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
