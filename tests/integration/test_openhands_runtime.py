@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -365,8 +366,7 @@ def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     before = set(openhands_processes())
     done_ = subprocess.run(
         [*_ask(engine, tmp_path, "--json"), "what is the capital of France?"],
@@ -403,8 +403,7 @@ def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
 def test_cli_python_without_the_sdk_exit_6_with_install_hint(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     done_ = subprocess.run(
         [*_ask(engine, tmp_path), "hi"],
         env=_cli_env(tmp_path / "home", tmp, "/usr/bin/python3"),
@@ -423,8 +422,7 @@ def test_cli_timeout_exit_6_with_the_limit_and_nothing_left_behind(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     engine.script = [Reply("Never finished.", hold=True)]
     before = set(openhands_processes())
     try:
@@ -451,8 +449,7 @@ def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
     """Ctrl-C while the agent's command runs in the background: jarvis exits 130 and the
     runner, the terminal's shell (in a session of its own) and the command are all gone."""
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     engine.script = list(SLEEP)
     before = set(openhands_processes())
     proc = subprocess.Popen(
