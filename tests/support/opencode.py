@@ -22,7 +22,11 @@ def require_opencode() -> str:
 
 
 def opencode_processes() -> list[int]:
-    """Every live process running an opencode binary (the tests count them)."""
+    """Every live process running an opencode binary for this test: its private HOME is in
+    the test's own temp dir (the tests count them)."""
+    import tempfile
+
+    home = f"HOME={tempfile.gettempdir()}/jarvis-opencode-".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -31,7 +35,13 @@ def opencode_processes() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmdline and cmdline[0].endswith(b"/opencode"):
+        if not (cmdline and cmdline[0].endswith(b"/opencode")):
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(e.startswith(home) for e in environ):
             pids.append(int(entry.name))
     return pids
 

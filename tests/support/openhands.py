@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from jarvis.adapters.openhands_sdk.interpreter import pinned_python
+from tests.support.own_temp import own_temp_dir
+
+__all__ = ["own_temp_dir"]
 
 
 def require_openhands() -> str:
@@ -71,17 +72,3 @@ def wait_for_command(argv: bytes, seconds: float = 120.0) -> list[int]:
             return found
         time.sleep(0.1)
     raise AssertionError(f"no runner ran {argv!r} within {seconds:g} s")
-
-
-def own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Give one test its own temp dir (``tempfile.tempdir`` and ``TMPDIR``), walkable by
-    other users like ``/tmp``: the runners' private dirs and processes found there are this
-    test's, not those of another test running at the same time in another process."""
-    base = Path(tempfile.mkdtemp(prefix="jarvis-test-tmp-"))
-    base.chmod(0o1777)
-    monkeypatch.setattr(tempfile, "tempdir", str(base))
-    monkeypatch.setenv("TMPDIR", str(base))
-    try:
-        yield base
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
