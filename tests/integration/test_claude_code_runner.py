@@ -413,7 +413,7 @@ def test_a_signal_mid_run_aborts_and_leaves_no_process(
                 proc.wait()
 
     assert proc.returncode == 1, stderr
-    assert took < 10
+    assert took < 30  # it ends on the signal, not at the run timeout (a margin for load)
     events, final = parse(stdout)
     assert final["is_error"] is True
     assert final["subtype"] == "error_runtime"

@@ -261,7 +261,7 @@ async def test_a_timeout_stops_the_whole_process_tree_with_a_clear_error(
     finally:
         engine.release()
         await watcher
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # a margin for load: the answer is held for good
     assert "-O timeout=SECONDS" in caught.value.hint
     for environ in environments:  # the caller's secrets never reach the runtime
         assert b"must-not-leak" not in environ

@@ -68,7 +68,7 @@ async def test_codeact_survives_an_endless_loop(repl: SubprocessRepl) -> None:
     started = time.monotonic()
     result = await NativeOpenHandsAgent(engine, "m", repl=repl).arun("Loop forever.")
     assert result.content == "recovered"
-    assert time.monotonic() - started < LIMITS.timeout_seconds + 10
+    assert time.monotonic() - started < LIMITS.timeout_seconds + 30  # a margin for load
     first = engine.requests[1].messages[-1].content
     assert "timed out after 1.5 s" in first
     second = engine.requests[2].messages[-1].content

@@ -14,6 +14,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +30,7 @@ from jarvis.domain.errors import EngineProtocolError, EngineTimeoutError
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.messages import Message
 from jarvis.domain.ports import InferencePort
+from jarvis.domain.tools import ToolSpec
 from tests.support.hostile_engine import HUGE_BODY, HostileEngine
 
 pytestmark = pytest.mark.integration
@@ -352,3 +354,37 @@ async def test_a_lone_surrogate_in_the_conversation_does_not_break_the_request(
         max_tokens=16,
     )
     assert await whole(make(kind, server), request) == "hello"
+
+
+# --- max_tokens: held from jarvis's side, whatever the engine does with it ---------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "how"),
+    # (Ollama honours num_predict with tools: its whole answers are not made as streams)
+    [(kind, "stream") for kind in KINDS] + [("openai", "whole"), ("vllm", "whole")],
+)
+async def test_a_reply_past_max_tokens_is_cut_there_and_the_engine_stopped(
+    server: HostileEngine, kind: Kind, how: str
+) -> None:
+    """An engine that ignores ``max_tokens`` (llama-cpp-python's server does when tools
+    are offered) sends tokens forever: the reply ends after ``max_tokens`` of them with
+    the finish reason ``length``, and the connection is closed, so the engine stops."""
+    engine = make(kind, server)
+    request = ask("endless-tokens", max_tokens=5)
+    try:
+        if how == "stream":
+            chunks = await collect(engine, request)
+            content = "".join(chunk.content for chunk in chunks)
+            finish = chunks[-1].finish_reason
+        else:  # a whole answer with tools is read as a stream, so it can be cut too
+            tool = ToolSpec(name="search", description="Search.", parameters={"type": "object"})
+            async with asyncio.timeout(GUARD):
+                completion = await engine.generate(replace(request, tools=(tool,)))
+            content, finish = completion.content, completion.finish_reason
+    finally:
+        await engine.aclose()
+    assert content == "tok " * 5
+    assert finish == "length"
+    async with asyncio.timeout(GUARD):
+        await server.wait_finished()  # the client hung up: the endless answer has ended

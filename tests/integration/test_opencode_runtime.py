@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -25,9 +26,15 @@ from jarvis.adapters.opencode_server import OpenCodeRuntime
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
 from tests.support.opencode import opencode_processes, private_dirs, require_opencode
+from tests.support.own_temp import own_temp_dir
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 ANSWER = "The capital of France is Paris."
+
+
+@pytest.fixture(autouse=True)
+def _own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from own_temp_dir(monkeypatch)
 
 
 @pytest.fixture
@@ -140,7 +147,7 @@ async def test_a_timeout_aborts_the_run_with_a_clear_error(
             await collect(runtime, request_for("slow", str(tmp_path), timeout=3))
     finally:
         engine.release()
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # a margin for load: the answer is held for good
 
 
 async def test_a_server_that_dies_mid_run_is_a_clear_error(
@@ -231,8 +238,7 @@ def test_cli_answers_streams_and_leaves_nothing_behind(
 def test_cli_missing_binary_exit_6_with_install_hint(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     done_ = subprocess.run(
         [*_ask(engine, tmp_path), "hi"],
         env=_cli_env(tmp_path / "home", tmp, None),
@@ -248,8 +254,7 @@ def test_cli_missing_binary_exit_6_with_install_hint(
 
 def test_cli_ctrl_c_exit_130_and_no_orphan_server(engine: ScriptedEngine, tmp_path: Path) -> None:
     binary = require_opencode()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     engine.script = [Reply("Held answer.", hold=True)]
     proc = subprocess.Popen(
         [*_ask(engine, tmp_path), "hold on"],

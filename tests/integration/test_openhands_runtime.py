@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -30,12 +31,19 @@ from tests.support.openhands import (
     own_temp_dir,
     private_dirs,
     require_openhands,
+    temp_dir_in,
     wait_for_command,
 )
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 from tests.support.users import open_directory, throwaway_user
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _own_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from own_temp_dir(monkeypatch)
+
 
 ANSWER = "The capital of France is Paris."
 BACKGROUND = "nohup sleep 600 >/dev/null 2>&1 &"
@@ -212,7 +220,7 @@ async def test_the_runner_is_private_and_leaves_nothing_behind(
         Reply("Done."),
     ]
     os.environ["JARVIS_TEST_SECRET"] = "do-not-leak"
-    with own_temp_dir(tmp_path / "tmp") as tmp:
+    with temp_dir_in(tmp_path / "tmp") as tmp:
         try:
             result = done(await collect(runtime, request_for("where am I", str(workspace))))
         finally:
@@ -241,14 +249,14 @@ async def test_a_timeout_stops_the_run_with_a_clear_error_and_no_process_left(
     the held answer), its whole group goes and the error says what happened."""
     engine.script = [Reply("Never finished.", hold=True)]
     started = time.monotonic()
-    with own_temp_dir(tmp_path / "tmp") as tmp:
+    with temp_dir_in(tmp_path / "tmp") as tmp:
         try:
             with pytest.raises(ExternalRuntimeError, match="did not finish within 4 s") as caught:
                 await collect(runtime, request_for("slow", str(tmp_path), timeout=4))
         finally:
             engine.release()
     assert "-O timeout=SECONDS" in caught.value.hint
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60  # a margin for load: the answer is held for good
     assert openhands_processes(f"{tmp}/") == []
     assert private_dirs(str(tmp)) == []
 
@@ -269,7 +277,7 @@ async def test_a_runner_that_dies_mid_run_is_a_clear_error_and_its_orphans_go(
         os.killpg(runner.pid, signal.SIGKILL)  # the runner's group only, as a crash would
 
     killer = asyncio.create_task(kill_while_the_tool_runs())
-    with own_temp_dir(tmp_path / "tmp") as tmp:
+    with temp_dir_in(tmp_path / "tmp") as tmp:
         try:
             with pytest.raises(ExternalRuntimeError, match="stopped before the run finished"):
                 await collect(runtime, request_for("crash", str(tmp_path)))
@@ -360,8 +368,7 @@ def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     before = set(openhands_processes())
     done_ = subprocess.run(
         [*_ask(engine, tmp_path, "--json"), "what is the capital of France?"],
@@ -398,8 +405,7 @@ def test_cli_answers_and_keeps_its_conversations_in_the_config_dir(
 def test_cli_python_without_the_sdk_exit_6_with_install_hint(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     done_ = subprocess.run(
         [*_ask(engine, tmp_path), "hi"],
         env=_cli_env(tmp_path / "home", tmp, "/usr/bin/python3"),
@@ -418,8 +424,7 @@ def test_cli_timeout_exit_6_with_the_limit_and_nothing_left_behind(
     engine: ScriptedEngine, tmp_path: Path
 ) -> None:
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     engine.script = [Reply("Never finished.", hold=True)]
     before = set(openhands_processes())
     try:
@@ -446,8 +451,7 @@ def test_cli_ctrl_c_exit_130_and_nothing_left_behind(
     """Ctrl-C while the agent's command runs in the background: jarvis exits 130 and the
     runner, the terminal's shell (in a session of its own) and the command are all gone."""
     python = require_openhands()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.gettempdir())  # this test's own (see own_temp_dir)
     engine.script = list(SLEEP)
     before = set(openhands_processes())
     proc = subprocess.Popen(

@@ -27,6 +27,7 @@ import pytest
 
 from jarvis.adapters.subprocess_repl import SubprocessRepl, SubprocessReplSession
 from jarvis.domain.repl import ReplLimits
+from tests.support.users import ensure_user
 
 pytestmark = pytest.mark.integration
 
@@ -464,10 +465,13 @@ def test_every_attack_holds_as_an_ordinary_user() -> None:
     for needed in (REPO / "src", REPO / "tests", site):
         if not _readable_by_others(needed):
             pytest.skip(f"{needed} is not readable by other users (a private checkout)")
-    if subprocess.run(["id", ATTACK_USER], capture_output=True, check=False).returncode != 0:
-        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-        subprocess.run([useradd, "--create-home", ATTACK_USER], check=True)
+    ensure_user(ATTACK_USER)
     home = Path(f"~{ATTACK_USER}").expanduser()
+    # the user lasts, and other runs of the suite may use it at the same time: this run's
+    # pytest files are its own
+    run_dir = home / f"run-{uuid.uuid4().hex}"
+    run_dir.mkdir()
+    shutil.chown(run_dir, ATTACK_USER)
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(home),
@@ -483,17 +487,20 @@ def test_every_attack_holds_as_an_ordinary_user() -> None:
             str(python), "-m", "pytest", str(Path(__file__)),
             str(Path(__file__).with_name("test_repl_attacks_end_to_end.py")),
             str(Path(__file__).with_name("test_repl_attacks_memory.py")),
-            "-q", "-p", "no:cacheprovider",
-            "-o", f"cache_dir={home}/.pytest-cache", "--rootdir", str(REPO),
-            "--basetemp", f"{home}/pytest-tmp", "-rs",
+            # (the inner run needs neither plugin; schemathesis's hooks for xdist crash
+            # Debian's Python 3.11 while pytest rewrites their module)
+            "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:schemathesis",
+            "-o", f"cache_dir={run_dir}/.pytest-cache", "--rootdir", str(REPO),
+            "--basetemp", f"{run_dir}/pytest-tmp", "-rs",
         ],
-        cwd=home,
+        cwd=run_dir,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )  # fmt: skip
+    shutil.rmtree(run_dir, ignore_errors=True)
     report = completed.stdout[-6000:] + completed.stderr[-2000:]
     assert completed.returncode == 0, report
     assert " passed" in completed.stdout, report

@@ -22,6 +22,7 @@ import pytest
 from jarvis.adapters.subprocess_repl import SubprocessRepl, SubprocessReplSession
 from jarvis.domain.repl import ExecutionResult, ReplLimits
 from tests.integration.test_repl_attacks import SPAWN, _wait_until
+from tests.support.users import ensure_user
 
 pytestmark = pytest.mark.integration
 
@@ -447,11 +448,7 @@ def test_a_cgroup_delegated_to_an_ordinary_user_bounds_its_session() -> None:
     python = Path("/usr/bin/python3")
     if not python.exists() or sys.version_info[:2] != (3, 11):
         pytest.skip("needs /usr/bin/python3 of the same minor version as the suite")
-    if subprocess.run(["id", ATTACK_USER], capture_output=True, check=False).returncode != 0:
-        subprocess.run([shutil.which("useradd") or "/usr/sbin/useradd", "--create-home",
-                        ATTACK_USER], check=True)  # fmt: skip
-    uid = int(subprocess.run(["id", "-u", ATTACK_USER], capture_output=True, text=True,
-                             check=True).stdout)  # fmt: skip
+    uid = ensure_user(ATTACK_USER)
     name = f"jarvis-delegated-{secrets.token_hex(4)}"
     groups = list(dict.fromkeys((layout.memory / name, layout.pids / name)))
     for group in groups:

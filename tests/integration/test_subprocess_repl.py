@@ -173,7 +173,9 @@ async def test_an_endless_loop_is_killed_at_the_timeout_and_the_session_goes_on(
     assert result.error is not None
     assert "timed out" in result.error
     assert "lost" in result.error
-    assert HOSTILE.timeout_seconds <= elapsed < HOSTILE.timeout_seconds + 3
+    # killed at the timeout: never before it, and not long after (the margin is for a
+    # loaded machine: an execution that is not killed runs forever)
+    assert HOSTILE.timeout_seconds <= elapsed < HOSTILE.timeout_seconds + 30
     assert not _alive(old_pid)
     after = await session.execute("context")
     assert after.restarted
@@ -191,10 +193,8 @@ async def test_cpu_time_is_limited_per_execution(any_repl: SubprocessRepl) -> No
     )
     try:
         await session.execute("kept = 1")
-        started = time.monotonic()
         result = await session.execute("while True:\n    pass")
-        assert result.error_kind == "cpu_limit"
-        assert time.monotonic() - started < 10
+        assert result.error_kind == "cpu_limit"  # not "timeout": the CPU limit stopped it
         assert (await session.execute("kept")).value == "1"
     finally:
         await session.aclose()
@@ -357,11 +357,13 @@ async def test_an_oversized_callback_is_an_error_in_the_code(
 async def test_time_spent_answering_callbacks_does_not_count(any_repl: SubprocessRepl) -> None:
     class SlowCallbacks(RecordingCallbacks):
         async def llm_query(self, prompt: str) -> str:
-            await asyncio.sleep(0.8)
+            await asyncio.sleep(1.0)
             return "slow answer"
 
+    # the callbacks take 3 s in all, past the 2 s timeout; the code's own time (with the
+    # round trips, slower on a loaded machine) has the whole 2 s
     session = await any_repl.start(
-        callbacks=SlowCallbacks(), limits=ReplLimits(timeout_seconds=1.0)
+        callbacks=SlowCallbacks(), limits=ReplLimits(timeout_seconds=2.0)
     )
     try:
         result = await session.execute("[llm_query(str(i)) for i in range(3)][-1]")
@@ -554,13 +556,14 @@ async def test_slow_callbacks_cannot_stretch_an_execution_forever(any_repl: Subp
             await asyncio.Event().wait()  # never answers
             return ""
 
-    limits = ReplLimits(timeout_seconds=5, callback_seconds=1.0)
+    # the execution's own timeout is far away, so only the callback bound can end it soon
+    limits = ReplLimits(timeout_seconds=120, callback_seconds=1.0)
     session = await any_repl.start(callbacks=StuckCallbacks(), limits=limits)
     try:
         started = time.monotonic()
         result = await session.execute("llm_query('hello?')")
         assert result.error_kind == "timeout", result
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 60
         assert (await session.execute("'alive'")).value == "'alive'"
     finally:
         await session.aclose()

@@ -87,11 +87,46 @@ def smollm2_path() -> str:
 def running_llama_server(
     model_path: str | None = None, *, n_ctx: int = 2048, alias: str = MODEL_ALIAS
 ) -> Iterator[LlamaServer]:
-    """Start the server, wait until ``/v1/models`` answers, stop it afterwards."""
+    """Start the server, wait until ``/v1/models`` answers, stop it afterwards.
+
+    The free port may be taken by another process (tests run in parallel) before the server
+    binds it: a server that exits while starting is started again on another port, and the
+    server is ready only when the ``/v1/models`` answer came from *its* port while it runs.
+    """
     path = model_path or smollm2_path()
-    port = free_port()
-    root = f"http://127.0.0.1:{port}"
-    command = [
+    # appending: the server's writes go to the end while this process reads from the start
+    with tempfile.TemporaryFile(mode="a+", encoding="utf-8") as log:
+        for attempt in range(3):
+            port = free_port()
+            root = f"http://127.0.0.1:{port}"
+            log.seek(0)
+            log.truncate()
+            process = subprocess.Popen(
+                _server_command(path, alias, port, n_ctx),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+            )
+            try:
+                _wait_ready(process, root + "/v1/models", log)
+            except _ExitedEarly:
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                _stop(process)
+                raise
+            break
+        try:
+            yield LlamaServer(
+                base_url=root + "/v1", root_url=root, model=alias, model_path=path, n_ctx=n_ctx
+            )
+        finally:
+            _stop(process)
+
+
+def _server_command(path: str, alias: str, port: int, n_ctx: int) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "llama_cpp.server",
@@ -110,22 +145,19 @@ def running_llama_server(
         "--verbose",
         "False",
     ]
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
-        )
-        try:
-            _wait_ready(process, root + "/v1/models", log)
-            yield LlamaServer(
-                base_url=root + "/v1", root_url=root, model=alias, model_path=path, n_ctx=n_ctx
-            )
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+class _ExitedEarly(RuntimeError):
+    """The server exited before it answered (most often: its port was taken)."""
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log: IO[str]) -> None:
@@ -134,11 +166,20 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log: IO[str]) -> Non
         if process.poll() is not None:
             log.seek(0)
             output = log.read()[-3000:]
-            raise RuntimeError(f"llama.cpp server exited with {process.returncode}:\n{output}")
+            raise _ExitedEarly(f"llama.cpp server exited with {process.returncode}:\n{output}")
         try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
+            answered = httpx.get(url, timeout=1.0).status_code == 200
         except httpx.HTTPError:
-            pass
+            answered = False
+        # the answer counts once our server says it listens: until then it may have come
+        # from another process on that port (ours then exits: address in use)
+        if answered and _listening(log):
+            return
         time.sleep(0.2)
     raise RuntimeError(f"llama.cpp server not ready at {url} after {STARTUP_TIMEOUT:g} s")
+
+
+def _listening(log: IO[str]) -> bool:
+    """Whether the server's log says it bound its port (uvicorn's start-up line)."""
+    log.seek(0)
+    return "Uvicorn running on" in log.read()

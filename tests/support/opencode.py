@@ -22,10 +22,14 @@ def require_opencode() -> str:
 
 
 def opencode_processes(home: str | Path | None = None) -> list[int]:
-    """Every live process running an opencode binary (the tests count them); with
-    ``home``, only those whose private HOME starts with it (the servers of one test: other
-    processes on the machine may run opencode meanwhile)."""
-    marker = None if home is None else f"HOME={home}".encode()
+    """Every live process running an opencode binary for this test (the tests count them):
+    its private HOME starts with ``home``, by default the test's own temp dir's
+    ``jarvis-opencode-`` (other processes on the machine may run opencode meanwhile)."""
+    import tempfile
+
+    if home is None:
+        home = f"{tempfile.gettempdir()}/jarvis-opencode-"
+    marker = f"HOME={home}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -34,10 +38,9 @@ def opencode_processes(home: str | Path | None = None) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             if not (cmdline and cmdline[0].endswith(b"/opencode")):
                 continue
-            if marker is not None:
-                environ = (entry / "environ").read_bytes().split(b"\0")
-                if not any(e.startswith(marker) for e in environ):
-                    continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if not any(e.startswith(marker) for e in environ):
+                continue
         except OSError:
             continue
         pids.append(int(entry.name))

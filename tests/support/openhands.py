@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.openhands_sdk.interpreter import pinned_python
+from tests.support.own_temp import own_temp_dir
+
+__all__ = ["own_temp_dir"]
 
 
 def require_openhands() -> str:
@@ -26,10 +29,12 @@ def require_openhands() -> str:
 
 def openhands_processes(home: str | Path | None = None) -> list[int]:
     """Every live process of a runner: the runner itself and whatever it started (its
-    terminal's shell and commands), found by the private HOME they all inherit; with
-    ``home``, only those whose HOME starts with it (one test's runners: other processes on
-    the machine may run openhands meanwhile)."""
-    marker = b"HOME=" + str(home).encode() if home is not None else None
+    terminal's shell and commands), found by the private HOME they all inherit: it starts
+    with ``home``, by default this test's own temp dir's ``jarvis-openhands-`` (other
+    processes on the machine may run openhands meanwhile)."""
+    if home is None:
+        home = f"{tempfile.gettempdir()}/jarvis-openhands-"
+    marker = b"HOME=" + str(home).encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -38,7 +43,7 @@ def openhands_processes(home: str | Path | None = None) -> list[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker is not None and not any(e.startswith(marker) for e in environ):
+        if not any(e.startswith(marker) for e in environ):
             continue
         if any(e.startswith(b"HOME=") and b"/jarvis-openhands-" in e for e in environ):
             pids.append(int(entry.name))
@@ -46,7 +51,7 @@ def openhands_processes(home: str | Path | None = None) -> list[int]:
 
 
 @contextmanager
-def own_temp_dir(folder: Path) -> Iterator[Path]:
+def temp_dir_in(folder: Path) -> Iterator[Path]:
     """Runners started inside make their private dirs in ``folder`` (a test's own), so
     what is left there is this test's alone."""
     folder.mkdir(exist_ok=True)

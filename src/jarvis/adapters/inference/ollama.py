@@ -21,6 +21,8 @@ streams NDJSON. Mapping:
   ``num_predict`` and by the number of its NDJSON lines; every request ends by the
   engine's ``timeout``, counted for the whole request (the stream included); usage
   figures that cannot be true are dropped (zeros for a whole answer, none for a stream).
+  A stream is read up to ``num_predict`` lines carrying text and then closed (which stops
+  the generation): the answer so far ends with the finish reason ``length``.
 * errors (``{"error": "..."}``, also as an NDJSON line mid-stream): "model ... not found" →
   ``ModelNotFoundError`` listing ``/api/tags``; "does not support tools" →
   ``ToolsNotSupportedError``; context wording → ``ContextTooLongError``.
@@ -287,6 +289,7 @@ class OllamaEngine:
         meter = ReplyMeter(bounds)
         final: StreamChunk | None = None
         reusable = False
+        generated = 0
         try:
             async for line in lines:
                 if not line.strip():
@@ -304,6 +307,15 @@ class OllamaEngine:
                     raise await self._error(response.status_code, line, url, request)
                 model = get_str(data, "model") or model
                 message = get_object(data, "message") or {}
+                if _generated_chars(message) or get_list(message, "tool_calls"):
+                    generated += 1
+                    if generated > request.max_tokens:
+                        # past max_tokens (one line per token at most): stop reading; the
+                        # connection is closed below, which stops the generation
+                        final = StreamChunk(
+                            tool_calls=tuple(calls), finish_reason="length", model=model
+                        )
+                        break
                 new_calls = _tool_calls(message, start=len(calls))
                 calls.extend(new_calls)
                 try:

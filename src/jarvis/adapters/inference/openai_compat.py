@@ -10,10 +10,17 @@ What this adapter guarantees beyond the wire format:
   that rejects that shape (llama.cpp's server only knows ``json_object`` with an inline
   ``schema``) is asked again, once, in its own dialect, which is then remembered. The
   schema constraint is never dropped;
+* a reply is never longer than ``max_tokens`` allows, whatever the server does with it:
+  a stream is read up to ``max_tokens`` events carrying text (servers send one per token,
+  or fewer) and then closed, which makes the server stop generating, and the answer so far
+  ends with the finish reason ``length``. A whole request with tools is made as a stream
+  for that reason (llama-cpp-python's server ignores ``max_tokens`` when tools are
+  offered), and gathered into one completion;
 * streams request ``stream_options.include_usage``; tool-call fragments are assembled and
   delivered, complete, in the one final chunk with the finish reason and the usage. A
   stream that is accepted and then ends without a single event (llama.cpp's server cannot
-  stream an automatic tool choice) is asked for again without streaming; a stream cut
+  stream an automatic tool choice that chose a call) is asked for again: streamed with
+  the tool named when a single tool was offered, otherwise without streaming; a stream cut
   after content arrived is an ``EngineProtocolError`` (or ``EngineUnavailableError`` when
   the connection dropped), never a shortened answer;
 * every reply is bounded (:mod:`._bounds`): its size, its length against ``max_tokens``
@@ -28,12 +35,13 @@ What this adapter guarantees beyond the wire format:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 import httpx
 
 from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooLarge
-from jarvis.adapters.inference._chunks import completion_chunks
+from jarvis.adapters.inference._chunks import collected, completion_chunks
 from jarvis.adapters.inference._error_bodies import (
     error_message,
     is_context_overflow,
@@ -53,6 +61,7 @@ from jarvis.adapters.inference._openai_wire import (
     ChunkReader,
     WireError,
     WireRenderer,
+    carries_text,
     chat_body,
     parse_completion,
     response_format_to_openai,
@@ -229,7 +238,13 @@ class OpenAICompatibleEngine:
     # --- the port ------------------------------------------------------------------------
 
     async def generate(self, request: InferenceRequest) -> Completion:
-        return await self._generate(request, self._http.deadline())
+        deadline = self._http.deadline()
+        if not request.tools:
+            return await self._generate(request, deadline)
+        # Tools offered: some servers stop honouring max_tokens then (llama-cpp-python's
+        # function-calling handler generates to the end of its context), and a whole reply
+        # cannot be cut short. Streamed, it can: read up to the bound, then hang up.
+        return await collected(self._stream(request, deadline), model=request.model)
 
     async def _generate(self, request: InferenceRequest, deadline: float) -> Completion:
         bounds = ReplyBounds.for_tokens(request.max_tokens)
@@ -262,7 +277,12 @@ class OpenAICompatibleEngine:
         return completion
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        deadline = self._http.deadline()
+        async for chunk in self._stream(request, self._http.deadline()):
+            yield chunk
+
+    async def _stream(
+        self, request: InferenceRequest, deadline: float
+    ) -> AsyncIterator[StreamChunk]:
         bounds = ReplyBounds.for_tokens(request.max_tokens)
 
         def send(body: JSONObject) -> Awaitable[httpx.Response]:
@@ -273,7 +293,8 @@ class OpenAICompatibleEngine:
         lines = self._http.lines(response, deadline=deadline, max_bytes=bounds.max_bytes)
         events = server_sent_events(lines)
         reader = ChunkReader(request.model, meter=ReplyMeter(bounds))
-        received = done = reusable = False
+        received = done = reusable = cut = False
+        generated = 0
         try:
             async for event in events:
                 data = event.data
@@ -295,6 +316,13 @@ class OpenAICompatibleEngine:
                     raise await self._status_error(
                         EngineStatusError(response.status_code, data, url), request
                     )
+                if carries_text(chunk):
+                    generated += 1
+                    if generated > request.max_tokens:
+                        # past max_tokens (a server that ignores it): stop reading; closing
+                        # the connection below makes the server stop generating
+                        cut = True
+                        break
                 try:
                     piece = reader.feed(chunk)
                 except ReplyTooLarge as exc:
@@ -305,12 +333,21 @@ class OpenAICompatibleEngine:
             await events.aclose()
             await lines.aclose()
             await self._http.release(response, reusable=reusable)
+        if cut:
+            reader.finish = "length"
+            yield reader.final()
+            return
         if not received and not done:
             # Accepted, then ended without a single event: llama.cpp's server does that
-            # when it cannot stream the answer (an automatic tool choice, a prompt longer
-            # than its context). Nothing was delivered, so ask once more without
-            # streaming, under the same deadline: the answer, or the error it was hiding,
-            # arrives whole.
+            # when it cannot stream the answer (an automatic tool choice that chose a call,
+            # a prompt longer than its context). Nothing was delivered, so ask once more,
+            # under the same deadline: with a single tool, streamed with that tool named
+            # (what the server had chosen; a named call streams and honours max_tokens);
+            # otherwise whole, where the answer, or the error it was hiding, arrives.
+            if len(request.tools) == 1 and request.tool_choice == "auto":
+                async for again in self._stream(replace(request, tool_choice="required"), deadline):
+                    yield again
+                return
             completion = await self._generate(request, deadline)
             for whole in completion_chunks(completion):
                 yield whole
