@@ -9,7 +9,8 @@ command only, so no other command pays for it.
 
 While an answer streams, Ctrl-C stops it and the conversation goes on (a stopped answer
 is not stored: its question and partial answer never enter later prompts); at the prompt
-Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves. ``/new`` starts a new session,
+Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves; ``SIGTERM`` ends the chat like an
+interruption (the answer stopped, exit 130). ``/new`` starts a new session,
 ``/agent KEY`` and ``/tools a,b`` change the agent and its tools for the next questions.
 """
 
@@ -36,6 +37,8 @@ from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
 from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
+    import asyncio
+
     from jarvis.application.conversation import ConversationService
     from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.runtime import Runtime
@@ -249,9 +252,10 @@ async def _turn(
     try:
         await task
     except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
         renderer.abort()
+        current = asyncio.current_task()
+        if not task.cancelled() or (current is not None and current.cancelling()):
+            raise  # the chat itself is ending (SIGTERM), not just this answer
         _say("jarvis: stopped (this answer is not kept)")
     except Exception as exc:
         from jarvis.domain.errors import JarvisError
@@ -274,47 +278,110 @@ def _is_store_damage(exc: BaseException) -> bool:
     return isinstance(exc, SessionStoreCorruptError)
 
 
-async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
+class _SigtermEnds:
+    """While inside, ``SIGTERM`` ends the chat: the answer streaming is stopped (not kept,
+    as with Ctrl-C), the conversation loop is cancelled, and the caller's cleanup runs.
+    Where the loop takes no signal handlers (not the main thread), nothing changes."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._task: asyncio.Task[object] | None = None
+        self._installed = False
+
+    def _on_sigterm(self) -> None:  # runs on the event loop, between its callbacks
+        if self.fired:
+            return
+        self.fired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def __enter__(self) -> _SigtermEnds:
+        import asyncio
+        import signal
+
+        self._task = asyncio.current_task()
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:  # nohup-like: keep it
+            return self
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+            self._installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._task = None  # a SIGTERM from now on (the cleanup) is noted, not acted on
+
+    def restore(self) -> None:
+        """Give ``SIGTERM`` its default back (after the cleanup)."""
+        import asyncio
+        import signal
+
+        if self._installed:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+            self._installed = False
+
+
+async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> bool:
+    """The conversation loop; ``True`` when ``SIGTERM`` ended it."""
+    import asyncio
+
+    ending = _SigtermEnds()
+    try:
+        with ending:
+            try:
+                await _converse(runtime, state, resume, last)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not ending.fired or current is None:
+                    raise
+                current.uncancel()
+    finally:
+        try:
+            await runtime.aclose()
+        finally:
+            ending.restore()
+    return ending.fired
+
+
+async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
     from jarvis.entrypoints.conversations import conversation_service
 
-    try:
-        conversations = await conversation_service(runtime)
-        if last:
-            resume = await conversations.last_session()
-        history: list[str] = []
-        if resume is not None:
-            state.session_id = resume
-            records = await conversations.store.load_records(resume, limit=200)
-            history = [r.message.content for r in records if r.message.role.value == "user"]
-            if not records:
-                _say(f"jarvis: session {resume} (new)")
-            else:
-                more = "+" if len(records) >= 200 else ""
-                _say(f"jarvis: session {resume} ({len(records)}{more} messages)")
+    conversations = await conversation_service(runtime)
+    if last:
+        resume = await conversations.last_session()
+    history: list[str] = []
+    if resume is not None:
+        state.session_id = resume
+        records = await conversations.store.load_records(resume, limit=200)
+        history = [r.message.content for r in records if r.message.role.value == "user"]
+        if not records:
+            _say(f"jarvis: session {resume} (new)")
         else:
-            _say(f"jarvis: session {state.session_id} (new)")
-        _say("jarvis: /help for commands; Ctrl-C stops an answer, Ctrl-D leaves")
-        reader = _reader(history)
-        while True:
-            try:
-                text = await reader.read()
-            except KeyboardInterrupt:
-                continue
-            except EOFError:
+            more = "+" if len(records) >= 200 else ""
+            _say(f"jarvis: session {resume} ({len(records)}{more} messages)")
+    else:
+        _say(f"jarvis: session {state.session_id} (new)")
+    _say("jarvis: /help for commands; Ctrl-C stops an answer, Ctrl-D leaves")
+    reader = _reader(history)
+    while True:
+        try:
+            text = await reader.read()
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        text = text.strip()
+        if not text:
+            continue
+        if len(text) > MAX_MESSAGE_CHARS:
+            _say(f"jarvis: a message is at most {MAX_MESSAGE_CHARS:,} characters")
+            continue
+        if text.startswith("/"):
+            if not await _command(text, state, runtime, conversations):
                 break
-            text = text.strip()
-            if not text:
-                continue
-            if len(text) > MAX_MESSAGE_CHARS:
-                _say(f"jarvis: a message is at most {MAX_MESSAGE_CHARS:,} characters")
-                continue
-            if text.startswith("/"):
-                if not await _command(text, state, runtime, conversations):
-                    break
-                continue
-            await _turn(text, state, runtime, conversations)
-    finally:
-        await runtime.aclose()
+            continue
+        await _turn(text, state, runtime, conversations)
 
 
 def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
@@ -403,9 +470,11 @@ def chat(
         import asyncio
 
         with persona_warnings(verbose):
-            asyncio.run(_chat(runtime, state, choice.name, choice.continue_last))
+            terminated = asyncio.run(_chat(runtime, state, choice.name, choice.continue_last))
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
+        if terminated:  # SIGTERM: reported and exited as an interruption (130)
+            raise KeyboardInterrupt
 
     code = guarded(body, verbose=verbose)
     if code:
