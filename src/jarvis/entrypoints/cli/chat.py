@@ -95,24 +95,86 @@ class _TerminalReader:
 
 
 class _PipeReader:
-    """One line of stdin, one message (a trailing ``\\`` continues it on the next line)."""
+    """One line of stdin, one message (a trailing ``\\`` continues it on the next line).
+
+    The bytes are read from the file descriptor by a daemon thread, never through
+    ``sys.stdin`` or asyncio's executor: a chat ended by ``SIGTERM`` while it waits for a
+    line exits at once (an executor's thread would be waited for until a line came, and a
+    daemon thread holding ``sys.stdin``'s lock would break the interpreter's exit). Bytes
+    that are not UTF-8 become U+FFFD; a line longer than a message may be is cut there."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+        self._scanned = 0  # no "\n" before this offset of _pending: each byte scanned once
+        self._eof = False
 
     async def read(self) -> str:
-        import asyncio
-
         parts: list[str] = []
         while True:
-            line = await asyncio.to_thread(sys.stdin.readline, MAX_MESSAGE_CHARS + 1)
-            if not line:
+            raw = await self._line()
+            if raw is None:
                 if parts:
                     return "\n".join(parts)
                 raise EOFError
-            line = line.rstrip("\r\n")
+            line = raw.decode("utf-8", "replace").rstrip("\r")
             if line.endswith("\\"):
                 parts.append(line[:-1])
                 continue
             parts.append(line)
             return "\n".join(parts)
+
+    async def _line(self) -> bytes | None:
+        """The next line without its ``\\n``; ``None`` at the end of stdin."""
+        bound = 4 * (MAX_MESSAGE_CHARS + 1)  # UTF-8: at most 4 bytes a character
+        while True:
+            cut = self._pending.find(b"\n", self._scanned)
+            if cut >= 0 or len(self._pending) > bound or (self._eof and self._pending):
+                end = cut if cut >= 0 else min(len(self._pending), bound)
+                line = bytes(self._pending[:end])
+                del self._pending[: end + 1 if cut >= 0 else end]
+                self._scanned = 0
+                return line
+            if self._eof:
+                return None
+            self._scanned = len(self._pending)
+            chunk = await self._chunk()
+            if chunk:
+                self._pending += chunk
+            else:
+                self._eof = True
+
+    async def _chunk(self) -> bytes:
+        import asyncio
+        import os
+        import threading
+
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[bytes] = loop.create_future()
+
+        def settle(data: bytes | None, error: OSError | None) -> None:
+            if done.done():  # the wait was cancelled (the chat is ending)
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(data or b"")
+
+        def work() -> None:
+            try:
+                data, error = os.read(self._fd, self.CHUNK), None
+            except OSError as exc:
+                data, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, data, error)
+
+        threading.Thread(target=work, name="jarvis-chat-stdin", daemon=True).start()
+        try:
+            return await done
+        except OSError:  # stdin unreadable (EIO after a hang-up): the end of the input
+            return b""
 
 
 def _reader(history: list[str]) -> LineReader:
@@ -120,7 +182,7 @@ def _reader(history: list[str]) -> LineReader:
 
     if sys.stdin is not None and is_tty(sys.stdin) and is_tty(sys.stdout):
         return _TerminalReader(history)
-    return _PipeReader()
+    return _PipeReader(sys.stdin.fileno())
 
 
 @dataclass(slots=True, kw_only=True)
