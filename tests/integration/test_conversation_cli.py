@@ -448,3 +448,16 @@ def test_sigterm_ends_a_piped_chat_waiting_for_its_next_line() -> None:
     assert "Traceback" not in err
     kept = json.loads(jarvis("sessions", "list", "--json").stdout)
     assert [s["message_count"] for s in kept] == [2]
+
+
+def test_a_piped_chat_reads_bytes_that_are_not_utf8_as_replacement_characters() -> None:
+    with ScriptedEngine([Reply("Read.")]) as engine:
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "chat", "--base-url", engine.url, "-m", MODEL],
+            input=b"caf\xe9 \\\r\nau lait\r\n",
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert contents(engine.messages(0)[1:]) == [("user", "caf\ufffd \nau lait")]
