@@ -12,7 +12,12 @@ from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.sessions import MAX_RECORD_BYTES, SessionMessage, SessionStoreError
+from jarvis.domain.sessions import (
+    MAX_RECORD_BYTES,
+    SessionMessage,
+    SessionPage,
+    SessionStoreError,
+)
 
 StoreT = TypeVar("StoreT", bound=SessionStorePort)
 
@@ -184,6 +189,50 @@ class SessionStoreContract(Generic[StoreT]):
                 await store.append("grow", [Message.user("4")])
         assert seen[:4] == ["0", "1", "2", "3"]
         assert seen in (["0", "1", "2", "3"], ["0", "1", "2", "3", "4"])
+
+    async def test_pages_walk_a_session_backwards_from_its_newest_message(
+        self, store: StoreT
+    ) -> None:
+        await store.append("walk", [Message.user(str(i)) for i in range(7)])
+        await store.append("walk", [Message.assistant(str(i)) for i in range(7, 10)])
+        await store.append("other", [Message.user("not mine")])
+        for size in (1, 3, 4, 10, 500):
+            pages: list[list[str]] = []
+            before: int | None = None
+            while before != 0:
+                page = await store.load_page("walk", limit=size, before=before)
+                assert page.records, (size, before)
+                assert len(page.records) == min(size, page.start + len(page.records))
+                pages.append([r.message.content for r in page.records])
+                before = page.start
+            read = [content for page_read in reversed(pages) for content in page_read]
+            assert read == [str(i) for i in range(10)], size
+        newest = await store.load_page("walk", limit=3)
+        assert (newest.start, [r.message.content for r in newest.records]) == (7, ["7", "8", "9"])
+        assert (await store.load_page("walk", limit=2, before=99)).start == 8
+        assert (await store.load_page("walk", limit=2, before=0)).records == ()
+        assert await store.load_page("nobody", limit=5) == SessionPage(start=0, records=())
+
+    async def test_a_page_keeps_records_whole_and_ignores_later_appends(
+        self, store: StoreT
+    ) -> None:
+        at = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+        records = [
+            SessionMessage(message=Message.user(f"q{i}"), model="m", created_at=at)
+            for i in range(5)
+        ]
+        await store.append_records("grow", records)
+        first = await store.load_page("grow", limit=2)
+        await store.append("grow", [Message.user("later")])
+        older = await store.load_page("grow", limit=2, before=first.start)
+        assert first.records == tuple(records[3:])
+        assert older == SessionPage(start=1, records=tuple(records[1:3]))
+
+    async def test_a_page_below_one_message_or_before_zero_is_refused(self, store: StoreT) -> None:
+        with pytest.raises(ConfigurationError, match="limit"):
+            await store.load_page("s", limit=0)
+        with pytest.raises(ConfigurationError, match="before"):
+            await store.load_page("s", limit=1, before=-1)
 
     async def test_a_page_size_below_one_is_refused(self, store: StoreT) -> None:
         await store.append("s", [Message.user("x")])

@@ -8,9 +8,11 @@ engine's request log, and what was kept from ``jarvis sessions show --json``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -179,3 +181,38 @@ def test_bad_chat_options_are_usage_errors(args: list[str]) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 2
+
+
+@pytest.mark.parametrize("when", ["mid-answer", "at-the-prompt"])
+def test_sigterm_ends_the_chat_like_an_interruption_and_keeps_the_finished_exchange(
+    when: str,
+) -> None:
+    script = [Reply("Paris is the capital."), Reply("Held answer that never finishes", hold=True)]
+    seen = io.StringIO()
+    with ScriptedEngine(script) as engine:
+        child = spawn("--base-url", engine.url, "-m", MODEL)
+        child.logfile_read = seen
+        try:
+            child.expect(r"session (\S+) \(new\)")
+            match = child.match
+            assert isinstance(match, re.Match)
+            session = str(match.group(1))
+            child.expect_exact("you>")
+            child.send("Capital of France?\r")
+            child.expect_exact("Paris is the capital.")
+            child.expect_exact("you>")
+            if when == "mid-answer":
+                child.send("Tell me more\r")
+                assert engine.first_word_sent.wait(TIMEOUT)
+                child.expect_exact("Held")
+            child.kill(signal.SIGTERM)
+            # the engine still holds the answer: the chat ends without waiting for it
+            child.expect(pexpect.EOF)
+        finally:
+            engine.release()
+            child.close()
+    assert child.exitstatus == 130, seen.getvalue()
+    assert "jarvis: interrupted" in seen.getvalue()
+    assert "Traceback" not in seen.getvalue()
+    kept = [m["content"] for m in session_messages(session)]
+    assert kept == ["Capital of France?", "Paris is the capital."]

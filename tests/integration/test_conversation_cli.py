@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -413,3 +414,50 @@ def test_a_question_too_large_to_keep_is_answered_and_not_kept() -> None:
     assert result.stdout.strip() == "Long read."
     assert "too large to keep as a session" in result.stderr
     assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"
+
+
+def test_sigterm_ends_a_piped_chat_waiting_for_its_next_line() -> None:
+    """stdin stays open and silent: the chat waits for a line, and SIGTERM still ends it
+    at once (exit 130), with what was answered before kept."""
+    with ScriptedEngine([Reply("One.")]) as engine:
+        chat = subprocess.Popen(
+            [sys.executable, "-m", "jarvis", "chat", "--base-url", engine.url, "-m", MODEL],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert chat.stdin is not None
+            assert chat.stdout is not None
+            chat.stdin.write("first\n")
+            chat.stdin.flush()
+            assert chat.stdout.readline() == "One.\n"  # answered; now it waits for a line
+            chat.send_signal(signal.SIGTERM)
+            chat.wait(timeout=60)  # stdin still open: it cannot be an end of input
+            assert chat.stderr is not None
+            err = chat.stderr.read()
+        finally:
+            if chat.stdin is not None:
+                chat.stdin.close()
+            if chat.poll() is None:
+                chat.kill()
+                chat.wait()
+    assert chat.returncode == 130, err
+    assert "jarvis: interrupted" in err
+    assert "Traceback" not in err
+    kept = json.loads(jarvis("sessions", "list", "--json").stdout)
+    assert [s["message_count"] for s in kept] == [2]
+
+
+def test_a_piped_chat_reads_bytes_that_are_not_utf8_as_replacement_characters() -> None:
+    with ScriptedEngine([Reply("Read.")]) as engine:
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "chat", "--base-url", engine.url, "-m", MODEL],
+            input=b"caf\xe9 \\\r\nau lait\r\n",
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert contents(engine.messages(0)[1:]) == [("user", "caf\ufffd \nau lait")]

@@ -15,8 +15,10 @@ from jarvis.domain.sandbox_protocol import (
     MAX_TEXT,
     InferenceAsk,
     RunMessage,
+    ToolSpecModel,
     schemas,
 )
+from jarvis.domain.tools import ToolSpec
 from scripts.export_schemas import target
 
 TARGET = target("sandbox")
@@ -75,3 +77,32 @@ def test_the_run_message_round_trips_and_carries_the_secrets() -> None:
         question="q", agent="simple", model="m", temperature=0.2, secrets={"TOKEN": "s3cret"}
     )
     assert HOST_MESSAGE.validate_json(run.model_dump_json()) == run
+
+
+@pytest.mark.parametrize(("read_only", "destructive"), [(True, False), (False, True), (None, None)])
+def test_host_tool_hints_survive_the_wire_into_the_container(
+    read_only: bool | None, destructive: bool | None
+) -> None:
+    spec = ToolSpec(
+        name="mcp__fs__delete",
+        description="Delete a file.",
+        side_effects=True,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+    )
+    run = RunMessage(
+        question="q",
+        agent="simple",
+        model="m",
+        temperature=0.2,
+        host_tools=[ToolSpecModel.of(spec)],
+    )
+    received = HOST_MESSAGE.validate_json(run.model_dump_json())
+    assert isinstance(received, RunMessage)
+    assert [t.value() for t in received.host_tools] == [spec]
+
+
+def test_a_tool_spec_from_an_older_host_without_hints_is_still_read() -> None:
+    line = json.dumps({"name": "calculator", "description": "Compute."})
+    spec = ToolSpecModel.model_validate_json(line).value()
+    assert (spec.read_only_hint, spec.destructive_hint) == (None, None)

@@ -1,18 +1,24 @@
 """The server's limits over the real application: ``--max-output-tokens`` on every
-compatible endpoint, the managed-agent quotas, and the paginated list of definitions."""
+compatible endpoint, the managed-agent quotas, and the paginated lists of definitions and
+of a managed agent's messages."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from jarvis.adapters.sqlite_sessions.store import SqliteSessionStore
 from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.managed_agents import session_id_of
+from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.ports import SessionStorePort
 from jarvis.entrypoints.http.state import ServeLimits
-from jarvis.testing import ScriptedInference
+from jarvis.testing import InMemorySessionStore, ScriptedInference
 from tests.support.serve import serving
 
 CAP = 100
@@ -226,4 +232,44 @@ def test_the_list_of_messages_says_when_older_ones_were_left_out() -> None:
             "object": "list",
             "data": [],
             "has_more": True,
+            "next": 3,
         }
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_long_conversation_is_read_back_page_by_page(store: str, tmp_path: Path) -> None:
+    """2,500 messages walked back through ``before``/``next``: every one read once, in
+    order, even with messages arriving mid-walk; ``limit`` over 1000 is refused."""
+    sessions: SessionStorePort = (
+        InMemorySessionStore() if store == "memory" else SqliteSessionStore(tmp_path / "s.db")
+    )
+    conversation = session_id_of("long")
+    contents = [f"message {i}" for i in range(2500)]
+    asyncio.run(sessions.append(conversation, [Message.user(c) for c in contents]))
+    with (
+        serving(ScriptedInference(["unused"]), sessions=sessions) as served,
+        httpx.Client(base_url=served.url, timeout=30) as client,
+    ):
+        client.post("/v1/managed-agents", json={"id": "long"}).raise_for_status()
+        url = "/v1/managed-agents/long/messages"
+        pages: list[list[str]] = []
+        params: dict[str, int] = {}
+        while True:
+            body = client.get(url, params=params).json()
+            pages.append([m["content"] for m in body["data"]])
+            if len(pages) == 1:  # arriving now: after the walk's start, never in it
+                asyncio.run(sessions.append(conversation, [Message.user("late")]))
+            if not body["has_more"]:
+                assert body["next"] is None
+                break
+            params = {"before": body["next"]}
+        assert [len(p) for p in pages] == [1000, 1000, 500]
+        assert [c for page in reversed(pages) for c in page] == contents
+
+        small = client.get(url, params={"limit": 2, "before": 2}).json()
+        assert small == {**small, "has_more": False, "next": None}
+        assert [m["content"] for m in small["data"]] == contents[:2]
+        counted = client.get(url, params={"limit": 0, "before": 10}).json()
+        assert (counted["data"], counted["has_more"], counted["next"]) == ([], True, 10)
+        for bad in ({"before": -1}, {"before": "x"}, {"limit": 1001}, {"before": 1 << 40}):
+            assert client.get(url, params=bad).status_code == 400, bad

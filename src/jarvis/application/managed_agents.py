@@ -41,7 +41,7 @@ from jarvis.domain.managed_agents import (
 )
 from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.sessions import SessionMessage, to_micros, utc_now
+from jarvis.domain.sessions import SessionMessage, SessionPage, to_micros, utc_now
 from jarvis.domain.updates import RunUpdate
 
 
@@ -229,10 +229,23 @@ class ManagedAgentService:
         self, agent_id: str, *, limit: int | None = None
     ) -> tuple[list[SessionMessage], bool]:
         """:meth:`messages`, and whether older ones were left out."""
+        page = await self.message_page(agent_id, limit=limit)
+        return list(page.records), page.start > 0
+
+    async def message_page(
+        self, agent_id: str, *, limit: int | None = None, before: int | None = None
+    ) -> SessionPage:
+        """The newest ``limit`` messages (never more than :attr:`max_listed_messages`) whose
+        position in the conversation is below ``before`` (all when ``None``). The next page
+        back is ``before=page.start``; ``start`` 0 means nothing older is left. With
+        ``limit=0`` the page is empty and ``start`` counts the messages below ``before``."""
         await self.get(agent_id)
         bound = self.max_listed_messages if limit is None else min(limit, self.max_listed_messages)
-        records = list(await self.sessions.load_records(session_id_of(agent_id), limit=bound + 1))
-        return records[-bound:] if bound else [], len(records) > bound
+        session_id = session_id_of(agent_id)
+        if bound > 0:
+            return await self.sessions.load_page(session_id, limit=bound, before=before)
+        newest = await self.sessions.load_page(session_id, limit=1, before=before)
+        return SessionPage(start=newest.start + len(newest.records), records=())
 
     async def post(self, agent_id: str, content: str) -> SessionMessage:
         """Store a user message (it waits for :meth:`run`, or is answered at once by

@@ -18,7 +18,7 @@ from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message
 from jarvis.domain.repl import ExecutionResult, ReplCallbacks, ReplIsolation, ReplLimits
-from jarvis.domain.sessions import PAGE_SIZE, SessionInfo, SessionMessage
+from jarvis.domain.sessions import PAGE_SIZE, SessionInfo, SessionMessage, SessionPage
 from jarvis.domain.tools import ToolResult, ToolSpec
 from jarvis.domain.traces import Trace, TraceQuery
 
@@ -198,6 +198,16 @@ class SessionStorePort(Protocol):
         a time: what a reader of a long session (``jarvis sessions show/export``) holds is
         one page, not the session. An unknown session yields nothing; messages appended
         meanwhile may or may not be included, none twice or out of order."""
+        ...
+
+    async def load_page(
+        self, session_id: str, *, limit: int, before: int | None = None
+    ) -> SessionPage:
+        """The newest ``limit`` (at least 1) messages whose position in the session is below
+        ``before`` (every message when ``None``), oldest first, with the position of the
+        first of them (see :class:`~jarvis.domain.sessions.SessionPage`): a reader walks a
+        long session backwards, newest page first, holding one page at a time. An unknown
+        session, or ``before=0``, is an empty page."""
         ...
 
     async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:

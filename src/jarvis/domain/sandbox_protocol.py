@@ -107,6 +107,8 @@ class ToolSpecModel(_Message):
     timeout_seconds: float = Field(default=30.0, gt=0, le=86_400)
     side_effects: bool = False
     blocking: bool = True
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
 
     @classmethod
     def of(cls, spec: ToolSpec) -> ToolSpecModel:
@@ -118,6 +120,8 @@ class ToolSpecModel(_Message):
             timeout_seconds=spec.timeout_seconds,
             side_effects=spec.side_effects,
             blocking=spec.blocking,
+            read_only_hint=spec.read_only_hint,
+            destructive_hint=spec.destructive_hint,
         )
 
     def value(self) -> ToolSpec:
@@ -129,6 +133,8 @@ class ToolSpecModel(_Message):
             timeout_seconds=self.timeout_seconds,
             side_effects=self.side_effects,
             blocking=self.blocking,
+            read_only_hint=self.read_only_hint,
+            destructive_hint=self.destructive_hint,
         )
 
 

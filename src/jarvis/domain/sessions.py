@@ -10,6 +10,7 @@ so a session moved from one backend to another replays the same.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -70,6 +71,36 @@ class SessionInfo(NamedTuple):
 
 PAGE_SIZE = 500
 """How many messages :meth:`SessionStorePort.iter_records` reads from a store at a time."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """A run of consecutive messages of a session (:meth:`SessionStorePort.load_page`).
+
+    ``start`` is the position of the first of ``records`` in the session (0 for its first
+    message; 0 when the page is empty). A session is only ever appended to, so positions
+    never change: a reader going backwards asks for ``before=start`` next, and neither
+    repeats nor skips a message however much is appended meanwhile."""
+
+    start: int
+    records: tuple[SessionMessage, ...]
+
+
+def check_page_bounds(limit: int, before: int | None) -> None:
+    """Refuse a page of fewer than one message, or a negative ``before``
+    (a ``ConfigurationError``)."""
+    if limit < 1:
+        raise ConfigurationError(f"limit must be >= 1, got {limit}.")
+    if before is not None and before < 0:
+        raise ConfigurationError(f"before must be >= 0, got {before}.")
+
+
+def page_of(records: Sequence[SessionMessage], *, limit: int, before: int | None) -> SessionPage:
+    """The page of a session held whole in memory (``records``: all of it, oldest first)."""
+    end = len(records) if before is None else min(before, len(records))
+    start = max(0, end - limit)
+    page = tuple(records[start:end])
+    return SessionPage(start=start if page else 0, records=page)
 
 
 def check_page_size(page_size: int) -> int:

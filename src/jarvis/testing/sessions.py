@@ -13,8 +13,11 @@ from jarvis.domain.sessions import (
     PAGE_SIZE,
     SessionInfo,
     SessionMessage,
+    SessionPage,
+    check_page_bounds,
     check_page_size,
     encode_record,
+    page_of,
     title_of,
     to_micros,
     utc_now,
@@ -73,6 +76,14 @@ class InMemorySessionStore:
             if len(page) < page_size:
                 return
             start += page_size
+
+    async def load_page(
+        self, session_id: str, *, limit: int, before: int | None = None
+    ) -> SessionPage:
+        check_session_id(session_id)
+        check_page_bounds(limit, before)
+        session = self._sessions.get(session_id)
+        return page_of(session.records if session else [], limit=limit, before=before)
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

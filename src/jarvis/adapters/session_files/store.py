@@ -22,10 +22,13 @@ from jarvis.domain.sessions import (
     PAGE_SIZE,
     SessionInfo,
     SessionMessage,
+    SessionPage,
     SessionStoreUnavailableError,
+    check_page_bounds,
     check_page_size,
     decode_record,
     encode_record,
+    page_of,
     title_of,
     to_micros,
 )
@@ -133,6 +136,15 @@ class JsonlSessionStore:
             raise SessionStoreUnavailableError(
                 f"Cannot read the session file {path}: {exc.strerror}.", location=str(path)
             ) from exc
+
+    async def load_page(
+        self, session_id: str, *, limit: int, before: int | None = None
+    ) -> SessionPage:
+        """Read whole, as :meth:`load_records` (a JSON lines file has no index)."""
+        path = self._path(session_id)
+        check_page_bounds(limit, before)
+        records = await asyncio.to_thread(self._read, path)
+        return page_of(records, limit=limit, before=before)
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

@@ -31,10 +31,12 @@ from jarvis.domain.sessions import (
     PAGE_SIZE,
     SessionInfo,
     SessionMessage,
+    SessionPage,
     SessionStoreCorruptError,
     SessionStoreError,
     SessionStoreLockedError,
     SessionStoreUnavailableError,
+    check_page_bounds,
     check_page_size,
     decode_record,
     encode_record,
@@ -190,6 +192,27 @@ class SqliteSessionStore:
             if len(rows) < page_size:
                 return
             after = int(rows[-1][0])
+
+    async def load_page(
+        self, session_id: str, *, limit: int, before: int | None = None
+    ) -> SessionPage:
+        """``seq`` is the position (0, 1, ... per session): one range of the primary key."""
+        check_session_id(session_id)
+        check_page_bounds(limit, before)
+        end = (1 << 62) if before is None else min(before, 1 << 62)
+
+        def work(db: sqlite3.Connection) -> list[tuple[int, str]]:
+            rows = db.execute(
+                "SELECT seq, record FROM messages WHERE session_id = ? AND seq < ?"
+                " ORDER BY seq DESC LIMIT ?",
+                (session_id, end, limit),
+            ).fetchall()
+            rows.reverse()
+            return rows
+
+        rows = await self._call(work)
+        records = self._decode(session_id, [(text,) for _, text in rows])
+        return SessionPage(start=int(rows[0][0]) if rows else 0, records=records)
 
     async def append(self, session_id: str, messages: Sequence[Message]) -> None:
         await self.append_records(session_id, [SessionMessage(message=m) for m in messages])

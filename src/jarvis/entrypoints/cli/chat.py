@@ -9,7 +9,8 @@ command only, so no other command pays for it.
 
 While an answer streams, Ctrl-C stops it and the conversation goes on (a stopped answer
 is not stored: its question and partial answer never enter later prompts); at the prompt
-Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves. ``/new`` starts a new session,
+Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves; ``SIGTERM`` ends the chat like an
+interruption (the answer stopped, exit 130). ``/new`` starts a new session,
 ``/agent KEY`` and ``/tools a,b`` change the agent and its tools for the next questions.
 """
 
@@ -36,6 +37,8 @@ from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
 from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
+    import asyncio
+
     from jarvis.application.conversation import ConversationService
     from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.runtime import Runtime
@@ -92,24 +95,86 @@ class _TerminalReader:
 
 
 class _PipeReader:
-    """One line of stdin, one message (a trailing ``\\`` continues it on the next line)."""
+    """One line of stdin, one message (a trailing ``\\`` continues it on the next line).
+
+    The bytes are read from the file descriptor by a daemon thread, never through
+    ``sys.stdin`` or asyncio's executor: a chat ended by ``SIGTERM`` while it waits for a
+    line exits at once (an executor's thread would be waited for until a line came, and a
+    daemon thread holding ``sys.stdin``'s lock would break the interpreter's exit). Bytes
+    that are not UTF-8 become U+FFFD; a line longer than a message may be is cut there."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+        self._scanned = 0  # no "\n" before this offset of _pending: each byte scanned once
+        self._eof = False
 
     async def read(self) -> str:
-        import asyncio
-
         parts: list[str] = []
         while True:
-            line = await asyncio.to_thread(sys.stdin.readline, MAX_MESSAGE_CHARS + 1)
-            if not line:
+            raw = await self._line()
+            if raw is None:
                 if parts:
                     return "\n".join(parts)
                 raise EOFError
-            line = line.rstrip("\r\n")
+            line = raw.decode("utf-8", "replace").rstrip("\r")
             if line.endswith("\\"):
                 parts.append(line[:-1])
                 continue
             parts.append(line)
             return "\n".join(parts)
+
+    async def _line(self) -> bytes | None:
+        """The next line without its ``\\n``; ``None`` at the end of stdin."""
+        bound = 4 * (MAX_MESSAGE_CHARS + 1)  # UTF-8: at most 4 bytes a character
+        while True:
+            cut = self._pending.find(b"\n", self._scanned)
+            if cut >= 0 or len(self._pending) > bound or (self._eof and self._pending):
+                end = cut if cut >= 0 else min(len(self._pending), bound)
+                line = bytes(self._pending[:end])
+                del self._pending[: end + 1 if cut >= 0 else end]
+                self._scanned = 0
+                return line
+            if self._eof:
+                return None
+            self._scanned = len(self._pending)
+            chunk = await self._chunk()
+            if chunk:
+                self._pending += chunk
+            else:
+                self._eof = True
+
+    async def _chunk(self) -> bytes:
+        import asyncio
+        import os
+        import threading
+
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[bytes] = loop.create_future()
+
+        def settle(data: bytes | None, error: OSError | None) -> None:
+            if done.done():  # the wait was cancelled (the chat is ending)
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(data or b"")
+
+        def work() -> None:
+            try:
+                data, error = os.read(self._fd, self.CHUNK), None
+            except OSError as exc:
+                data, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, data, error)
+
+        threading.Thread(target=work, name="jarvis-chat-stdin", daemon=True).start()
+        try:
+            return await done
+        except OSError:  # stdin unreadable (EIO after a hang-up): the end of the input
+            return b""
 
 
 def _reader(history: list[str]) -> LineReader:
@@ -117,7 +182,7 @@ def _reader(history: list[str]) -> LineReader:
 
     if sys.stdin is not None and is_tty(sys.stdin) and is_tty(sys.stdout):
         return _TerminalReader(history)
-    return _PipeReader()
+    return _PipeReader(sys.stdin.fileno())
 
 
 @dataclass(slots=True, kw_only=True)
@@ -249,9 +314,10 @@ async def _turn(
     try:
         await task
     except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
         renderer.abort()
+        current = asyncio.current_task()
+        if not task.cancelled() or (current is not None and current.cancelling()):
+            raise  # the chat itself is ending (SIGTERM), not just this answer
         _say("jarvis: stopped (this answer is not kept)")
     except Exception as exc:
         from jarvis.domain.errors import JarvisError
@@ -274,47 +340,110 @@ def _is_store_damage(exc: BaseException) -> bool:
     return isinstance(exc, SessionStoreCorruptError)
 
 
-async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
+class _SigtermEnds:
+    """While inside, ``SIGTERM`` ends the chat: the answer streaming is stopped (not kept,
+    as with Ctrl-C), the conversation loop is cancelled, and the caller's cleanup runs.
+    Where the loop takes no signal handlers (not the main thread), nothing changes."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._task: asyncio.Task[object] | None = None
+        self._installed = False
+
+    def _on_sigterm(self) -> None:  # runs on the event loop, between its callbacks
+        if self.fired:
+            return
+        self.fired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def __enter__(self) -> _SigtermEnds:
+        import asyncio
+        import signal
+
+        self._task = asyncio.current_task()
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:  # nohup-like: keep it
+            return self
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+            self._installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._task = None  # a SIGTERM from now on (the cleanup) is noted, not acted on
+
+    def restore(self) -> None:
+        """Give ``SIGTERM`` its default back (after the cleanup)."""
+        import asyncio
+        import signal
+
+        if self._installed:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+            self._installed = False
+
+
+async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> bool:
+    """The conversation loop; ``True`` when ``SIGTERM`` ended it."""
+    import asyncio
+
+    ending = _SigtermEnds()
+    try:
+        with ending:
+            try:
+                await _converse(runtime, state, resume, last)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not ending.fired or current is None:
+                    raise
+                current.uncancel()
+    finally:
+        try:
+            await runtime.aclose()
+        finally:
+            ending.restore()
+    return ending.fired
+
+
+async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
     from jarvis.entrypoints.conversations import conversation_service
 
-    try:
-        conversations = await conversation_service(runtime)
-        if last:
-            resume = await conversations.last_session()
-        history: list[str] = []
-        if resume is not None:
-            state.session_id = resume
-            records = await conversations.store.load_records(resume, limit=200)
-            history = [r.message.content for r in records if r.message.role.value == "user"]
-            if not records:
-                _say(f"jarvis: session {resume} (new)")
-            else:
-                more = "+" if len(records) >= 200 else ""
-                _say(f"jarvis: session {resume} ({len(records)}{more} messages)")
+    conversations = await conversation_service(runtime)
+    if last:
+        resume = await conversations.last_session()
+    history: list[str] = []
+    if resume is not None:
+        state.session_id = resume
+        records = await conversations.store.load_records(resume, limit=200)
+        history = [r.message.content for r in records if r.message.role.value == "user"]
+        if not records:
+            _say(f"jarvis: session {resume} (new)")
         else:
-            _say(f"jarvis: session {state.session_id} (new)")
-        _say("jarvis: /help for commands; Ctrl-C stops an answer, Ctrl-D leaves")
-        reader = _reader(history)
-        while True:
-            try:
-                text = await reader.read()
-            except KeyboardInterrupt:
-                continue
-            except EOFError:
+            more = "+" if len(records) >= 200 else ""
+            _say(f"jarvis: session {resume} ({len(records)}{more} messages)")
+    else:
+        _say(f"jarvis: session {state.session_id} (new)")
+    _say("jarvis: /help for commands; Ctrl-C stops an answer, Ctrl-D leaves")
+    reader = _reader(history)
+    while True:
+        try:
+            text = await reader.read()
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        text = text.strip()
+        if not text:
+            continue
+        if len(text) > MAX_MESSAGE_CHARS:
+            _say(f"jarvis: a message is at most {MAX_MESSAGE_CHARS:,} characters")
+            continue
+        if text.startswith("/"):
+            if not await _command(text, state, runtime, conversations):
                 break
-            text = text.strip()
-            if not text:
-                continue
-            if len(text) > MAX_MESSAGE_CHARS:
-                _say(f"jarvis: a message is at most {MAX_MESSAGE_CHARS:,} characters")
-                continue
-            if text.startswith("/"):
-                if not await _command(text, state, runtime, conversations):
-                    break
-                continue
-            await _turn(text, state, runtime, conversations)
-    finally:
-        await runtime.aclose()
+            continue
+        await _turn(text, state, runtime, conversations)
 
 
 def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
@@ -403,9 +532,11 @@ def chat(
         import asyncio
 
         with persona_warnings(verbose):
-            asyncio.run(_chat(runtime, state, choice.name, choice.continue_last))
+            terminated = asyncio.run(_chat(runtime, state, choice.name, choice.continue_last))
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
+        if terminated:  # SIGTERM: reported and exited as an interruption (130)
+            raise KeyboardInterrupt
 
     code = guarded(body, verbose=verbose)
     if code:

@@ -11,7 +11,8 @@ not; what it completed is stored.
 
 Quotas (:class:`~jarvis.application.managed_agents.ManagedAgentService`): definitions and
 messages waiting per agent are bounded (409 ``quota_exceeded``); the list of definitions is
-paginated (``limit``, ``after``; ``has_more`` and ``next`` in the body).
+paginated (``limit``, ``after``; ``has_more`` and ``next`` in the body), and so is a
+conversation, newest page first (``limit``, ``before``; ``has_more`` and ``next``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
 
+MAX_POSITION = (1 << 31) - 1
+"""The largest ``before`` accepted: a message position every store can hold."""
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 _SSE: dict[int | str, dict[str, Any]] = {200: {"content": {"text/event-stream": {}}}}
 
@@ -113,11 +116,24 @@ async def delete(agent_id: str, request: Request) -> dict[str, object]:
 
 @router.get("/{agent_id}/messages")
 async def list_messages(
-    agent_id: str, request: Request, limit: int | None = Query(default=None, ge=0, le=1000)
+    agent_id: str,
+    request: Request,
+    limit: int | None = Query(default=None, ge=0, le=1000),
+    before: int | None = Query(default=None, ge=0, le=MAX_POSITION),
 ) -> dict[str, object]:
-    records, older = await state_of(request).managed.recent_messages(agent_id, limit=limit)
-    data = [MessageOut.of(r).model_dump() for r in records]
-    return {"object": "list", "data": data, "has_more": older}
+    """The newest ``limit`` messages (1000 unless given) older than position ``before``,
+    oldest first; ``next`` is the ``before`` of the page of older ones, ``null`` once the
+    first message was returned. Positions never change (a conversation is only appended
+    to), so a walk back neither repeats nor skips a message while new ones arrive."""
+    page = await state_of(request).managed.message_page(agent_id, limit=limit, before=before)
+    data = [MessageOut.of(r).model_dump() for r in page.records]
+    older = page.start > 0
+    return {
+        "object": "list",
+        "data": data,
+        "has_more": older,
+        "next": page.start if older else None,
+    }
 
 
 @router.post("/{agent_id}/messages", responses=_SSE)
