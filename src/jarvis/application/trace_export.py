@@ -25,6 +25,8 @@ def _span_id(trace: Trace, span: Span) -> str:
 
 
 def _trace_id(trace: Trace) -> str:
+    if trace.remote_trace_id:
+        return trace.remote_trace_id
     digits = "".join(c for c in trace.trace_id.lower() if c in "0123456789abcdef")
     if len(digits) == 32:
         return digits
@@ -95,6 +97,8 @@ def otlp_spans(trace: Trace) -> list[JSONValue]:
         }
         if span.parent_id is not None and span.parent_id in ids:
             entry["parentSpanId"] = ids[span.parent_id]
+        elif span.parent_id is None and trace.remote_parent_id:
+            entry["parentSpanId"] = trace.remote_parent_id  # the caller's span
         spans.append(entry)
     return spans
 

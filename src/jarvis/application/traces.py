@@ -23,6 +23,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from jarvis.application.trace_context import trace_parent
 from jarvis.domain.events import (
     AgentRunEnded,
     AgentRunStarted,
@@ -35,7 +36,14 @@ from jarvis.domain.events import (
 )
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
-from jarvis.domain.traces import MAX_CONTENT_CHARS, MAX_SPANS, Span, Trace, TraceStatus
+from jarvis.domain.traces import (
+    MAX_CONTENT_CHARS,
+    MAX_SPANS,
+    Span,
+    Trace,
+    TraceParent,
+    TraceStatus,
+)
 
 
 @dataclass(slots=True, eq=False)  # compared by identity
@@ -57,6 +65,7 @@ class _OpenSpan:
 @dataclass(slots=True)
 class _OpenTrace:
     trace_id: str
+    parent: TraceParent | None
     wall: float
     """Epoch seconds at ``mono``."""
     mono: float
@@ -165,7 +174,12 @@ class TraceRecorder:
         trace = self._current.get()
         outer: _OpenSpan | None = None
         if trace is None or not trace.runs:
-            trace = _OpenTrace(trace_id=secrets.token_hex(16), wall=self._clock(), mono=event.at)
+            trace = _OpenTrace(
+                trace_id=secrets.token_hex(16),
+                parent=trace_parent(),
+                wall=self._clock(),
+                mono=event.at,
+            )
             self._current.set(trace)
         else:
             outer = self._run_of(trace)
@@ -268,6 +282,8 @@ class TraceRecorder:
                 status=status,
                 error=error,
                 spans=tuple(spans),
+                remote_trace_id="" if trace.parent is None else trace.parent.trace_id,
+                remote_parent_id="" if trace.parent is None else trace.parent.span_id,
             )
         )
 
