@@ -4,7 +4,8 @@ that starts the run's trace, without passing through the agent loop or the domai
 
 A :class:`contextvars.ContextVar` follows the request's task and every task it starts
 (streamed answers, background runs), and no other request: concurrent requests each see
-their own caller, or none.
+their own caller, or none. The other way, the tool call a task runs is told to that
+tool's adapter (:func:`running_span`), which passes it on where its protocol allows.
 """
 
 from __future__ import annotations
@@ -16,11 +17,23 @@ from contextvars import ContextVar
 from jarvis.domain.traces import TraceParent
 
 _PARENT: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-parent", default=None)
+_SPAN: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-span", default=None)
 
 
 def trace_parent() -> TraceParent | None:
     """The caller's span the runs started now continue, if any."""
     return _PARENT.get()
+
+
+def running_span() -> TraceParent | None:
+    """The recorded tool call this task runs, as its exported trace and span ids: what a
+    tool passes on to the process it calls (an MCP server's ``_meta.traceparent``)."""
+    return _SPAN.get()
+
+
+def enter_span(span: TraceParent | None) -> None:
+    """The recorder's: the tool call now running in this task (``None``: none)."""
+    _SPAN.set(span)
 
 
 @contextmanager

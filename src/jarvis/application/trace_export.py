@@ -19,9 +19,13 @@ _GENAI_NAMES: dict[str, str] = {
 }
 
 
+def exported_span_id(trace_id: str, span_id: str) -> str:
+    """16 hex digits, stable for a trace's span (its id in OTLP)."""
+    return hashlib.sha256(f"{trace_id}/{span_id}".encode()).hexdigest()[:16]
+
+
 def _span_id(trace: Trace, span: Span) -> str:
-    """16 hex digits, stable for a trace's span."""
-    return hashlib.sha256(f"{trace.trace_id}/{span.span_id}".encode()).hexdigest()[:16]
+    return exported_span_id(trace.trace_id, span.span_id)
 
 
 def _trace_id(trace: Trace) -> str:

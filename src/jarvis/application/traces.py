@@ -23,7 +23,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from jarvis.application.trace_context import trace_parent
+from jarvis.application.trace_context import enter_span, trace_parent
+from jarvis.application.trace_export import exported_span_id
 from jarvis.domain.events import (
     AgentRunEnded,
     AgentRunStarted,
@@ -103,6 +104,16 @@ class _OpenTrace:
         return running[0] if len(running) == 1 else run
 
 
+def _exported(trace: _OpenTrace, span: _OpenSpan) -> TraceParent:
+    """``span`` as a W3C parent, with the ids it is exported under."""
+    parent = trace.parent
+    return TraceParent(
+        trace_id=trace.trace_id if parent is None else parent.trace_id,
+        span_id=exported_span_id(trace.trace_id, span.span_id),
+        flags="01" if parent is None else parent.flags,
+    )
+
+
 def _clip(text: str, mask: Callable[[str], str]) -> str:
     return mask(text[:MAX_CONTENT_CHARS])
 
@@ -158,6 +169,7 @@ class TraceRecorder:
         elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
             span = trace.add("tool", event.tool, event.at, run)
             trace.tools[(run.span_id, event.call_id)] = span
+            enter_span(_exported(trace, span))  # the task that runs the call sees it
             if self._content:
                 span.content["arguments"] = _clip(str(event.arguments), self._mask)
         elif isinstance(event, ToolCallEnded):
@@ -226,6 +238,7 @@ class TraceRecorder:
         span.ok = event.finish_reason != "error"
 
     def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
+        enter_span(None)
         span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
