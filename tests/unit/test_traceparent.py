@@ -101,3 +101,53 @@ def _spans(trace: Trace) -> list[dict[str, str]]:
         json.dumps(to_otlp(trace))
     )
     return request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+
+
+async def test_a_sandboxed_run_continues_the_callers_trace_on_the_host() -> None:
+    """The sandbox's inner agent asks the host for each inference: those are spans of the
+    host's trace, under the sandboxed run (a tool the inner agent runs inside the container
+    is not a span: nothing inside records or exports)."""
+    from jarvis.application.ask import AskQuestion
+    from jarvis.application.config import JarvisConfig
+    from jarvis.domain.agents.sandboxed import SandboxedAgent
+    from jarvis.domain.messages import ToolCall
+    from jarvis.entrypoints.bootstrap import bootstrap
+    from tests.support.inprocess_sandbox import InProcessContainers
+
+    engine = ScriptedInference(
+        [
+            Completion(
+                content="",
+                tool_calls=(ToolCall(id="c1", name="calculator", arguments={"expression": "6*7"}),),
+                finish_reason="tool_calls",
+            ),
+            "It is 42.",
+        ]
+    )
+    container = bootstrap(JarvisConfig(), inference=engine).container
+    container.container_runtime.override(InProcessContainers())
+    if not container.agents().contains("sandboxed"):
+        container.agents().register("sandboxed", SandboxedAgent)
+    traces: list[Trace] = []
+    container.bus().subscribe(TraceRecorder(traces.append))
+    command = AskQuestion(
+        question="What is 6*7?",
+        agent="sandboxed",
+        model="m",
+        tools=("calculator",),
+        agent_options={"inner": "orchestrator"},
+    )
+    with continuing(parse_traceparent(f"00-{TRACE}-{SPAN}-01")):
+        answer = await container.ask_service().ask(command)
+    assert answer.content == "It is 42."
+    [trace] = traces
+    assert (trace.remote_trace_id, trace.remote_parent_id) == (TRACE, SPAN)
+    assert [(s.kind, s.name) for s in trace.spans] == [
+        ("run", "sandboxed"),
+        ("inference", "m"),
+        ("inference", "m"),
+    ]
+    assert all(s.parent_id == trace.spans[0].span_id for s in trace.spans[1:])
+    spans = _spans(trace)
+    assert spans[0]["parentSpanId"] == SPAN
+    assert {s["traceId"] for s in spans} == {TRACE}

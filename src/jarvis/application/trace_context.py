@@ -26,13 +26,14 @@ def trace_parent() -> TraceParent | None:
 
 
 def running_span() -> TraceParent | None:
-    """The recorded tool call this task runs, as its exported trace and span ids: what a
-    tool passes on to the process it calls (an MCP server's ``_meta.traceparent``)."""
+    """The recorded span this task runs (a tool call, else a run), as its exported trace
+    and span ids: what an adapter passes on to the process it calls (an MCP server's
+    ``_meta.traceparent``)."""
     return _SPAN.get()
 
 
 def enter_span(span: TraceParent | None) -> None:
-    """The recorder's: the tool call now running in this task (``None``: none)."""
+    """The recorder's: the span now running in this task (``None``: none)."""
     _SPAN.set(span)
 
 

@@ -202,10 +202,12 @@ class TraceRecorder:
             span.content["input"] = _clip(event.input, self._mask)
         trace.runs.append(span)
         self._run.set(span)
+        enter_span(_exported(trace, span))
 
     def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
         trace.runs = [run for run in trace.runs if run is not span]
         self._run.set(span.outer)
+        enter_span(None if span.outer is None else _exported(trace, span.outer))
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
         span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
@@ -238,7 +240,7 @@ class TraceRecorder:
         span.ok = event.finish_reason != "error"
 
     def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
-        enter_span(None)
+        enter_span(_exported(trace, run))
         span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
