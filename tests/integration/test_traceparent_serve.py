@@ -149,3 +149,16 @@ def test_served_runs_continue_the_callers_trace(jarvis_home: Path) -> None:
         if t["continues"]
     }
     assert continued == {(t, p) for t, p, _ in (fast, routed, managed, streamed)}
+    [mine] = [
+        t for t in json.loads(listed.stdout) if (t["continues"] or {}).get("trace_id") == fast[0]
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "jarvis", "traces", "show", str(mine["id"])],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"continues trace {fast[0]} under span {fast[1]}" in shown.stdout

@@ -151,3 +151,13 @@ async def test_a_sandboxed_run_continues_the_callers_trace_on_the_host() -> None
     spans = _spans(trace)
     assert spans[0]["parentSpanId"] == SPAN
     assert {s["traceId"] for s in spans} == {TRACE}
+
+
+def test_serve_reads_one_traceparent_header_only() -> None:
+    from jarvis.entrypoints.http.trace_parent import caller_of
+
+    header = f"00-{TRACE}-{SPAN}-01".encode()
+    assert caller_of({"headers": [(b"traceparent", header)]}) == parse_traceparent(header.decode())
+    assert caller_of({"headers": [(b"traceparent", header), (b"traceparent", header)]}) is None
+    assert caller_of({"headers": [(b"traceparent", b"\xff" + header[1:])]}) is None
+    assert caller_of({"headers": []}) is None
