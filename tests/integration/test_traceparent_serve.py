@@ -162,3 +162,38 @@ def test_served_runs_continue_the_callers_trace(jarvis_home: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr
     assert f"continues trace {fast[0]} under span {fast[1]}" in shown.stdout
+
+
+def test_a_client_traced_by_the_opentelemetry_sdk_gets_jarvis_runs_in_its_trace(
+    jarvis_home: Path,
+) -> None:
+    """The caller is instrumented with the OpenTelemetry SDK (its own W3C propagator and
+    in-memory exporter): the run jarvis exports hangs under the SDK's client span."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("caller")
+    with OtlpReceiver() as receiver, ScriptedEngine([Reply("Hello.")]) as engine:
+        (jarvis_home / "config.toml").write_text(
+            f'[engine]\nname = "openai"\nmodel = "{MODEL}"\n'
+            f'[engine.openai]\nbase_url = "{engine.url}"\n'
+            f'[otel]\nendpoint = "{receiver.endpoint}"\nprotocol = "http/protobuf"\n'
+        )
+        with jarvis_serve() as served, tracer.start_as_current_span("ask jarvis"):
+            headers: dict[str, str] = {}
+            TraceContextTextMapPropagator().inject(headers)
+            _chat(served.url, headers["traceparent"])
+            spans = _runs_exported(receiver, 1)
+    provider.shutdown()
+    [client] = exporter.get_finished_spans()
+    context = client.get_span_context()
+    assert context is not None
+    trace_id, span_id = f"{context.trace_id:032x}", f"{context.span_id:016x}"
+    assert {s["traceId"] for s in spans} == {trace_id}
+    [run] = [s for s in spans if str(s["name"]).startswith("invoke_agent")]
+    assert run["parentSpanId"] == span_id
