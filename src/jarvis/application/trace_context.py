@@ -10,14 +10,14 @@ tool's adapter (:func:`running_span`), which passes it on where its protocol all
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from jarvis.domain.traces import TraceParent
 
 _PARENT: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-parent", default=None)
-_SPAN: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-span", default=None)
+_SPAN: ContextVar[Callable[[], TraceParent] | None] = ContextVar("jarvis-trace-span", default=None)
 
 
 def trace_parent() -> TraceParent | None:
@@ -29,11 +29,13 @@ def running_span() -> TraceParent | None:
     """The recorded span this task runs (a tool call, else a run), as its exported trace
     and span ids: what an adapter passes on to the process it calls (an MCP server's
     ``_meta.traceparent``)."""
-    return _SPAN.get()
+    span = _SPAN.get()
+    return None if span is None else span()
 
 
-def enter_span(span: TraceParent | None) -> None:
-    """The recorder's: the span now running in this task (``None``: none)."""
+def enter_span(span: Callable[[], TraceParent] | None) -> None:
+    """The recorder's: the span now running in this task (``None``: none), as what makes
+    its ids (computed only when an adapter asks)."""
     _SPAN.set(span)
 
 

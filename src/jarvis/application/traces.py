@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 
 from jarvis.application.trace_context import enter_span, trace_parent
 from jarvis.application.trace_export import exported_span_id
@@ -169,7 +170,7 @@ class TraceRecorder:
         elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
             span = trace.add("tool", event.tool, event.at, run)
             trace.tools[(run.span_id, event.call_id)] = span
-            enter_span(_exported(trace, span))  # the task that runs the call sees it
+            enter_span(partial(_exported, trace, span))  # the task that runs the call sees it
             if self._content:
                 span.content["arguments"] = _clip(str(event.arguments), self._mask)
         elif isinstance(event, ToolCallEnded):
@@ -202,12 +203,12 @@ class TraceRecorder:
             span.content["input"] = _clip(event.input, self._mask)
         trace.runs.append(span)
         self._run.set(span)
-        enter_span(_exported(trace, span))
+        enter_span(partial(_exported, trace, span))
 
     def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
         trace.runs = [run for run in trace.runs if run is not span]
         self._run.set(span.outer)
-        enter_span(None if span.outer is None else _exported(trace, span.outer))
+        enter_span(None if span.outer is None else partial(_exported, trace, span.outer))
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
         span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
@@ -240,7 +241,7 @@ class TraceRecorder:
         span.ok = event.finish_reason != "error"
 
     def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
-        enter_span(_exported(trace, run))
+        enter_span(partial(_exported, trace, run))
         span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
