@@ -251,7 +251,7 @@ ensure_installed() {
     fi
     export PIP_DISABLE_PIP_VERSION_CHECK=1
     build_llama_wheel
-    local extras="embedded,embeddings"
+    local extras="embedded,embeddings"  # dev includes the otel extra's packages
     [ "$mode" = dev ] && extras="dev,embedded,embeddings"
     say "Installing jarvis[$extras] into $VENV"
     "$VENV/bin/python" -m pip install --progress-bar on \

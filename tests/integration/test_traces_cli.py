@@ -322,3 +322,106 @@ def test_a_receiver_that_is_down_costs_no_answer(
     assert len(notices) == 1, answer.stderr
     assert "Traceback" not in answer.stderr
     assert len(listed()) == 1
+
+
+def _attributes_of(span: dict[str, object]) -> dict[str, object]:
+    """OTLP attributes as plain values (``intValue`` as int)."""
+    found: dict[str, object] = {}
+    for item in span.get("attributes", []):  # type: ignore[attr-defined]
+        value = item["value"]
+        if "intValue" in value:
+            found[item["key"]] = int(value["intValue"])
+        elif "arrayValue" in value:
+            found[item["key"]] = [next(iter(v.values())) for v in value["arrayValue"]["values"]]
+        else:
+            found[item["key"]] = next(iter(value.values()))
+    return found
+
+
+@pytest.mark.parametrize("protocol", ["http/json", "http/protobuf"])
+def test_the_export_is_valid_otlp_with_the_genai_attributes(
+    jarvis_home: Path, monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    """What jarvis sends is an ``ExportTraceServiceRequest`` as the official
+    ``opentelemetry-proto`` messages parse it: protobuf bytes decoded by the receiver, or the
+    JSON parsed into the message by ``json_format`` (every field checked against the schema)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from jarvis.adapters.otlp_http.protobuf import base64_ids
+    from tests.support.otlp_receiver import OtlpReceiver
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    with OtlpReceiver() as receiver, ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, f'[otel]\nendpoint = "{receiver.endpoint}"\n')
+        answer = ask_orchestrator()
+    assert answer.returncode == 0, answer.stderr
+    wanted = "application/x-protobuf" if protocol == "http/protobuf" else "application/json"
+    assert receiver.content_types == [wanted]
+    if protocol == "http/json":  # the JSON fits the schema, field by field
+        message = json_format.ParseDict(
+            base64_ids(receiver.requests[0]),  # type: ignore[arg-type]
+            ExportTraceServiceRequest(),
+        )
+        assert len(message.resource_spans[0].scope_spans[0].spans) == 5
+        assert all(len(s.trace_id) == 16 for s in message.resource_spans[0].scope_spans[0].spans)
+    spans = receiver.spans()
+    attributes = [_attributes_of(s) for s in spans]
+    assert [a["gen_ai.operation.name"] for a in attributes] == [
+        "invoke_agent",
+        "chat",
+        "execute_tool",
+        "execute_tool",
+        "chat",
+    ]
+    assert attributes[0]["gen_ai.agent.name"] == "orchestrator"
+    for chat in (attributes[1], attributes[4]):
+        assert chat["gen_ai.request.model"] == MODEL
+        assert isinstance(chat["gen_ai.usage.input_tokens"], int)
+        assert chat["gen_ai.usage.input_tokens"] > 0
+        assert isinstance(chat["gen_ai.usage.output_tokens"], int)
+        assert chat["gen_ai.usage.output_tokens"] > 0
+    assert [attributes[2]["gen_ai.tool.name"], attributes[3]["gen_ai.tool.name"]] == [
+        "calculator",
+        "think",
+    ]
+    assert len({s["traceId"] for s in spans}) == 1
+    assert all(s["parentSpanId"] == spans[0]["spanId"] for s in spans[1:])
+    assert all(
+        s["status"] == {"code": "STATUS_CODE_OK"} or s["status"] == {"code": 1} for s in spans
+    )
+    assert SECRET_EXPRESSION not in json.dumps(receiver.requests)  # content stays out
+
+
+@pytest.mark.parametrize("protocol", ["http/json", "http/protobuf"])
+def test_no_opentelemetry_module_is_imported_unless_protobuf_is_asked_for(
+    jarvis_home: Path, protocol: str
+) -> None:
+    from tests.support.otlp_receiver import OtlpReceiver
+
+    with OtlpReceiver() as receiver, ScriptedEngine(two_tool_calls()) as engine:
+        configure(
+            jarvis_home,
+            engine.url,
+            f'[otel]\nendpoint = "{receiver.endpoint}"\nprotocol = "{protocol}"\n',
+        )
+        command = ["ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"]
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "jarvis", *command],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            stdin=subprocess.DEVNULL,
+            env=os.environ.copy(),
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(receiver.spans()) == 5  # exported either way
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    otel = {name for name in imported if name.startswith(("opentelemetry", "google.protobuf"))}
+    if protocol == "http/json":
+        assert not otel
+    else:  # the check sees them when they are imported
+        assert "opentelemetry.proto.collector.trace.v1.trace_service_pb2" in otel

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import EmbeddedResource, TextResourceContents, ToolAnnotations
 
 TINY_PNG = base64.b64decode(
@@ -47,6 +47,13 @@ def echo(text: str) -> str:
 def add(a: int, b: int) -> dict[str, int]:
     """Add two integers."""
     return {"sum": a + b}
+
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """The W3C traceparent the call carried in its _meta (empty: none)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent", ""))
 
 
 @server.tool()

@@ -1,13 +1,37 @@
 """An OTLP/HTTP receiver on 127.0.0.1 (a free port) that keeps every ``POST /v1/traces``
-body, decoded from JSON, for the tests to read; ``status`` is what it answers."""
+body for the tests to read, decoded from JSON, or, for ``application/x-protobuf``, by the
+official ``opentelemetry-proto`` messages (then shown in OTLP's JSON form: hex ids);
+``status`` is what it answers."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from http.server import BaseHTTPRequestHandler
 
 from tests.support.loopback_engine import LoopbackEngine
+
+
+def decoded(body: bytes, content_type: str) -> dict[str, object]:
+    if content_type != "application/x-protobuf":
+        loaded: dict[str, object] = json.loads(body)
+        return loaded
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    message = ExportTraceServiceRequest()
+    message.ParseFromString(body)  # fails on anything that is not one
+    request: dict[str, object] = json_format.MessageToDict(message)
+    for resource in request.get("resourceSpans", []):  # type: ignore[attr-defined]
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return request
 
 
 class OtlpReceiver(LoopbackEngine):
@@ -33,7 +57,7 @@ class OtlpReceiver(LoopbackEngine):
                 with receiver._lock:
                     receiver.paths.append(self.path)
                     receiver.content_types.append(self.headers.get("content-type", ""))
-                    receiver.requests.append(json.loads(body))
+                    receiver.requests.append(decoded(body, self.headers.get("content-type", "")))
                 self.send_response(receiver.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", "2")

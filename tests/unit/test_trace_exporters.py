@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from contracts.trace_export_contract import TraceExportContract
-from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_endpoint
+from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_endpoint, traces_protocol
 from jarvis.testing.traces import InMemoryTraceExporter
 from tests.support.otlp_receiver import OtlpReceiver
 
@@ -76,3 +76,26 @@ def test_the_endpoint_comes_from_the_config_then_the_standard_variables() -> Non
     env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://t:9/custom"
     assert traces_endpoint("", env) == "http://t:9/custom"
     assert traces_endpoint("http://c:4318", env) == "http://c:4318/v1/traces"
+
+
+class TestOtlpProtobufExporter(TestOtlpHttpExporter):
+    """The same contract in OTLP's protobuf encoding (the ``otel`` extra)."""
+
+    @pytest.fixture
+    def exporter(self, receiver: OtlpReceiver) -> Iterator[OtlpHttpExporter]:
+        url = traces_endpoint(receiver.endpoint, {})
+        exporter = OtlpHttpExporter(url, protocol="http/protobuf")
+        self._receiver = receiver
+        yield exporter
+        exporter.close()
+        assert set(receiver.content_types) <= {"application/x-protobuf"}
+
+
+def test_the_protocol_comes_from_the_config_then_the_standard_variables() -> None:
+    assert traces_protocol("", {}) == "http/json"
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
+    assert traces_protocol("", env) == "http/protobuf"
+    assert traces_protocol("http/json", env) == "http/json"
+    env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "grpc"  # not served: JSON over HTTP
+    assert traces_protocol("", env) == "http/json"
+    assert traces_protocol("http/protobuf", {}) == "http/protobuf"

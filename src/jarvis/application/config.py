@@ -376,13 +376,18 @@ class TelemetrySettings(_Section):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OtelSettings(_Section):
-    """Runs sent to an OpenTelemetry collector over OTLP/HTTP (JSON), as they are recorded."""
+    """Runs sent to an OpenTelemetry collector over OTLP/HTTP (JSON or protobuf), as they
+    are recorded."""
 
     endpoint: str = ""
     """The collector (``http://localhost:4318``; ``/v1/traces`` is added); empty:
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``, else none."""
     timeout: Annotated[float, Bounds(gt=0, le=300)] = 5.0
     """Seconds one export may take."""
+    protocol: Literal["", "http/json", "http/protobuf"] = ""
+    """The encoding; empty: ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``, else
+    ``OTEL_EXPORTER_OTLP_PROTOCOL``, else ``http/json``. ``http/protobuf`` needs the
+    ``otel`` extra (``pip install 'jarvis[otel]'``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

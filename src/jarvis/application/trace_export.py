@@ -19,12 +19,18 @@ _GENAI_NAMES: dict[str, str] = {
 }
 
 
+def exported_span_id(trace_id: str, span_id: str) -> str:
+    """16 hex digits, stable for a trace's span (its id in OTLP)."""
+    return hashlib.sha256(f"{trace_id}/{span_id}".encode()).hexdigest()[:16]
+
+
 def _span_id(trace: Trace, span: Span) -> str:
-    """16 hex digits, stable for a trace's span."""
-    return hashlib.sha256(f"{trace.trace_id}/{span.span_id}".encode()).hexdigest()[:16]
+    return exported_span_id(trace.trace_id, span.span_id)
 
 
 def _trace_id(trace: Trace) -> str:
+    if trace.remote_trace_id:
+        return trace.remote_trace_id
     digits = "".join(c for c in trace.trace_id.lower() if c in "0123456789abcdef")
     if len(digits) == 32:
         return digits
@@ -95,6 +101,8 @@ def otlp_spans(trace: Trace) -> list[JSONValue]:
         }
         if span.parent_id is not None and span.parent_id in ids:
             entry["parentSpanId"] = ids[span.parent_id]
+        elif span.parent_id is None and trace.remote_parent_id:
+            entry["parentSpanId"] = trace.remote_parent_id  # the caller's span
         spans.append(entry)
     return spans
 

@@ -22,7 +22,10 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 
+from jarvis.application.trace_context import enter_span, trace_parent
+from jarvis.application.trace_export import exported_span_id
 from jarvis.domain.events import (
     AgentRunEnded,
     AgentRunStarted,
@@ -35,7 +38,14 @@ from jarvis.domain.events import (
 )
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
-from jarvis.domain.traces import MAX_CONTENT_CHARS, MAX_SPANS, Span, Trace, TraceStatus
+from jarvis.domain.traces import (
+    MAX_CONTENT_CHARS,
+    MAX_SPANS,
+    Span,
+    Trace,
+    TraceParent,
+    TraceStatus,
+)
 
 
 @dataclass(slots=True, eq=False)  # compared by identity
@@ -57,6 +67,7 @@ class _OpenSpan:
 @dataclass(slots=True)
 class _OpenTrace:
     trace_id: str
+    parent: TraceParent | None
     wall: float
     """Epoch seconds at ``mono``."""
     mono: float
@@ -92,6 +103,16 @@ class _OpenTrace:
             return None
         running = [t for t in self.tools.values() if t.parent_id == run.span_id]
         return running[0] if len(running) == 1 else run
+
+
+def _exported(trace: _OpenTrace, span: _OpenSpan) -> TraceParent:
+    """``span`` as a W3C parent, with the ids it is exported under."""
+    parent = trace.parent
+    return TraceParent(
+        trace_id=trace.trace_id if parent is None else parent.trace_id,
+        span_id=exported_span_id(trace.trace_id, span.span_id),
+        flags="01" if parent is None else parent.flags,
+    )
 
 
 def _clip(text: str, mask: Callable[[str], str]) -> str:
@@ -149,6 +170,7 @@ class TraceRecorder:
         elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
             span = trace.add("tool", event.tool, event.at, run)
             trace.tools[(run.span_id, event.call_id)] = span
+            enter_span(partial(_exported, trace, span))  # the task that runs the call sees it
             if self._content:
                 span.content["arguments"] = _clip(str(event.arguments), self._mask)
         elif isinstance(event, ToolCallEnded):
@@ -165,7 +187,12 @@ class TraceRecorder:
         trace = self._current.get()
         outer: _OpenSpan | None = None
         if trace is None or not trace.runs:
-            trace = _OpenTrace(trace_id=secrets.token_hex(16), wall=self._clock(), mono=event.at)
+            trace = _OpenTrace(
+                trace_id=secrets.token_hex(16),
+                parent=trace_parent(),
+                wall=self._clock(),
+                mono=event.at,
+            )
             self._current.set(trace)
         else:
             outer = self._run_of(trace)
@@ -176,10 +203,12 @@ class TraceRecorder:
             span.content["input"] = _clip(event.input, self._mask)
         trace.runs.append(span)
         self._run.set(span)
+        enter_span(partial(_exported, trace, span))
 
     def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
         trace.runs = [run for run in trace.runs if run is not span]
         self._run.set(span.outer)
+        enter_span(None if span.outer is None else partial(_exported, trace, span.outer))
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
         span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
@@ -212,6 +241,7 @@ class TraceRecorder:
         span.ok = event.finish_reason != "error"
 
     def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
+        enter_span(partial(_exported, trace, run))
         span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
@@ -268,6 +298,8 @@ class TraceRecorder:
                 status=status,
                 error=error,
                 spans=tuple(spans),
+                remote_trace_id="" if trace.parent is None else trace.parent.trace_id,
+                remote_parent_id="" if trace.parent is None else trace.parent.span_id,
             )
         )
 

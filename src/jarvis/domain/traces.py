@@ -54,6 +54,12 @@ class Trace:
     error: str = ""
     """Why the run failed (its stop reason, ``engine_error``...); empty when it did not."""
     spans: tuple[Span, ...] = ()
+    remote_trace_id: str = ""
+    """The W3C trace this run continues (a caller's ``traceparent``): 32 hex digits, the
+    trace id it is exported under; empty when it started a trace of its own. ``trace_id``
+    stays this run's own key, as one caller's trace may hold many runs."""
+    remote_parent_id: str = ""
+    """The caller's span (16 hex digits) the run span hangs under, with ``remote_trace_id``."""
 
     @property
     def failed(self) -> bool:
@@ -86,6 +92,14 @@ def trace_to_record(trace: Trace) -> str:
             "duration": trace.duration,
             "status": trace.status,
             "error": trace.error,
+            **(
+                {
+                    "remote_trace_id": trace.remote_trace_id,
+                    "remote_parent_id": trace.remote_parent_id,
+                }
+                if trace.remote_trace_id
+                else {}
+            ),
             "spans": [
                 {
                     "span_id": s.span_id,
@@ -131,6 +145,8 @@ def trace_from_record(text: str) -> Trace:
             duration=float(str(data["duration"])),
             status=_STATUSES[str(data["status"])],
             error=str(data.get("error", "")),
+            remote_trace_id=str(data.get("remote_trace_id", "")),
+            remote_parent_id=str(data.get("remote_parent_id", "")),
             spans=tuple(
                 Span(
                     span_id=str(s["span_id"]),
@@ -148,3 +164,42 @@ def trace_from_record(text: str) -> Trace:
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"missing or wrong field: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class TraceParent:
+    """A caller's span, from a W3C ``traceparent`` header: a run continues its trace."""
+
+    trace_id: str
+    """32 lowercase hex digits, not all zero."""
+    span_id: str
+    """16 lowercase hex digits, not all zero."""
+    flags: str
+    """2 hex digits (``01``: sampled)."""
+
+    def header(self) -> str:
+        return f"00-{self.trace_id}-{self.span_id}-{self.flags}"
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _hex(text: str, size: int) -> bool:
+    return len(text) == size and set(text) <= _HEX and text != "0" * size
+
+
+def parse_traceparent(value: str) -> TraceParent | None:
+    """The ``traceparent`` of W3C Trace Context, version ``00`` only, strictly: anything
+    else (another version, upper case, an all-zero id, extra fields, another length) is
+    ``None``, and the run starts a trace of its own."""
+    if len(value) != 55:
+        return None
+    parts = value.split("-")
+    if len(parts) != 4 or parts[0] != "00":
+        return None
+    _, trace_id, span_id, flags = parts
+    if not (_hex(trace_id, 32) and _hex(span_id, 16)):
+        return None
+    if len(flags) != 2 or not set(flags) <= _HEX:
+        return None
+    return TraceParent(trace_id=trace_id, span_id=span_id, flags=flags)

@@ -714,9 +714,12 @@ def _trace_writer(config: JarvisConfig) -> TraceWriter | None:
     from jarvis.application.traces import TraceWriter
 
     def exporter() -> TraceExportPort:
-        from jarvis.adapters.otlp_http import OtlpHttpExporter
+        import os
 
-        return OtlpHttpExporter(url, timeout=config.otel.timeout)
+        from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_protocol
+
+        protocol = traces_protocol(config.otel.protocol, os.environ)
+        return OtlpHttpExporter(url, timeout=config.otel.timeout, protocol=protocol)
 
     return TraceWriter(
         (lambda: _trace_store(config)) if keep else None,

@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
+from jarvis.application.trace_context import running_span
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.mcp import (
     MCP_SAFE_ENVIRONMENT,
@@ -66,6 +67,8 @@ class _Job:
     arguments: JSONObject
     future: asyncio.Future[McpCallResult | tuple[McpToolInfo, ...]]
     scope: anyio.CancelScope | None = field(default=None)
+    traceparent: str = ""
+    """The recorded tool call this is (W3C), sent as ``_meta.traceparent`` (MCP SEP-414)."""
 
     def cancel(self) -> None:
         if self.scope is not None:
@@ -180,7 +183,8 @@ class McpSdkClient:
         future: asyncio.Future[McpCallResult | tuple[McpToolInfo, ...]] = (
             asyncio.get_running_loop().create_future()
         )
-        job = _Job(name, arguments, future)
+        span = running_span() if name else None
+        job = _Job(name, arguments, future, traceparent="" if span is None else span.header())
         self._jobs.put_nowait(job)
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
@@ -313,7 +317,12 @@ class McpSdkClient:
             try:
                 outcome: McpCallResult | tuple[McpToolInfo, ...]
                 if job.name:
-                    result = await session.call_tool(job.name, dict(job.arguments))
+                    meta = {"traceparent": job.traceparent} if job.traceparent else None
+                    result = await session.call_tool(
+                        job.name,
+                        dict(job.arguments),
+                        meta=cast("types.RequestParamsMeta | None", meta),
+                    )
                     outcome = _call_result(result)
                 else:
                     outcome = await _list_tools(session)

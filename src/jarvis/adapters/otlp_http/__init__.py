@@ -1,5 +1,5 @@
-"""Traces to an OpenTelemetry collector over OTLP/HTTP (JSON encoding): ``[otel] endpoint``."""
+"""Traces to an OpenTelemetry collector over OTLP/HTTP (JSON or protobuf): ``[otel]``."""
 
-from jarvis.adapters.otlp_http.exporter import OtlpHttpExporter, traces_endpoint
+from jarvis.adapters.otlp_http.exporter import OtlpHttpExporter, traces_endpoint, traces_protocol
 
-__all__ = ["OtlpHttpExporter", "traces_endpoint"]
+__all__ = ["OtlpHttpExporter", "traces_endpoint", "traces_protocol"]

@@ -1,9 +1,11 @@
 """OTLP/HTTP with the JSON encoding, written by hand: one ``POST /v1/traces`` per batch.
 
-No OpenTelemetry package is needed (nor imported): the request body is the
+No OpenTelemetry package is needed (nor imported) for JSON: the request body is the
 ``ExportTraceServiceRequest`` of :func:`~jarvis.application.trace_export.to_otlp`, which
-collectors accept as ``application/json``. Each call has a bounded timeout and reads a
-bounded reply; a receiver that is down, slow or refuses is a ``TraceStoreError``.
+collectors accept as ``application/json``. ``http/protobuf`` encodes that same request
+with the official ``opentelemetry-proto`` messages (:mod:`.protobuf`, the ``otel`` extra).
+Each call has a bounded timeout and reads a bounded reply; a receiver that is down, slow
+or refuses is a ``TraceStoreError``.
 """
 
 from __future__ import annotations
@@ -32,15 +34,35 @@ def traces_endpoint(endpoint: str, env: Mapping[str, str]) -> str:
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
+def traces_protocol(protocol: str, env: Mapping[str, str]) -> str:
+    """``http/json`` or ``http/protobuf``: ``[otel] protocol``, else
+    ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``, else ``OTEL_EXPORTER_OTLP_PROTOCOL``, else
+    ``http/json`` (any other value, ``grpc`` included, is ``http/json`` too)."""
+    chosen = (
+        protocol
+        or env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
+        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+    )
+    return "http/protobuf" if chosen.strip() == "http/protobuf" else "http/json"
+
+
 class OtlpHttpExporter:
-    """Posts batches of traces to ``url`` (a collector's ``.../v1/traces``)."""
+    """Posts batches of traces to ``url`` (a collector's ``.../v1/traces``), in OTLP's JSON
+    encoding, or its protobuf one (``protocol="http/protobuf"``, the ``otel`` extra)."""
 
     def __init__(
-        self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 5.0,
+        protocol: str = "http/json",
     ) -> None:
         self.url = url
         self._client: httpx.Client | None = None
-        self._headers = {"content-type": "application/json", **(headers or {})}
+        self._protobuf = protocol == "http/protobuf"
+        content_type = "application/x-protobuf" if self._protobuf else "application/json"
+        self._headers = {"content-type": content_type, **(headers or {})}
         self._timeout = timeout
 
     def export(self, traces: Sequence[Trace]) -> None:
@@ -50,11 +72,17 @@ class OtlpHttpExporter:
         for trace in traces:
             spans.extend(otlp_spans(trace))
         body = otlp_request(spans)
+        if self._protobuf:
+            from jarvis.adapters.otlp_http.protobuf import encode
+
+            content = encode(body)
+        else:
+            content = json.dumps(body).encode()
         if self._client is None:
             self._client = httpx.Client(timeout=self._timeout, follow_redirects=False)
         try:
             with self._client.stream(
-                "POST", self.url, content=json.dumps(body).encode(), headers=self._headers
+                "POST", self.url, content=content, headers=self._headers
             ) as response:
                 reply = b""
                 for chunk in response.iter_bytes():

@@ -118,6 +118,11 @@ def _summary(trace: Trace) -> JSONObject:
         "tool_calls": sum(1 for s in trace.spans if s.kind == "tool"),
         "tokens_in": sum(t[0] for t in tokens),
         "tokens_out": sum(t[1] for t in tokens),
+        "continues": (
+            {"trace_id": trace.remote_trace_id, "parent_span_id": trace.remote_parent_id}
+            if trace.remote_trace_id
+            else None
+        ),
     }
 
 
@@ -217,6 +222,8 @@ def waterfall(trace: Trace, width: int = 32) -> list[str]:
         + (f" ({trace.error})" if trace.error else "")
         + f"  {_when(trace.start)}  {_ms(trace.duration)}"
     ]
+    if trace.remote_trace_id:
+        lines.append(f"continues trace {trace.remote_trace_id} under span {trace.remote_parent_id}")
     for span in trace.spans:
         offset = min(max((span.start - trace.start) / total, 0.0), 1.0)
         begin = min(int(offset * width), width - 1)

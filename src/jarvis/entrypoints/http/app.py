@@ -21,6 +21,7 @@ from jarvis.entrypoints.http.fast_path import ChatFastPath
 from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy, listener_policy
 from jarvis.entrypoints.http.security import App, Guard
 from jarvis.entrypoints.http.state import ServerState
+from jarvis.entrypoints.http.trace_parent import TraceParentLayer
 
 MAX_ERROR_DETAILS = 8
 
@@ -88,7 +89,7 @@ def create_app(
     app.include_router(anthropic_routes.router)
     app.include_router(managed_routes.router)
     app.add_middleware(CatchAll)
-    asgi: App = ChatFastPath(app, state) if fast_path else app
+    asgi: App = TraceParentLayer(ChatFastPath(app, state) if fast_path else app)
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
