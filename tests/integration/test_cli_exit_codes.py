@@ -35,6 +35,7 @@ FLOAT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
 INT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ask", "--max-tokens"): ("q",),
     ("sessions list", "--limit"): (),
+    ("traces list", "--limit"): (),
     ("operators history", "--last"): ("x",),
     ("operators run", "--max-ticks"): (),
 }

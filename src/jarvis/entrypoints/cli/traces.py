@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.entrypoints.cli.errors import EXIT_STORE_DAMAGED, guarded
-from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption, open_runtime
+from jarvis.entrypoints.cli.options import (
+    MAX_COUNT,
+    ConfigOption,
+    JsonOption,
+    VerboseOption,
+    open_runtime,
+)
 from jarvis.entrypoints.cli.output import exit_with, write_json, write_line
 
 if TYPE_CHECKING:
@@ -136,7 +142,9 @@ def list_traces(
     failed: Annotated[
         bool, typer.Option("--failed", help="Only failed or cancelled runs.")
     ] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=MAX_COUNT, help="At most N runs.")
+    ] = 50,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
