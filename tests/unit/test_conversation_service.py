@@ -24,7 +24,7 @@ from jarvis.application.conversation import (
 from jarvis.application.registry import builtin_agents
 from jarvis.application.tools.catalogue import ToolCatalogue
 from jarvis.application.tools.think import ThinkTool
-from jarvis.domain.completion import Completion
+from jarvis.domain.completion import Completion, Usage
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.messages import Message, Role, ToolCall
 from jarvis.domain.ports import SessionStorePort
@@ -213,3 +213,45 @@ def test_new_session_ids_are_valid_and_distinct() -> None:
     ids = {new_session_id() for _ in range(50)}
     assert len(ids) == 50
     assert all(check_session_id(i) == i for i in ids)
+
+
+class _CleaningAsker:
+    """An asker whose run does its cleanup after the answer, as an agent that owns a
+    container or a process does (it stops them once its result is out)."""
+
+    def __init__(self) -> None:
+        self.cleaned = False
+        self.events: list[str] = []
+
+    async def stream(self, command: AskQuestion) -> AsyncIterator[TextDelta | Answer]:
+        try:
+            yield TextDelta(text="Paris.")
+            yield Answer(
+                content="Paris.",
+                turns=1,
+                tool_results=(),
+                usage=Usage(),
+                model="m",
+                engine="e",
+                stop_reason="final_answer",
+            )
+            self.events.append("cleaned")
+            self.cleaned = True
+        finally:
+            self.events.append("closed")
+
+
+async def test_a_run_ends_before_its_answer_is_handed_on(store: SessionStorePort) -> None:
+    """``ask`` (which stops at the answer) and ``stream`` both let the run finish what follows
+    its answer: a kept ``jarvis ask -a sandboxed`` left its container running."""
+    asker = _CleaningAsker()
+    service = ConversationService(asker, store)
+    answered = await service.ask("a", AskQuestion(question="Capital?"))
+    assert answered.answer.content == "Paris."
+    assert asker.events == ["cleaned", "closed"]
+    asker = _CleaningAsker()
+    service = ConversationService(asker, store)
+    async for update in service.stream("b", AskQuestion(question="Capital?")):
+        if isinstance(update, Answer):
+            assert asker.cleaned
+            break

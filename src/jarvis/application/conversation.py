@@ -451,14 +451,17 @@ class ConversationService(Sessions):
         head = [question] if asked else []
         recorder = _Recorder(self.clock, command.model or "")
         stored = False
+        run = self.asker.stream(replace(command, context=context))
         try:
-            async for update in self.asker.stream(replace(command, context=context)):
+            async for update in run:
                 if isinstance(update, Answer):
                     records = [*head, *recorder.finish(update)]
                     stored = True  # a failed append stores nothing: never retried as partial
                     save = self.store.append_records(session_id, records)
                     await (_shielded(save) if keep_partial else save)
                     saved.extend(records)
+                    async for _ in run:  # the run's own end: what follows its answer
+                        pass  # (an agent's cleanup, such as a sandbox's container stop)
                     yield update
                     return
                 if isinstance(update, RunFinished):  # AskService turns it into the Answer
@@ -466,12 +469,17 @@ class ConversationService(Sessions):
                 recorder.see(update)
                 yield update
         finally:
-            if keep_partial and not stored:
-                partial = recorder.interrupted()
-                if partial:
-                    records = [*head, *partial]
-                    await _shielded(self.store.append_records(session_id, records))
-                    saved.extend(records)
+            # a run left early (an error, a cancellation) is closed now, not whenever the
+            # collector finalises it (after the runtime was closed)
+            try:
+                await _close(run)
+            finally:
+                if keep_partial and not stored:
+                    partial = recorder.interrupted()
+                    if partial:
+                        records = [*head, *partial]
+                        await _shielded(self.store.append_records(session_id, records))
+                        saved.extend(records)
 
 
 async def _shielded(save: Awaitable[None]) -> None:
@@ -483,3 +491,10 @@ async def _shielded(save: Awaitable[None]) -> None:
     except asyncio.CancelledError:
         await asyncio.wait({task}, timeout=SAVE_TIMEOUT)
         raise
+
+
+async def _close(run: AsyncIterator[object]) -> None:
+    """Close ``run`` if it is a generator (an iterator that is not has nothing to close)."""
+    close = getattr(run, "aclose", None)
+    if close is not None:
+        await close()
