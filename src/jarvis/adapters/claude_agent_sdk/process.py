@@ -148,5 +148,10 @@ class RunnerProcess:
             self._drain.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._drain
+        # the pipes' transport, closed now: cancelled mid-read it would stay open until the
+        # garbage collector finds it after its event loop closed (an unraisable warning)
+        transport = getattr(proc, "_transport", None)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            transport.close()
         if self._finalizer is not None:
             self._finalizer.detach()
