@@ -20,6 +20,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
+from jarvis.entrypoints.cli.listener_options import (
+    AllowedHostOption,
+    AllowedOriginOption,
+    AllowOptionOption,
+    AllowUserOption,
+    ApiKeyFileOption,
+    EnableRuntimeOption,
+)
 from jarvis.entrypoints.cli.options import (
     BaseUrlOption,
     ConfigOption,
@@ -248,59 +256,12 @@ def serve(
     port: Annotated[
         int, typer.Option("--port", "-p", min=0, max=65535, help="With --http (0: a free port).")
     ] = 8765,
-    api_key_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--api-key-file",
-            help="With --http: read the API key from this file (chmod 600); or set "
-            "JARVIS_API_KEY. Without a key only your own user is served.",
-            show_default=False,
-        ),
-    ] = None,
-    allowed_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-host",
-            help="With --http: also answer to this Host name (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
-    allowed_origin: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-origin",
-            help="With --http: accept requests from this browser origin (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
-    allow_user: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-user",
-            help="With --http and no API key: also serve this local user (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
-    allow_option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-option",
-            help="Let the client set this agent option (repeatable): "
-            + ", ".join(sorted(GUARDED_OPTIONS))
-            + ".",
-            show_default=False,
-        ),
-    ] = None,
-    enable_runtime: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--enable-runtime",
-            help="Offer this external runtime to the client (repeatable): "
-            + ", ".join(sorted(HOST_RUNTIMES))
-            + ". They run the model's commands on this machine.",
-            show_default=False,
-        ),
-    ] = None,
+    api_key_file: ApiKeyFileOption = None,
+    allowed_host: AllowedHostOption = None,
+    allowed_origin: AllowedOriginOption = None,
+    allow_user: AllowUserOption = None,
+    allow_option: AllowOptionOption = None,
+    enable_runtime: EnableRuntimeOption = None,
     engine: EngineOption = None,
     base_url: BaseUrlOption = None,
     model: ModelOption = None,

@@ -13,6 +13,14 @@ from typing import Annotated
 import typer
 
 from jarvis.entrypoints.cli.errors import guarded
+from jarvis.entrypoints.cli.listener_options import (
+    AllowedHostOption,
+    AllowedOriginOption,
+    AllowOptionOption,
+    AllowUserOption,
+    ApiKeyFileOption,
+    EnableRuntimeOption,
+)
 from jarvis.entrypoints.cli.options import (
     BaseUrlOption,
     ConfigOption,
@@ -83,61 +91,12 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    api_key_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--api-key-file",
-            help="Read the API key from this file (only its owner may read it: chmod 600).",
-            show_default=False,
-        ),
-    ] = None,
-    allowed_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-host",
-            help="Also answer to this Host name (repeatable; by default only the bound "
-            "address, localhost, 127.0.0.1 and [::1] with the port).",
-            show_default=False,
-        ),
-    ] = None,
-    allowed_origin: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-origin",
-            help="Accept requests that change something from this browser origin "
-            "(repeatable; by default only the server's own).",
-            show_default=False,
-        ),
-    ] = None,
-    allow_user: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-user",
-            help="Without an API key, also serve this local user (name or uid; "
-            "repeatable). By default only the user running the server.",
-            show_default=False,
-        ),
-    ] = None,
-    allow_option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-option",
-            help="Let HTTP clients set this agent option (repeatable): "
-            + ", ".join(sorted(GUARDED_OPTIONS))
-            + ".",
-            show_default=False,
-        ),
-    ] = None,
-    enable_runtime: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--enable-runtime",
-            help="Offer this external runtime over HTTP (repeatable): "
-            + ", ".join(sorted(HOST_RUNTIMES))
-            + ". They run the model's commands on this machine.",
-            show_default=False,
-        ),
-    ] = None,
+    api_key_file: ApiKeyFileOption = None,
+    allowed_host: AllowedHostOption = None,
+    allowed_origin: AllowedOriginOption = None,
+    allow_user: AllowUserOption = None,
+    allow_option: AllowOptionOption = None,
+    enable_runtime: EnableRuntimeOption = None,
     cors_origin: Annotated[
         list[str] | None,
         typer.Option(
