@@ -68,6 +68,7 @@ def test_stub_calls_the_first_tool_once(stub_server: StubServer) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # every benchmark once, quick: bounded work, slow on busy cores
 def test_runner_quick_mode(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     result = subprocess.run(

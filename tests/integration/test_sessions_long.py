@@ -65,6 +65,7 @@ def long_session(jarvis_home: Path) -> None:
     store.close()
 
 
+@pytest.mark.timeout(900)  # 100,000 messages written, then read 3 times: bounded, not quick
 @pytest.mark.usefixtures("long_session")
 def test_show_and_export_of_a_long_session_stream_it(tmp_path: Path) -> None:
     baseline = peak_rss_mb(tmp_path / "short.txt", "sessions", "show", "short")
