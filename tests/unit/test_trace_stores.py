@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -59,3 +60,48 @@ def test_a_read_only_folder_is_a_trace_store_error(tmp_path: Path) -> None:
             SqliteTraceStore(folder / "traces.db").save(make_trace("t1"))
     finally:
         folder.chmod(0o700)
+
+
+def _sizes(path: Path) -> tuple[int, int]:
+    """The kept total and the true sum of the records' sizes."""
+    with sqlite3.connect(path) as db:
+        (kept,) = db.execute("SELECT total FROM jarvis_traces_size").fetchone()
+        (true,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM jarvis_traces").fetchone()
+    return int(kept), int(true)
+
+
+def test_the_kept_size_follows_every_write_replace_and_prune(tmp_path: Path) -> None:
+    """Pruning by size reads a total the triggers keep, not a scan: it must stay exact."""
+    path = tmp_path / "traces.db"
+    store = SqliteTraceStore(path)
+    store.save_many([make_trace(f"t{i}", start=float(i)) for i in range(20)])
+    assert _sizes(path)[0] == _sizes(path)[1] > 0
+    store.save(make_trace("t3", start=3.0, agent="a-much-longer-agent-name" * 20))  # replaced
+    assert _sizes(path)[0] == _sizes(path)[1]
+    assert len(store.list(TraceQuery(limit=100))) == 20
+    assert store.prune(older_than=5.0, max_bytes=None) == 5
+    kept, true = _sizes(path)
+    assert kept == true
+    half = true // 2
+    assert store.prune(older_than=None, max_bytes=half) > 0
+    kept, true = _sizes(path)
+    assert kept == true <= half
+    store.close()
+
+
+def test_a_file_written_before_the_kept_size_is_counted_once(tmp_path: Path) -> None:
+    path = tmp_path / "traces.db"
+    store = SqliteTraceStore(path)
+    store.save_many([make_trace(f"t{i}", start=float(i)) for i in range(10)])
+    store.close()
+    with sqlite3.connect(path) as db:  # as an earlier jarvis left it
+        for name in ("jarvis_traces_added", "jarvis_traces_changed", "jarvis_traces_dropped"):
+            db.execute(f"DROP TRIGGER {name}")
+        db.execute("DROP TABLE jarvis_traces_size")
+    for _ in range(2):  # opened twice: counted once
+        reopened = SqliteTraceStore(path)
+        assert len(reopened.list(TraceQuery(limit=100))) == 10
+        reopened.close()
+    kept, true = _sizes(path)
+    assert kept == true > 0
+    assert SqliteTraceStore(path).prune(older_than=None, max_bytes=true - 1) == 1

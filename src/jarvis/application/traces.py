@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import secrets
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +42,7 @@ from jarvis.domain.traces import (
     MAX_CONTENT_CHARS,
     MAX_SPANS,
     Span,
+    SpanKind,
     Trace,
     TraceParent,
     TraceStatus,
@@ -52,7 +53,7 @@ from jarvis.domain.traces import (
 class _OpenSpan:
     span_id: str
     parent_id: str | None
-    kind: str
+    kind: SpanKind
     name: str
     at: float
     """Monotonic start (the events' clock)."""
@@ -79,7 +80,7 @@ class _OpenTrace:
     next_id: int = 1
     dropped: int = 0
 
-    def add(self, kind: str, name: str, at: float, parent: _OpenSpan | None) -> _OpenSpan:
+    def add(self, kind: SpanKind, name: str, at: float, parent: _OpenSpan | None) -> _OpenSpan:
         span = _OpenSpan(
             span_id=f"{self.next_id:04x}",
             parent_id=None if parent is None else parent.span_id,
@@ -95,7 +96,7 @@ class _OpenTrace:
         return span
 
     def holds(self, span: _OpenSpan | None, spans: list[_OpenSpan]) -> bool:
-        return span is not None and any(open_span is span for open_span in spans)
+        return span is not None and span in spans  # open spans compare by identity
 
     def under(self, run: _OpenSpan | None) -> _OpenSpan | None:
         """Where a new run or inference hangs: ``run``'s one running tool, else ``run``."""
@@ -135,6 +136,7 @@ class TraceRecorder:
         self._content = content
         self._mask = mask
         self._clock = clock
+        self._ids = random.Random()  # seeded from the OS; ids need to be unique, not secret
         self._current: ContextVar[_OpenTrace | None] = ContextVar(
             f"jarvis-trace-{id(self)}", default=None
         )
@@ -188,7 +190,7 @@ class TraceRecorder:
         outer: _OpenSpan | None = None
         if trace is None or not trace.runs:
             trace = _OpenTrace(
-                trace_id=secrets.token_hex(16),
+                trace_id=f"{self._ids.getrandbits(128) or 1:032x}",
                 parent=trace_parent(),
                 wall=self._clock(),
                 mono=event.at,
@@ -254,27 +256,24 @@ class TraceRecorder:
     def _finish(self, trace: _OpenTrace, root: _OpenSpan, event: AgentRunEnded) -> None:
         end = event.at
         spans: list[Span] = []
-        for open_span in trace.spans:
-            unfinished = open_span.duration is None
-            duration = end - open_span.at if open_span.duration is None else open_span.duration
-            attributes = dict(open_span.attributes)
-            if unfinished:
-                attributes["unfinished"] = True
+        offset = trace.wall - trace.mono
+        for open_span in trace.spans:  # the open trace is dropped after: its dicts are handed on
+            duration = open_span.duration
+            if duration is None:
+                duration = end - open_span.at
+                open_span.ok = False
+                open_span.attributes["unfinished"] = True
             spans.append(
                 Span(
                     span_id=open_span.span_id,
                     parent_id=open_span.parent_id,
-                    kind="run"
-                    if open_span.kind == "run"
-                    else "tool"
-                    if open_span.kind == "tool"
-                    else "inference",
+                    kind=open_span.kind,
                     name=open_span.name,
-                    start=trace.wall + (open_span.at - trace.mono),
+                    start=offset + open_span.at,
                     duration=max(duration, 0.0),
-                    ok=open_span.ok and not unfinished,
-                    attributes=attributes,
-                    content=dict(open_span.content),
+                    ok=open_span.ok,
+                    attributes=open_span.attributes,
+                    content=open_span.content,
                 )
             )
         if trace.dropped:

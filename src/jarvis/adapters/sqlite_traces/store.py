@@ -39,7 +39,33 @@ CREATE TABLE IF NOT EXISTS jarvis_traces (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jarvis_traces_by_start ON jarvis_traces (start);
+CREATE TABLE IF NOT EXISTS jarvis_traces_size (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    total INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS jarvis_traces_added AFTER INSERT ON jarvis_traces BEGIN
+    UPDATE jarvis_traces_size SET total = total + NEW.size WHERE id = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS jarvis_traces_changed AFTER UPDATE OF size ON jarvis_traces BEGIN
+    UPDATE jarvis_traces_size SET total = total + NEW.size - OLD.size WHERE id = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS jarvis_traces_dropped AFTER DELETE ON jarvis_traces BEGIN
+    UPDATE jarvis_traces_size SET total = total - OLD.size WHERE id = 0;
+END;
+INSERT OR IGNORE INTO jarvis_traces_size (id, total)
+    SELECT 0, COALESCE(SUM(size), 0) FROM jarvis_traces;
 """
+"""The size of every record is kept in ``jarvis_traces_size`` by triggers, in the writing
+transaction (whichever process writes), so that pruning by size reads one row instead of
+scanning every trace. A file written before the table existed gets it, counted once."""
+
+
+_SIZE_OBJECTS = (
+    "jarvis_traces_size",
+    "jarvis_traces_added",
+    "jarvis_traces_changed",
+    "jarvis_traces_dropped",
+)
 
 
 class SqliteTraceStore:
@@ -63,7 +89,11 @@ class SqliteTraceStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
+            (present,) = db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name IN (?, ?, ?, ?)", _SIZE_OBJECTS
+            ).fetchone()
+            if present != len(_SIZE_OBJECTS):  # a reader of a complete file takes no lock
+                db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         except BaseException:
             db.close()
             raise
@@ -99,8 +129,11 @@ class SqliteTraceStore:
             with db:  # one transaction
                 db.execute("BEGIN")
                 db.executemany(
-                    "INSERT OR REPLACE INTO jarvis_traces"
-                    " (trace_id, agent, start, failed, size, record) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO jarvis_traces"
+                    " (trace_id, agent, start, failed, size, record) VALUES (?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (trace_id) DO UPDATE SET agent = excluded.agent,"
+                    " start = excluded.start, failed = excluded.failed, size = excluded.size,"
+                    " record = excluded.record",
                     rows,
                 )
 
@@ -171,7 +204,7 @@ class SqliteTraceStore:
                     "DELETE FROM jarvis_traces WHERE start < ?", (older_than,)
                 ).rowcount
             if max_bytes is not None:
-                (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM jarvis_traces").fetchone()
+                (total,) = db.execute("SELECT total FROM jarvis_traces_size").fetchone()
                 if int(total) > max_bytes:
                     excess = int(total) - max_bytes
                     doomed: list[str] = []
