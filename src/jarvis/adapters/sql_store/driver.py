@@ -1,0 +1,96 @@
+"""The seam between the SQL stores and a database: what differs between SQLite and PostgreSQL.
+
+The stores write each statement once, with ``?`` placeholders and ``{name}`` fields for
+the few things a dialect spells its own way (:class:`Dialect`): the table names (SQLite's
+``sessions``, PostgreSQL's ``jarvis_sessions``), the clock, the byte order of text keys, a
+managed agent's creation time read from its JSON record, and the next ``touched`` number.
+A driver renders that text for its database (:func:`render`), opens and migrates the
+connection, runs work on it one call at a time in a worker thread, frames transactions
+and turns its library's errors into :class:`~jarvis.domain.sessions.SessionStoreError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+Row = tuple[Any, ...]
+"""A result row as the database library gives it (its cells' types are the columns')."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells what the stores need (see the module's docstring)."""
+
+    placeholder: str
+    """``?`` (sqlite3) or ``%s`` (psycopg)."""
+    fields: tuple[tuple[str, str], ...]
+    """``{name}`` -> SQL text: tables, ``now`` (microseconds since the epoch), ``c`` (the
+    byte-order collation after a text column), ``created`` (a managed agent record's
+    ``created_us``, damaged records first), ``next_touch`` (the next ``touched`` number)."""
+    unlimited: int | None
+    """The ``LIMIT`` value meaning no limit (SQLite ``-1``, PostgreSQL ``NULL``)."""
+    max_seq: int
+    """The largest message position the ``seq`` column holds."""
+
+
+@lru_cache(maxsize=256)
+def render(dialect: Dialect, template: str) -> str:
+    """``template`` in ``dialect``: placeholders first, then the fields (which may hold ``?``)."""
+    return template.replace("?", dialect.placeholder).format_map(dict(dialect.fields))
+
+
+class Cursor(Protocol):
+    """What the stores read from an executed statement."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Row | None: ...
+
+    def fetchall(self) -> list[Row]: ...
+
+
+class Connection(Protocol):
+    """An open database connection, speaking the stores' SQL (rendered by the driver)."""
+
+    def execute(self, template: str, parameters: Sequence[object] = ()) -> Cursor: ...
+
+    def executemany(self, template: str, rows: Sequence[Sequence[object]]) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One transaction that takes the write lock at once: committed when the block
+        ends, rolled back when it raises."""
+        ...
+
+
+class SqlDriver(Protocol):
+    """One database: opened (and migrated) on first use, one call at a time."""
+
+    @property
+    def location(self) -> str:
+        """Where the database is, as it may be shown (a path, a URL without its password)."""
+        ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` on the connection, under the driver's lock; errors become
+        :class:`~jarvis.domain.sessions.SessionStoreError`."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        ...
+
+
+async def call(driver: SqlDriver, work: Callable[[Connection], T]) -> T:
+    """``driver.run(work)`` in a worker thread, so the event loop never waits on the disk."""
+    return await asyncio.to_thread(driver.run, work)
