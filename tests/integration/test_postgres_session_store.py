@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -21,7 +22,11 @@ from jarvis.domain.messages import Message
 from jarvis.domain.sessions import SessionStoreCorruptError, SessionStoreUnavailableError
 from tests.support.ports import free_port
 from tests.support.postgres_server import PostgresServer, running_postgres
-from tests.support.sql_stores import postgres_sessions
+from tests.support.sql_stores import (
+    postgres_backend,
+    postgres_sessions,
+    the_earlier_data_goes_on,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -122,6 +127,22 @@ def test_the_schema_is_versioned_with_state_and_lease_tables(server: PostgresSer
         tables
     )
     asyncio.run(postgres_sessions(url).sessions())  # a second start migrates nothing
+
+
+async def test_a_database_the_earlier_store_wrote_opens_and_goes_on(
+    server: PostgresServer,
+) -> None:
+    url = server.create_database()
+    dump = (Path(__file__).parent / "data" / "postgres_sessions_v1.sql").read_text()
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(dump.encode())
+    backend = postgres_backend(url)
+    try:
+        await the_earlier_data_goes_on(backend)
+    finally:
+        backend.close()
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT version FROM jarvis_schema").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_a_newer_schema_is_refused(server: PostgresServer) -> None:

@@ -22,7 +22,7 @@ from jarvis.domain.sessions import (
     SessionStoreLockedError,
     SessionStoreUnavailableError,
 )
-from tests.support.sql_stores import sqlite_backend, sqlite_sessions
+from tests.support.sql_stores import sqlite_backend, sqlite_sessions, the_earlier_data_goes_on
 
 pytestmark = pytest.mark.integration
 
@@ -194,30 +194,7 @@ async def test_a_file_the_earlier_store_wrote_opens_and_goes_on(tmp_path: Path) 
         db.executescript((Path(__file__).parent / "data" / "sessions_v1.sql").read_text())
     backend = sqlite_backend(path)
     try:
-        sessions, operators, agents = backend.sessions, backend.operators, backend.managed_agents
-        assert [i.id for i in await sessions.list_sessions()] == ["first", "second"]
-        assert [m.content for m in await sessions.load("first")] == [
-            "Where is Paris?",
-            "In France.",
-            "And Rome?",
-            "In Italy.",
-        ]
-        await sessions.append("second", [Message.assistant("Hi.")])
-        infos = await sessions.list_sessions()
-        assert [(i.id, i.message_count, i.title) for i in infos] == [
-            ("second", 2, "Hello"),
-            ("first", 4, "Where is Paris?"),
-        ]
-        page = await sessions.load_page("second", limit=1)
-        assert (page.start, [r.message.content for r in page.records]) == (1, ["Hi."])
-        assert await operators.get_state("operator:news:state") == {"seen": [1, 2]}
-        assert await operators.claim_tick("news", 100, "host-b", 60) is False  # completed
-        assert await operators.renew_lease("run:x", "host-a", 60) is True
-        assert [a.id for a in await agents.list()] == ["geo", "alpha"]  # by creation time
-        assert await agents.count() == 2
-        geo = await agents.get("geo")
-        assert geo is not None
-        assert geo.system_prompt == "Geography."
+        await the_earlier_data_goes_on(backend)
     finally:
         backend.close()
     with sqlite3.connect(path) as db:
