@@ -4,7 +4,7 @@ The stores write each statement once, with ``?`` placeholders and ``{name}`` fie
 the few things a dialect spells its own way (:class:`Dialect`): the table names (SQLite's
 ``sessions``, PostgreSQL's ``jarvis_sessions``), the clock, the byte order of text keys, a
 managed agent's creation time read from its JSON record, and the next ``touched`` number.
-A driver renders that text for its database (:func:`render`), opens and migrates the
+A driver renders that text for its database (:class:`Renderer`), opens and migrates the
 connection, runs work on it one call at a time in a worker thread, frames transactions
 and turns its library's errors into :class:`~jarvis.domain.sessions.SessionStoreError`.
 """
@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -33,17 +32,30 @@ class Dialect:
     fields: tuple[tuple[str, str], ...]
     """``{name}`` -> SQL text: tables, ``now`` (microseconds since the epoch), ``c`` (the
     byte-order collation after a text column), ``created`` (a managed agent record's
-    ``created_us``, damaged records first), ``next_touch`` (the next ``touched`` number)."""
+    ``created_us``, damaged records first), ``next_touch`` (the next ``touched`` number),
+    ``returning`` (how an upserted session's message count comes back, or nothing)."""
     unlimited: int | None
     """The ``LIMIT`` value meaning no limit (SQLite ``-1``, PostgreSQL ``NULL``)."""
     max_seq: int
     """The largest message position the ``seq`` column holds."""
 
 
-@lru_cache(maxsize=256)
-def render(dialect: Dialect, template: str) -> str:
-    """``template`` in ``dialect``: placeholders first, then the fields (which may hold ``?``)."""
-    return template.replace("?", dialect.placeholder).format_map(dict(dialect.fields))
+class Renderer:
+    """The stores' SQL in one dialect: placeholders first, then the fields (which may hold
+    ``?``), each template rendered once per connection (the templates are the stores'
+    constants, so the cache stays as small as they are few)."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._placeholder = dialect.placeholder
+        self._fields = dict(dialect.fields)
+        self._rendered: dict[str, str] = {}
+
+    def __call__(self, template: str) -> str:
+        text = self._rendered.get(template)
+        if text is None:
+            text = template.replace("?", self._placeholder).format_map(self._fields)
+            self._rendered[template] = text
+        return text
 
 
 class Cursor(Protocol):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
-from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, render
+from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.postgres_schema import migrate
 from jarvis.adapters.sql_store.urls import password_of, redact_url
 from jarvis.domain.errors import ConfigurationError
@@ -49,6 +49,7 @@ POSTGRES = Dialect(
             "COALESCE(substring(value from '.*\"created_us\":(-?[0-9]{1,19})')::bigint, 0)",
         ),
         ("next_touch", "nextval('jarvis_session_touch')"),
+        ("returning", "RETURNING message_count"),
     ),
     unlimited=None,
     max_seq=(1 << 31) - 1,
@@ -71,13 +72,14 @@ class _PostgresConnection:
 
     def __init__(self, raw: psycopg.Connection[TupleRow]) -> None:
         self.raw = raw
+        self._sql = Renderer(POSTGRES)
 
     def execute(self, template: str, parameters: Sequence[object] = ()) -> Cursor:
-        return self.raw.execute(render(POSTGRES, template), parameters)
+        return self.raw.execute(self._sql(template), parameters)
 
     def executemany(self, template: str, rows: Sequence[Sequence[object]]) -> None:
         with self.raw.cursor() as cursor:
-            cursor.executemany(render(POSTGRES, template), rows)
+            cursor.executemany(self._sql(template), rows)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -42,8 +42,10 @@ ON CONFLICT (id) DO UPDATE SET
     touched = excluded.touched,
     message_count = {sessions}.message_count + excluded.message_count,
     title = CASE WHEN {sessions}.title = '' THEN excluded.title ELSE {sessions}.title END
-RETURNING message_count
+{returning}
 """
+"""Creates or moves a session to the end, counting the appended messages; the new count comes
+back (``RETURNING``) where the dialect has it cheaper than a ``SELECT``."""
 
 
 def _check_limit(limit: int | None) -> None:
@@ -156,6 +158,10 @@ class SqlSessionStore:
             now = to_micros(utc_now())
             with db.transaction():
                 rows = db.execute(_UPSERT, (session_id, now, now, len(encoded), title)).fetchall()
+                if not rows:
+                    rows = db.execute(
+                        "SELECT message_count FROM {sessions} WHERE id = ?", (session_id,)
+                    ).fetchall()
                 start = int(rows[0][0]) - len(encoded)
                 db.executemany(
                     "INSERT INTO {messages} (session_id, seq, role, created_us, record)"

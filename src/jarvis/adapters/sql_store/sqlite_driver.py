@@ -20,12 +20,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import TypeVar
 
-from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, render
+from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.sqlite_schema import migrate
 from jarvis.domain.sessions import (
     SessionStoreCorruptError,
@@ -50,6 +50,7 @@ SQLITE = Dialect(
             "COALESCE(CASE WHEN json_valid(value) THEN json_extract(value, '$.created_us') END, 0)",
         ),
         ("next_touch", "(SELECT coalesce(max(touched), 0) + 1 FROM sessions)"),
+        ("returning", ""),  # RETURNING costs SQLite more than a SELECT
     ),
     unlimited=-1,
     max_seq=1 << 62,
@@ -66,23 +67,46 @@ class _SqliteConnection:
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
+        self._sql = Renderer(SQLITE)
 
     def execute(self, template: str, parameters: Sequence[object] = ()) -> Cursor:
-        return self.raw.execute(render(SQLITE, template), parameters)
+        return self.raw.execute(self._sql(template), parameters)
 
     def executemany(self, template: str, rows: Sequence[Sequence[object]]) -> None:
-        self.raw.executemany(render(SQLITE, template), rows)
+        self.raw.executemany(self._sql(template), rows)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> _Immediate:
+        return _Immediate(self.raw)
+
+
+class _Immediate:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` when the block raises (a class, not
+    a generator: an append pays for it every time)."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+
+    def __enter__(self) -> None:
         self.raw.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            self.raw.execute("COMMIT")
-        except BaseException:
-            if self.raw.in_transaction:
-                self.raw.execute("ROLLBACK")
-            raise
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if kind is None:
+            try:
+                self.raw.execute("COMMIT")
+                return
+            except BaseException:
+                self._roll_back()
+                raise
+        self._roll_back()
+
+    def _roll_back(self) -> None:
+        if self.raw.in_transaction:
+            self.raw.execute("ROLLBACK")
 
 
 class SqliteDriver:
