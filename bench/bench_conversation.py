@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 
 from bench.common import BenchContext, Row, Timing, bytecode_env, stub_process, time_processes
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+from jarvis.adapters.sql_store import SqlBackend
+from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.domain.messages import Message
 
 QUESTION = "What is the capital of France?"
@@ -29,7 +30,7 @@ EARLIER_EXCHANGES = 20
 
 
 async def _seed(home: Path) -> None:
-    store = SqliteSessionStore(home / "sessions.db")
+    store = SqlBackend(SqliteDriver(home / "sessions.db")).sessions
     try:
         for n in range(EARLIER_EXCHANGES):
             await store.append(

@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.common import BenchContext, Row
+from jarvis.adapters.sql_store import SqlBackend
+from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.adapters.sqlite_memory.store import SqliteMemory
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
-from jarvis.adapters.sqlite_sessions.operators import SqliteOperatorStore
 from jarvis.application.registry import builtin_agents
 from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.inference import InferenceRequest
@@ -47,8 +47,8 @@ async def _median_ms(action: Callable[[], Awaitable[object]], runs: int) -> floa
 
 
 async def _tick_row(folder: Path, runs: int, *, agent: str, options: dict[str, JSONValue]) -> Row:
-    sessions = SqliteSessionStore(folder / f"{agent}.db")
-    store = SqliteOperatorStore(sessions)
+    backend = SqlBackend(SqliteDriver(folder / f"{agent}.db"))
+    sessions, store = backend.sessions, backend.operators
     engine = ScriptedInference([ANSWER])
     if agent == "monitor_operative":
         notes: list[JSONValue] = [

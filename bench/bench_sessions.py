@@ -3,7 +3,7 @@
     python -m bench.bench_sessions [--quick]   # just these rows
     python -m bench.run                        # with every other benchmark
 
-* append one message (``SqliteSessionStore.append``, WAL: the default ``synchronous=NORMAL``,
+* append one message (``SqlSessionStore.append`` on SQLite, WAL: the default ``synchronous=NORMAL``,
   and ``durable=True``, one fsync per append) against the same ``INSERT`` done with
   ``sqlite3`` directly, alternating, as fsync latency depends on the disk's load;
 * the last 50 messages of a 10,000-message session, decoded to messages, against the bare
@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.common import BenchContext, Row
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+from jarvis.adapters.sql_store import SqlBackend, SqlSessionStore
+from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.domain.completion import Usage
 from jarvis.domain.messages import Message, ToolCall
 from jarvis.domain.sessions import SessionMessage
@@ -33,6 +34,10 @@ from jarvis.domain.sessions import SessionMessage
 SESSION_MESSAGES = 10_000
 SESSIONS = 10_000
 TEXT = "The capital of France is Paris. " * 8
+
+
+def _sqlite(path: Path, *, durable: bool = False) -> SqlSessionStore:
+    return SqlBackend(SqliteDriver(path, durable=durable)).sessions
 
 
 def _records(n: int) -> list[SessionMessage]:
@@ -67,7 +72,7 @@ def _raw_median(action: Callable[[], object], runs: int) -> float:
 async def _append_rows(folder: Path, runs: int, *, durable: bool) -> Row:
     """Alternates the two, so that both see the same disk (fsync latency varies a lot)."""
     mode = "FULL" if durable else "NORMAL"
-    store = SqliteSessionStore(folder / f"append-{mode}.db", durable=durable)
+    store = _sqlite(folder / f"append-{mode}.db", durable=durable)
     message = [Message.assistant(TEXT)]
     await store.append("s", message)
     raw = sqlite3.connect(folder / f"raw-{mode}.db", isolation_level=None)
@@ -111,12 +116,12 @@ async def _append_rows(folder: Path, runs: int, *, durable: bool) -> Row:
 
 async def _load_rows(folder: Path, runs: int) -> Row:
     path = folder / "long.db"
-    filler = SqliteSessionStore(path, durable=False)
+    filler = _sqlite(path, durable=False)
     records = _records(SESSION_MESSAGES)
     for start in range(0, SESSION_MESSAGES, 1000):
         await filler.append_records("long", records[start : start + 1000])
     filler.close()
-    store = SqliteSessionStore(path)
+    store = _sqlite(path)
     assert len(await store.load("long", limit=50)) == 50
     ours = await _median(lambda: store.load("long", limit=50), runs)
     store.close()
@@ -137,12 +142,12 @@ async def _load_rows(folder: Path, runs: int) -> Row:
 
 async def _list_rows(folder: Path, runs: int) -> Row:
     path = folder / "many.db"
-    filler = SqliteSessionStore(path, durable=False)
+    filler = _sqlite(path, durable=False)
     [record] = _records(1)
     for n in range(SESSIONS):
         await filler.append_records(f"session-{n}", [record])
     filler.close()
-    store = SqliteSessionStore(path)
+    store = _sqlite(path)
     assert len(await store.list_sessions()) == SESSIONS
     ours = await _median(store.list_sessions, runs)
     store.close()

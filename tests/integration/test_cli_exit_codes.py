@@ -128,11 +128,11 @@ def test_chat_with_stdin_closed_is_a_usage_error(jarvis_home: Path) -> None:
 def test_a_stored_time_out_of_range_is_a_damaged_store(
     jarvis_home: Path, column: str, value: int
 ) -> None:
-    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
     from jarvis.domain.messages import Message
+    from tests.support.sql_stores import sqlite_sessions
 
     database = jarvis_home / "sessions.db"
-    store = SqliteSessionStore(database)
+    store = sqlite_sessions(database)
     import asyncio
 
     asyncio.run(store.append("s", [Message.user("hello")]))
@@ -150,11 +150,11 @@ def test_a_stored_time_out_of_range_is_a_damaged_store(
 
 
 def test_a_stored_message_time_out_of_range_is_a_damaged_store(jarvis_home: Path) -> None:
-    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
     from jarvis.domain.messages import Message
+    from tests.support.sql_stores import sqlite_sessions
 
     database = jarvis_home / "sessions.db"
-    store = SqliteSessionStore(database)
+    store = sqlite_sessions(database)
     import asyncio
 
     asyncio.run(store.append("s", [Message.user("hello")]))

@@ -253,7 +253,7 @@ def test_an_ephemeral_question_never_loads_the_session_store(jarvis_home: Path) 
     # what store nothing and load nothing of the store
     store_modules = {
         "sqlite3",
-        "jarvis.adapters.sqlite_sessions",
+        "jarvis.adapters.sql_store.sqlite_driver",
         "jarvis.application.conversation",
         "prompt_toolkit",
     }
@@ -268,7 +268,7 @@ def test_an_ephemeral_question_never_loads_the_session_store(jarvis_home: Path) 
     for loaded in (ephemeral, also_ephemeral, configured):
         assert not loaded & store_modules
     for loaded in (plain, continued):
-        assert {"sqlite3", "jarvis.adapters.sqlite_sessions"} <= loaded
+        assert {"sqlite3", "jarvis.adapters.sql_store.sqlite_driver"} <= loaded
         assert "prompt_toolkit" not in loaded
 
 

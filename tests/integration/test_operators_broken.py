@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
-from jarvis.adapters.sqlite_sessions.operators import SqliteOperatorStore
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operators import DEFINITION_PREFIX, key_prefix
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
+from tests.support.sql_stores import sqlite_backend
 
 pytestmark = pytest.mark.integration
 
@@ -45,15 +44,15 @@ def configure(home: Path, engine: ScriptedEngine) -> None:
 
 
 def put_state(home: Path, key: str, value: JSONValue) -> None:
-    sessions = SqliteSessionStore(home / "sessions.db")
-    asyncio.run(SqliteOperatorStore(sessions).put_state(key, value))
-    sessions.close()
+    backend = sqlite_backend(home / "sessions.db")
+    asyncio.run(backend.operators.put_state(key, value))
+    backend.close()
 
 
 def get_state(home: Path, key: str) -> JSONValue | None:
-    sessions = SqliteSessionStore(home / "sessions.db")
-    value = asyncio.run(SqliteOperatorStore(sessions).get_state(key))
-    sessions.close()
+    backend = sqlite_backend(home / "sessions.db")
+    value = asyncio.run(backend.operators.get_state(key))
+    backend.close()
     return value
 
 

@@ -1,4 +1,5 @@
-"""The PostgreSQL session store against a real server these tests start."""
+"""The PostgreSQL driver of the SQL stores against a real server these tests start: several
+processes, crashes, schema, passwords (the contract runs in ``test_sql_store_contracts.py``)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,23 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from contracts.session_store_contract import SessionStoreContract
-from jarvis.adapters.postgres_sessions import PostgresSessionStore, redact_url
-from jarvis.adapters.postgres_sessions.schema import SCHEMA_VERSION
+from jarvis.adapters.sql_store.postgres_schema import SCHEMA_VERSION
+from jarvis.adapters.sql_store.urls import redact_url
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message
 from jarvis.domain.sessions import SessionStoreCorruptError, SessionStoreUnavailableError
 from tests.support.ports import free_port
 from tests.support.postgres_server import PostgresServer, running_postgres
+from tests.support.sql_stores import (
+    postgres_backend,
+    postgres_sessions,
+    the_earlier_data_goes_on,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +37,8 @@ def server() -> Iterator[PostgresServer]:
         yield running
 
 
-class TestPostgresSessionStore(SessionStoreContract[PostgresSessionStore]):
-    @pytest.fixture
-    def store(self, server: PostgresServer) -> Iterator[PostgresSessionStore]:
-        store = PostgresSessionStore(server.create_database())
-        yield store
-        store.close()
-
-
 def _writer(url: str, worker: int, start: multiprocessing.synchronize.Event) -> None:
-    store = PostgresSessionStore(url)
+    store = postgres_sessions(url)
     start.wait(60)
 
     async def go() -> None:
@@ -64,7 +62,7 @@ def test_eight_processes_appending_at_once_lose_nothing(server: PostgresServer) 
     for process in workers:
         process.join(120)
         assert process.exitcode == 0
-    store = PostgresSessionStore(url)
+    store = postgres_sessions(url)
     loaded = asyncio.run(store.load("shared"))
     assert len(loaded) == 800
     pairs = [(loaded[i].content, loaded[i + 1].content) for i in range(0, 800, 2)]
@@ -78,9 +76,10 @@ def test_eight_processes_appending_at_once_lose_nothing(server: PostgresServer) 
 
 _CRASHING_WRITER = """
 import asyncio, sys
-from jarvis.adapters.postgres_sessions import PostgresSessionStore
+from jarvis.adapters.sql_store import SqlBackend
+from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
 from jarvis.domain.messages import Message
-store = PostgresSessionStore(sys.argv[1])
+store = SqlBackend(PostgresDriver(sys.argv[1])).sessions
 async def go():
     i = 0
     while True:
@@ -93,7 +92,7 @@ asyncio.run(go())
 def test_a_writer_killed_mid_append_loses_only_that_append(server: PostgresServer) -> None:
     url = server.create_database()
     child = subprocess.Popen([sys.executable, "-c", _CRASHING_WRITER, url])
-    store = PostgresSessionStore(url)
+    store = postgres_sessions(url)
     try:
         deadline = time.monotonic() + 60
         while len(asyncio.run(store.load("s"))) < 40:  # wait until it is writing for real
@@ -104,7 +103,7 @@ def test_a_writer_killed_mid_append_loses_only_that_append(server: PostgresServe
         child.send_signal(signal.SIGKILL)
         child.wait()
     store.close()
-    fresh = PostgresSessionStore(url)
+    fresh = postgres_sessions(url)
     loaded = asyncio.run(fresh.load("s"))
     assert len(loaded) % 2 == 0
     for n in range(0, len(loaded), 2):
@@ -118,7 +117,7 @@ def test_a_writer_killed_mid_append_loses_only_that_append(server: PostgresServe
 
 def test_the_schema_is_versioned_with_state_and_lease_tables(server: PostgresServer) -> None:
     url = server.create_database()
-    asyncio.run(PostgresSessionStore(url).sessions())
+    asyncio.run(postgres_sessions(url).sessions())
     with psycopg.connect(url) as db:
         assert db.execute("SELECT version FROM jarvis_schema").fetchall() == [(SCHEMA_VERSION,)]
         tables = {
@@ -127,21 +126,37 @@ def test_the_schema_is_versioned_with_state_and_lease_tables(server: PostgresSer
     assert {"jarvis_sessions", "jarvis_messages", "jarvis_operator_state", "jarvis_leases"} <= (
         tables
     )
-    asyncio.run(PostgresSessionStore(url).sessions())  # a second start migrates nothing
+    asyncio.run(postgres_sessions(url).sessions())  # a second start migrates nothing
+
+
+async def test_a_database_the_earlier_store_wrote_opens_and_goes_on(
+    server: PostgresServer,
+) -> None:
+    url = server.create_database()
+    dump = (Path(__file__).parent / "data" / "postgres_sessions_v1.sql").read_text()
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(dump.encode())
+    backend = postgres_backend(url)
+    try:
+        await the_earlier_data_goes_on(backend)
+    finally:
+        backend.close()
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT version FROM jarvis_schema").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_a_newer_schema_is_refused(server: PostgresServer) -> None:
     url = server.create_database()
-    asyncio.run(PostgresSessionStore(url).sessions())
+    asyncio.run(postgres_sessions(url).sessions())
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("UPDATE jarvis_schema SET version = %s", (SCHEMA_VERSION + 1,))
     with pytest.raises(SessionStoreCorruptError, match="schema version"):
-        asyncio.run(PostgresSessionStore(url).sessions())
+        asyncio.run(postgres_sessions(url).sessions())
 
 
 def test_an_unreachable_server_names_the_url_without_the_password() -> None:
     url = f"postgresql://jarvis:hunter2-secret@127.0.0.1:{free_port()}/sessions"
-    store = PostgresSessionStore(url, connect_timeout=2)
+    store = postgres_sessions(url, connect_timeout=2)
     with pytest.raises(SessionStoreUnavailableError) as info:
         asyncio.run(store.append("s", [Message.user("x")]))
     text = str(info.value)
@@ -152,7 +167,7 @@ def test_an_unreachable_server_names_the_url_without_the_password() -> None:
 
 
 def test_a_wrong_password_is_refused_without_echoing_it(server: PostgresServer) -> None:
-    store = PostgresSessionStore(server.url(password="wrong-pass-123"))
+    store = postgres_sessions(server.url(password="wrong-pass-123"))
     with pytest.raises(SessionStoreUnavailableError, match="password authentication") as info:
         asyncio.run(store.sessions())
     assert "wrong-pass-123" not in str(info.value)
@@ -160,7 +175,7 @@ def test_a_wrong_password_is_refused_without_echoing_it(server: PostgresServer) 
 
 def test_the_store_recovers_after_the_server_drops_it(server: PostgresServer) -> None:
     url = server.create_database()
-    store = PostgresSessionStore(url)
+    store = postgres_sessions(url)
     asyncio.run(store.append("s", [Message.user("one")]))
     with psycopg.connect(url, autocommit=True) as db:
         db.execute(
@@ -178,7 +193,7 @@ def test_without_psycopg_the_error_says_how_to_install_it(
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ConfigurationError, match=r"jarvis\[postgres\]"):
-        asyncio.run(PostgresSessionStore("postgresql://localhost/x").sessions())
+        asyncio.run(postgres_sessions("postgresql://localhost/x").sessions())
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from jarvis.adapters.postgres_sessions import PostgresSessionStore
-from jarvis.adapters.postgres_sessions.managed_agents import PostgresManagedAgentStore
 from jarvis.domain.messages import Role
 from jarvis.testing import ScriptedInference
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.serve import serving
+from tests.support.sql_stores import postgres_backend
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +27,13 @@ def test_a_conversation_begun_on_one_server_continues_on_the_other(
     server: PostgresServer,
 ) -> None:
     url = server.create_database()
-    store_a, store_b = PostgresSessionStore(url), PostgresSessionStore(url)
+    backend_a, backend_b = postgres_backend(url), postgres_backend(url)
+    store_a, store_b = backend_a.sessions, backend_b.sessions
     engine_a, engine_b = ScriptedInference(["Paris."]), ScriptedInference(["About 2.1 million."])
     try:
         with (
-            serving(engine_a, sessions=store_a, agents=PostgresManagedAgentStore(store_a)) as a,
-            serving(engine_b, sessions=store_b, agents=PostgresManagedAgentStore(store_b)) as b,
+            serving(engine_a, sessions=store_a, agents=backend_a.managed_agents) as a,
+            serving(engine_b, sessions=store_b, agents=backend_b.managed_agents) as b,
         ):
             created = httpx.post(
                 a.url + "/v1/managed-agents", json={"id": "geo", "system_prompt": "Geography."}

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
 from jarvis.domain.messages import Message
+from tests.support.sql_stores import sqlite_sessions
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ def peak_rss_mb(output: Path, *args: str) -> float:
 
 @pytest.fixture
 def long_session(jarvis_home: Path) -> None:
-    store = SqliteSessionStore(jarvis_home / "sessions.db")
+    store = sqlite_sessions(jarvis_home / "sessions.db")
     messages = [
         Message.user(f"question {i} " + "x" * 200)
         if i % 2 == 0
@@ -93,7 +93,7 @@ def test_show_and_export_of_a_long_session_stream_it(tmp_path: Path) -> None:
 def test_a_short_session_streamed_as_json_is_the_same_document(
     jarvis_home: Path, tmp_path: Path
 ) -> None:
-    store = SqliteSessionStore(jarvis_home / "sessions.db")
+    store = sqlite_sessions(jarvis_home / "sessions.db")
     asyncio.run(store.append("one", [Message.user("only"), Message.assistant("yes")]))
     store.close()
     peak_rss_mb(tmp_path / "export.json", "sessions", "export", "one", "--json")

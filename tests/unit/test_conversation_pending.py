@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
 from jarvis.application.ask import Answer, AskQuestion, AskService
 from jarvis.application.conversation import ConversationService, HistoryLimits, HistoryUsed
 from jarvis.application.managed_agents import ManagedAgentService, ManagedAgentSpec
@@ -33,6 +32,7 @@ from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore
+from tests.support.sql_stores import sqlite_sessions
 
 CALL = ToolCall(id="c1", name="calculator", arguments={"expression": "12*7"})
 OTHER = ToolCall(id="c2", name="calculator", arguments={"expression": "1+1"})
@@ -45,7 +45,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionSto
     if request.param == "memory":
         yield InMemorySessionStore()
         return
-    sqlite = SqliteSessionStore(tmp_path / "sessions.db")
+    sqlite = sqlite_sessions(tmp_path / "sessions.db")
     yield sqlite
     sqlite.close()
 

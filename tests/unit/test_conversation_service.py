@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.adapters.sqlite_sessions import SqliteSessionStore
 from jarvis.application.ask import Answer, AskQuestion, AskService
 from jarvis.application.conversation import (
     ConversationService,
@@ -31,6 +30,7 @@ from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.updates import TextDelta
 from jarvis.testing import InMemorySessionStore, ScriptedInference
+from tests.support.sql_stores import sqlite_sessions
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -38,7 +38,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionSto
     if request.param == "memory":
         yield InMemorySessionStore()
         return
-    sqlite = SqliteSessionStore(tmp_path / "sessions.db")
+    sqlite = sqlite_sessions(tmp_path / "sessions.db")
     yield sqlite
     sqlite.close()
 

@@ -12,7 +12,6 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from jarvis.adapters.sqlite_sessions.store import SqliteSessionStore
 from jarvis.domain.completion import Completion
 from jarvis.domain.managed_agents import session_id_of
 from jarvis.domain.messages import Message, ToolCall
@@ -20,6 +19,7 @@ from jarvis.domain.ports import SessionStorePort
 from jarvis.entrypoints.http.state import ServeLimits
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from tests.support.serve import serving
+from tests.support.sql_stores import sqlite_sessions
 
 CAP = 100
 QUESTION: Any = [{"role": "user", "content": "Capital of France?"}]
@@ -241,7 +241,7 @@ def test_a_long_conversation_is_read_back_page_by_page(store: str, tmp_path: Pat
     """2,500 messages walked back through ``before``/``next``: every one read once, in
     order, even with messages arriving mid-walk; ``limit`` over 1000 is refused."""
     sessions: SessionStorePort = (
-        InMemorySessionStore() if store == "memory" else SqliteSessionStore(tmp_path / "s.db")
+        InMemorySessionStore() if store == "memory" else sqlite_sessions(tmp_path / "s.db")
     )
     conversation = session_id_of("long")
     contents = [f"message {i}" for i in range(2500)]

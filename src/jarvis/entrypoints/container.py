@@ -499,18 +499,20 @@ def _session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
                 '[sessions] backend = "postgres" needs a url.',
                 hint='Set [sessions] url = "postgresql://user:password@host/db".',
             )
-        from jarvis.adapters.postgres_sessions import PostgresSessionStore
+        from jarvis.adapters.sql_store import SqlBackend
+        from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
 
-        store = PostgresSessionStore(chosen.url)
+        store = SqlBackend(PostgresDriver(chosen.url)).sessions
     elif chosen.backend == "jsonl":
         from jarvis.adapters.session_files.store import JsonlSessionStore
 
         store = JsonlSessionStore(config_dir() / "sessions")
     else:
-        from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+        from jarvis.adapters.sql_store import SqlBackend
+        from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 
         path = config_dir() / Path(chosen.path or "sessions.db").expanduser()
-        store = SqliteSessionStore(path, busy_timeout=chosen.busy_timeout)
+        store = SqlBackend(SqliteDriver(path, busy_timeout=chosen.busy_timeout)).sessions
     try:
         yield store
     finally:
@@ -601,15 +603,11 @@ def _external_runtimes(
 def _operator_store(sessions: SessionStorePort) -> OperatorStorePort:
     """Operator state and leases, in the session store's own database (SQLite or
     PostgreSQL), so operators share whatever the sessions share."""
-    from jarvis.adapters.postgres_sessions import PostgresSessionStore
-    from jarvis.adapters.postgres_sessions.operators import PostgresOperatorStore
-    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
-    from jarvis.adapters.sqlite_sessions.operators import SqliteOperatorStore
+    from jarvis.adapters.sql_store import SqlBackend
 
-    if isinstance(sessions, SqliteSessionStore):
-        return SqliteOperatorStore(sessions)
-    if isinstance(sessions, PostgresSessionStore):
-        return PostgresOperatorStore(sessions)
+    backend = SqlBackend.serving(sessions)
+    if backend is not None:
+        return backend.operators
     raise ConfigurationError(
         "Operators keep their state in the sqlite or postgres session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
@@ -1005,15 +1003,11 @@ def loop_engine(container: Container, name: str) -> EngineResource | None:
 def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
     """Managed agent definitions in ``sessions``' own database (``jarvis serve``): the
     SQLite file or the PostgreSQL server every server on it shares."""
-    from jarvis.adapters.postgres_sessions import PostgresSessionStore
-    from jarvis.adapters.postgres_sessions.managed_agents import PostgresManagedAgentStore
-    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
-    from jarvis.adapters.sqlite_sessions.managed_agents import SqliteManagedAgentStore
+    from jarvis.adapters.sql_store import SqlBackend
 
-    if isinstance(sessions, SqliteSessionStore):
-        return SqliteManagedAgentStore(sessions)
-    if isinstance(sessions, PostgresSessionStore):
-        return PostgresManagedAgentStore(sessions)
+    backend = SqlBackend.serving(sessions)
+    if backend is not None:
+        return backend.managed_agents
     raise ConfigurationError(
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',

@@ -16,6 +16,14 @@ back byte for byte, and a NUL character escaped in JSON is kept, where ``jsonb``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from jarvis.domain.sessions import SessionStoreCorruptError
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import TupleRow
+
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE jarvis_sessions (
@@ -55,3 +63,25 @@ SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_LOCK = 0x6A61_7276_6973_0001
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS jarvis_schema (version integer NOT NULL)"
+
+
+def migrate(db: psycopg.Connection[TupleRow], location: str) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION`, once across every process that starts at
+    once (the advisory lock); refuse a newer one."""
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        db.execute(CREATE_VERSION_TABLE)
+        row = db.execute("SELECT max(version) FROM jarvis_schema").fetchone()
+        version = int(row[0]) if row and row[0] is not None else 0
+        if version > SCHEMA_VERSION:
+            raise SessionStoreCorruptError(
+                f"The session database {location} has schema version {version}; "
+                f"this jarvis knows versions up to {SCHEMA_VERSION}.",
+                location=location,
+                hint="Use the newer jarvis that wrote it, or another database.",
+            )
+        for number in range(version, SCHEMA_VERSION):
+            db.execute(MIGRATIONS[number].encode())
+        if version < SCHEMA_VERSION:
+            db.execute("DELETE FROM jarvis_schema")
+            db.execute("INSERT INTO jarvis_schema (version) VALUES (%s)", (SCHEMA_VERSION,))

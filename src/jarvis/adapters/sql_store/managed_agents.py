@@ -1,0 +1,97 @@
+"""``SqlManagedAgentStore``: managed agent definitions in the session database.
+
+They live next to the conversations they own, in the ``operator_state`` table under the keys
+``managed_agent:<id>``, so every server on the database sees the same definitions. A page is
+read in the database, ordered by the record's ``created_us`` (the dialect reads it from the
+JSON record; a damaged record sorts first and is reported when read), then the key (the
+id's order), so listing reads no more than the page.
+"""
+
+from __future__ import annotations
+
+from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
+from jarvis.adapters.sql_store.operators import PUT_STATE
+from jarvis.domain.managed_agents import (
+    ManagedAgent,
+    Position,
+    agent_from_record,
+    agent_to_record,
+    check_agent_id,
+)
+from jarvis.domain.sessions import SessionStoreCorruptError
+
+PREFIX = "managed_agent:"
+_AFTER_PREFIX = "managed_agent;"  # the next key after every "managed_agent:..." key
+_MINE = "key{c} >= ? AND key{c} < ?"
+
+
+class SqlManagedAgentStore:
+    """Definitions in ``driver``'s database (opened and migrated by it)."""
+
+    def __init__(self, driver: SqlDriver) -> None:
+        self.driver = driver
+
+    def _decode(self, text: str) -> ManagedAgent:
+        try:
+            return agent_from_record(text)
+        except ValueError as exc:
+            location = self.driver.location
+            raise SessionStoreCorruptError(
+                f"A managed agent in {location} is damaged ({exc}).", location=location
+            ) from exc
+
+    async def put(self, agent: ManagedAgent) -> None:
+        key = PREFIX + check_agent_id(agent.id)
+        text = agent_to_record(agent)
+
+        def work(db: Connection) -> None:
+            db.execute(PUT_STATE, (key, text))
+
+        await call(self.driver, work)
+
+    async def get(self, agent_id: str) -> ManagedAgent | None:
+        key = PREFIX + check_agent_id(agent_id)
+
+        def work(db: Connection) -> str | None:
+            row = db.execute("SELECT value FROM {state} WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await call(self.driver, work)
+        return None if text is None else self._decode(text)
+
+    async def list(
+        self, *, after: Position | None = None, limit: int | None = None
+    ) -> list[ManagedAgent]:
+        where = _MINE
+        arguments: list[object] = [PREFIX, _AFTER_PREFIX]
+        if after is not None:
+            where += " AND ({created}, key{c}) > (?, ?)"
+            arguments += [after[0], PREFIX + after[1]]
+        arguments.append(self.driver.dialect.unlimited if limit is None else limit)
+
+        def work(db: Connection) -> list[str]:
+            rows = db.execute(
+                f"SELECT value FROM {{state}} WHERE {where} ORDER BY {{created}}, key{{c}} LIMIT ?",
+                arguments,
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        agents = [self._decode(text) for text in await call(self.driver, work)]
+        return sorted(agents, key=lambda a: (a.created_us, a.id))
+
+    async def count(self) -> int:
+        def work(db: Connection) -> int:
+            row = db.execute(
+                f"SELECT COUNT(*) FROM {{state}} WHERE {_MINE}", (PREFIX, _AFTER_PREFIX)
+            ).fetchone()
+            return 0 if row is None else int(row[0])
+
+        return await call(self.driver, work)
+
+    async def delete(self, agent_id: str) -> bool:
+        key = PREFIX + check_agent_id(agent_id)
+
+        def work(db: Connection) -> bool:
+            return db.execute("DELETE FROM {state} WHERE key = ?", (key,)).rowcount > 0
+
+        return await call(self.driver, work)
