@@ -28,6 +28,7 @@ from jarvis.application.conversation import (
     HistoryUsed,
     PendingTurn,
 )
+from jarvis.application.run_updates import AnswerUpdate
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject
@@ -42,7 +43,6 @@ from jarvis.domain.managed_agents import (
 from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.sessions import SessionMessage, SessionPage, to_micros, utc_now
-from jarvis.domain.updates import RunUpdate
 
 
 class ManagedAgentNotFoundError(JarvisError):
@@ -324,7 +324,7 @@ class ManagedAgentService:
 
     async def stream(
         self, agent_id: str, pending: SessionMessage | None = None
-    ) -> AsyncGenerator[RunUpdate | Answer, None]:
+    ) -> AsyncGenerator[AnswerUpdate, None]:
         """Run the agent on ``pending`` (else the waiting message): its updates, then the
         :class:`Answer`, yielded once stored.
 
