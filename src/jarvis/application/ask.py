@@ -17,12 +17,11 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.updates import RunFinished, TextDelta
+from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.project_instructions import ProjectInstructionsSource
-    from jarvis.application.run_updates import AnswerUpdate
     from jarvis.application.skills import SkillLibrary
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
@@ -387,8 +386,11 @@ class AskService:
         result = await agent.arun(command.question, command.context)
         return Answer.from_result(result, model=model, engine=self.inference.engine_id)
 
-    async def stream(self, command: AskQuestion) -> AsyncIterator[AnswerUpdate]:
-        """The run's updates as they happen, then the :class:`Answer` as the last item."""
+    async def stream(
+        self, command: AskQuestion
+    ) -> AsyncIterator[TextDelta | ToolCallsRequested | ToolResultReady | Answer]:
+        """The run's updates as they happen, then the :class:`Answer` as the last item
+        (an :data:`~jarvis.application.run_updates.AnswerUpdate` each)."""
         agent, model = await self.build_agent(command)
         streamed = False
         async for update in agent.astream(command.question, command.context):
