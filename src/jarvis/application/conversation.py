@@ -499,6 +499,22 @@ async def _shielded(save: Awaitable[None]) -> None:
         raise
 
 
+async def without_history(
+    updates: AsyncIterator[ConversationUpdate], notice: Callable[[str], None] | None = None
+) -> AsyncGenerator[AnswerUpdate, None]:
+    """A turn's updates without its :class:`HistoryUsed` (described to ``notice``, if
+    given); ``updates`` is closed however this ends (a cancelled reader cancels the run)."""
+    try:
+        async for update in updates:
+            if isinstance(update, HistoryUsed):
+                if notice is not None:
+                    notice(update.describe())
+                continue
+            yield update
+    finally:
+        await _close(updates)
+
+
 async def _close(run: AsyncIterator[object]) -> None:
     """Close ``run`` if it is a generator (an iterator that is not has nothing to close)."""
     close = getattr(run, "aclose", None)

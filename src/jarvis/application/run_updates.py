@@ -70,3 +70,27 @@ _TEXT_OF = _TextOf()
 def text_of(update: AnswerUpdate) -> str | None:
     """The piece of answer text ``update`` carries (``None``: it is not a text update)."""
     return handle(update, _TEXT_OF)
+
+
+class _AnswerOf:
+    """The answer, ``None`` for the run's other updates."""
+
+    def text(self, update: TextDelta) -> Answer | None:
+        return None
+
+    def tool_calls(self, update: ToolCallsRequested) -> Answer | None:
+        return None
+
+    def tool_result(self, update: ToolResultReady) -> Answer | None:
+        return None
+
+    def answer(self, update: Answer) -> Answer | None:
+        return update
+
+
+_ANSWER_OF = _AnswerOf()
+
+
+def answer_of(update: AnswerUpdate) -> Answer | None:
+    """The :class:`Answer` ``update`` is (``None``: it is one of the run's updates)."""
+    return handle(update, _ANSWER_OF)
