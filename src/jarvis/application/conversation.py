@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Protocol, TypeAlias
 
 from jarvis.application.ask import Answer, AskQuestion
-from jarvis.application.run_updates import AnswerUpdate, handle
+from jarvis.application.run_updates import AnswerUpdate, answer_of, handle
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message, Role
@@ -429,8 +429,10 @@ class ConversationService(Sessions):
             async for update in turn:
                 if isinstance(update, HistoryUsed):
                     used = update
-                elif isinstance(update, Answer) and used is not None:
-                    return ConversationAnswer(answer=update, history=used, saved=tuple(saved))
+                    continue
+                answer = answer_of(update)
+                if answer is not None and used is not None:
+                    return ConversationAnswer(answer=answer, history=used, saved=tuple(saved))
         finally:
             await turn.aclose()
         raise RuntimeError("the conversation turn ended without an answer")
@@ -460,18 +462,19 @@ class ConversationService(Sessions):
         run = self.asker.stream(replace(command, context=context))
         try:
             async for update in run:
-                if isinstance(update, Answer):
-                    records = [*head, *recorder.finish(update)]
+                if isinstance(update, RunFinished):  # AskService turns it into the Answer
+                    continue
+                answer = answer_of(update)
+                if answer is not None:
+                    records = [*head, *recorder.finish(answer)]
                     stored = True  # a failed append stores nothing: never retried as partial
                     save = self.store.append_records(session_id, records)
                     await (_shielded(save) if keep_partial else save)
                     saved.extend(records)
                     async for _ in run:  # the run's own end: what follows its answer
                         pass  # (an agent's cleanup, such as a sandbox's container stop)
-                    yield update
+                    yield answer
                     return
-                if isinstance(update, RunFinished):  # AskService turns it into the Answer
-                    continue
                 recorder.see(update)
                 yield update
         finally:
