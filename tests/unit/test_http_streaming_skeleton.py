@@ -38,16 +38,15 @@ class Names:
     def __init__(self, stop_after: str | None = None) -> None:
         self.stop_after = stop_after
         self.seen: list[str] = []
+        self.finished = False
 
     def opening(self) -> Iterable[bytes]:
         return (b"open",)
 
     def frames(self, item: str) -> Iterable[bytes]:
         self.seen.append(item)
+        self.finished = item == self.stop_after
         return (item.encode(), item.encode() + b"!")
-
-    def finished(self) -> bool:
-        return self.stop_after is not None and self.stop_after in self.seen
 
     def failure(self, error: ApiError) -> Iterable[bytes]:
         return (f"failed {error.status}".encode(),)
@@ -148,4 +147,18 @@ async def test_a_run_past_its_deadline_ends_with_the_encoders_failure() -> None:
 
     frames = await collect(encoded(state, stalled(), Names()))
     assert frames == [b"open", b"a", b"a!", b"failed 504", b"close"]
+    assert state.active_runs == 0
+
+
+async def test_a_deadline_before_the_first_item_still_answers_with_a_stream() -> None:
+    """The deadline is the stream's own failure (an error frame), not a refusal to start."""
+    state = make_state(ServeLimits(stream_timeout=0.001))
+    never = asyncio.Event()
+
+    async def stalled() -> AsyncIterator[str]:
+        await never.wait()  # never set: only the deadline ends this run
+        yield "a"
+
+    frames = await collect(encoded(state, stalled(), Names()))
+    assert frames == [b"failed 504", b"close"]
     assert state.active_runs == 0

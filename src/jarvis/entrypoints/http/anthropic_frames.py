@@ -40,7 +40,7 @@ class MessageEvents:
         """The input tokens estimated, for an engine that reports none."""
         self.index = 0
         self.text_open = False
-        self.stopped = False
+        self.finished = False
 
     def opening(self) -> Iterable[bytes]:
         shell = ev.AnthropicMessage(
@@ -74,7 +74,7 @@ class MessageEvents:
             yield self._block_stop()
         yield self._message_delta(item)
         yield event(ev.MessageStop())
-        self.stopped = True
+        self.finished = True
 
     def _block_start(self, block: ev.TextBlock | ev.ToolUseBlock) -> bytes:
         return event(ev.ContentBlockStart(index=self.index, content_block=block))
@@ -96,9 +96,6 @@ class MessageEvents:
                 ),
             )
         )
-
-    def finished(self) -> bool:
-        return self.stopped
 
     def failure(self, error: ApiError) -> Iterable[bytes]:
         body = ev.AnthropicErrorBody(

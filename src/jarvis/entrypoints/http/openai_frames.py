@@ -45,6 +45,9 @@ def usage_out(usage: Usage) -> dict[str, int]:
 class ChatChunks:
     """What every OpenAI chunk stream shares: its id, its model, its opening and its end."""
 
+    finished = False
+    """Every chunk stream reads its run to the end."""
+
     def __init__(self, model: str, reply_id: str) -> None:
         self.model = model
         self.reply_id = reply_id
@@ -56,21 +59,24 @@ class ChatChunks:
         usage: Usage | None = None,
         summary: ev.RunSummary | None = None,
     ) -> bytes:
-        chunk = ev.ChatChunk(
-            id=self.reply_id,
-            created=int(time.time()),
-            model=self.model,
-            choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]  # a FINISH value
-            usage=None if usage is None else ev.ChunkUsage(**usage_out(usage)),
-            jarvis=summary,
-        )
+        choices = [ev.ChunkChoice(delta=delta, finish_reason=finish)]  # type: ignore[arg-type]  # a FINISH value
+        if usage is None and summary is None:  # the text's chunks: the most frequent frame
+            chunk = ev.ChatChunk(
+                id=self.reply_id, created=int(time.time()), model=self.model, choices=choices
+            )
+        else:
+            chunk = ev.ChatChunk(
+                id=self.reply_id,
+                created=int(time.time()),
+                model=self.model,
+                choices=choices,
+                usage=None if usage is None else ev.ChunkUsage(**usage_out(usage)),
+                jarvis=summary,
+            )
         return ev.encode(None, chunk)
 
     def opening(self) -> Iterable[bytes]:
         return (self.chunk(ev.Delta(role="assistant", content="")),)
-
-    def finished(self) -> bool:
-        return False
 
     def failure(self, error: ApiError) -> Iterable[bytes]:
         return (ev.encode(None, error_event(error)),)

@@ -30,6 +30,7 @@ from collections.abc import (
     Iterable,
     MutableMapping,
 )
+from itertools import chain
 from typing import Any, Protocol, TypeVar
 
 from starlette.responses import JSONResponse, Response
@@ -109,16 +110,15 @@ Item = TypeVar("Item", contravariant=True)
 class Encoder(Protocol[Item]):
     """One wire format: the frames of a stream, item by item (an encoder serves one stream)."""
 
+    finished: bool
+    """Whether the stream is complete: no further item is read."""
+
     def opening(self) -> Iterable[bytes]:
         """The frames before the first item's (sent once the run has started)."""
         ...
 
     def frames(self, item: Item) -> Iterable[bytes]:
         """The frames of one item."""
-        ...
-
-    def finished(self) -> bool:
-        """Whether the stream is complete (no further item is read)."""
         ...
 
     def failure(self, error: ApiError) -> Iterable[bytes]:
@@ -140,25 +140,18 @@ async def encoded(
     before the first item is raised as :class:`BeforeStream` (the response answers it with
     a status); one after it becomes the encoder's error frames. ``items`` is closed however
     the stream ends, a client that went away included."""
-    started = False
     state.active_runs += 1
     try:
         async with asyncio.timeout(state.limits.stream_timeout):
-            while not encoder.finished():
-                try:
-                    item = await anext(items)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    if not started:
-                        raise BeforeStream(exc) from exc
-                    raise
-                if not started:
-                    started = True
-                    for frame in encoder.opening():
-                        yield frame
-                for frame in encoder.frames(item):
+            for first in await _first(items):
+                for frame in chain(encoder.opening(), encoder.frames(first)):
                     yield frame
+            if _reading(encoder):
+                async for item in items:
+                    for frame in encoder.frames(item):
+                        yield frame
+                    if not _reading(encoder):
+                        break
     except BeforeStream:
         raise
     except Exception as exc:
@@ -169,6 +162,21 @@ async def encoded(
         await aclose(items)
     for frame in encoder.closing():
         yield frame
+
+
+async def _first(items: AsyncIterator[Item]) -> list[Item]:
+    """The run's first item (none: the run said nothing); its failure as :class:`BeforeStream`."""
+    try:
+        return [await anext(items)]
+    except StopAsyncIteration:
+        return []
+    except Exception as exc:
+        raise BeforeStream(exc) from exc
+
+
+def _reading(encoder: Encoder[Item]) -> bool:
+    """Whether ``encoder`` takes further items (asked anew after each: its frames decide)."""
+    return not encoder.finished
 
 
 async def aclose(iterator: object) -> None:
