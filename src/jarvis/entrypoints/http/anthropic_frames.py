@@ -52,15 +52,20 @@ class MessageEvents:
         )
         return (event(ev.MessageStart(message=shell)),)
 
-    def frames(self, item: StreamChunk) -> Iterator[bytes]:
+    def frames(self, item: StreamChunk) -> Iterable[bytes]:
+        frames = []
         if item.content:
             if not self.text_open:
                 self.text_open = True
-                yield self._block_start(ev.TextBlock(text=""))
+                frames.append(self._block_start(ev.TextBlock(text="")))
             delta = ev.TextDeltaBody(text=item.content)
-            yield event(ev.ContentBlockDelta(index=self.index, delta=delta))
-        if not item.is_final:
-            return
+            frames.append(event(ev.ContentBlockDelta(index=self.index, delta=delta)))
+        if item.is_final:
+            frames.extend(self._ending(item))
+        return frames
+
+    def _ending(self, item: StreamChunk) -> Iterator[bytes]:
+        """The last chunk's frames: the blocks closed, the tool calls, the message's end."""
         if self.text_open or not item.tool_calls:
             if not self.text_open:
                 yield self._block_start(ev.TextBlock(text=""))

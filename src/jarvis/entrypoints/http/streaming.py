@@ -150,7 +150,7 @@ async def encoded(
                 async for item in items:
                     for frame in encoder.frames(item):
                         yield frame
-                    if not _reading(encoder):
+                    if encoder.finished:
                         break
     except BeforeStream:
         raise
