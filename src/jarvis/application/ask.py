@@ -17,7 +17,7 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
+from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
@@ -386,8 +386,11 @@ class AskService:
         result = await agent.arun(command.question, command.context)
         return Answer.from_result(result, model=model, engine=self.inference.engine_id)
 
-    async def stream(self, command: AskQuestion) -> AsyncIterator[RunUpdate | Answer]:
-        """The run's updates as they happen, then the :class:`Answer` as the last item."""
+    async def stream(
+        self, command: AskQuestion
+    ) -> AsyncIterator[TextDelta | ToolCallsRequested | ToolResultReady | Answer]:
+        """The run's updates as they happen, then the :class:`Answer` as the last item
+        (an :data:`~jarvis.application.run_updates.AnswerUpdate` each)."""
         agent, model = await self.build_agent(command)
         streamed = False
         async for update in agent.astream(command.question, command.context):

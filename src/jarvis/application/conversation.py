@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Protocol, TypeAlias
 
 from jarvis.application.ask import Answer, AskQuestion
+from jarvis.application.run_updates import AnswerUpdate, answer_of, handle
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message, Role
@@ -137,9 +138,7 @@ class PendingTurn:
     history: HistoryUsed
 
 
-ConversationUpdate: TypeAlias = (
-    HistoryUsed | TextDelta | ToolCallsRequested | ToolResultReady | Answer
-)
+ConversationUpdate: TypeAlias = HistoryUsed | AnswerUpdate
 """What :meth:`ConversationService.stream` yields: ``HistoryUsed`` first, then the run's
 updates, then the :class:`~jarvis.application.ask.Answer` (after the turn was stored)."""
 
@@ -174,36 +173,43 @@ class _Recorder:
         self.model = model
         """Stamped on what an interrupted run stored (no answer names the model)."""
         self.records: list[SessionMessage] = []
-        self.text: list[str] = []
+        self.text_seen: list[str] = []
         self._exchange: list[SessionMessage] = []
         self._waiting: set[str] = set()
 
-    def see(self, update: RunUpdate | Answer) -> None:
-        if isinstance(update, TextDelta):
-            self.text.append(update.text)
-        elif isinstance(update, ToolCallsRequested):
+    def see(self, update: AnswerUpdate) -> None:
+        handle(update, self)
+
+    def text(self, update: TextDelta) -> None:
+        self.text_seen.append(update.text)
+
+    def tool_calls(self, update: ToolCallsRequested) -> None:
+        self._close_exchange()
+        message = Message.assistant("".join(self.text_seen), update.calls)
+        self.text_seen.clear()
+        self._exchange = [
+            SessionMessage(message=message, model=self.model, created_at=self.clock())
+        ]
+        self._waiting = {call.id for call in update.calls}
+
+    def tool_result(self, update: ToolResultReady) -> None:
+        result = update.result
+        message = Message.tool(
+            tool_message_content(result.content, success=result.success),
+            tool_call_id=result.call_id,
+            name=result.tool_name,
+        )
+        record = SessionMessage(message=message, created_at=self.clock())
+        if not self._exchange:  # a result no call announced: kept as it came
+            self.records.append(record)
+            return
+        self._exchange.append(record)
+        self._waiting.discard(result.call_id)
+        if not self._waiting:
             self._close_exchange()
-            message = Message.assistant("".join(self.text), update.calls)
-            self.text.clear()
-            self._exchange = [
-                SessionMessage(message=message, model=self.model, created_at=self.clock())
-            ]
-            self._waiting = {call.id for call in update.calls}
-        elif isinstance(update, ToolResultReady):
-            result = update.result
-            message = Message.tool(
-                tool_message_content(result.content, success=result.success),
-                tool_call_id=result.call_id,
-                name=result.tool_name,
-            )
-            record = SessionMessage(message=message, created_at=self.clock())
-            if not self._exchange:  # a result no call announced: kept as it came
-                self.records.append(record)
-                return
-            self._exchange.append(record)
-            self._waiting.discard(result.call_id)
-            if not self._waiting:
-                self._close_exchange()
+
+    def answer(self, update: Answer) -> None:
+        """Nothing yet: :meth:`finish` records the answer once the turn is stored."""
 
     def _close_exchange(self) -> None:
         self.records.extend(self._exchange)
@@ -233,7 +239,7 @@ class _Recorder:
         if not self._waiting:
             self._close_exchange()
         records = list(self.records)
-        text = "".join(self.text)
+        text = "".join(self.text_seen)
         if text.strip():
             message = Message.assistant(text)
             records.append(
@@ -423,8 +429,10 @@ class ConversationService(Sessions):
             async for update in turn:
                 if isinstance(update, HistoryUsed):
                     used = update
-                elif isinstance(update, Answer) and used is not None:
-                    return ConversationAnswer(answer=update, history=used, saved=tuple(saved))
+                    continue
+                answer = answer_of(update)
+                if answer is not None and used is not None:
+                    return ConversationAnswer(answer=answer, history=used, saved=tuple(saved))
         finally:
             await turn.aclose()
         raise RuntimeError("the conversation turn ended without an answer")
@@ -454,18 +462,19 @@ class ConversationService(Sessions):
         run = self.asker.stream(replace(command, context=context))
         try:
             async for update in run:
-                if isinstance(update, Answer):
-                    records = [*head, *recorder.finish(update)]
+                if isinstance(update, RunFinished):  # AskService turns it into the Answer
+                    continue
+                answer = answer_of(update)
+                if answer is not None:
+                    records = [*head, *recorder.finish(answer)]
                     stored = True  # a failed append stores nothing: never retried as partial
                     save = self.store.append_records(session_id, records)
                     await (_shielded(save) if keep_partial else save)
                     saved.extend(records)
                     async for _ in run:  # the run's own end: what follows its answer
                         pass  # (an agent's cleanup, such as a sandbox's container stop)
-                    yield update
+                    yield answer
                     return
-                if isinstance(update, RunFinished):  # AskService turns it into the Answer
-                    continue
                 recorder.see(update)
                 yield update
         finally:
@@ -491,6 +500,22 @@ async def _shielded(save: Awaitable[None]) -> None:
     except asyncio.CancelledError:
         await asyncio.wait({task}, timeout=SAVE_TIMEOUT)
         raise
+
+
+async def without_history(
+    updates: AsyncIterator[ConversationUpdate], notice: Callable[[str], None] | None = None
+) -> AsyncGenerator[AnswerUpdate, None]:
+    """A turn's updates without its :class:`HistoryUsed` (described to ``notice``, if
+    given); ``updates`` is closed however this ends (a cancelled reader cancels the run)."""
+    try:
+        async for update in updates:
+            if isinstance(update, HistoryUsed):
+                if notice is not None:
+                    notice(update.describe())
+                continue
+            yield update
+    finally:
+        await _close(updates)
 
 
 async def _close(run: AsyncIterator[object]) -> None:

@@ -27,7 +27,9 @@ from jarvis.application.conversation import (
     HistoryLimits,
     HistoryUsed,
     PendingTurn,
+    without_history,
 )
+from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject
@@ -42,7 +44,6 @@ from jarvis.domain.managed_agents import (
 from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.sessions import SessionMessage, SessionPage, to_micros, utc_now
-from jarvis.domain.updates import RunUpdate
 
 
 class ManagedAgentNotFoundError(JarvisError):
@@ -324,7 +325,7 @@ class ManagedAgentService:
 
     async def stream(
         self, agent_id: str, pending: SessionMessage | None = None
-    ) -> AsyncGenerator[RunUpdate | Answer, None]:
+    ) -> AsyncGenerator[AnswerUpdate, None]:
         """Run the agent on ``pending`` (else the waiting message): its updates, then the
         :class:`Answer`, yielded once stored.
 
@@ -334,10 +335,9 @@ class ManagedAgentService:
         conversations = await self.conversations()
         command = self.question(agent, turn.question.message.content)
         turn_updates = conversations.answer(session_id_of(agent_id), turn, command)
-        async with aclosing(turn_updates) as updates:
+        async with aclosing(without_history(turn_updates)) as updates:
             async for update in updates:
-                if not isinstance(update, HistoryUsed):
-                    yield update
+                yield update
 
     async def run(self, agent_id: str) -> Answer:
         """:meth:`stream` to the end: the answer. Cancelling it closes the run at once
@@ -345,7 +345,8 @@ class ManagedAgentService:
         answer: Answer | None = None
         async with aclosing(self.stream(agent_id)) as updates:
             async for update in updates:
-                if isinstance(update, Answer):
-                    answer = update
+                found = answer_of(update)
+                if found is not None:
+                    answer = found
         assert answer is not None  # AskService.stream always ends with the answer
         return answer

@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from jarvis.domain.agent_contract import AgentContext, MemoryHit
 from jarvis.domain.errors import (
@@ -40,6 +41,7 @@ from jarvis.domain.errors import (
     SandboxError,
     ToolError,
 )
+from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import InferencePort, ReplPort, ReplSession, ToolPort
 from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
 from jarvis.domain.sandbox_client import BrokeredInference, BrokeredTool, HostLink, LineSink
@@ -57,6 +59,10 @@ from jarvis.domain.sandbox_protocol import (
     UsageModel,
     encode,
 )
+
+if TYPE_CHECKING:
+    from jarvis.application.ask import Answer
+    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
 
 ReadLine = Callable[[], Awaitable[str | None]]
 MAX_LINE_BYTES = 4 * MAX_RUN_CHARS
@@ -181,11 +187,43 @@ def build_service(run: RunMessage, link: HostLink) -> object:
     return container.ask_service()
 
 
+class _UpdateLines:
+    """Each update of the inner run as the protocol line that tells the host of it."""
+
+    def __init__(self, link: HostLink, *, stream_text: bool) -> None:
+        self.link = link
+        self.stream_text = stream_text
+        """Whether the host asked for the text as it is generated (``run.stream``)."""
+
+    async def text(self, update: TextDelta) -> None:
+        if self.stream_text and update.text:
+            await self.link.send_line(encode(TextUpdate(text=update.text)))
+
+    async def tool_calls(self, update: ToolCallsRequested) -> None:
+        calls = [ToolCallModel.of(c) for c in update.calls if isinstance(c, ToolCall)]
+        await self.link.send_line(encode(ToolCallsUpdate(calls=calls)))
+
+    async def tool_result(self, update: ToolResultReady) -> None:
+        result = ToolResultModel.of(update.result)
+        await self.link.send_line(encode(ToolResultUpdate(result=result)))
+
+    async def answer(self, update: Answer) -> None:
+        result = ResultMessage(
+            content=update.content,
+            stop_reason=update.stop_reason,  # type: ignore[arg-type]  # one of the agents' stop reasons
+            tool_results=[ToolResultModel.of(r) for r in update.tool_results],
+            turns=update.turns,
+            usage=UsageModel.of(update.usage),
+            model=update.model,
+            metadata=dict(update.metadata),
+        )
+        await self.link.send_line(encode(result))
+
+
 async def run_inner(run: RunMessage, link: HostLink) -> None:
     """Run the inner agent; its updates and its result (or error) as protocol lines."""
-    from jarvis.application.ask import Answer, AskQuestion, AskService
-    from jarvis.domain.messages import ToolCall
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.application.ask import AskQuestion, AskService
+    from jarvis.application.run_updates import handle
 
     try:
         service = build_service(run, link)
@@ -208,30 +246,9 @@ async def run_inner(run: RunMessage, link: HostLink) -> None:
             ),
             agent_options=dict(run.agent_options),
         )
+        sender = _UpdateLines(link, stream_text=run.stream)
         async for update in service.stream(command):
-            if isinstance(update, TextDelta):
-                if run.stream and update.text:
-                    await link.send_line(encode(TextUpdate(text=update.text)))
-            elif isinstance(update, ToolCallsRequested):
-                calls = [ToolCallModel.of(c) for c in update.calls if isinstance(c, ToolCall)]
-                await link.send_line(encode(ToolCallsUpdate(calls=calls)))
-            elif isinstance(update, ToolResultReady):
-                result = ToolResultModel.of(update.result)
-                await link.send_line(encode(ToolResultUpdate(result=result)))
-            elif isinstance(update, Answer):
-                await link.send_line(
-                    encode(
-                        ResultMessage(
-                            content=update.content,
-                            stop_reason=update.stop_reason,  # type: ignore[arg-type]
-                            tool_results=[ToolResultModel.of(r) for r in update.tool_results],
-                            turns=update.turns,
-                            usage=UsageModel.of(update.usage),
-                            model=update.model,
-                            metadata=dict(update.metadata),
-                        )
-                    )
-                )
+            await handle(update, sender)
     except JarvisError as exc:
         await link.send_line(
             encode(ErrorMessage(kind=error_kind(exc), message=exc.message, hint=exc.hint))

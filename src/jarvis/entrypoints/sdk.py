@@ -44,7 +44,6 @@ from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, Unpack
 
-from jarvis.domain.updates import TextDelta
 from jarvis.entrypoints.bootstrap import bootstrap
 from jarvis.entrypoints.runtime import AskOptions
 from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -230,10 +229,13 @@ class Jarvis:
         return await service.ask(command)
 
     async def _stream(self, command: AskQuestion) -> AsyncGenerator[str, None]:
+        from jarvis.application.run_updates import text_of
+
         service = await self._runtime.service()
         async for update in service.stream(command):
-            if isinstance(update, TextDelta):
-                yield update.text
+            text = text_of(update)
+            if text is not None:
+                yield text
 
     # -- synchronous API ---------------------------------------------------------------------
 

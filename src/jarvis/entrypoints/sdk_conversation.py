@@ -76,17 +76,19 @@ class _Turns:
         return (await service.ask(self.session_id, command)).answer
 
     async def _pieces(self, command: AskQuestion) -> AsyncGenerator[str, None]:
-        from jarvis.domain.updates import TextDelta
+        from jarvis.application.conversation import without_history
+        from jarvis.application.run_updates import text_of
         from jarvis.entrypoints.conversations import conversation_service
 
         service = await conversation_service(self._jarvis._runtime)
-        turn = service.stream(self.session_id, command)
+        turn = without_history(service.stream(self.session_id, command))
         try:
             async for update in turn:
-                if isinstance(update, TextDelta):
-                    yield update.text
+                text = text_of(update)
+                if text is not None:
+                    yield text
         finally:
-            await turn.aclose()  # type: ignore[attr-defined]  # an async generator
+            await turn.aclose()  # closes the turn's own stream too
 
     async def _records(self) -> tuple[SessionMessage, ...]:
         from jarvis.entrypoints.conversations import session_store

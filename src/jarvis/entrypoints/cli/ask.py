@@ -24,15 +24,13 @@ from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
 from jarvis.entrypoints.cli.render import (
     StreamRenderer,
     is_tty,
-    tool_call_line,
-    tool_result_line,
 )
 from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from jarvis.application.ask import AskQuestion, Sampling
+    from jarvis.application.ask import AskQuestion
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.traces import Trace
     from jarvis.entrypoints.cli.conversation import SessionChoice
@@ -431,17 +429,6 @@ def _conversation(
     return SessionChoice.of(continue_last=continue_last, name=session)
 
 
-def sampling_line(sampling: Sampling, temperature_from: str) -> str:
-    """The ``--verbose`` line saying which temperature the run uses and why."""
-    if sampling.source == "requested":
-        why = f"set by {temperature_from}" if temperature_from else "as requested"
-    elif sampling.source == "engine":
-        why = f"{sampling.why}; --temperature or [agent] temperature overrides it"
-    else:
-        why = sampling.why
-    return f"sampling: temperature {sampling.temperature:g} ({why})"
-
-
 async def _answer(
     runtime: Runtime,
     command: AskQuestion,
@@ -453,7 +440,8 @@ async def _answer(
     conversation: SessionChoice | None = None,
 ) -> None:
     from jarvis.application.ask import Answer
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.application.run_updates import answer_of
+    from jarvis.entrypoints.cli.run_view import ShownRun, sampling_line, summary_lines
     from jarvis.entrypoints.cli.streams import json_text
 
     started = time.perf_counter()
@@ -474,25 +462,16 @@ async def _answer(
                 runtime, conversation, command, notice=renderer.notice if verbose else None
             )
         if mode == "stream":
-            async for update in updates or service.stream(command):
-                if isinstance(update, TextDelta):
-                    renderer.text(update.text)
-                elif isinstance(update, ToolCallsRequested):
-                    for call in update.calls:
-                        renderer.notice(tool_call_line(call.name, call.arguments_json()))
-                elif isinstance(update, ToolResultReady):
-                    result = update.result
-                    renderer.notice(tool_result_line(result.content, success=result.success))
-                elif isinstance(update, Answer):
-                    answer = update
+            answer = await ShownRun(renderer).show(updates or service.stream(command))
             renderer.finish()
         else:
             if updates is None:
                 answer = await service.ask(command)
             else:
                 async for update in updates:
-                    if isinstance(update, Answer):
-                        answer = update
+                    found = answer_of(update)
+                    if found is not None:
+                        answer = found
             assert answer is not None
             if mode == "json":
                 data = answer.to_json()
@@ -502,14 +481,7 @@ async def _answer(
             else:
                 renderer.answer(answer.content)
         if verbose and answer is not None:
-            usage = answer.usage
-            renderer.notice(
-                f"model {answer.model} on {answer.engine}: {answer.turns} turn(s), "
-                f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, "
-                f"stop {answer.stop_reason}, {time.perf_counter() - started:.2f} s"
-            )
-            runtime_session = answer.metadata.get("session_id")
-            if isinstance(runtime_session, str) and runtime_session:
-                renderer.notice(f"runtime session {runtime_session} (continue: -O session=...)")
+            for line in summary_lines(answer, started):
+                renderer.notice(line)
     finally:
         await runtime.aclose()

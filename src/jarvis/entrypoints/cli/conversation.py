@@ -11,20 +11,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jarvis.application.conversation import HistoryUsed
+from jarvis.application.conversation import without_history
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.session_ids import check_session_id
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from jarvis.application.ask import Answer, AskQuestion
-    from jarvis.application.conversation import ConversationService, ConversationUpdate
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.application.ask import AskQuestion
+    from jarvis.application.conversation import ConversationService
+    from jarvis.application.run_updates import AnswerUpdate
     from jarvis.entrypoints.runtime import Runtime
-
-    TurnUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | Answer
-    """A turn's updates as ``jarvis ask`` renders them (the history line said apart)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,7 +85,7 @@ async def conversation_updates(
     command: AskQuestion,
     *,
     notice: Callable[[str], None] | None = None,
-) -> tuple[str, AsyncIterator[TurnUpdate]]:
+) -> tuple[str, AsyncIterator[AnswerUpdate]]:
     """The session id and the turn's updates (the ``--verbose`` history line said first)."""
     from jarvis.entrypoints.conversations import conversation_service
 
@@ -106,15 +101,4 @@ async def conversation_updates(
     else:
         session_id = await resolve_session(service, choice, notice=notice)
         updates = service.stream(session_id, command)
-    return session_id, _without_history(updates, notice)
-
-
-async def _without_history(
-    updates: AsyncIterator[ConversationUpdate], notice: Callable[[str], None] | None
-) -> AsyncIterator[TurnUpdate]:
-    async for update in updates:
-        if isinstance(update, HistoryUsed):
-            if notice is not None:
-                notice(update.describe())
-            continue
-        yield update
+    return session_id, without_history(updates, notice)

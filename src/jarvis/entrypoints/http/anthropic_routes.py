@@ -16,18 +16,17 @@ server's ``max_output_tokens``.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-from collections.abc import AsyncGenerator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import AskQuestion, AskService
-from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.completion import Completion, Usage
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.messages import Message
 from jarvis.entrypoints.http import events as ev
+from jarvis.entrypoints.http.anthropic_frames import STOP, MessageEvents
 from jarvis.entrypoints.http.anthropic_wire import (
     CountTokensRequest,
     MessagesRequest,
@@ -37,21 +36,13 @@ from jarvis.entrypoints.http.anthropic_wire import (
     to_messages,
     to_tool_specs,
 )
-from jarvis.entrypoints.http.errors import ApiError, api_error
+from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_routes import state_of
 from jarvis.entrypoints.http.state import ServerState
-from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.streaming import EventStream, encoded
 from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter()
-
-_STOP: dict[FinishReason, str] = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "content_filter": "end_turn",
-    "error": "end_turn",
-}
 
 
 async def _engine_model(state: ServerState, service: AskService, requested: str) -> str:
@@ -127,7 +118,7 @@ def _message(
     blocks.extend(
         ev.ToolUseBlock(id=c.id, name=c.name, input=c.arguments) for c in completion.tool_calls
     )
-    stop = "tool_use" if completion.tool_calls else _STOP[completion.finish_reason]
+    stop = "tool_use" if completion.tool_calls else STOP[completion.finish_reason]
     return ev.AnthropicMessage(
         id=message_id,
         content=blocks,
@@ -149,9 +140,9 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
     estimate = estimate_tokens(body)
     message_id = "msg_" + secrets.token_hex(12)
     if body.stream:
-        return EventStream(
-            _frames(state, service, inference_request, body.model, message_id, estimate)
-        )
+        chunks = service.inference.stream(inference_request)
+        encoder = MessageEvents(body.model, message_id, estimate)
+        return EventStream(encoded(state, chunks, encoder))
     async with asyncio.timeout(state.limits.request_timeout):
         completion = await while_connected(
             state, request.receive, service.inference.generate(inference_request)
@@ -162,108 +153,3 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
 @router.post("/v1/messages/count_tokens", summary="An estimate of a request's input tokens")
 async def count_tokens(body: CountTokensRequest) -> dict[str, int]:
     return {"input_tokens": estimate_tokens(body)}
-
-
-def _event(event: ev._Event) -> bytes:
-    return ev.encode(getattr(event, "type"), event)  # noqa: B009  # every event has its type
-
-
-async def _frames(
-    state: ServerState,
-    service: AskService,
-    request: InferenceRequest,
-    model: str,
-    message_id: str,
-    estimate: int,
-) -> AsyncGenerator[bytes, None]:
-    chunks = service.inference.stream(request)
-    state.active_runs += 1
-    index = 0
-    text_open = False
-    started = False
-    try:
-        async with asyncio.timeout(state.limits.stream_timeout):
-            while True:
-                try:
-                    chunk: StreamChunk = await anext(chunks)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    if not started:
-                        raise BeforeStream(exc) from exc
-                    raise
-                if not started:
-                    started = True
-                    shell = ev.AnthropicMessage(
-                        id=message_id,
-                        content=[],
-                        model=model,
-                        stop_reason=None,
-                        usage=ev.AnthropicUsage(input_tokens=estimate, output_tokens=0),
-                    )
-                    yield _event(ev.MessageStart(message=shell))
-                if chunk.content:
-                    if not text_open:
-                        text_open = True
-                        yield _event(
-                            ev.ContentBlockStart(index=index, content_block=ev.TextBlock(text=""))
-                        )
-                    yield _event(
-                        ev.ContentBlockDelta(
-                            index=index, delta=ev.TextDeltaBody(text=chunk.content)
-                        )
-                    )
-                if not chunk.is_final:
-                    continue
-                if text_open or not chunk.tool_calls:
-                    if not text_open:
-                        yield _event(
-                            ev.ContentBlockStart(index=index, content_block=ev.TextBlock(text=""))
-                        )
-                    yield _event(ev.ContentBlockStop(index=index))
-                    index += 1
-                    text_open = False
-                for call in chunk.tool_calls:
-                    yield _event(
-                        ev.ContentBlockStart(
-                            index=index,
-                            content_block=ev.ToolUseBlock(id=call.id, name=call.name, input={}),
-                        )
-                    )
-                    yield _event(
-                        ev.ContentBlockDelta(
-                            index=index,
-                            delta=ev.InputJsonDelta(
-                                partial_json=json.dumps(call.arguments, ensure_ascii=False)
-                            ),
-                        )
-                    )
-                    yield _event(ev.ContentBlockStop(index=index))
-                    index += 1
-                usage = chunk.usage or Usage()
-                stop = "tool_use" if chunk.tool_calls else _STOP[chunk.finish_reason or "stop"]
-                yield _event(
-                    ev.MessageDelta(
-                        delta=ev.MessageDeltaBody(stop_reason=stop),  # type: ignore[arg-type]
-                        usage=ev.MessageDeltaUsage(
-                            output_tokens=usage.completion_tokens,
-                            input_tokens=usage.prompt_tokens or estimate,
-                        ),
-                    )
-                )
-                yield _event(ev.MessageStop())
-                return
-    except BeforeStream:
-        raise
-    except Exception as exc:
-        error = api_error(exc)
-        body = ev.AnthropicError(
-            error=ev.AnthropicErrorBody(
-                type="overloaded_error" if error.status == 503 else "api_error",
-                message=error.message,
-            )
-        )
-        yield _event(body)
-    finally:
-        state.active_runs -= 1
-        await aclose(chunks)

@@ -20,20 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from jarvis.application.ask import Answer
 from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions import SessionMessage
-from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
-from jarvis.entrypoints.http import events as ev
-from jarvis.entrypoints.http.errors import api_error
+from jarvis.entrypoints.http.managed_frames import ManagedRunFrames
 from jarvis.entrypoints.http.managed_wire import (
     ManagedAgentIn,
     ManagedAgentOut,
@@ -42,9 +38,10 @@ from jarvis.entrypoints.http.managed_wire import (
     MessageOut,
     RunIn,
 )
-from jarvis.entrypoints.http.openai_routes import finish_for, state_of, usage_out
+from jarvis.entrypoints.http.openai_frames import usage_out
+from jarvis.entrypoints.http.openai_routes import state_of
 from jarvis.entrypoints.http.state import ServerState
-from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.streaming import EventStream, encoded
 from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
@@ -207,110 +204,13 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
     )
 
 
-def _chunk(
-    reply_id: str,
-    model: str,
-    delta: ev.Delta,
-    finish: str | None = None,
-    usage: dict[str, int] | None = None,
-    summary: ev.RunSummary | None = None,
-) -> bytes:
-    return ev.encode(
-        None,
-        ev.ChatChunk(
-            id=reply_id,
-            created=int(time.time()),
-            model=model,
-            choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]
-            usage=None if usage is None else ev.ChunkUsage(**usage),
-            jarvis=summary,
-        ),
-    )
-
-
-async def run_frames(
+def run_frames(
     state: ServerState, agent_id: str, pending: SessionMessage | None = None
 ) -> AsyncGenerator[bytes, None]:
     """The run's SSE frames; ``[DONE]`` ends every stream that started."""
     reply_id = "chatcmpl-" + secrets.token_hex(12)
-    model = agent_id
     updates = state.managed.stream(agent_id, pending)
-    started = False
-    calls = 0
-    state.active_runs += 1
-    try:
-        async with asyncio.timeout(state.limits.stream_timeout):
-            while True:
-                try:
-                    update = await anext(updates)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    if not started:
-                        raise BeforeStream(exc) from exc
-                    raise
-                if not started:
-                    started = True
-                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
-                if isinstance(update, TextDelta):
-                    if update.text:
-                        yield _chunk(reply_id, model, ev.Delta(content=update.text))
-                elif isinstance(update, ToolCallsRequested):
-                    calls += len(update.calls)
-                    yield ev.encode(
-                        "tool_calls",
-                        ev.ToolCallsEvent(
-                            calls=[
-                                ev.CallInfo(id=c.id, tool_name=c.name, arguments=c.arguments_json())
-                                for c in update.calls
-                            ]
-                        ),
-                    )
-                elif isinstance(update, ToolResultReady):
-                    result = update.result
-                    yield ev.encode(
-                        "tool_result",
-                        ev.ToolResultEvent(
-                            tool_name=result.tool_name,
-                            output=result.content,
-                            success=result.success,
-                            call_id=result.call_id,
-                            latency_ms=round(result.latency_seconds * 1000, 3),
-                        ),
-                    )
-                elif isinstance(update, Answer):
-                    yield _chunk(
-                        reply_id,
-                        model,
-                        ev.Delta(),
-                        finish_for(update),
-                        usage_out(update.usage),
-                        ev.RunSummary(
-                            stop_reason=update.stop_reason, turns=update.turns, tool_calls=calls
-                        ),
-                    )
-    except BeforeStream:
-        raise
-    except Exception as exc:
-        error = api_error(exc)
-        yield ev.encode(
-            "error",
-            ev.ErrorEvent(
-                error=ev.ErrorBody(message=error.message, type=error.type, code=error.code)
-            ),
-        )
-        yield _chunk(
-            reply_id,
-            model,
-            ev.Delta(),
-            "stop",
-            None,
-            ev.RunSummary(stop_reason="error", turns=0, tool_calls=calls),
-        )
-    finally:
-        state.active_runs -= 1
-        await aclose(updates)
-    yield ev.DONE
+    return encoded(state, updates, ManagedRunFrames(agent_id, reply_id))
 
 
 __all__ = ["router"]

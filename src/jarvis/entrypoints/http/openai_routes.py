@@ -22,22 +22,25 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from jarvis.application.ask import Answer, AskQuestion, AskService
+from jarvis.application.ask import AskQuestion, AskService
 from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.completion import StreamChunk, Usage
+from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.managed_agents import check_agent_id
 from jarvis.domain.messages import Message, Role
-from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.http import events as ev
-from jarvis.entrypoints.http.errors import ApiError, api_error
+from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.openai_frames import (
+    FINISH,
+    AgentChunks,
+    ProxyChunks,
+    finish_for,
+    usage_out,
+)
 from jarvis.entrypoints.http.openai_wire import (
     ChatRequest,
     NamedToolChoice,
@@ -48,36 +51,15 @@ from jarvis.entrypoints.http.openai_wire import (
 )
 from jarvis.entrypoints.http.security import Receive
 from jarvis.entrypoints.http.state import ServerState
-from jarvis.entrypoints.http.streaming import BeforeStream, EventStream, aclose
+from jarvis.entrypoints.http.streaming import EventStream, encoded
 from jarvis.entrypoints.http.watched import while_connected
 
 router = APIRouter()
-
-_FINISH = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "content_filter": "content_filter",
-    "error": "stop",
-}
 
 
 def state_of(request: Request) -> ServerState:
     state: ServerState = request.app.state.jarvis
     return state
-
-
-def finish_for(answer: Answer) -> str:
-    """``stop`` for a final answer; ``length`` when a budget (turns, time, tokens) ended it."""
-    return "stop" if answer.stop_reason in ("final_answer", "cancelled", "error") else "length"
-
-
-def usage_out(usage: Usage) -> dict[str, int]:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 async def command_for(
@@ -201,7 +183,9 @@ async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> R
     command = await command_for(state, service, body, question, history)
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     if body.stream:
-        return EventStream(_agent_frames(state, service, command, body.model, reply_id))
+        return EventStream(
+            encoded(state, service.stream(command), AgentChunks(body.model, reply_id))
+        )
     async with asyncio.timeout(limits.request_timeout):
         answer = await while_connected(state, receive, service.ask(command))
     return JSONResponse(
@@ -223,71 +207,6 @@ def _completion(
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": usage_out(usage),
     }
-
-
-def _chunk(
-    reply_id: str,
-    model: str,
-    delta: ev.Delta,
-    finish: str | None = None,
-    usage: Usage | None = None,
-) -> bytes:
-    chunk = ev.ChatChunk(
-        id=reply_id,
-        created=int(time.time()),
-        model=model,
-        choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]
-        usage=None if usage is None else ev.ChunkUsage(**usage_out(usage)),
-    )
-    return ev.encode(None, chunk)
-
-
-def _error_frame(exc: BaseException) -> bytes:
-    error = api_error(exc)
-    return ev.encode(
-        None,
-        ev.ErrorEvent(error=ev.ErrorBody(message=error.message, type=error.type, code=error.code)),
-    )
-
-
-async def _agent_frames(
-    state: ServerState, service: AskService, command: AskQuestion, model: str, reply_id: str
-) -> AsyncGenerator[bytes, None]:
-    updates = service.stream(command)
-    started = False
-    state.active_runs += 1
-    try:
-        async with asyncio.timeout(state.limits.stream_timeout):
-            async for update in _first_then_rest(updates):
-                if not started:
-                    started = True
-                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
-                if isinstance(update, TextDelta):
-                    if update.text:
-                        yield _chunk(reply_id, model, ev.Delta(content=update.text))
-                elif isinstance(update, Answer):
-                    yield _chunk(reply_id, model, ev.Delta(), finish_for(update), update.usage)
-    except BeforeStream:
-        raise
-    except Exception as exc:
-        yield _error_frame(exc)
-    finally:
-        state.active_runs -= 1
-        await aclose(updates)
-    yield ev.DONE
-
-
-async def _first_then_rest(items: AsyncIterator[object]) -> AsyncIterator[object]:
-    """``items``, with a failure before the first one raised as :class:`BeforeStream`."""
-    try:
-        first = await anext(items)
-    except StopAsyncIteration:
-        return
-    except Exception as exc:
-        raise BeforeStream(exc) from exc
-    yield first
-    async for item in items:
-        yield item
 
 
 async def _proxy(
@@ -324,7 +243,8 @@ async def _proxy(
     )
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     if body.stream:
-        return EventStream(_proxy_frames(state, service, request, body.model, reply_id))
+        chunks = service.inference.stream(request)
+        return EventStream(encoded(state, chunks, ProxyChunks(body.model, reply_id)))
     async with asyncio.timeout(state.limits.request_timeout):
         completion = await while_connected(state, receive, service.inference.generate(request))
     calls = tuple(tool_call_out(i, c) for i, c in enumerate(completion.tool_calls))
@@ -336,43 +256,7 @@ async def _proxy(
             body.model,
             completion.content,
             calls,
-            "tool_calls" if completion.tool_calls else _FINISH[completion.finish_reason],
+            "tool_calls" if completion.tool_calls else FINISH[completion.finish_reason],
             completion.usage,
         )
     )
-
-
-async def _proxy_frames(
-    state: ServerState, service: AskService, request: InferenceRequest, model: str, reply_id: str
-) -> AsyncGenerator[bytes, None]:
-    chunks = service.inference.stream(request)
-    started = False
-    state.active_runs += 1
-    try:
-        async with asyncio.timeout(state.limits.stream_timeout):
-            async for item in _first_then_rest(chunks):
-                assert isinstance(item, StreamChunk)
-                if not started:
-                    started = True
-                    yield _chunk(reply_id, model, ev.Delta(role="assistant", content=""))
-                if item.content:
-                    yield _chunk(reply_id, model, ev.Delta(content=item.content))
-                if item.is_final:
-                    if item.tool_calls:
-                        deltas = [
-                            ev.ToolCallDelta.model_validate(tool_call_out(i, c))
-                            for i, c in enumerate(item.tool_calls)
-                        ]
-                        yield _chunk(reply_id, model, ev.Delta(tool_calls=deltas))
-                    finish = (
-                        "tool_calls" if item.tool_calls else _FINISH[item.finish_reason or "stop"]
-                    )
-                    yield _chunk(reply_id, model, ev.Delta(), finish, item.usage or Usage())
-    except BeforeStream:
-        raise
-    except Exception as exc:
-        yield _error_frame(exc)
-    finally:
-        state.active_runs -= 1
-        await aclose(chunks)
-    yield ev.DONE

@@ -30,8 +30,9 @@ from jarvis.domain.json_types import JSONObject, JSONValue
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
     from jarvis.application.registry import AgentRegistry
+    from jarvis.application.run_updates import AnswerUpdate
     from jarvis.domain.ports import ToolPort
-    from jarvis.domain.updates import RunUpdate
+    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
     from jarvis.entrypoints.http.state import ServerState
     from jarvis.entrypoints.runtime import Runtime
 
@@ -191,19 +192,28 @@ def answer_json(answer: Answer, session: str | None) -> JSONObject:
     return data
 
 
-def progress_line(update: RunUpdate | Answer) -> str | None:
-    """The progress message for one update of a run (None: nothing to say)."""
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+class _Follower:
+    """Tells ``progress`` of each step of a run (its text, tool calls, tool results) and
+    keeps the answer."""
 
-    if isinstance(update, TextDelta):
-        return update.text[:MAX_PROGRESS_CHARS] or None
-    if isinstance(update, ToolCallsRequested):
-        return "calling " + ", ".join(c.name for c in update.calls)
-    if isinstance(update, ToolResultReady):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.final: Answer | None = None
+
+    async def text(self, update: TextDelta) -> None:
+        if update.text:
+            await self.progress(update.text[:MAX_PROGRESS_CHARS])
+
+    async def tool_calls(self, update: ToolCallsRequested) -> None:
+        await self.progress("calling " + ", ".join(c.name for c in update.calls))
+
+    async def tool_result(self, update: ToolResultReady) -> None:
         result = update.result
         state = "done" if result.success else "failed"
-        return f"{result.tool_name} {state}: {result.content[:MAX_PROGRESS_CHARS]}"
-    return None
+        await self.progress(f"{result.tool_name} {state}: {result.content[:MAX_PROGRESS_CHARS]}")
+
+    async def answer(self, update: Answer) -> None:
+        self.final = update
 
 
 @dataclass(eq=False, slots=True)
@@ -290,7 +300,7 @@ class JarvisTools:
             return _failure(error.message)
 
     async def _ask(self, arguments: Mapping[str, JSONValue], progress: Progress) -> ToolOutcome:
-        from jarvis.application.conversation import HistoryUsed
+        from jarvis.application.conversation import without_history
 
         question = _string(arguments, "question", required=True)
         assert question is not None
@@ -306,15 +316,15 @@ class JarvisTools:
         service = await self.runtime.service()
         self._allowed(service.registry, command.agent or service.default_agent, options)
         if session is None:
-            updates: AsyncIterator[object] = service.stream(command)
+            updates: AsyncIterator[AnswerUpdate] = service.stream(command)
         else:
             from jarvis.domain.session_ids import check_session_id
             from jarvis.entrypoints.conversations import conversation_service
 
             session = check_session_id(session)
             conversations = await conversation_service(self.runtime)
-            updates = conversations.stream(session, command)
-        answer = await _follow(updates, progress, skip=HistoryUsed)
+            updates = without_history(conversations.stream(session, command))
+        answer = await _follow(updates, progress)
         return ToolOutcome(text=answer.content, structured=answer_json(answer, session))
 
     def _allowed(
@@ -412,26 +422,17 @@ def _limit(arguments: Mapping[str, JSONValue], most: int) -> int | None:
     return value
 
 
-async def _follow(
-    updates: AsyncIterator[object], progress: Progress, *, skip: type | None = None
-) -> Answer:
+async def _follow(updates: AsyncIterator[AnswerUpdate], progress: Progress) -> Answer:
     """Run ``updates`` to the end, telling ``progress`` each step; the answer.
 
     Cancelled (the client cancelled, or went away), the run's generator is closed at once,
     which cancels the engine's request and stores what a conversation completed."""
-    from jarvis.application.ask import Answer
+    from jarvis.application.run_updates import handle
 
-    answer: Answer | None = None
+    follower = _Follower(progress)
     async with contextlib.aclosing(updates) as steps:  # type: ignore[type-var]
         async for update in steps:
-            if skip is not None and isinstance(update, skip):
-                continue
-            if isinstance(update, Answer):
-                answer = update
-                continue
-            line = progress_line(update)  # type: ignore[arg-type]
-            if line is not None:
-                await progress(line)
-    if answer is None:
+            await handle(update, follower)
+    if follower.final is None:
         raise RuntimeError("The run ended without an answer.")
-    return answer
+    return follower.final
