@@ -226,6 +226,5 @@ async def run_typed(
         attempts=attempts,
         usage=usage,
         engine=engine,
-        hint="Run with --verbose to see the last reply and every error; a larger model, "
-        "a simpler schema or more output retries may help.",
+        hint="A larger model, a simpler schema or more output retries may help.",
     )
