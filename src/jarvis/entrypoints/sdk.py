@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+MAX_KEPT_OUTPUT_TYPES = 64
+
 OutputType: TypeAlias = "type[object] | Mapping[str, object]"
 """What ``output_type`` takes: a pydantic model, a dataclass, a TypedDict (any type
 pydantic's ``TypeAdapter`` describes) or a JSON Schema dict."""
@@ -143,6 +145,9 @@ class Jarvis:
         self.agent = agent
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
+        self._output_specs: dict[tuple[type[object], int], OutputSpec[object]] = {}
+        """The spec of each ``output_type`` asked for (a type's schema and validator take
+        pydantic a millisecond or more to build), at most :data:`MAX_KEPT_OUTPUT_TYPES`."""
         self._closed = False
 
     # -- tools ------------------------------------------------------------------------------
@@ -240,10 +245,24 @@ class Jarvis:
         command = self._runtime.question(question, **options)
         if output_type is None:
             return command
+        return replace(command, output=self._output_spec(output_type, output_retries))
+
+    def _output_spec(self, output_type: OutputType, retries: int) -> OutputSpec[object]:
         from jarvis.application.output_types import output_spec
 
-        spec: OutputSpec[object] = output_spec(output_type, retries=output_retries)
-        return replace(command, output=spec)
+        if not isinstance(output_type, type):  # a schema dict: cheap to check each time
+            return output_spec(output_type, retries=retries)
+        key = (output_type, retries)
+        with self._lock:
+            kept = self._output_specs.get(key)
+        if kept is not None:
+            return kept
+        spec: OutputSpec[object] = output_spec(output_type, retries=retries)
+        with self._lock:
+            if len(self._output_specs) >= MAX_KEPT_OUTPUT_TYPES:
+                self._output_specs.pop(next(iter(self._output_specs)))
+            self._output_specs[key] = spec
+        return spec
 
     async def _ask(self, command: AskQuestion) -> Answer:
         service = await self._runtime.service()
