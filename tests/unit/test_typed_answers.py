@@ -11,7 +11,9 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 import jarvis
+from contracts.inference_contract import InferenceContract
 from jarvis.application.output_types import output_spec
+from jarvis.domain.agents.typed_answer import StructuredAnswers
 from jarvis.domain.completion import Completion, Usage
 from jarvis.domain.errors import (
     ConfigurationError,
@@ -238,3 +240,25 @@ def test_decoding_a_reply_is_linear_and_bounded() -> None:
     for bad in ("", "{" * 100_000, "x" * 1_000_001):
         with pytest.raises(Exception, match=r"\$: "):
             decode_reply(bad)
+
+
+class TestStructuredAnswersOverTheFake(InferenceContract[StructuredAnswers]):
+    """The engine wrapper of a typed run is still an inference port, contract and all."""
+
+    forces_tool_choice = False
+
+    @pytest.fixture
+    def engine(self) -> StructuredAnswers:
+        fake = ScriptedInference(['{"is_capital": true}'], strict_models=True)
+        return StructuredAnswers(fake, OutputSchema.of(CITY_SCHEMA), constrain_plain=True)
+
+
+def test_a_text_protocol_agent_is_prompted_and_checked() -> None:
+    engine = ScriptedInference([f"Thought: I know it.\nFinal Answer: {PARIS}"])
+    with jarvis.Jarvis(inference=engine) as j:
+        city = j.ask("q", agent="native_react", tools=["calculator"], output_type=City)
+    assert city == City(name="Paris", population=2_100_000)
+    [request] = engine.requests
+    assert request.response_format is None  # its replies are ReAct text, not the object
+    assert request.tools == ()
+    assert "JSON Schema" in request.messages[-1].content

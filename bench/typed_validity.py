@@ -1,0 +1,123 @@
+"""How often SmolLM2-135M (the embedded engine's default model) gives a valid typed answer.
+
+    python -m bench.typed_validity [--prompts 50] [--max-tokens 64]
+
+Fifty questions, each asked once for a simple schema (a city and its country, both
+strings) on the embedded engine, greedily, with no retry (``output_retries=0``):
+
+* with the grammar: the engine's normal path, the schema turned into a GBNF grammar;
+* prompted only: the same question and instruction with the grammar withheld (what an
+  engine without structured output gets), the reply decoded and checked alike;
+* prompted, with the two default retries (the errors sent back).
+
+A reply counts as valid when it decodes and matches the schema. The figures go into the
+README's "Typed answers" section by hand (the run takes minutes: it is not part of
+``bench.run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+from jarvis.domain.completion import Completion, StreamChunk
+from jarvis.domain.errors import OutputValidationError
+from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.ports import InferencePort
+
+SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+    "required": ["city", "country"],
+}
+COUNTRIES = (
+    "France", "Italy", "Spain", "Germany", "Japan", "China", "India", "Brazil", "Canada",
+    "Mexico", "Egypt", "Kenya", "Peru", "Chile", "Norway", "Sweden", "Poland", "Greece",
+    "Turkey", "Russia", "Australia", "Argentina", "Portugal", "Ireland", "Vietnam",
+)  # fmt: skip
+TEMPLATES = ("What is the capital of {}?", "Name a large city in {}.")
+
+
+def prompts(count: int) -> list[str]:
+    every = [t.format(c) for t in TEMPLATES for c in COUNTRIES]
+    return every[:count]
+
+
+class WithoutGrammar:
+    """The engine with every response format withheld: the prompt alone asks for the shape."""
+
+    def __init__(self, inner: InferencePort) -> None:
+        self.inner = inner
+
+    @property
+    def engine_id(self) -> str:
+        return self.inner.engine_id
+
+    @property
+    def base_url(self) -> str:
+        return self.inner.base_url
+
+    async def generate(self, request: InferenceRequest) -> Completion:
+        return await self.inner.generate(replace(request, response_format=None))
+
+    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
+        return self.inner.stream(replace(request, response_format=None))
+
+    async def list_models(self) -> list[str]:
+        return await self.inner.list_models()
+
+    async def health(self) -> bool:
+        return await self.inner.health()
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def rate(engine: InferencePort, questions: list[str], retries: int, max_tokens: int) -> int:
+    from jarvis import Jarvis
+
+    valid = 0
+    async with Jarvis(inference=engine) as j:
+        for question in questions:
+            try:
+                await j.aask(
+                    question, output_type=SCHEMA, output_retries=retries, max_tokens=max_tokens
+                )
+            except OutputValidationError:
+                continue
+            valid += 1
+    return valid
+
+
+async def main_async(count: int, max_tokens: int) -> None:
+    from jarvis.adapters.inference.llamacpp import LlamaCppEngine
+
+    engine = LlamaCppEngine(n_ctx=2048)
+    questions = prompts(count)
+    try:
+        for name, port, retries in (
+            ("with the grammar, no retry", engine, 0),
+            ("prompted only, no retry", WithoutGrammar(engine), 0),
+            ("prompted only, 2 retries", WithoutGrammar(engine), 2),
+        ):
+            started = time.perf_counter()
+            valid = await rate(port, questions, retries, max_tokens)
+            seconds = time.perf_counter() - started
+            print(f"{name}: {valid}/{len(questions)} valid ({seconds:.0f} s)", flush=True)
+    finally:
+        await engine.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="valid typed answers of the embedded model")
+    parser.add_argument("--prompts", type=int, default=50)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    args = parser.parse_args()
+    asyncio.run(main_async(args.prompts, args.max_tokens))
+
+
+if __name__ == "__main__":
+    main()
