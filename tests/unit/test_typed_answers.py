@@ -262,3 +262,22 @@ def test_a_text_protocol_agent_is_prompted_and_checked() -> None:
     assert request.response_format is None  # its replies are ReAct text, not the object
     assert request.tools == ()
     assert "JSON Schema" in request.messages[-1].content
+
+
+def test_a_turn_that_must_call_a_tool_is_not_offered_the_final_answer_tool() -> None:
+    call = ToolCall(id="c1", name="calculator", arguments={"expression": "1+1"})
+    engine = ScriptedInference(
+        [Completion(content="", tool_calls=(call,), finish_reason="tool_calls"), PARIS]
+    )
+    with jarvis.Jarvis(inference=engine) as j:
+        city = j.ask(
+            "q",
+            agent="orchestrator",
+            tools=["calculator"],
+            agent_options={"tool_choice": "required"},
+            output_type=City,
+        )
+    assert city.name == "Paris"
+    first, second = engine.requests
+    assert (first.tool_choice, [t.name for t in first.tools]) == ("required", ["calculator"])
+    assert [t.name for t in second.tools] == ["calculator", "final_answer"]

@@ -93,7 +93,7 @@ class StructuredAnswers:
         """The request as sent, and the name of the final-answer tool it offers (if any)."""
         if request.response_format is not None:
             return request, None
-        if request.tools and request.tool_choice != "none":
+        if request.tools and request.tool_choice == "auto":  # a forced call is no answer yet
             name = self.final_tool_name(request.tools)
             tool = ToolSpec(
                 name=name,
