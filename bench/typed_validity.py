@@ -92,17 +92,21 @@ async def rate(engine: InferencePort, questions: list[str], retries: int, max_to
     return valid
 
 
-async def main_async(count: int, max_tokens: int) -> None:
+MODES = ("grammar", "prompt", "prompt-retries")
+
+
+async def main_async(count: int, max_tokens: int, modes: tuple[str, ...] = MODES) -> None:
     from jarvis.adapters.inference.llamacpp import LlamaCppEngine
 
     engine = LlamaCppEngine(n_ctx=2048)
     questions = prompts(count)
+    runs: dict[str, tuple[str, InferencePort, int]] = {
+        "grammar": ("with the grammar, no retry", engine, 0),
+        "prompt": ("prompted only, no retry", WithoutGrammar(engine), 0),
+        "prompt-retries": ("prompted only, 2 retries", WithoutGrammar(engine), 2),
+    }
     try:
-        for name, port, retries in (
-            ("with the grammar, no retry", engine, 0),
-            ("prompted only, no retry", WithoutGrammar(engine), 0),
-            ("prompted only, 2 retries", WithoutGrammar(engine), 2),
-        ):
+        for name, port, retries in (runs[mode] for mode in modes):
             started = time.perf_counter()
             valid = await rate(port, questions, retries, max_tokens)
             seconds = time.perf_counter() - started
@@ -115,8 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="valid typed answers of the embedded model")
     parser.add_argument("--prompts", type=int, default=50)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--only", choices=MODES, action="append", help="run only these")
     args = parser.parse_args()
-    asyncio.run(main_async(args.prompts, args.max_tokens))
+    asyncio.run(main_async(args.prompts, args.max_tokens, tuple(args.only or MODES)))
 
 
 if __name__ == "__main__":
