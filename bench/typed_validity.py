@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -76,19 +77,22 @@ class WithoutGrammar:
         return None
 
 
-async def rate(engine: InferencePort, questions: list[str], retries: int, max_tokens: int) -> int:
+async def rate(
+    engine: InferencePort, questions: list[str], retries: int, max_tokens: int, name: str
+) -> int:
     from jarvis import Jarvis
 
     valid = 0
     async with Jarvis(inference=engine) as j:
-        for question in questions:
+        for done, question in enumerate(questions, 1):
             try:
                 await j.aask(
                     question, output_type=SCHEMA, output_retries=retries, max_tokens=max_tokens
                 )
+                valid += 1
             except OutputValidationError:
-                continue
-            valid += 1
+                pass
+            print(f"  {name}: {valid}/{done} valid so far", file=sys.stderr, flush=True)
     return valid
 
 
@@ -108,7 +112,7 @@ async def main_async(count: int, max_tokens: int, modes: tuple[str, ...] = MODES
     try:
         for name, port, retries in (runs[mode] for mode in modes):
             started = time.perf_counter()
-            valid = await rate(port, questions, retries, max_tokens)
+            valid = await rate(port, questions, retries, max_tokens, name)
             seconds = time.perf_counter() - started
             print(f"{name}: {valid}/{len(questions)} valid ({seconds:.0f} s)", flush=True)
     finally:
