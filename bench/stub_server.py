@@ -6,7 +6,8 @@ to play a slow engine), over HTTP/1.1 keep-alive, on the
 standard library alone so that it costs as little as possible and measures the client,
 not itself. When tools are offered and the conversation has no tool result yet, the
 answer is a call of the first tool (``{"expression": "2+2"}`` when it takes an
-``expression``, else ``{}``); otherwise it is :data:`ANSWER`. ``--tool-rounds N`` keeps
+``expression``, else ``{}``); otherwise it is :data:`ANSWER` (:data:`JSON_ANSWER` when a
+``response_format`` asks for JSON). ``--tool-rounds N`` keeps
 calling until N tool results have come back (a multi-turn tool loop).
 
 Run it with ``python bench/stub_server.py [--port 0] [--chunk-delay SECONDS]``; it prints
@@ -26,6 +27,8 @@ from collections.abc import Iterator
 from typing import cast
 
 ANSWER = "The capital of France is Paris."
+JSON_ANSWER = '{"city": "Paris", "country": "France"}'
+"""The answer to a request with a ``response_format`` (a typed answer's benchmark)."""
 MODEL = "stub-model"
 
 
@@ -151,7 +154,8 @@ class _Handler:
 
     def completion(self, body: dict[str, object]) -> dict[str, object]:
         call = _tool_call(body, self.tool_rounds)
-        message: dict[str, object] = {"role": "assistant", "content": None if call else ANSWER}
+        answer = JSON_ANSWER if "response_format" in body else ANSWER
+        message: dict[str, object] = {"role": "assistant", "content": None if call else answer}
         if call:
             message["tool_calls"] = [call]
         return {

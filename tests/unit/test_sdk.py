@@ -366,4 +366,4 @@ class TestOptions:
             jarvis.Jarvis(inference=ScriptedInference()) as j,
             pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"),
         ):
-            j.ask("q", temprature=0.3)  # type: ignore[call-arg]
+            j.ask("q", temprature=0.3)  # type: ignore[call-overload]

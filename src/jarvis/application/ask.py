@@ -17,6 +17,7 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
+from jarvis.domain.typed_output import OutputSpec
 from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
@@ -50,6 +51,9 @@ class AskQuestion:
     skills: bool = True
     """Whether a tool-using agent is offered the skills (False for the ``sandboxed``
     agent's inner run: the ``skill`` tool reads host folders the sandbox cannot reach)."""
+    output: OutputSpec[object] | None = None
+    """A typed answer: the schema the answer must match (see
+    :mod:`jarvis.domain.agents.typed_answer`); ``None``: free text."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +69,9 @@ class Answer:
     engine: str
     stop_reason: str
     metadata: JSONObject = field(default_factory=dict)
+    output: object = None
+    """A typed question's validated answer (an instance of its ``output_type``, or the JSON
+    value for a schema dict; ``content`` is then that answer as JSON); else ``None``."""
 
     def __getitem__(self, key: str) -> JSONValue:
         """Read as a mapping too (``answer["content"]``), as OpenJarvis's ``ask_full``
@@ -76,8 +83,11 @@ class Answer:
         return list(self.to_json())
 
     @classmethod
-    def from_result(cls, result: AgentResult, *, model: str, engine: str) -> Answer:
+    def from_result(
+        cls, result: AgentResult, *, model: str, engine: str, output: object = None
+    ) -> Answer:
         return cls(
+            output=output,
             content=result.content,
             turns=result.turns,
             tool_results=result.tool_results,
@@ -111,7 +121,15 @@ class Answer:
             "engine": self.engine,
             "stop_reason": self.stop_reason,
             "metadata": self.metadata,
+            **({"output": self._output_json()} if self.output is not None else {}),
         }
+
+    def _output_json(self) -> JSONValue:
+        """A typed answer's JSON (``content`` holds it, compact)."""
+        import json
+
+        value: JSONValue = json.loads(self.content)
+        return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -305,6 +323,16 @@ class AskService:
             if self.tools is not None and names:
                 await self.tools.prepare(names)
                 tools = self.tools.build(names, inference=self.inference, model=model)
+        inference = self.inference
+        if command.output is not None:
+            from jarvis.domain.agents.simple import SimpleAgent
+            from jarvis.domain.agents.typed_answer import StructuredAnswers
+
+            inference = StructuredAnswers(
+                inference,
+                command.output.schema,
+                constrain_plain=issubclass(agent_cls, SimpleAgent),
+            )
         extra, skill_tool = self._context_prompt(command, agent_cls)
         if skill_tool is not None and all(t.spec.name != skill_tool.spec.name for t in tools):
             tools.append(skill_tool)
@@ -312,7 +340,7 @@ class AskService:
         default = agent_cls.default_sampling
         max_tokens = self.default_max_tokens if command.max_tokens is None else command.max_tokens
         parts = AgentParts(
-            inference=self.inference,
+            inference=inference,
             model=model,
             bus=self.bus,
             sampling=replace(
@@ -383,15 +411,35 @@ class AskService:
 
     async def ask(self, command: AskQuestion) -> Answer:
         agent, model = await self.build_agent(command)
+        if command.output is not None:
+            return await self._typed(agent, model, command, command.output)
         result = await agent.arun(command.question, command.context)
         return Answer.from_result(result, model=model, engine=self.inference.engine_id)
+
+    async def _typed(
+        self, agent: BaseAgent, model: str, command: AskQuestion, spec: OutputSpec[object]
+    ) -> Answer:
+        """A typed question: the answer checked against ``spec``, retried with its errors."""
+        from jarvis.domain.agents.typed_answer import run_typed
+
+        engine = self.inference.engine_id
+        typed = await run_typed(agent, command.question, command.context, spec, engine=engine)
+        return Answer.from_result(typed.result, model=model, engine=engine, output=typed.output)
 
     async def stream(
         self, command: AskQuestion
     ) -> AsyncIterator[TextDelta | ToolCallsRequested | ToolResultReady | Answer]:
         """The run's updates as they happen, then the :class:`Answer` as the last item
-        (an :data:`~jarvis.application.run_updates.AnswerUpdate` each)."""
+        (an :data:`~jarvis.application.run_updates.AnswerUpdate` each).
+
+        A typed question is answered whole (only a checked answer is shown): its JSON
+        arrives as one piece of text."""
         agent, model = await self.build_agent(command)
+        if command.output is not None:
+            answer = await self._typed(agent, model, command, command.output)
+            yield TextDelta(text=answer.content)
+            yield answer
+            return
         streamed = False
         async for update in agent.astream(command.question, command.context):
             if isinstance(update, RunFinished):

@@ -35,11 +35,16 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResponseFormat:
-    """Structured output: ``json_object`` (any JSON) or ``json_schema`` (this schema)."""
+    """Structured output: ``json_object`` (any JSON) or ``json_schema`` (this schema).
+
+    ``strict`` asks an OpenAI-compatible server for its strict schema mode; it is set only
+    for schemas that mode accepts (every object closed, every property required).
+    """
 
     type: Literal["json_object", "json_schema"] = "json_schema"
     schema: JSONObject | None = None
     name: str = "response"
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

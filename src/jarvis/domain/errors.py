@@ -12,7 +12,9 @@
     │   ├── ModelNotFoundError       permanent: lists the models the engine has
     │   ├── ContextTooLongError      permanent: the prompt does not fit the context window
     │   ├── ToolsNotSupportedError   permanent: the model cannot take tool definitions
-    │   └── EngineProtocolError      permanent: the engine answered something unparseable
+    │   ├── EngineProtocolError      permanent: the engine answered something unparseable
+    │   ├── StructuredOutputNotSupportedError  the engine refused every structured-output form
+    │   └── OutputValidationError    permanent: a typed answer never matched its schema
     ├── ToolError                 a tool could not be built or run (inside a run these
     │                             become failed ToolResults, never exceptions)
     ├── PersonaError              a persona that does not exist or escapes its folder
@@ -27,7 +29,10 @@ bounded backoff, and everything else surfaces at once.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from jarvis.domain.completion import Usage
 
 
 class JarvisError(Exception):
@@ -102,6 +107,36 @@ class ToolsNotSupportedError(InferenceError):
 
 class EngineProtocolError(InferenceError):
     pass
+
+
+class StructuredOutputNotSupportedError(InferenceError):
+    """The engine refused every form of structured output it was asked in (a typed answer
+    then falls back to asking for the shape in the prompt and checking the reply)."""
+
+
+class OutputValidationError(InferenceError):
+    """A typed answer did not match its schema, after every retry the run allowed.
+
+    Never a silent ``None``: the caller gets the last reply, the ways it broke the schema,
+    how many replies were asked for and the tokens all of them cost.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        last_reply: str,
+        errors: tuple[str, ...],
+        attempts: int,
+        usage: Usage,
+        engine: str = "",
+        hint: str = "",
+    ) -> None:
+        super().__init__(message, engine=engine, hint=hint)
+        self.last_reply = last_reply
+        self.errors = errors
+        self.attempts = attempts
+        self.usage = usage
 
 
 class ToolError(JarvisError):

@@ -154,6 +154,7 @@ class ResponseFormatModel(_Message):
     type: Literal["json_object", "json_schema"] = "json_schema"
     schema_: dict[str, JsonValue] | None = Field(default=None, alias="schema")
     name: Name = "response"
+    strict: bool = False
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -181,7 +182,10 @@ class InferenceRequestModel(_Message):
             response_format=None
             if response is None
             else ResponseFormatModel(
-                type=response.type, schema=response.schema, name=response.name
+                type=response.type,
+                schema=response.schema,
+                name=response.name,
+                strict=response.strict,
             ),
             options=request.options,
         )
@@ -201,6 +205,7 @@ class InferenceRequestModel(_Message):
                 type=response.type,
                 schema=None if response.schema_ is None else dict(response.schema_),
                 name=response.name,
+                strict=response.strict,
             ),
             options=dict(self.options),
         )

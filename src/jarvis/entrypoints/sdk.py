@@ -36,14 +36,16 @@ from collections.abc import (
     Callable,
     Coroutine,
     Generator,
+    Mapping,
     Sequence,
 )
 from concurrent.futures import Future
 from dataclasses import replace
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar, Unpack
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, Unpack, overload
 
+from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.bootstrap import bootstrap
 from jarvis.entrypoints.runtime import AskOptions
 from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -51,10 +53,18 @@ from jarvis.entrypoints.settings import EngineOverrides, load_config
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
+    from jarvis.domain.json_types import JSONValue
     from jarvis.domain.ports import InferencePort, ToolPort
+    from jarvis.domain.typed_output import OutputSpec
     from jarvis.entrypoints.sdk_conversation import AsyncConversation, Conversation
 
 T = TypeVar("T")
+
+MAX_KEPT_OUTPUT_TYPES = 64
+
+OutputType: TypeAlias = "type[object] | Mapping[str, object]"
+"""What ``output_type`` takes: a pydantic model, a dataclass, a TypedDict (any type
+pydantic's ``TypeAdapter`` describes) or a JSON Schema dict."""
 
 _END = object()
 
@@ -134,6 +144,9 @@ class Jarvis:
         self.agent = agent
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
+        self._output_specs: dict[tuple[type[object], int], OutputSpec[object]] = {}
+        """The spec of each ``output_type`` asked for (a type's schema and validator take
+        pydantic a millisecond or more to build), at most :data:`MAX_KEPT_OUTPUT_TYPES`."""
         self._closed = False
 
     # -- tools ------------------------------------------------------------------------------
@@ -220,9 +233,35 @@ class Jarvis:
 
     # -- building a question -----------------------------------------------------------------
 
-    def _question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
+    def _question(
+        self,
+        question: str,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> AskQuestion:
         options["agent"] = options.get("agent") or self.agent
-        return self._runtime.question(question, **options)
+        command = self._runtime.question(question, **options)
+        if output_type is None:
+            return command
+        return replace(command, output=self._output_spec(output_type, output_retries))
+
+    def _output_spec(self, output_type: OutputType, retries: int) -> OutputSpec[object]:
+        from jarvis.application.output_types import output_spec
+
+        if not isinstance(output_type, type):  # a schema dict: cheap to check each time
+            return output_spec(output_type, retries=retries)
+        key = (output_type, retries)
+        with self._lock:
+            kept = self._output_specs.get(key)
+        if kept is not None:
+            return kept
+        spec: OutputSpec[object] = output_spec(output_type, retries=retries)
+        with self._lock:
+            if len(self._output_specs) >= MAX_KEPT_OUTPUT_TYPES:
+                self._output_specs.pop(next(iter(self._output_specs)))
+            self._output_specs[key] = spec
+        return spec
 
     async def _ask(self, command: AskQuestion) -> Answer:
         service = await self._runtime.service()
@@ -239,20 +278,80 @@ class Jarvis:
 
     # -- synchronous API ---------------------------------------------------------------------
 
-    def ask(self, question: str, **options: Unpack[AskOptions]) -> str:
-        """The answer's text."""
-        return self.ask_full(question, **options).content
+    @overload
+    def ask(
+        self,
+        question: str,
+        *,
+        output_type: None = None,
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> str: ...
 
-    def ask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
-        """The whole answer: content, turns, tool results, usage, model, engine, stop reason."""
-        command = self._question(question, **options)
+    @overload
+    def ask(
+        self,
+        question: str,
+        *,
+        output_type: Mapping[str, object],
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> JSONValue: ...
+
+    @overload
+    def ask(
+        self,
+        question: str,
+        *,
+        output_type: type[T],
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> T: ...
+
+    def ask(
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> object:
+        """The answer's text; with ``output_type`` (a pydantic model, a dataclass, a
+        TypedDict or a JSON Schema dict) the validated answer (see :meth:`ask_full`)."""
+        answer = self.ask_full(
+            question, output_type=output_type, output_retries=output_retries, **options
+        )
+        return answer.content if output_type is None else answer.output
+
+    def ask_full(
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> Answer:
+        """The whole answer: content, turns, tool results, usage, model, engine, stop reason.
+
+        With ``output_type`` the answer must match its schema: ``output`` is the validated
+        answer (an instance of the type; the JSON value for a schema dict) and ``content``
+        that answer as JSON. An invalid reply is sent back with its errors at most
+        ``output_retries`` times, then ``OutputValidationError`` is raised (usage counts
+        every attempt)."""
+        command = self._question(question, output_type, output_retries, **options)
         return self._call(self._ask(command))
 
     def ask_stream(
-        self, question: str, **options: Unpack[AskOptions]
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
     ) -> Generator[str, None, None]:
-        """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel."""
-        command = self._question(question, **options)
+        """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel.
+        With ``output_type``, the checked answer's JSON arrives whole, as one piece."""
+        command = self._question(question, output_type, output_retries, **options)
         stream = self._stream(command)
 
         async def next_piece() -> object:
@@ -313,20 +412,73 @@ class Jarvis:
 
     # -- asynchronous API --------------------------------------------------------------------
 
-    async def aask(self, question: str, **options: Unpack[AskOptions]) -> str:
-        """``await``-able :meth:`ask`."""
-        answer = await self.aask_full(question, **options)
-        return answer.content
+    @overload
+    async def aask(
+        self,
+        question: str,
+        *,
+        output_type: None = None,
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> str: ...
 
-    async def aask_full(self, question: str, **options: Unpack[AskOptions]) -> Answer:
+    @overload
+    async def aask(
+        self,
+        question: str,
+        *,
+        output_type: Mapping[str, object],
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> JSONValue: ...
+
+    @overload
+    async def aask(
+        self,
+        question: str,
+        *,
+        output_type: type[T],
+        output_retries: int = ...,
+        **options: Unpack[AskOptions],
+    ) -> T: ...
+
+    async def aask(
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> object:
+        """``await``-able :meth:`ask`."""
+        answer = await self.aask_full(
+            question, output_type=output_type, output_retries=output_retries, **options
+        )
+        return answer.content if output_type is None else answer.output
+
+    async def aask_full(
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> Answer:
         """``await``-able :meth:`ask_full` (runs on the caller's event loop)."""
-        command = self._question(question, **options)
+        command = self._question(question, output_type, output_retries, **options)
         self._check_open()
         return await self._ask(command)
 
-    async def aask_stream(self, question: str, **options: Unpack[AskOptions]) -> AsyncIterator[str]:
+    async def aask_stream(
+        self,
+        question: str,
+        *,
+        output_type: OutputType | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[AskOptions],
+    ) -> AsyncIterator[str]:
         """:meth:`ask_stream` for ``async for``. Stop iterating to cancel the run."""
-        command = self._question(question, **options)
+        command = self._question(question, output_type, output_retries, **options)
         self._check_open()
         async for piece in self._stream(command):
             yield piece

@@ -146,10 +146,10 @@ def response_format_to_openai(response_format: ResponseFormat) -> JSONObject:
     """The standard OpenAI shape: ``json_schema`` with a named schema, or ``json_object``."""
     if response_format.type == "json_object" or response_format.schema is None:
         return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": response_format.name, "schema": response_format.schema},
-    }
+    spec: JSONObject = {"name": response_format.name, "schema": response_format.schema}
+    if response_format.strict:
+        spec["strict"] = True
+    return {"type": "json_schema", "json_schema": spec}
 
 
 def response_format_with_inline_schema(response_format: ResponseFormat) -> JSONObject:

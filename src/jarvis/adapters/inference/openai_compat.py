@@ -74,6 +74,7 @@ from jarvis.domain.errors import (
     EngineProtocolError,
     InferenceError,
     ModelNotFoundError,
+    StructuredOutputNotSupportedError,
     ToolsNotSupportedError,
 )
 from jarvis.domain.inference import InferenceRequest
@@ -188,6 +189,13 @@ class OpenAICompatibleEngine:
             except EngineStatusError as exc:
                 if position + 1 < len(dialects) and _rejects_structured_output(exc):
                     continue
+                if _rejects_structured_output(exc):
+                    raise StructuredOutputNotSupportedError(
+                        "The engine refused every form of structured output it was asked in "
+                        f"({', '.join(dialects)}): {error_message(exc.body)}",
+                        engine=self._engine_id,
+                        url=exc.url,
+                    ) from None
                 raise await self._status_error(exc, request) from None
             self._dialect = dialect
             return sent

@@ -244,6 +244,25 @@ def ask(
             "off).",
         ),
     ] = False,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            help="The answer must be a JSON object of this shape: a JSON Schema file, a JSON "
+            "Schema, or fields such as 'name str, age int'. Prints the object; exit code 5 "
+            "when the model never matches it (--verbose shows its last reply and the errors).",
+            show_default=False,
+        ),
+    ] = None,
+    output_retries: Annotated[
+        int,
+        typer.Option(
+            "--output-retries",
+            min=0,
+            max=10,
+            help="With --schema: how many times an invalid answer is sent back with its errors.",
+        ),
+    ] = 2,
     json_output: JsonOption = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
@@ -295,6 +314,13 @@ def ask(
             mounts=[repair_text(m) for m in mount or []],
             project_instructions=False if no_project_instructions else None,
         )
+        if schema is not None:
+            from dataclasses import replace
+
+            from jarvis.entrypoints.cli.schema_option import schema_option
+
+            spec = schema_option(repair_text(schema), retries=output_retries)
+            command = replace(command, output=spec)
         mode = "json" if json_output else "whole" if no_stream else "stream"
         if _as_operator(runtime, command, arg(operator), conversation):
             asyncio.run(
@@ -343,9 +369,35 @@ def ask(
 
             write_stderr("".join(line + "\n" for line in profile_lines(profiled[-1])))
 
-    code = guarded(body, verbose=verbose, cleanup=renderer.abort)
+    def checked_body() -> None:
+        try:
+            body()
+        except Exception as exc:
+            if verbose:
+                _invalid_answer_details(exc)
+            raise
+
+    code = guarded(checked_body, verbose=verbose, cleanup=renderer.abort)
     if code:
         raise typer.Exit(code)
+
+
+def _invalid_answer_details(exc: Exception) -> None:
+    """``--verbose`` after a typed answer that never matched: its last reply and errors."""
+    from jarvis.domain.errors import OutputValidationError
+
+    if not isinstance(exc, OutputValidationError):
+        return
+    from jarvis.entrypoints.cli.errors import write_stderr
+
+    lines = [f"jarvis: the last of {exc.attempts} replies:\n", exc.last_reply.rstrip() + "\n"]
+    lines.append("jarvis: why it does not match the schema:\n")
+    lines.extend(f"  - {error}\n" for error in exc.errors)
+    usage = exc.usage
+    lines.append(
+        f"jarvis: tokens of every attempt: {usage.prompt_tokens}+{usage.completion_tokens}\n"
+    )
+    write_stderr("".join(lines))
 
 
 OPERATIVE_KEYS = ("operative", "monitor_operative")

@@ -49,6 +49,7 @@ from jarvis.entrypoints.http.openai_wire import (
     to_tool_specs,
     tool_call_out,
 )
+from jarvis.entrypoints.http.response_format import engine_format, output_for
 from jarvis.entrypoints.http.security import Receive
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import EventStream, encoded
@@ -181,6 +182,9 @@ async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> R
         return await _proxy(state, service, body, messages, receive)
     question, history = split_question(messages)
     command = await command_for(state, service, body, question, history)
+    output = output_for(body.response_format)
+    if output is not None:
+        command = replace(command, output=output)
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     if body.stream:
         return EventStream(
@@ -240,6 +244,7 @@ async def _proxy(
         agent.request([Message.system("\n\n".join(p for p in system if p)), *rest]),
         tools=specs,
         tool_choice="required" if isinstance(choice, NamedToolChoice) else (choice or "auto"),
+        response_format=engine_format(body.response_format),
     )
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     if body.stream:

@@ -74,6 +74,19 @@ class StreamOptions(_Lenient):
     include_usage: bool = False
 
 
+class JsonSchemaIn(_Lenient):
+    name: str = Field(default="response", max_length=64)
+    schema_: dict[str, JsonValue] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class ResponseFormatIn(_Lenient):
+    """OpenAI's ``response_format``: ``text``, ``json_object`` or ``json_schema``."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaIn | None = None
+
+
 class ChatRequest(_Lenient):
     """``POST /v1/chat/completions``. ``model``: ``jarvis/<agent key>`` or a managed agent."""
 
@@ -87,6 +100,7 @@ class ChatRequest(_Lenient):
     tool_choice: Literal["auto", "none", "required"] | NamedToolChoice | None = None
     stream_options: StreamOptions | None = None
     n: int | None = Field(default=None, ge=1, le=1)
+    response_format: ResponseFormatIn | None = None
 
 
 def text_of(content: str | list[ContentPart] | None) -> str:
