@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.conversation import ConversationService, ConversationUpdate
     from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
     TurnUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | Answer
     """A turn's updates as ``jarvis ask`` renders them (the history line said apart)."""
@@ -92,9 +92,7 @@ async def conversation_updates(
     notice: Callable[[str], None] | None = None,
 ) -> tuple[str, AsyncIterator[TurnUpdate]]:
     """The session id and the turn's updates (the ``--verbose`` history line said first)."""
-    from jarvis.entrypoints.conversations import conversation_service
-
-    service = await conversation_service(runtime)
+    service = await runtime.conversations()
     if choice.name is None and not choice.continue_last:  # a plain ask, kept: a new session
         session_id = service.new_session_id()
         # open the store before the engine is asked: one that is damaged or out of reach
