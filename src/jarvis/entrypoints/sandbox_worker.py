@@ -2,12 +2,12 @@
 
 Run by the sandbox image's Python in a container with no network. It reads the ``run``
 line from stdin (the inner agent, its persona, conversation, tool settings and secrets),
-builds its runtime with the :func:`~jarvis.entrypoints.composition.bootstrap` jarvis uses on
-the host — with
-the brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of
-a real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
+builds its runtime with the :func:`~jarvis.entrypoints.composition.bootstrap` jarvis uses
+on the host, its parts given as :class:`~jarvis.entrypoints.composition.Overrides`: the
+brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of a
+real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
 ``code_interpreter`` / ``native_openhands`` / ``rlm`` running here, and the host tools the
-user allowed brokered — and runs the inner agent through the ask use case, writing its
+user allowed brokered. It runs the inner agent through the ask use case, writing its
 updates and result as protocol lines.
 
 stdout belongs to the protocol alone: the original descriptor is kept for it and fd 1 is
