@@ -21,8 +21,9 @@ use cases of :mod:`.services`. Nothing is built before it is used.
 * ``sessions``, ``operator_store``, ``managed_agent_store``, ``keyword_index``,
   ``embeddings``: the stores (:mod:`.stores`).
 * ``container_runtime``, ``sandbox``, ``external_runtimes``: what runs outside the process.
-* ``ask_service``, ``operator_service``: use cases (the others are built on the ask service
-  per event loop by the :class:`~jarvis.entrypoints.composition.runtime.Runtime`).
+* ``ask_service``, ``conversation_service``, ``operator_service``, ``managed_agent_service``:
+  the use cases (what is per event loop, the ask service, given by the
+  :class:`~jarvis.entrypoints.composition.runtime.Runtime`).
 
 To add a provider: a function in the module of its kind that takes what it builds from
 (``config: JarvisConfig``, other providers) and imports a heavy adapter inside, so that
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 
     from jarvis.adapters.claude_agent_sdk import LoopbackEndpoint
     from jarvis.application.ask import AskService, PersonaPrompt, PromptContext, ToolProvider
+    from jarvis.application.conversation import ConversationService
+    from jarvis.application.managed_agents import ManagedAgentService
     from jarvis.application.operators import OperatorService
     from jarvis.application.plugins import PluginSource
     from jarvis.application.registry import AgentRegistry
@@ -229,6 +232,15 @@ class Container(containers.DeclarativeContainer):
         embeddings=embeddings.provider,
     )
     """The operators use case (its ``asker`` given by the runtime, per event loop)."""
+    conversation_service: providers.Provider[ConversationService] = providers.Factory(
+        services.conversation_service, sessions=sessions, config=config
+    )
+    """The conversation use case (its ``ask`` service given by the runtime, per loop)."""
+    managed_agent_service: providers.Provider[ManagedAgentService] = providers.Factory(
+        services.managed_agent_service, agents=managed_agent_store, sessions=sessions, config=config
+    )
+    """The managed-agents use case of ``jarvis serve`` (its ``ask`` and ``limits`` given by
+    the runtime)."""
 
 
 def container_or_new(candidate: object) -> Container:

@@ -41,12 +41,8 @@ from jarvis.entrypoints.composition.lifecycle import (
     loop_engine,
     resolved,
 )
-from jarvis.entrypoints.composition.services import (
-    LoopAsker,
-    conversation_service,
-    managed_agent_service,
-)
-from jarvis.entrypoints.composition.stores import operator_store
+from jarvis.entrypoints.composition.services import LoopAsker
+from jarvis.entrypoints.composition.stores import managed_agent_store, operator_store
 from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
 
 if TYPE_CHECKING:
@@ -251,7 +247,7 @@ class Runtime:
 
     async def conversations(self) -> ConversationService:
         """The conversation use case on the running event loop's ask service."""
-        return conversation_service(await self.service(), self.sessions(), self.config)
+        return self.container.conversation_service(ask=await self.service())
 
     def sessions(self) -> SessionStorePort:
         """The session store (``[sessions]``), without choosing or starting an engine:
@@ -284,13 +280,13 @@ class Runtime:
     ) -> ManagedAgentService:
         """The managed-agents use case of ``jarvis serve``, on the given stores or the
         runtime's (the sessions store, and the definitions kept in its database)."""
-        if sessions is None:
-            sessions = self.sessions()
-        if agents is None:
-            agents = self.container.managed_agent_store()
-        return managed_agent_service(
-            agents=agents, sessions=sessions, ask=self.service, config=self.config, limits=limits
-        )
+        given: dict[str, object] = {"ask": self.service, "limits": limits}
+        if sessions is not None:
+            given["sessions"] = sessions
+            given["agents"] = agents if agents is not None else managed_agent_store(sessions)
+        elif agents is not None:
+            given["agents"] = agents
+        return self.container.managed_agent_service(**given)
 
     def agents(self) -> AgentRegistry:
         """The agent registry (built-ins and plug-ins)."""

@@ -76,7 +76,7 @@ def history_limits(config: JarvisConfig) -> HistoryLimits:
 
 
 def conversation_service(
-    ask: AskService, sessions: SessionStorePort, config: JarvisConfig
+    *, ask: AskService, sessions: SessionStorePort, config: JarvisConfig
 ) -> ConversationService:
     """The conversation use case on one event loop's ask service."""
     return ConversationService(ask, sessions, limits=history_limits(config))
