@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.managed_agents import ManagedAgentStorePort
 from jarvis.domain.ports import EmbeddingPort, MemoryPort, OperatorStorePort, SessionStorePort
 from jarvis.entrypoints.settings import config_dir
+
+if TYPE_CHECKING:
+    from jarvis.domain.managed_agents import ManagedAgentStorePort
 
 
 def _open_session_store(config: JarvisConfig) -> SessionStorePort:
