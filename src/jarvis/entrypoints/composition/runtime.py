@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Unpack
 
 from jarvis.application.ask import AskQuestion, AskService
 from jarvis.application.config import JarvisConfig
-from jarvis.application.conversation import Sessions
 from jarvis.domain.ports import InferencePort
 from jarvis.entrypoints.composition.ask_options import AskOptions, ask_question
 from jarvis.entrypoints.composition.container import Container, inference_provided
@@ -47,7 +46,7 @@ from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
 
 if TYPE_CHECKING:
     from jarvis.application.ask import PromptContext, ToolProvider
-    from jarvis.application.conversation import ConversationService
+    from jarvis.application.conversation import ConversationService, Sessions
     from jarvis.application.managed_agents import ManagedAgentService
     from jarvis.application.operators import OperatorService
     from jarvis.application.registry import AgentRegistry
@@ -256,6 +255,8 @@ class Runtime:
 
     def session_list(self) -> Sessions:
         """Listing, reading and deleting the sessions (no engine)."""
+        from jarvis.application.conversation import Sessions
+
         return Sessions(self.sessions())
 
     def operators(self) -> OperatorService:

@@ -4,7 +4,7 @@ The ask use case is the container's ``ask_service`` provider; the others are bui
 (one per event loop, because an HTTP engine's connections belong to its loop) by the
 :class:`~jarvis.entrypoints.composition.runtime.Runtime`, which is where every entry point
 takes them from. The use cases' modules are imported when first built, so a plain question
-loads only the ask use case.
+loads only the ask use case (an ephemeral one not even the conversation use case).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from jarvis.application.ask import Answer, AskQuestion, AskService, PersonaPrompt, PromptContext
 from jarvis.application.config import JarvisConfig
-from jarvis.application.conversation import ConversationService, HistoryLimits
 from jarvis.application.registry import AgentRegistry
 from jarvis.domain.events import EventBus
 from jarvis.domain.ports import (
@@ -28,6 +27,7 @@ from jarvis.domain.ports import (
 
 if TYPE_CHECKING:
     from jarvis.application.ask import SandboxBuilder, ToolProvider
+    from jarvis.application.conversation import ConversationService, HistoryLimits
     from jarvis.application.managed_agents import ManagedAgentService
     from jarvis.application.operators import OperatorService
     from jarvis.domain.external_runtime import ExternalRuntimesPort
@@ -71,6 +71,8 @@ def ask_service(
 
 def history_limits(config: JarvisConfig) -> HistoryLimits:
     """``[sessions] history_messages`` and ``history_tokens``."""
+    from jarvis.application.conversation import HistoryLimits
+
     settings = config.sessions
     return HistoryLimits(max_messages=settings.history_messages, max_tokens=settings.history_tokens)
 
@@ -79,6 +81,8 @@ def conversation_service(
     *, ask: AskService, sessions: SessionStorePort, config: JarvisConfig
 ) -> ConversationService:
     """The conversation use case on one event loop's ask service."""
+    from jarvis.application.conversation import ConversationService
+
     return ConversationService(ask, sessions, limits=history_limits(config))
 
 
