@@ -388,6 +388,7 @@ async def _operator_answer(
 
     service = runtime.operators()
     try:
+        await runtime.service()  # the engine, started now: a missing one fails here
         answer = await service.ask(name, command)
     finally:
         await runtime.aclose()

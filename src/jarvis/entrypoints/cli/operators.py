@@ -243,6 +243,7 @@ def tick(
         async def go() -> Answer:
             try:
                 await service.get(name)  # an unknown name: no engine is started
+                await runtime.service()  # the engine, started now: a missing one fails here
                 return await service.tick(name)
             finally:
                 await runtime.aclose()
@@ -367,6 +368,7 @@ def run(
 
         async def go() -> int:
             try:
+                await runtime.service()  # the engine, started now: a missing one fails here
                 return await scheduler.serve(poll_seconds=poll, max_ticks=max_ticks, until=until)
             finally:
                 await runtime.aclose()
