@@ -1,4 +1,5 @@
-"""What the CLI and the SDK share: a configured container, its engine, and the ask use case.
+"""What every entry point takes its services from: a configured container, its engine,
+the ask use case per event loop, and the use cases and parts built on them.
 
 A :class:`Runtime` wraps one container, put together by
 :func:`~jarvis.entrypoints.composition.bootstrap`. On first use it resolves the engine choice
@@ -16,6 +17,10 @@ engine runs in threads and serves every loop). A loop's engines are closed on th
 by :meth:`Runtime.aclose`, or when the loop shuts down (``asyncio.run`` closes the
 asynchronous generators of a loop before closing it, and one such generator per loop
 closes what the loop used).
+
+The CLI, the SDK, ``jarvis serve``, the MCP server and the sandbox's inner process call its
+methods (``conversations()``, ``operators()``, ``managed_agents()``, ``sessions()``,
+``tools()``...) and never a provider of its container.
 """
 
 from __future__ import annotations
