@@ -12,12 +12,15 @@ costs no start-up time.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.ports import InferencePort
 from jarvis.entrypoints.composition.container import Container, container_or_new
-from jarvis.entrypoints.composition.overrides import Overrides
 from jarvis.entrypoints.composition.runtime import Runtime
+
+if TYPE_CHECKING:
+    from jarvis.entrypoints.composition.overrides import Overrides  # imported by its users
 
 
 def bootstrap(
