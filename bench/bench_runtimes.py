@@ -148,7 +148,7 @@ async def _claude_rows(runner: Path, runs: int) -> list[Row]:
     from jarvis.adapters.claude_agent_sdk import ClaudeCodeRuntime
     from jarvis.adapters.claude_agent_sdk.wire import RunnerRequest
     from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
-    from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+    from jarvis.entrypoints.composition.loopback import loopback_endpoint
 
     node = shutil.which("node")
     assert node is not None
@@ -157,7 +157,7 @@ async def _claude_rows(runner: Path, runs: int) -> list[Row]:
         tempfile.TemporaryDirectory(prefix="jarvis-bench-claude-") as folder,
     ):
         engine = OpenAICompatibleEngine(scripted.url, max_retries=0)
-        endpoint = LoopbackEndpoint()
+        endpoint = loopback_endpoint()
         runtime = ClaudeCodeRuntime(
             install_root=Path(folder) / "install",
             state_dir=Path(folder) / "state",

@@ -67,7 +67,7 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             for _ in range(blocks):  # interleaved, so drift hits both sides alike
                 off_cpu.append(await _per_run(untraced, n))
                 on_cpu.append(await _per_run(traced, n))
-            writer = on._runtime.container.trace_writer()
+            writer = on._runtime.trace_writer()
             if writer is not None:
                 writer.flush()
             from jarvis.adapters.sqlite_traces import SqliteTraceStore

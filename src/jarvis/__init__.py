@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
     from jarvis.application.tools.function_tool import FunctionTool, tool
-    from jarvis.entrypoints.runtime import AskOptions
+    from jarvis.entrypoints.composition import AskOptions
     from jarvis.entrypoints.sdk import Jarvis
 
 __all__ = ["Answer", "AskOptions", "FunctionTool", "Jarvis", "tool"]
@@ -29,7 +29,7 @@ def __getattr__(name: str) -> object:
 
         return Answer
     if name == "AskOptions":
-        from jarvis.entrypoints.runtime import AskOptions
+        from jarvis.entrypoints.composition import AskOptions
 
         return AskOptions
     if name in ("tool", "FunctionTool"):

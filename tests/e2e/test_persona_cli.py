@@ -17,7 +17,7 @@ from jarvis.domain.completion import Completion
 from jarvis.domain.messages import Role, ToolCall
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import ScriptedInference
 
 

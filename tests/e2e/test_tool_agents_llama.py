@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from jarvis.entrypoints.cli import app
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from tests.support.llama_server import LlamaServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

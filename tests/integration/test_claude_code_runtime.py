@@ -29,6 +29,7 @@ from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.subprocess_repl.process_jail import process_tree
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
+from jarvis.entrypoints.composition.loopback import loopback_endpoint
 from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 from tests.support.users import open_directory, throwaway_user
@@ -91,7 +92,7 @@ async def runtime(tmp_path: Path, runner_dir: Path) -> AsyncIterator[ClaudeCodeR
     opened = ClaudeCodeRuntime(
         install_root=tmp_path / "install",
         state_dir=tmp_path / "state",
-        endpoint=LoopbackEndpoint(),
+        endpoint=loopback_endpoint(),
         runner_dir=runner_dir,
     )
     try:
@@ -302,7 +303,7 @@ async def test_missing_node_is_a_clear_error(tmp_path: Path, runner_dir: Path) -
     runtime = ClaudeCodeRuntime(
         install_root=tmp_path / "i",
         state_dir=tmp_path / "s",
-        endpoint=LoopbackEndpoint(),
+        endpoint=loopback_endpoint(),
         runner_dir=runner_dir,
         node_path=str(tmp_path / "empty-bin"),
     )
@@ -500,7 +501,7 @@ def test_claude_code_onto_the_llama_cpp_server(
         runtime = ClaudeCodeRuntime(
             install_root=tmp_path / "i",
             state_dir=tmp_path / "s",
-            endpoint=LoopbackEndpoint(),
+            endpoint=loopback_endpoint(),
             runner_dir=runner_dir,
         )
         request = ExternalRunRequest(
@@ -584,7 +585,7 @@ async def test_another_user_can_neither_call_the_endpoint_nor_see_its_key(
     runtime = ClaudeCodeRuntime(
         install_root=open_dir / "install",
         state_dir=open_dir / "state",
-        endpoint=LoopbackEndpoint(),
+        endpoint=loopback_endpoint(),
         runner_dir=runner_dir,
     )
     workspace = open_dir / "ws"
@@ -667,7 +668,7 @@ def test_claude_code_on_the_embedded_engine(runner_dir: Path, tmp_path: Path) ->
         runtime = ClaudeCodeRuntime(
             install_root=tmp_path / "i",
             state_dir=tmp_path / "s",
-            endpoint=LoopbackEndpoint(),
+            endpoint=loopback_endpoint(),
             runner_dir=runner_dir,
         )
         request = ExternalRunRequest(

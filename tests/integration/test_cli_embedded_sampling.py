@@ -18,7 +18,7 @@ from jarvis.adapters.inference.llamacpp import LlamaCppEngine
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.inference import InferenceRequest
 from jarvis.entrypoints.cli import app
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.entrypoints.sdk import Jarvis
 from tests.support.llama_server import missing_requirement
 

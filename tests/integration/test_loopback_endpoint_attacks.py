@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from jarvis.entrypoints.composition.loopback import loopback_endpoint
 from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
 from jarvis.testing import ScriptedInference
 
@@ -22,7 +23,7 @@ DEADLINE = 0.5
 
 @pytest.fixture
 async def endpoint() -> AsyncIterator[tuple[LoopbackEndpoint, str, str]]:
-    served = LoopbackEndpoint(header_deadline=DEADLINE)
+    served = loopback_endpoint(header_deadline=DEADLINE)
     url, key = await served.start(ScriptedInference(["Held."], latency=3 * DEADLINE), "m")
     try:
         yield served, url, key

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
+from jarvis.entrypoints.composition.loopback import loopback_endpoint
 from jarvis.testing import ScriptedInference
 from tests.support.serve_process import curl_as
 from tests.support.users import throwaway_user
@@ -21,7 +21,7 @@ BODY = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": 
 
 @pytest.fixture
 async def endpoint() -> AsyncIterator[tuple[str, str]]:
-    served = LoopbackEndpoint()
+    served = loopback_endpoint()
     url, key = await served.start(ScriptedInference(["Hello."] * 8), "m")
     try:
         yield url, key

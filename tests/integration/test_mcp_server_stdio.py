@@ -16,8 +16,8 @@ import pytest
 
 from bench.stub_server import ANSWER, MODEL, StubServer
 from jarvis.application.managed_agents import ManagedAgentSpec
-from jarvis.entrypoints.bootstrap import bootstrap
-from jarvis.entrypoints.http.wiring import server_state
+from jarvis.entrypoints.composition import bootstrap
+from jarvis.entrypoints.composition.serving import server_state
 from jarvis.entrypoints.settings import load_config
 from tests.support.gated_engine import MODEL as GATED_MODEL
 from tests.support.gated_engine import GatedEngine

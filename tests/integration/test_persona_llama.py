@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from jarvis import Jarvis
 from jarvis.entrypoints.cli import app
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from tests.support.llama_server import LlamaServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

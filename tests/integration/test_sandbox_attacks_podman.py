@@ -42,7 +42,7 @@ from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.sandbox import MountRefusedError
 from jarvis.domain.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
 from jarvis.entrypoints.sandbox_worker import EXIT_HOST_GONE
 from jarvis.testing import ScriptedInference
 from tests.support.podman_service import PodmanService, require_podman, running_podman_service

@@ -33,7 +33,7 @@ from jarvis.domain.messages import ToolCall
 from jarvis.domain.ports import InferencePort, Mount
 from jarvis.domain.sandbox import SandboxRunError
 from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
 from jarvis.testing import ScriptedInference
 from tests.support.llama_server import LlamaServer
 from tests.support.podman_service import PodmanService, require_podman, running_podman_service

@@ -22,7 +22,7 @@ from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import EmbeddingPort
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from jarvis.testing.embeddings import WordHashEmbeddings
 from jarvis.testing.operators import InMemoryOperatorStore

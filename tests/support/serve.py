@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from jarvis.application.managed_agents import ManagedAgentService
 from jarvis.domain.managed_agents import ManagedAgentStorePort
 from jarvis.domain.ports import InferencePort, SessionStorePort, ToolPort
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import Runtime, bootstrap
 from jarvis.entrypoints.http.app import create_app
 from jarvis.entrypoints.http.server import ServerThread
 from jarvis.entrypoints.http.state import ServeLimits, ServerState
-from jarvis.entrypoints.runtime import Runtime
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 from jarvis.testing import InMemorySessionStore
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore

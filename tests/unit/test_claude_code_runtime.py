@@ -370,7 +370,7 @@ def test_the_wheel_ships_every_runner_source() -> None:
 def test_the_container_builds_the_runtime_with_its_loopback_endpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.http.loopback_endpoint import LoopbackEndpoint
     from jarvis.entrypoints.settings import load_config
 

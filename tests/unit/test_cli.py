@@ -29,7 +29,7 @@ from jarvis.entrypoints.cli.errors import (
     EXIT_UNEXPECTED,
     EXIT_USAGE,
 )
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import InMemoryExternalRuntime, InMemoryExternalRuntimes, ScriptedInference
 
 ANSWER_KEYS = {

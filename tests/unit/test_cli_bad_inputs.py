@@ -20,7 +20,7 @@ from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli import ask as ask_module
 from jarvis.entrypoints.cli.agent_options import NUMBER_OPTIONS, RESERVED_OPTIONS
 from jarvis.entrypoints.cli.errors import EXIT_ENGINE_UNAVAILABLE, EXIT_USAGE
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.entrypoints.redact import redact_urls
 from jarvis.testing import InMemoryRepl, ScriptedInference
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 
 from jarvis.application.ask import ENGINE_SAMPLING, AskQuestion
 from jarvis.entrypoints.cli import app
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.entrypoints.sdk import Jarvis
 from jarvis.testing import ScriptedInference
 
@@ -81,7 +81,7 @@ def test_the_sdk_applies_the_engine_default_and_the_callers_value() -> None:
 
 
 async def test_the_service_reports_the_sampling_it_applies() -> None:
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
     runtime = bootstrap(load_config(), inference=ScriptedInference(engine_id="llamacpp"))

@@ -13,7 +13,7 @@ from jarvis.domain.messages import ToolCall
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.ask import parse_agent_options
 from jarvis.entrypoints.cli.render import tool_call_line, tool_result_line
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import ScriptedInference
 
 

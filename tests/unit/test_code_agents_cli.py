@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.entrypoints.sdk import Jarvis
 from jarvis.testing import InMemoryRepl, ScriptedInference
 

@@ -25,8 +25,8 @@ from jarvis.application.tools.catalogue import ToolCatalogue
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError
 from jarvis.domain.events import EventBus
 from jarvis.domain.ports import InferencePort
-from jarvis.entrypoints.bootstrap import bootstrap
-from jarvis.entrypoints.container import Container, aclose_engines, choose, resolved
+from jarvis.entrypoints.composition import Container, bootstrap
+from jarvis.entrypoints.composition.lifecycle import aclose_engines, choose, resolved
 from jarvis.entrypoints.engine_choice import (
     EngineChoice,
     ModelLocator,

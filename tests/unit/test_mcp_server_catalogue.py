@@ -10,9 +10,9 @@ import pytest
 from jarvis.domain.completion import Completion
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.messages import ToolCall
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
+from jarvis.entrypoints.composition.serving import server_state
 from jarvis.entrypoints.http.run_policy import RunPolicy
-from jarvis.entrypoints.http.wiring import server_state
 from jarvis.entrypoints.mcp_server.catalogue import JarvisTools
 from jarvis.entrypoints.settings import load_config
 from jarvis.testing import ScriptedInference

@@ -16,7 +16,7 @@ from jarvis.application.registry import builtin_agents
 from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.operators import OperatorBinding
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from jarvis.testing.operators import InMemoryOperatorStore
 

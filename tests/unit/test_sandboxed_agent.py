@@ -27,7 +27,7 @@ from jarvis.domain.sandbox_host import HostBounds
 from jarvis.domain.sandbox_protocol import RunMessage
 from jarvis.domain.tools import ToolSpec
 from jarvis.domain.updates import TextDelta
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
 from jarvis.testing import InMemoryTool, ScriptedInference
 from tests.support.inprocess_sandbox import InProcessContainers
 

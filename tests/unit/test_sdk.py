@@ -15,7 +15,7 @@ from jarvis.application.tools import function_tool
 from jarvis.domain.completion import Completion, ResponseFormat, StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
-from jarvis.entrypoints.runtime import AskOptions
+from jarvis.entrypoints.composition import AskOptions
 from jarvis.entrypoints.sdk import Jarvis as SdkJarvis
 from jarvis.testing import InMemoryRepl, ScriptedInference
 

@@ -27,7 +27,7 @@ def test_cli_module_imports_only_typer() -> None:
     loaded = loaded_after("import jarvis.entrypoints.cli")
     assert "typer" in loaded
     assert not loaded & set(HEAVY)
-    assert "jarvis.entrypoints.container" not in loaded
+    assert "jarvis.entrypoints.composition.container" not in loaded
 
 
 def test_help_builds_no_runtime() -> None:
@@ -41,7 +41,7 @@ def test_help_builds_no_runtime() -> None:
 
 
 def test_the_container_skips_unused_integrations() -> None:
-    loaded = loaded_after("import jarvis.entrypoints.container")
+    loaded = loaded_after("import jarvis.entrypoints.composition.container")
     assert "dependency_injector" in loaded
     hidden = {"yaml", "pydantic", "pydantic_settings", "fastapi", "starlette", "flask", "httpx"}
     assert not loaded & hidden
@@ -49,7 +49,7 @@ def test_the_container_skips_unused_integrations() -> None:
 
 def test_hidden_modules_import_normally_afterwards() -> None:
     loaded = loaded_after(
-        "import jarvis.entrypoints.container\n"
+        "import jarvis.entrypoints.composition.container\n"
         "import pydantic\n"
         "assert pydantic.BaseModel and pydantic.VERSION.startswith('2.')"
     )
@@ -58,7 +58,8 @@ def test_hidden_modules_import_normally_afterwards() -> None:
 
 def test_httpx_is_imported_without_its_command_line_client() -> None:
     loaded = loaded_after(
-        "from jarvis.entrypoints.skip_optional_imports import import_httpx\nimport_httpx()\n"
+        "from jarvis.entrypoints.composition.skip_optional_imports import import_httpx\n"
+        "import_httpx()\n"
         "import httpx\nassert httpx.AsyncClient"
     )
     assert "httpx" in loaded
@@ -68,7 +69,7 @@ def test_httpx_is_imported_without_its_command_line_client() -> None:
 def test_a_failing_lean_import_falls_back_to_the_ordinary_one() -> None:
     loaded = loaded_after(
         "import contextlib\n"
-        "import jarvis.entrypoints.skip_optional_imports as lean\n"
+        "import jarvis.entrypoints.composition.skip_optional_imports as lean\n"
         "@contextlib.contextmanager\n"
         "def broken(*names, stand_ins=None):\n"
         "    import dependency_injector.errors\n"

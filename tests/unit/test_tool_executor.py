@@ -19,7 +19,7 @@ from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.domain.tools import ToolResult, ToolSpec
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import InMemoryTool, ScriptedInference
 
 ADD_SCHEMA: JSONObject = {

@@ -8,8 +8,7 @@ from jarvis.adapters.filesystem_tools import FileReadTool
 from jarvis.adapters.httpx_web.web_search import WebSearchTool
 from jarvis.adapters.sqlite_memory import SqliteMemory
 from jarvis.application.tools.catalogue import ToolCatalogue
-from jarvis.entrypoints.bootstrap import bootstrap
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container, bootstrap
 from jarvis.entrypoints.settings import load_config
 from jarvis.testing import ScriptedInference
 

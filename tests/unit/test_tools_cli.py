@@ -11,7 +11,7 @@ from jarvis.domain.completion import Completion
 from jarvis.domain.messages import ToolCall
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
-from jarvis.entrypoints.container import Container
+from jarvis.entrypoints.composition import Container
 from jarvis.testing import ScriptedInference
 
 BUILTINS = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.application.config import JarvisConfig, OtelSettings, TelemetrySettings, TraceSettings
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
 
 
 @pytest.fixture(autouse=True)

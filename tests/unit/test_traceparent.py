@@ -111,7 +111,7 @@ async def test_a_sandboxed_run_continues_the_callers_trace_on_the_host() -> None
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.agents.sandboxed import SandboxedAgent
     from jarvis.domain.messages import ToolCall
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from tests.support.inprocess_sandbox import InProcessContainers
 
     engine = ScriptedInference(

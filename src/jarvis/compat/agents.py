@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from jarvis.domain.external_runtime import ExternalRuntimePort
     from jarvis.domain.operators import OperatorBinding
     from jarvis.domain.ports import MemoryPort, SessionStorePort
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 class NoEngine:
@@ -140,7 +140,7 @@ class _Services:
 
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            from jarvis.entrypoints.bootstrap import bootstrap
+            from jarvis.entrypoints.composition import bootstrap
             from jarvis.entrypoints.settings import load_config
 
             self._runtime = bootstrap(load_config())
@@ -154,7 +154,7 @@ class _LazyRuntimes:
         self._services = services
 
     def get(self, runtime_id: str) -> ExternalRuntimePort:
-        return self._services.runtime().container.external_runtimes().get(runtime_id)
+        return self._services.runtime().external_runtimes().get(runtime_id)
 
 
 _RENAMED_OPTIONS = {"session_id": "session"}
@@ -275,7 +275,7 @@ class BuiltAgent(JarvisAgent):
             sampling=sampling,
             prompts=PromptSettings(system_prompt=system_prompt),
             tools=_real_tools(tools),
-            repl=self._services.runtime().container.repl() if agent_cls.uses_repl else None,
+            repl=self._services.runtime().repl() if agent_cls.uses_repl else None,
             operator=self.operator_binding(),
             runtimes=_LazyRuntimes(self._services),
         )
@@ -356,7 +356,7 @@ class OpenCodeAgent(BuiltAgent):
         """Stop the opencode server this agent started (OpenJarvis's ``close()``)."""
         runtime = self._services._runtime
         if runtime is not None:
-            close = getattr(runtime.container.external_runtimes(), "close_now", None)
+            close = getattr(runtime.external_runtimes(), "close_now", None)
             if callable(close):
                 close()
 
@@ -402,16 +402,15 @@ class OperativeAgent(BuiltAgent):
 
     def operator_binding(self) -> OperatorBinding | None:
         from jarvis.domain.operators import OperatorBinding, check_operator_id
-        from jarvis.entrypoints.container import operator_store_for
 
-        container = self._services.runtime().container
-        sessions = self.session_store or container.sessions()
+        runtime = self._services.runtime()
+        sessions = self.session_store or runtime.sessions()
         memory = self.memory_backend
         return OperatorBinding(
             operator_id=check_operator_id(self.operator_id),
             sessions=sessions,
-            store=operator_store_for(sessions),
-            keyword_index=(lambda: memory) if memory is not None else container.keyword_index(),
+            store=runtime.operator_store(sessions),
+            keyword_index=(lambda: memory) if memory is not None else runtime.keyword_index(),
         )
 
 

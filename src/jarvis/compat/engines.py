@@ -84,7 +84,7 @@ class CompatEngine:
 
 
 def _built(name: str, config: JarvisConfig) -> InferencePort:
-    from jarvis.entrypoints.container import build_engine
+    from jarvis.entrypoints.composition.engines import build_engine
 
     return build_engine(name, config)
 

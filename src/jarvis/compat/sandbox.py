@@ -35,7 +35,7 @@ class ContainerRunner(JarvisContainerRunner):
         max_concurrent: int = 5,
         runtime: Literal["auto", "docker", "podman"] = "docker",
     ) -> None:
-        from jarvis.entrypoints.container import container_runtime_for
+        from jarvis.entrypoints.composition.runtimes import container_runtime_for
         from jarvis.entrypoints.settings import config_dir, load_config
 
         if runtime not in RUNTIMES:

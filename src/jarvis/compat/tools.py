@@ -18,7 +18,7 @@ class WebSearchTool:
     """jarvis's ``web_search`` tool, configured as ``[tools.web_search]`` says."""
 
     def __init__(self) -> None:
-        from jarvis.entrypoints.container import web_search_tool
+        from jarvis.entrypoints.composition.tools import web_search_tool
         from jarvis.entrypoints.settings import load_config
 
         self.inner: ToolPort = web_search_tool(load_config())

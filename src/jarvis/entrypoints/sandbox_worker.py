@@ -2,12 +2,12 @@
 
 Run by the sandbox image's Python in a container with no network. It reads the ``run``
 line from stdin (the inner agent, its persona, conversation, tool settings and secrets),
-builds its runtime with the :func:`~jarvis.entrypoints.bootstrap.bootstrap` jarvis uses on
-the host — with
-the brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of
-a real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
+builds its runtime with the :func:`~jarvis.entrypoints.composition.bootstrap` jarvis uses
+on the host, its parts given as :class:`~jarvis.entrypoints.composition.Overrides`: the
+brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of a
+real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
 ``code_interpreter`` / ``native_openhands`` / ``rlm`` running here, and the host tools the
-user allowed brokered — and runs the inner agent through the ask use case, writing its
+user allowed brokered. It runs the inner agent through the ask use case, writing its
 updates and result as protocol lines.
 
 stdout belongs to the protocol alone: the original descriptor is kept for it and fd 1 is
@@ -161,8 +161,9 @@ def error_kind(exc: BaseException) -> str:
     return "unexpected"
 
 
-def build_service(run: RunMessage, link: HostLink) -> object:
-    """The ask use case inside the container (see the module docstring)."""
+async def build_service(run: RunMessage, link: HostLink) -> object:
+    """The ask use case inside the container (see the module docstring): the host's
+    persona, the REPL in this container, the host's tools beside the inner catalogue."""
     from jarvis.application.config import (
         AgentSettings,
         FileReadSettings,
@@ -170,7 +171,7 @@ def build_service(run: RunMessage, link: HostLink) -> object:
         ReplSettings,
         ToolSettings,
     )
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import Overrides, bootstrap
 
     config = JarvisConfig(
         agent=AgentSettings(max_turns=run.default_max_turns),
@@ -178,13 +179,15 @@ def build_service(run: RunMessage, link: HostLink) -> object:
         repl=ReplSettings(network="unsafe-audit-hook-only"),
     )
     inference = BrokeredInference(link, engine_id=run.engine_id, model=run.model)
-    container = bootstrap(config, inference=inference).container
     persona = run.persona_prompt
-    container.persona.override(lambda _selection: persona)
-    container.repl.override(ContainerRepl(container.repl()))
     host = {spec.name: BrokeredTool(link, spec.value()) for spec in run.host_tools}
-    container.tools.override(InsideTools(container.tools(), host))
-    return container.ask_service()
+    overrides = Overrides(
+        persona=lambda _selection: persona,
+        wrap_repl=ContainerRepl,
+        wrap_tools=lambda tools: InsideTools(tools, host),
+    )
+    runtime = bootstrap(config, inference=inference, overrides=overrides)
+    return await runtime.service()
 
 
 class _UpdateLines:
@@ -226,7 +229,7 @@ async def run_inner(run: RunMessage, link: HostLink) -> None:
     from jarvis.application.run_updates import handle
 
     try:
-        service = build_service(run, link)
+        service = await build_service(run, link)
         assert isinstance(service, AskService)
         command = AskQuestion(
             question=run.question,

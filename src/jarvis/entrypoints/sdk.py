@@ -46,8 +46,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, TypeAlias, TypeVar, Unpack, overload
 
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
-from jarvis.entrypoints.bootstrap import bootstrap
-from jarvis.entrypoints.runtime import AskOptions
+from jarvis.entrypoints.composition import AskOptions, bootstrap
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
@@ -115,7 +114,7 @@ class Jarvis:
     :meth:`register_tool` adds one later, available by name (``tools=["name"]``).
 
     Every question method takes the question and the keyword options of
-    :class:`~jarvis.entrypoints.runtime.AskOptions` (``jarvis.AskOptions``): ``agent``,
+    :class:`~jarvis.entrypoints.composition.AskOptions` (``jarvis.AskOptions``): ``agent``,
     ``model``, ``temperature``, ``max_tokens``, ``system``, ``tools``, ``persona``,
     ``context`` and ``agent_options``.
     """
@@ -156,7 +155,7 @@ class Jarvis:
         from jarvis.domain.errors import ConfigurationError
 
         port = as_tool(tool)
-        registered = self.container.user_tools()
+        registered = self._runtime.user_tools()
         if any(other.spec.name == port.spec.name for other in registered):
             raise ConfigurationError(f"A tool named '{port.spec.name}' is already registered.")
         registered.append(port)
@@ -172,7 +171,7 @@ class Jarvis:
             return self._add_tool(tool)
         from jarvis.application.tools.catalogue import ToolCatalogue
 
-        catalogue = self.container.tools()
+        catalogue = self._runtime.tools()
         if not isinstance(catalogue, ToolCatalogue):
             raise RuntimeError("This Jarvis instance has no tool catalogue.")
         return catalogue.register(tool)

@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
-from jarvis.entrypoints.runtime import AskOptions, Runtime
+from jarvis.entrypoints.composition import AskOptions, Runtime
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -70,17 +70,14 @@ class _Turns:
         return self._jarvis._question(question, **merged)
 
     async def _answer(self, command: AskQuestion) -> Answer:
-        from jarvis.entrypoints.conversations import conversation_service
-
-        service = await conversation_service(self._jarvis._runtime)
+        service = await self._jarvis._runtime.conversations()
         return (await service.ask(self.session_id, command)).answer
 
     async def _pieces(self, command: AskQuestion) -> AsyncGenerator[str, None]:
         from jarvis.application.conversation import without_history
         from jarvis.application.run_updates import text_of
-        from jarvis.entrypoints.conversations import conversation_service
 
-        service = await conversation_service(self._jarvis._runtime)
+        service = await self._jarvis._runtime.conversations()
         turn = without_history(service.stream(self.session_id, command))
         try:
             async for update in turn:
@@ -91,9 +88,7 @@ class _Turns:
             await turn.aclose()  # closes the turn's own stream too
 
     async def _records(self) -> tuple[SessionMessage, ...]:
-        from jarvis.entrypoints.conversations import session_store
-
-        return await session_store(self._jarvis._runtime).load_records(self.session_id)
+        return await self._jarvis._runtime.sessions().load_records(self.session_id)
 
 
 class Conversation(_Turns):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.traces import Trace
     from jarvis.entrypoints.cli.conversation import SessionChoice
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 def parse_agent_options(values: list[str]) -> JSONObject:
@@ -360,7 +360,7 @@ def ask(
                     )
                 )
         finally:
-            writer = runtime.container.trace_writer()
+            writer = runtime.trace_writer()
             if writer is not None:
                 writer.flush()
         if profiled:
@@ -414,7 +414,7 @@ def _as_operator(
     """Whether the question runs as a tick of an operator (the agent is an operative)."""
     from jarvis.domain.errors import ConfigurationError
 
-    key = runtime.container.agents().resolve(command.agent or runtime.config.agent.default)
+    key = runtime.agents().resolve(command.agent or runtime.config.agent.default)
     if key not in OPERATIVE_KEYS:
         if operator is not None:
             raise ConfigurationError(
@@ -434,12 +434,11 @@ async def _operator_answer(
     runtime: Runtime, command: AskQuestion, name: str, *, json: bool
 ) -> None:
     """``command`` as one tick of operator ``name`` (created on first use), printed."""
-    from jarvis.entrypoints.cli.operators import attach_asker, operator_service
     from jarvis.entrypoints.cli.output import write_json, write_line
 
-    service = operator_service(runtime)
+    service = runtime.operators()
     try:
-        await attach_asker(runtime, service)
+        await runtime.service()  # the engine, started now: a missing one fails here
         answer = await service.ask(name, command)
     finally:
         await runtime.aclose()
@@ -457,7 +456,7 @@ def _profile(runtime: Runtime) -> list[Trace]:
     from jarvis.application.traces import TraceRecorder
 
     traces: list[Trace] = []
-    runtime.container.bus().subscribe(TraceRecorder(traces.append))
+    runtime.bus().subscribe(TraceRecorder(traces.append))
     return traces
 
 

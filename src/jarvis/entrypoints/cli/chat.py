@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.conversation import ConversationService
     from jarvis.domain.json_types import JSONObject
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 HELP = (
     "Commands: /new (a new session), /agent KEY, /tools a,b (/tools none), /session, "
@@ -266,9 +266,7 @@ async def _chat(runtime: Runtime, state: ChatState, resume: str | None, last: bo
 
 
 async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last: bool) -> None:
-    from jarvis.entrypoints.conversations import conversation_service
-
-    conversations = await conversation_service(runtime)
+    conversations = await runtime.conversations()
     if last:
         resume = await conversations.last_session()
     history: list[str] = []
@@ -308,7 +306,7 @@ async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last
 def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
     from jarvis.domain.errors import ConfigurationError
 
-    registry = runtime.container.agents()
+    registry = runtime.agents()
     key = registry.resolve(agent)
     if tools and not registry.get(key).accepts_tools:
         raise ConfigurationError(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
     from jarvis.application.conversation import ConversationService
     from jarvis.application.run_updates import AnswerUpdate
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,9 +87,7 @@ async def conversation_updates(
     notice: Callable[[str], None] | None = None,
 ) -> tuple[str, AsyncIterator[AnswerUpdate]]:
     """The session id and the turn's updates (the ``--verbose`` history line said first)."""
-    from jarvis.entrypoints.conversations import conversation_service
-
-    service = await conversation_service(runtime)
+    service = await runtime.conversations()
     if choice.name is None and not choice.continue_last:  # a plain ask, kept: a new session
         session_id = service.new_session_id()
         # open the store before the engine is asked: one that is damaged or out of reach

@@ -26,10 +26,10 @@ def agents(
     aliases; a plug-in that fails to load is a notice on stderr."""
 
     def body() -> None:
-        from jarvis.entrypoints.bootstrap import bootstrap
+        from jarvis.entrypoints.composition import bootstrap
         from jarvis.entrypoints.settings import load_config
 
-        registry = bootstrap(load_config(config), container=ctx.obj).container.agents()
+        registry = bootstrap(load_config(config), container=ctx.obj).agents()
         aliases: dict[str, list[str]] = {}
         for alias, key in sorted(registry.aliases().items()):
             aliases.setdefault(key, []).append(alias)

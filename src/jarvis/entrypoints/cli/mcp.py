@@ -57,10 +57,10 @@ app = typer.Typer(
 def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
     """The configured servers (none started); a usage error when there are none."""
     from jarvis.domain.errors import ConfigurationError
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    source = bootstrap(load_config(config), container=ctx.obj).container.mcp_tools()
+    source = bootstrap(load_config(config), container=ctx.obj).mcp_tools()
     if source is None:
         raise ConfigurationError(
             "No MCP server is configured.",

@@ -2,7 +2,7 @@
 
 Loaded only when the command runs (the ``mcp`` SDK is not imported by ``jarvis --help``).
 The tools run on the composition root's services: the runtime from
-:func:`~jarvis.entrypoints.bootstrap.bootstrap` and the server state ``jarvis serve``
+:func:`~jarvis.entrypoints.composition.bootstrap` and the server state ``jarvis serve``
 builds over it (the session store, managed agents), under the same run policy.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp.server import Server
 
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,8 +49,8 @@ def build(runtime: Runtime, spec: McpServeSpec) -> Server[Any]:
     """The MCP server over ``runtime``."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from jarvis.entrypoints.composition.serving import server_state
     from jarvis.entrypoints.http.run_policy import RunPolicy
-    from jarvis.entrypoints.http.wiring import server_state
     from jarvis.entrypoints.mcp_server.catalogue import JarvisTools
     from jarvis.entrypoints.mcp_server.sdk_server import build_server
 

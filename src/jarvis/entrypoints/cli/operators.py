@@ -33,11 +33,10 @@ if TYPE_CHECKING:
     from jarvis.application.ask import Answer
     from jarvis.application.operators import (
         BrokenOperator,
-        OperatorService,
         OperatorStatus,
         TickOutcome,
     )
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 app = typer.Typer(
@@ -52,26 +51,6 @@ NameArgument = Annotated[str, typer.Argument(help="The operator's name.", show_d
 
 def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
     return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
-
-
-def operator_service(runtime: Runtime) -> OperatorService:
-    """The use case on the runtime's stores; no engine until :func:`_with_asker`."""
-    from jarvis.application.operators import OperatorService
-
-    container = runtime.container
-    return OperatorService(
-        store=container.operator_store(),
-        sessions=container.sessions(),
-        registry=container.agents(),
-        keyword_index=container.keyword_index(),
-        embeddings=container.embeddings,
-    )
-
-
-async def attach_asker(runtime: Runtime, service: OperatorService) -> None:
-    """Give ``service`` the running loop's ask use case (built on the first tick's loop)."""
-    ask = await runtime.service()
-    service.asker = lambda: ask
 
 
 def _time(micros: int | None) -> str:
@@ -140,11 +119,11 @@ def add(
         options: JSONObject = parse_agent_options(agent_option or [])
         names = tuple(t.strip() for t in (tools or "").split(",") if t.strip())
         runtime = _runtime(ctx, config)
-        service = operator_service(runtime)
+        service = runtime.operators()
         if names:
             from jarvis.application.tools.catalogue import ToolCatalogue
 
-            catalogue = runtime.container.tools()
+            catalogue = runtime.tools()
             if isinstance(catalogue, ToolCatalogue):
                 names = catalogue.validate(names)
         stored = run_async(
@@ -208,7 +187,7 @@ def list_operators(
         from jarvis.application.operators import BrokenOperator
         from jarvis.entrypoints.cli.options import stderr_line
 
-        service = operator_service(_runtime(ctx, config))
+        service = _runtime(ctx, config).operators()
         found = run_async(service.survey())
         for s in found:
             if not isinstance(s, BrokenOperator) and s.clamped_from_us is not None:
@@ -259,12 +238,12 @@ def tick(
 
     def body() -> None:
         runtime = _runtime(ctx, config)
-        service = operator_service(runtime)
+        service = runtime.operators()
 
         async def go() -> Answer:
             try:
                 await service.get(name)  # an unknown name: no engine is started
-                await attach_asker(runtime, service)
+                await runtime.service()  # the engine, started now: a missing one fails here
                 return await service.tick(name)
             finally:
                 await runtime.aclose()
@@ -295,7 +274,7 @@ def history(
         from jarvis.domain.messages import Role
         from jarvis.domain.sessions import to_micros
 
-        service = operator_service(_runtime(ctx, config))
+        service = _runtime(ctx, config).operators()
         records = run_async(service.history(name, limit=None if last is None else 2 * last))
         if json_output:
             write_json(
@@ -324,7 +303,7 @@ def remove(ctx: typer.Context, name: NameArgument, config: ConfigOption = None) 
     """Remove NAME: its definition, state, memory and history."""
 
     def body() -> None:
-        service = operator_service(_runtime(ctx, config))
+        service = _runtime(ctx, config).operators()
         run_async(service.remove(name))
         write_line(f"removed operator {name}")
 
@@ -358,7 +337,7 @@ def run(
         from jarvis.application.operators import Scheduler
 
         runtime = _runtime(ctx, config)
-        service = operator_service(runtime)
+        service = runtime.operators()
 
         def report(outcome: TickOutcome) -> None:
             from jarvis.application.schedules import label
@@ -389,7 +368,7 @@ def run(
 
         async def go() -> int:
             try:
-                await attach_asker(runtime, service)
+                await runtime.service()  # the engine, started now: a missing one fails here
                 return await scheduler.serve(poll_seconds=poll, max_ticks=max_ticks, until=until)
             finally:
                 await runtime.aclose()

@@ -2,7 +2,7 @@
 
 Commands import only typer at module level; configuration, the container and the engines
 are imported inside :func:`open_runtime` (which calls
-:func:`~jarvis.entrypoints.bootstrap.bootstrap`), when a command actually runs.
+:func:`~jarvis.entrypoints.composition.bootstrap`), when a command actually runs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from jarvis.application.openjarvis_config import ConfigNote
-    from jarvis.entrypoints.runtime import Runtime
+    from jarvis.entrypoints.composition import Runtime
 
 
 EngineOption = Annotated[
@@ -106,7 +106,7 @@ def open_runtime(
     The container is ``ctx.obj`` when the caller provided one (tests pass a container
     whose providers are overridden with fakes), else a fresh one.
     """
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import EngineOverrides, read_config
 
     loaded = read_config(

@@ -27,7 +27,7 @@ from jarvis.entrypoints.cli.output import write_raw
 
 if TYPE_CHECKING:
     from jarvis.application.system_prompt import PersonaPromptReport
-    from jarvis.entrypoints.container import Container
+    from jarvis.entrypoints.composition import Runtime
 
 app = typer.Typer(
     name="persona",
@@ -76,11 +76,11 @@ def persona_warnings(verbose: bool) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-def _configured(ctx: typer.Context, config: Path | None) -> Container:
-    from jarvis.entrypoints.bootstrap import bootstrap
+def _configured(ctx: typer.Context, config: Path | None) -> Runtime:
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    return bootstrap(load_config(config), container=ctx.obj).container
+    return bootstrap(load_config(config), container=ctx.obj)
 
 
 def _table(report: PersonaPromptReport) -> list[str]:
@@ -206,8 +206,8 @@ def edit(
         from jarvis.domain.ports import PersonaFile
 
         argv = editor_command()
-        container = _configured(ctx, config)
-        path = container.persona_store().ensure(PersonaFile(which.value))
+        runtime = _configured(ctx, config)
+        path = runtime.persona_store().ensure(PersonaFile(which.value))
         try:
             status = subprocess.run([*argv, path], check=False).returncode
         except OSError as exc:
@@ -215,7 +215,7 @@ def edit(
         if status:
             sys.stderr.write(f"jarvis: the editor exited with status {status}\n")
             return
-        report = container.prompt_builder().report_for(None)
+        report = runtime.prompt_builder().report_for(None)
         for section in report.sections:
             if section.kind.value == which.value and section.source == path:
                 used = f"{section.used_chars:,}/{section.budget:,} chars"

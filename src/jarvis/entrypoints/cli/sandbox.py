@@ -36,10 +36,10 @@ app = typer.Typer(
 
 
 def _runtime(ctx: typer.Context, config: Path | None) -> ContainerPort:
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    return bootstrap(load_config(config), container=ctx.obj).container.container_runtime()
+    return bootstrap(load_config(config), container=ctx.obj).container_runtime()
 
 
 @app.command("build")

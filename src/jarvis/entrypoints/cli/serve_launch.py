@@ -80,13 +80,13 @@ def build_app(spec: ServeSpec) -> App:
     """The application ``spec`` describes, over the configured engine and stores."""
     from pathlib import Path
 
-    from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.cli.options import stderr_line
+    from jarvis.entrypoints.composition import bootstrap
+    from jarvis.entrypoints.composition.serving import server_state
     from jarvis.entrypoints.http.app import create_app
     from jarvis.entrypoints.http.listener_guard import ListenerPolicy
     from jarvis.entrypoints.http.run_policy import RunPolicy
     from jarvis.entrypoints.http.state import ServeLimits
-    from jarvis.entrypoints.http.wiring import server_state
     from jarvis.entrypoints.settings import EngineOverrides, load_config
 
     loaded = load_config(

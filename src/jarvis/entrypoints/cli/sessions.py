@@ -47,12 +47,10 @@ NameArgument = Annotated[str, typer.Argument(help="The session's id.", show_defa
 
 
 def _run(ctx: typer.Context, config: Path | None) -> Sessions:
-    from jarvis.entrypoints.conversations import sessions
-
     runtime = open_runtime(
         ctx, config=config, engine=None, base_url=None, model=None, verbose=False
     )
-    return sessions(runtime)
+    return runtime.session_list()
 
 
 def _time(micros: int) -> str:

@@ -29,10 +29,10 @@ app = typer.Typer(
 
 
 def _library(ctx: typer.Context, config: Path | None) -> SkillLibrary | None:
-    from jarvis.entrypoints.bootstrap import bootstrap
+    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    context = bootstrap(load_config(config), container=ctx.obj).container.prompt_context()
+    context = bootstrap(load_config(config), container=ctx.obj).prompt_context()
     return None if context is None else context.skills
 
 

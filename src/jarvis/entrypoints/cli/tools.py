@@ -113,10 +113,10 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
 
     def body() -> None:
         from jarvis.application.tools.catalogue import ToolCatalogue
-        from jarvis.entrypoints.bootstrap import bootstrap
+        from jarvis.entrypoints.composition import bootstrap
         from jarvis.entrypoints.settings import load_config
 
-        catalogue = bootstrap(load_config(config), container=ctx.obj).container.tools()
+        catalogue = bootstrap(load_config(config), container=ctx.obj).tools()
         if isinstance(catalogue, ToolCatalogue):
             for failure in catalogue.load_plugins():
                 sys.stderr.write(f"jarvis: {failure} (not listed)\n")

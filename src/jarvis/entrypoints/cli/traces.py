@@ -70,7 +70,7 @@ def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, Jarv
     runtime = open_runtime(
         ctx, config=config, engine=None, base_url=None, model=None, verbose=False
     )
-    return runtime.container.trace_store(), runtime.config
+    return runtime.trace_store(), runtime.config
 
 
 def _read(body: Callable[[], None], *, verbose: bool) -> int:

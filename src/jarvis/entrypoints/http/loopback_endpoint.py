@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import secrets
 import socket
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 import uvicorn
@@ -49,8 +49,10 @@ from jarvis.entrypoints.http.server import uvicorn_config
 from jarvis.entrypoints.http.state import ServeLimits, ServerState
 
 if TYPE_CHECKING:
-    from jarvis.application.ask import AskService
     from jarvis.domain.ports import InferencePort
+
+StateFactory = Callable[["InferencePort", str, ServeLimits], ServerState]
+"""The routes' state over one engine and model (the composition root provides it)."""
 
 START_DEADLINE = 30.0
 
@@ -92,31 +94,17 @@ def anthropic_app(state: ServerState, *, api_key: str) -> App:
     return ListenerGuard(keyed, ListenerPolicy(owner_only=True))
 
 
-def _state(engine: InferencePort, model: str, limits: ServeLimits) -> ServerState:
-    from jarvis.application.ask import AskService
-    from jarvis.application.managed_agents import ManagedAgentService
-    from jarvis.application.registry import builtin_agents
-    from jarvis.testing import InMemorySessionStore
-    from jarvis.testing.managed_agents import InMemoryManagedAgentStore
-
-    service = AskService(registry=builtin_agents(), inference=engine, default_model=model or None)
-
-    async def ask() -> AskService:
-        return service
-
-    # the managed-agent routes are not mounted: this service is never reached
-    managed = ManagedAgentService(
-        agents=InMemoryManagedAgentStore(), sessions=InMemorySessionStore(), ask=ask
-    )
-    return ServerState(service=ask, managed=managed, limits=limits)
-
-
 class LoopbackEndpoint:
     """The endpoint of one runtime (``ClaudeCodeRuntime``'s ``LoopbackEndpoint``)."""
 
     def __init__(
-        self, *, limits: ServeLimits | None = None, header_deadline: float = HEADER_DEADLINE
+        self,
+        state: StateFactory,
+        *,
+        limits: ServeLimits | None = None,
+        header_deadline: float = HEADER_DEADLINE,
     ) -> None:
+        self._state = state
         self.limits = limits or ServeLimits()
         self.header_deadline = header_deadline
         self._lock = asyncio.Lock()
@@ -149,7 +137,7 @@ class LoopbackEndpoint:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
             key = secrets.token_urlsafe(32)
-            app = anthropic_app(_state(engine, model, self.limits), api_key=key)
+            app = anthropic_app(self._state(engine, model, self.limits), api_key=key)
             config = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning")
             config.timeout_graceful_shutdown = 2
             config.http = with_header_deadline(self.header_deadline)

@@ -2,7 +2,7 @@
 
 Why a module of its own: the tools (their names, schemas and what they do) are jarvis's,
 the wire is the ``mcp`` SDK's (:mod:`.sdk_server`). Every tool runs on the services of the
-composition root (the :class:`~jarvis.entrypoints.runtime.Runtime` and the server state
+composition root (the :class:`~jarvis.entrypoints.composition.Runtime` and the server state
 ``jarvis serve`` uses), under the same :class:`~jarvis.entrypoints.http.run_policy.RunPolicy`:
 an MCP client is driven by a model, like an HTTP client, so it may not move a run to
 another engine or start an external runtime unless the operator allowed it.
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from jarvis.application.run_updates import AnswerUpdate
     from jarvis.domain.ports import ToolPort
     from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.entrypoints.composition import Runtime
     from jarvis.entrypoints.http.state import ServerState
-    from jarvis.entrypoints.runtime import Runtime
 
 Progress = Callable[[str], Awaitable[None]]
 """Told one line for each step of a run (a text delta, a tool call, a tool result)."""
@@ -226,7 +226,7 @@ class JarvisTools:
 
     def _persona_tools(self) -> dict[str, ToolPort]:
         if not self._persona:
-            ports: Sequence[ToolPort] = self.runtime.container.persona_tools()
+            ports: Sequence[ToolPort] = self.runtime.persona_tools()
             self._persona.update({p.spec.name: p for p in ports if p.spec.name in PERSONA_TOOLS})
         return self._persona
 
@@ -319,10 +319,9 @@ class JarvisTools:
             updates: AsyncIterator[AnswerUpdate] = service.stream(command)
         else:
             from jarvis.domain.session_ids import check_session_id
-            from jarvis.entrypoints.conversations import conversation_service
 
             session = check_session_id(session)
-            conversations = await conversation_service(self.runtime)
+            conversations = await self.runtime.conversations()
             updates = without_history(conversations.stream(session, command))
         answer = await _follow(updates, progress)
         return ToolOutcome(text=answer.content, structured=answer_json(answer, session))
@@ -353,10 +352,8 @@ class JarvisTools:
         return ToolOutcome(text=answer.content, structured=answer_json(answer, None))
 
     async def _sessions_list(self, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
-        from jarvis.entrypoints.conversations import sessions
-
         limit = _limit(arguments, MAX_LISTED_SESSIONS)
-        infos = await sessions(self.runtime).list_sessions(limit=limit)
+        infos = await self.runtime.session_list().list_sessions(limit=limit)
         rows: list[JSONValue] = [
             {
                 "id": info.id,
@@ -377,12 +374,11 @@ class JarvisTools:
     async def _session_show(self, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
         from jarvis.domain.session_ids import check_session_id
         from jarvis.domain.sessions import message_to_record
-        from jarvis.entrypoints.conversations import sessions
 
         name = _string(arguments, "session", required=True)
         assert name is not None
         limit = _limit(arguments, MAX_SHOWN_MESSAGES) or MAX_SHOWN_MESSAGES
-        records = (await sessions(self.runtime).records(check_session_id(name)))[-limit:]
+        records = (await self.runtime.session_list().records(check_session_id(name)))[-limit:]
         messages: list[JSONValue] = []
         lines: list[str] = []
         for record in records:

@@ -1,7 +1,8 @@
-"""What the CLI and the SDK share: a configured container, its engine, and the ask use case.
+"""What every entry point takes its services from: a configured container, its engine,
+the ask use case per event loop, and the use cases and parts built on them.
 
 A :class:`Runtime` wraps one container, put together by
-:func:`~jarvis.entrypoints.bootstrap.bootstrap`. On first use it resolves the engine choice
+:func:`~jarvis.entrypoints.composition.bootstrap`. On first use it resolves the engine choice
 (unless a test or an embedding app has overridden ``container.inference``), hands it to the
 container and resolves the :class:`~jarvis.application.ask.AskService`, so that every
 question of a CLI command or of a ``Jarvis`` instance reuses the same engine and its
@@ -16,6 +17,10 @@ engine runs in threads and serves every loop). A loop's engines are closed on th
 by :meth:`Runtime.aclose`, or when the loop shuts down (``asyncio.run`` closes the
 asynchronous generators of a loop before closing it, and one such generator per loop
 closes what the loop used).
+
+The CLI, the SDK, ``jarvis serve``, the MCP server and the sandbox's inner process call its
+methods (``conversations()``, ``operators()``, ``managed_agents()``, ``sessions()``,
+``tools()``...) and never a provider of its container.
 """
 
 from __future__ import annotations
@@ -23,64 +28,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, Unpack
 
-from jarvis.application.ask import AskQuestion
-from jarvis.domain.agent_contract import AgentContext
+from jarvis.application.ask import AskQuestion, AskService
+from jarvis.application.config import JarvisConfig
+from jarvis.domain.ports import InferencePort
+from jarvis.entrypoints.composition.ask_options import AskOptions, ask_question
+from jarvis.entrypoints.composition.container import Container, inference_provided
+from jarvis.entrypoints.composition.lifecycle import (
+    EngineResource,
+    aclose_engines,
+    choose,
+    forget_engines,
+    loop_engine,
+    resolved,
+)
+from jarvis.entrypoints.composition.services import LoopAsker
+from jarvis.entrypoints.composition.stores import managed_agent_store, operator_store
+from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
 
 if TYPE_CHECKING:
-    from jarvis.application.ask import AskService
-    from jarvis.application.config import JarvisConfig
-    from jarvis.domain.json_types import JSONValue
-    from jarvis.domain.ports import InferencePort
-    from jarvis.entrypoints.container import Container, EngineResource
-    from jarvis.entrypoints.engine_choice import EngineChoice
-
-
-class AskOptions(TypedDict, total=False):
-    """How to answer one question: the keyword arguments of every ``Jarvis`` question method
-    (``ask``, ``ask_full``, ``ask_stream``, ``aask``, ``aask_full``, ``aask_stream``).
-
-    Every key is optional; a missing key or ``None`` falls back to the instance and the
-    configuration, as on the command line.
-    """
-
-    agent: str | None
-    """The agent to run (``simple``, ``orchestrator``, ``react``, ``rlm``...); default: the
-    instance's ``agent``, else ``[agent] default``, else ``simple``."""
-    model: str | None
-    """The model; default: the instance's ``model`` (else ``[engine] model``), else the
-    engine's first model."""
-    temperature: float | None
-    """Sampling temperature; default: ``[agent] temperature``."""
-    max_tokens: int | None
-    """The most tokens to generate per turn; default: ``[agent] max_tokens``."""
-    system: str | None
-    """Replaces the agent's system prompt."""
-    tools: Sequence[str] | None
-    """Tools for a tool-using agent, by name (``["calculator", "think"]``); default:
-    ``[tools] enabled`` and the instance's own tools."""
-    persona: str | None
-    """A named persona (``<config dir>/personas/NAME/``), or ``"none"`` for no persona;
-    default: ``[memory_files] persona_name``, else the default files."""
-    context: str | AgentContext | None
-    """Text the agent works on (the ``rlm`` agent keeps it in its REPL as ``context``, never
-    in the prompt), or a whole ``AgentContext``."""
-    agent_options: Mapping[str, JSONValue]
-    """Settings of the chosen agent, as ``-O KEY=VALUE`` on the command line: for the
-    ``orchestrator`` ``mode="structured"``, ``tool_choice="required"``, ``max_turns``...
-    An option the agent does not take is a ``ConfigurationError``."""
-    mounts: Sequence[str] | None
-    """Host folders the ``sandboxed`` agent sees, ``PATH[:TARGET][:ro|rw]`` (read-only
-    unless the mount allowlist allows writing), as ``--mount`` on the command line."""
-    project_instructions: bool | None
-    """Whether the ``AGENTS.md`` files of the working directory and its parents enter the
-    prompt; default: ``[agent] project_instructions`` (true)."""
-
-
-_OPTION_NAMES = AskOptions.__optional_keys__
+    from jarvis.application.ask import PromptContext, ToolProvider
+    from jarvis.application.conversation import ConversationService, Sessions
+    from jarvis.application.managed_agents import ManagedAgentService
+    from jarvis.application.operators import OperatorService
+    from jarvis.application.registry import AgentRegistry
+    from jarvis.application.system_prompt import SystemPromptBuilder
+    from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.application.traces import TraceWriter
+    from jarvis.domain.events import EventBus
+    from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.managed_agents import ManagedAgentStorePort
+    from jarvis.domain.ports import (
+        ContainerPort,
+        MemoryPort,
+        OperatorStorePort,
+        PersonaStorePort,
+        ReplPort,
+        SessionStorePort,
+        ToolPort,
+        TraceStorePort,
+    )
+    from jarvis.entrypoints.http.state import ServeLimits
 
 
 @dataclass(eq=False, slots=True)
@@ -146,11 +137,8 @@ class Runtime:
                 return state.service
 
     async def _build(self, state: _LoopState) -> AskService:
-        from jarvis.entrypoints.container import choose, loop_engine, resolved
-        from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
-
         container = self.container
-        provided = container.inference.last_overriding is not None
+        provided = inference_provided(container)
         if self.choice is None:
             if provided:
                 engine = container.inference()
@@ -206,8 +194,6 @@ class Runtime:
                 if pending is not None:
                     await pending
             if state.primary:
-                from jarvis.entrypoints.container import aclose_engines
-
                 await aclose_engines(self.container)
         finally:
             if state.primary:
@@ -236,8 +222,6 @@ class Runtime:
                 with contextlib.suppress(StopIteration, RuntimeError):
                     guard.aclose().send(None)
             if self._primary is state:
-                from jarvis.entrypoints.container import forget_engines
-
                 forget_engines(self.container)  # their pools belong to the closed loop
                 self._primary = None
 
@@ -263,30 +247,112 @@ class Runtime:
             with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                 asyncio.run_coroutine_threadsafe(self._shut(state), state.loop)
 
+    # -- the use cases and the parts entry points use, each built on first use ------------
+
+    async def conversations(self) -> ConversationService:
+        """The conversation use case on the running event loop's ask service."""
+        return self.container.conversation_service(ask=await self.service())
+
+    def sessions(self) -> SessionStorePort:
+        """The session store (``[sessions]``), without choosing or starting an engine:
+        ``jarvis sessions`` needs none."""
+        return self.container.sessions()
+
+    def session_list(self) -> Sessions:
+        """Listing, reading and deleting the sessions (no engine)."""
+        from jarvis.application.conversation import Sessions
+
+        return Sessions(self.sessions())
+
+    def operators(self) -> OperatorService:
+        """The operators use case; its ticks run on the running event loop's ask service,
+        whose engine starts on the first tick (reading and writing definitions needs none)."""
+        asker = LoopAsker(self.agents(), self.service)
+        return self.container.operator_service(asker=asker)
+
+    def operator_store(self, sessions: SessionStorePort | None = None) -> OperatorStorePort:
+        """Operator state and leases in ``sessions``' own database (default: the runtime's
+        session store)."""
+        if sessions is None:
+            return self.container.operator_store()
+        return operator_store(sessions)
+
+    def managed_agents(
+        self,
+        limits: ServeLimits,
+        *,
+        sessions: SessionStorePort | None = None,
+        agents: ManagedAgentStorePort | None = None,
+    ) -> ManagedAgentService:
+        """The managed-agents use case of ``jarvis serve``, on the given stores or the
+        runtime's (the sessions store, and the definitions kept in its database)."""
+        given: dict[str, object] = {"ask": self.service, "limits": limits}
+        if sessions is not None:
+            given["sessions"] = sessions
+            given["agents"] = agents if agents is not None else managed_agent_store(sessions)
+        elif agents is not None:
+            given["agents"] = agents
+        return self.container.managed_agent_service(**given)
+
+    def agents(self) -> AgentRegistry:
+        """The agent registry (built-ins and plug-ins)."""
+        return self.container.agents()
+
+    def tools(self) -> ToolProvider | None:
+        """The tool catalogue (``None``: a test or an application took all tools away)."""
+        return self.container.tools()
+
+    def user_tools(self) -> list[ToolPort]:
+        """The tools an embedding application registered (appended to before the first
+        question, they join the catalogue)."""
+        return self.container.user_tools()
+
+    def persona_tools(self) -> list[ToolPort]:
+        """``memory_manage`` and ``user_profile_manage``."""
+        return self.container.persona_tools()
+
+    def mcp_tools(self) -> McpToolSource | None:
+        """The configured MCP servers (none started until used)."""
+        return self.container.mcp_tools()
+
+    def prompt_context(self) -> PromptContext | None:
+        """``AGENTS.md`` and the Agent Skills (``jarvis skills``)."""
+        return self.container.prompt_context()
+
+    def persona_store(self) -> PersonaStorePort:
+        return self.container.persona_store()
+
+    def prompt_builder(self) -> SystemPromptBuilder:
+        return self.container.prompt_builder()
+
+    def trace_store(self) -> TraceStorePort:
+        """Where ``jarvis traces`` and ``jarvis stats`` read."""
+        return self.container.trace_store()
+
+    def trace_writer(self) -> TraceWriter | None:
+        """Saves this runtime's traces (``None``: traces and telemetry are off)."""
+        return self.container.trace_writer()
+
+    def bus(self) -> EventBus:
+        """The event bus of every run (a caller may subscribe before asking)."""
+        return self.container.bus()
+
+    def repl(self) -> ReplPort:
+        return self.container.repl()
+
+    def keyword_index(self) -> Callable[[], MemoryPort]:
+        return self.container.keyword_index()
+
+    def container_runtime(self) -> ContainerPort:
+        """Docker or Podman (``jarvis sandbox``)."""
+        return self.container.container_runtime()
+
+    def external_runtimes(self) -> ExternalRuntimesPort:
+        """The external agents' runtimes (started on first use)."""
+        return self.container.external_runtimes()
+
     def question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         """The command for one question and its :class:`AskOptions` (``None`` is left for the
         ask use case to fill from the ``[agent]`` settings). An option that is not one of
         them is a ``TypeError``."""
-        unknown = options.keys() - _OPTION_NAMES
-        if unknown:
-            raise TypeError(
-                f"unexpected keyword argument {min(unknown)!r}; the options are "
-                + ", ".join(sorted(_OPTION_NAMES))
-            )
-        context = options.get("context")
-        if isinstance(context, str):
-            context = AgentContext(metadata={"context": context})
-        return AskQuestion(
-            question=question,
-            agent=options.get("agent"),
-            model=options.get("model"),
-            temperature=options.get("temperature"),
-            max_tokens=options.get("max_tokens"),
-            system_prompt=options.get("system"),
-            tools=tuple(options.get("tools") or ()),
-            persona=options.get("persona"),
-            context=context,
-            agent_options=dict(options.get("agent_options") or {}),
-            mounts=tuple(options.get("mounts") or ()),
-            project_instructions=options.get("project_instructions"),
-        )
+        return ask_question(question, **options)

@@ -1,0 +1,84 @@
+"""How to answer one question: :class:`AskOptions`, the keyword arguments of every
+``Jarvis`` question method, and the command they make."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypedDict, Unpack
+
+from jarvis.application.ask import AskQuestion
+from jarvis.domain.agent_contract import AgentContext
+from jarvis.domain.json_types import JSONValue
+
+
+class AskOptions(TypedDict, total=False):
+    """How to answer one question: the keyword arguments of every ``Jarvis`` question method
+    (``ask``, ``ask_full``, ``ask_stream``, ``aask``, ``aask_full``, ``aask_stream``).
+
+    Every key is optional; a missing key or ``None`` falls back to the instance and the
+    configuration, as on the command line.
+    """
+
+    agent: str | None
+    """The agent to run (``simple``, ``orchestrator``, ``react``, ``rlm``...); default: the
+    instance's ``agent``, else ``[agent] default``, else ``simple``."""
+    model: str | None
+    """The model; default: the instance's ``model`` (else ``[engine] model``), else the
+    engine's first model."""
+    temperature: float | None
+    """Sampling temperature; default: ``[agent] temperature``."""
+    max_tokens: int | None
+    """The most tokens to generate per turn; default: ``[agent] max_tokens``."""
+    system: str | None
+    """Replaces the agent's system prompt."""
+    tools: Sequence[str] | None
+    """Tools for a tool-using agent, by name (``["calculator", "think"]``); default:
+    ``[tools] enabled`` and the instance's own tools."""
+    persona: str | None
+    """A named persona (``<config dir>/personas/NAME/``), or ``"none"`` for no persona;
+    default: ``[memory_files] persona_name``, else the default files."""
+    context: str | AgentContext | None
+    """Text the agent works on (the ``rlm`` agent keeps it in its REPL as ``context``, never
+    in the prompt), or a whole ``AgentContext``."""
+    agent_options: Mapping[str, JSONValue]
+    """Settings of the chosen agent, as ``-O KEY=VALUE`` on the command line: for the
+    ``orchestrator`` ``mode="structured"``, ``tool_choice="required"``, ``max_turns``...
+    An option the agent does not take is a ``ConfigurationError``."""
+    mounts: Sequence[str] | None
+    """Host folders the ``sandboxed`` agent sees, ``PATH[:TARGET][:ro|rw]`` (read-only
+    unless the mount allowlist allows writing), as ``--mount`` on the command line."""
+    project_instructions: bool | None
+    """Whether the ``AGENTS.md`` files of the working directory and its parents enter the
+    prompt; default: ``[agent] project_instructions`` (true)."""
+
+
+_OPTION_NAMES = AskOptions.__optional_keys__
+
+
+def ask_question(question: str, **options: Unpack[AskOptions]) -> AskQuestion:
+    """The command for one question and its options (``None`` is left for the ask use case
+    to fill from the ``[agent]`` settings). An option that is not one of them is a
+    ``TypeError``."""
+    unknown = options.keys() - _OPTION_NAMES
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument {min(unknown)!r}; the options are "
+            + ", ".join(sorted(_OPTION_NAMES))
+        )
+    context = options.get("context")
+    if isinstance(context, str):
+        context = AgentContext(metadata={"context": context})
+    return AskQuestion(
+        question=question,
+        agent=options.get("agent"),
+        model=options.get("model"),
+        temperature=options.get("temperature"),
+        max_tokens=options.get("max_tokens"),
+        system_prompt=options.get("system"),
+        tools=tuple(options.get("tools") or ()),
+        persona=options.get("persona"),
+        context=context,
+        agent_options=dict(options.get("agent_options") or {}),
+        mounts=tuple(options.get("mounts") or ()),
+        project_instructions=options.get("project_instructions"),
+    )
