@@ -15,7 +15,7 @@ import pytest
 
 from jarvis.application.managed_agents import ManagedAgentService
 from jarvis.domain.errors import EngineUnavailableError
-from jarvis.entrypoints.bootstrap import bootstrap
+from jarvis.entrypoints.composition import bootstrap
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.state import ServeLimits, ServerState
 from jarvis.entrypoints.http.streaming import BeforeStream, encoded
