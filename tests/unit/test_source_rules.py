@@ -1,0 +1,70 @@
+"""Rules of the source tree that review alone would let drift, measured on the code itself
+(by its syntax tree: nothing here imports a module to judge it, except the error tree)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import jarvis
+
+SRC = Path(jarvis.__file__).resolve().parent
+
+
+def _modules(*parts: str) -> Iterator[tuple[str, ast.Module]]:
+    """(path relative to the package, parsed module) of every module under ``parts``."""
+    for path in sorted(SRC.joinpath(*parts).rglob("*.py")):
+        yield path.relative_to(SRC).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+# --- the domain performs no I/O ------------------------------------------------------------
+
+IO_MODULES = frozenset(
+    {"os", "pathlib", "subprocess", "socket", "shutil", "tempfile", "glob", "io", "sys"}
+    | {"signal", "select", "selectors", "ssl", "http", "urllib", "sqlite3", "mmap", "fcntl"}
+)
+"""Modules whose import means file, process, network or environment access."""
+
+IO_CALLS = frozenset(
+    {"open", "time.sleep", "asyncio.sleep", "asyncio.open_connection", "asyncio.start_server"}
+    | {"asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "input", "print"}
+)
+"""Calls that read or write outside the process (or block it on the clock)."""
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _io_uses(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in IO_MODULES:
+                    yield f"line {node.lineno}: import {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in IO_MODULES:
+                yield f"line {node.lineno}: from {node.module} import ..."
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in IO_CALLS:
+                    yield f"line {node.lineno}: from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Call) and _dotted(node.func) in IO_CALLS:
+            yield f"line {node.lineno}: {_dotted(node.func)}(...)"
+
+
+def test_the_domain_performs_no_io() -> None:
+    found = [f"{path} {use}" for path, tree in _modules("domain") for use in _io_uses(tree)]
+    assert found == [], "the domain reads files, processes, sockets or the environment"
+
+
+def test_the_io_scan_finds_what_it_looks_for() -> None:
+    sample = ast.parse(
+        "import os.path\nfrom pathlib import Path\nfrom time import sleep\n"
+        "open('x')\nasyncio.create_subprocess_exec('ls')\n"
+    )
+    assert len(list(_io_uses(sample))) == 5
