@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import pkgutil
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import jarvis
+from jarvis.domain.agents.base import BaseAgent
 
 SRC = Path(jarvis.__file__).resolve().parent
 
@@ -16,6 +21,22 @@ def _modules(*parts: str) -> Iterator[tuple[str, ast.Module]]:
     """(path relative to the package, parsed module) of every module under ``parts``."""
     for path in sorted(SRC.joinpath(*parts).rglob("*.py")):
         yield path.relative_to(SRC).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _import_everything() -> None:
+    """Import every module of jarvis, so that every class it defines exists."""
+    for module in pkgutil.walk_packages(jarvis.__path__, "jarvis."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+
+
+def _subclasses(cls: type[object]) -> set[type[object]]:
+    found: set[type[object]] = set()
+    subclasses: list[type[object]] = cls.__subclasses__()
+    for sub in subclasses:
+        found |= {sub, *_subclasses(sub)}
+    return found
 
 
 # --- the domain performs no I/O ------------------------------------------------------------
@@ -68,3 +89,23 @@ def test_the_io_scan_finds_what_it_looks_for() -> None:
         "open('x')\nasyncio.create_subprocess_exec('ls')\n"
     )
     assert len(list(_io_uses(sample))) == 5
+
+
+# --- agents take their settings as value objects -------------------------------------------
+
+MAX_AGENT_PARAMETERS = 10
+
+
+def test_every_agent_constructor_takes_at_most_ten_parameters() -> None:
+    """Related settings travel as one frozen value object (``RunBudget``, ``DelegatedRun``,
+    ``InnerAgentSpec``...), not as loose keywords repeated by every subclass. The OpenJarvis
+    compatibility layer (``jarvis.compat``) is left out: its constructors are OpenJarvis's,
+    keyword for keyword."""
+    _import_everything()
+    agents = [a for a in _subclasses(BaseAgent) if not a.__module__.startswith("jarvis.compat")]
+    assert len(agents) > 10, "the agents were found"
+    counts = {
+        f"{agent.__module__}.{agent.__qualname__}": len(inspect.signature(agent).parameters)
+        for agent in agents
+    }
+    assert {name: n for name, n in counts.items() if n > MAX_AGENT_PARAMETERS} == {}

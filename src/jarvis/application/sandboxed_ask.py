@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from jarvis.application.ask import AskQuestion, AskService
 from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.sandboxed import SandboxedAgent
+from jarvis.domain.agents.sandboxed import InnerAgentSpec, SandboxedAgent, SandboxMounts
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.sandbox import INSIDE_TOOLS, SandboxRunner
@@ -101,13 +101,15 @@ class SandboxedAgents:
             self.runner,
             engine=service.inference,
             model=model,
-            mounts=command.mounts,
-            secrets=secrets,
             bus=service.bus,
-            inner_key=key,
-            tools=[n for n in names if n in INSIDE_TOOLS],
+            inner=InnerAgentSpec(
+                key=key,
+                tools=tuple(n for n in names if n in INSIDE_TOOLS),
+                options=options,
+                default_max_turns=service.default_max_turns,
+            ),
+            mounts=SandboxMounts(requests=tuple(command.mounts)),
+            secrets=secrets,
             host_tools=host_ports,
-            agent_options=options,
-            default_max_turns=service.default_max_turns,
         )
         return sandboxed, model
