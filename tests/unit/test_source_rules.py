@@ -7,11 +7,14 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import jarvis
+from jarvis.domain import errors
 from jarvis.domain.agents.base import BaseAgent
 
 SRC = Path(jarvis.__file__).resolve().parent
@@ -109,3 +112,57 @@ def test_every_agent_constructor_takes_at_most_ten_parameters() -> None:
         for agent in agents
     }
     assert {name: n for name, n in counts.items() if n > MAX_AGENT_PARAMETERS} == {}
+
+
+# --- one drawn error tree ------------------------------------------------------------------
+
+_ENTRY = re.compile(r"^(?P<branches>[ │├└─]*?)(?P<name>[A-Z]\w*Error)\b")
+_HOME = re.compile(r"\[(?P<module>[\w.]+)\]\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnError:
+    name: str
+    parent: str
+    module: str
+
+
+def _drawn_tree(docstring: str) -> dict[str, DrawnError]:
+    """The classes the drawing in ``jarvis.domain.errors`` names, with the parent each is
+    drawn under (by indentation, four columns a level) and its module (``[module]`` on its
+    line or the next ones; none: its parent's, and ``domain.errors`` at the top)."""
+    drawing = docstring.split("::", 1)[1]
+    drawn: dict[str, DrawnError] = {}
+    parents: list[str] = []
+    last = ""
+    for line in drawing.splitlines():
+        body = line[4:]  # the block's indentation
+        entry = _ENTRY.match(body)
+        if entry is not None:
+            depth = len(entry["branches"]) // 4
+            parents[depth:] = [entry["name"]]
+            last = entry["name"]
+            parent = parents[depth - 1] if depth else ""
+            home = drawn[parent].module if parent else "domain.errors"
+            drawn[last] = DrawnError(last, parent, home)
+        named = _HOME.search(line)
+        if named is not None and last:
+            drawn[last] = DrawnError(last, drawn[last].parent, named["module"])
+    return drawn
+
+
+def test_the_drawn_error_tree_names_every_error_class_where_it_is() -> None:
+    _import_everything()
+    drawn = _drawn_tree(errors.__doc__ or "")
+    real = {
+        cls.__name__: DrawnError(
+            cls.__name__,
+            next(b.__name__ for b in cls.__bases__ if issubclass(b, errors.JarvisError)),
+            cls.__module__.removeprefix("jarvis."),
+        )
+        for cls in _subclasses(errors.JarvisError)
+    }
+    assert len(real) > 30, "the error classes were found"
+    assert len({cls.__name__ for cls in _subclasses(errors.JarvisError)}) == len(real)
+    assert drawn.pop("JarvisError").parent == ""
+    assert drawn == real
