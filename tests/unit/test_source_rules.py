@@ -8,6 +8,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -166,3 +167,43 @@ def test_the_drawn_error_tree_names_every_error_class_where_it_is() -> None:
     assert len({cls.__name__ for cls in _subclasses(errors.JarvisError)}) == len(real)
     assert drawn.pop("JarvisError").parent == ""
     assert drawn == real
+
+
+# --- every type: ignore says why -----------------------------------------------------------
+
+_IGNORE = re.compile(r"#\s*type:\s*ignore\b")
+_EXPLAINED_IGNORE = re.compile(r"#\s*type:\s*ignore\[[\w, -]+\]\s+#\s*\w.{4,}")
+"""``# type: ignore[code]  # why``: the code (ruff's PGH003 also asks for it) and a reason."""
+
+
+def _comments(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as source:
+        for token in tokenize.tokenize(source.readline):
+            if token.type == tokenize.COMMENT:
+                yield token.start[0], token.string
+
+
+def _unexplained_ignores(path: Path) -> Iterator[int]:
+    for line, comment in _comments(path):
+        if _IGNORE.search(comment) and not _EXPLAINED_IGNORE.search(comment):
+            yield line
+
+
+def test_every_type_ignore_in_the_sources_says_why() -> None:
+    found = [
+        f"{path.relative_to(SRC).as_posix()}:{line}"
+        for path in sorted(SRC.rglob("*.py"))
+        for line in _unexplained_ignores(path)
+    ]
+    assert found == []
+
+
+def test_the_ignore_rule_tells_a_reason_from_none(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "a = 1  # type: ignore\n"
+        "b = 2  # type: ignore[assignment]\n"
+        "c = 3  # type: ignore[assignment]  # the stub is wrong\n"
+        "d = '# type: ignore'\n"
+    )
+    assert list(_unexplained_ignores(sample)) == [1, 2]

@@ -223,7 +223,7 @@ async def run_inner(run: RunMessage, link: HostLink) -> None:
                     encode(
                         ResultMessage(
                             content=update.content,
-                            stop_reason=update.stop_reason,  # type: ignore[arg-type]
+                            stop_reason=update.stop_reason,  # type: ignore[arg-type]  # the agents' stop reasons
                             tool_results=[ToolResultModel.of(r) for r in update.tool_results],
                             turns=update.turns,
                             usage=UsageModel.of(update.usage),

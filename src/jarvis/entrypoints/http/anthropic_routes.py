@@ -107,8 +107,8 @@ async def build_request(
         temperature=temperature,
         max_tokens=min(body.max_tokens, state.limits.max_output_tokens),
         tools=specs,
-        tool_choice=tool_choice,  # type: ignore[arg-type]
-        options=options,  # type: ignore[arg-type]
+        tool_choice=tool_choice,  # type: ignore[arg-type]  # checked against the literals above
+        options=options,  # type: ignore[arg-type]  # JSON values, as parsed
     )
 
 
@@ -132,7 +132,7 @@ def _message(
         id=message_id,
         content=blocks,
         model=model,
-        stop_reason=stop,  # type: ignore[arg-type]
+        stop_reason=stop,  # type: ignore[arg-type]  # mapped to a wire literal
         usage=_usage(completion.usage, estimate),
     )
 
@@ -244,7 +244,7 @@ async def _frames(
                 stop = "tool_use" if chunk.tool_calls else _STOP[chunk.finish_reason or "stop"]
                 yield _event(
                     ev.MessageDelta(
-                        delta=ev.MessageDeltaBody(stop_reason=stop),  # type: ignore[arg-type]
+                        delta=ev.MessageDeltaBody(stop_reason=stop),  # type: ignore[arg-type]  # a wire literal
                         usage=ev.MessageDeltaUsage(
                             output_tokens=usage.completion_tokens,
                             input_tokens=usage.prompt_tokens or estimate,

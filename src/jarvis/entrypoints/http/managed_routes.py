@@ -221,7 +221,7 @@ def _chunk(
             id=reply_id,
             created=int(time.time()),
             model=model,
-            choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]
+            choices=[ev.ChunkChoice(delta=delta, finish_reason=finish)],  # type: ignore[arg-type]  # one of the wire literals
             usage=None if usage is None else ev.ChunkUsage(**usage),
             jarvis=summary,
         ),

@@ -422,14 +422,14 @@ async def _follow(
     from jarvis.application.ask import Answer
 
     answer: Answer | None = None
-    async with contextlib.aclosing(updates) as steps:  # type: ignore[type-var]
+    async with contextlib.aclosing(updates) as steps:  # type: ignore[type-var]  # an async generator
         async for update in steps:
             if skip is not None and isinstance(update, skip):
                 continue
             if isinstance(update, Answer):
                 answer = update
                 continue
-            line = progress_line(update)  # type: ignore[arg-type]
+            line = progress_line(update)  # type: ignore[arg-type]  # a RunUpdate or an Answer
             if line is not None:
                 await progress(line)
     if answer is None:
