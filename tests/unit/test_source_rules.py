@@ -207,3 +207,35 @@ def test_the_ignore_rule_tells_a_reason_from_none(tmp_path: Path) -> None:
         "d = '# type: ignore'\n"
     )
     assert list(_unexplained_ignores(sample)) == [1, 2]
+
+
+# --- functions read in one screen ------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """(name, lines) of every function longer than the limit, from ``def`` to its end."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                yield node.name, lines
+
+
+def test_no_function_of_the_domain_or_the_application_is_over_sixty_lines() -> None:
+    found = {
+        f"{path} {name}": lines
+        for part in ("domain", "application")
+        for path, tree in _modules(part)
+        for name, lines in _long_functions(tree)
+    }
+    assert found == {}
+
+
+def test_the_function_measure_counts_from_def_to_end() -> None:
+    body = "\n".join(f"    x = {n}" for n in range(MAX_FUNCTION_LINES - 1))
+    fits = ast.parse(f"def fits():\n{body}\n")
+    over = ast.parse(f"async def over():\n{body}\n    return x\n")
+    assert list(_long_functions(fits)) == []
+    assert list(_long_functions(over)) == [("over", MAX_FUNCTION_LINES + 1)]

@@ -276,6 +276,21 @@ class AskService:
             why=f"the default of the {key} agent",
         )
 
+    async def _tools_for(
+        self, command: AskQuestion, agent_cls: type[BaseAgent], model: str
+    ) -> list[ToolPort]:
+        """The tools ``command`` names (else the configured ones), for an agent that takes
+        tools; prepared (e.g. MCP servers started) before they are built."""
+        if not agent_cls.accepts_tools:
+            return []
+        names = command.tools or self.default_tools
+        if names and self.tools is None:
+            raise ConfigurationError("No tool catalogue is configured.")
+        if self.tools is None or not names:
+            return []
+        await self.tools.prepare(names)
+        return self.tools.build(names, inference=self.inference, model=model)
+
     async def build_agent(self, command: AskQuestion) -> tuple[BaseAgent, str]:
         """The agent instance for ``command`` and the model it will use."""
         if not command.question.strip():
@@ -297,14 +312,7 @@ class AskService:
                 hint="Use a tool-using agent such as --agent orchestrator, or drop --tools.",
             )
         model = await self.resolve_model(command.model)
-        tools: list[ToolPort] = []
-        if agent_cls.accepts_tools:
-            names = command.tools or self.default_tools
-            if names and self.tools is None:
-                raise ConfigurationError("No tool catalogue is configured.")
-            if self.tools is not None and names:
-                await self.tools.prepare(names)
-                tools = self.tools.build(names, inference=self.inference, model=model)
+        tools = await self._tools_for(command, agent_cls, model)
         extra, skill_tool = self._context_prompt(command, agent_cls)
         if skill_tool is not None and all(t.spec.name != skill_tool.spec.name for t in tools):
             tools.append(skill_tool)
