@@ -355,7 +355,7 @@ def run(
     def body() -> None:
         import time
 
-        from jarvis.application.operators import Scheduler
+        from jarvis.application.operator_scheduler import Scheduler
 
         runtime = _runtime(ctx, config)
         service = operator_service(runtime)
