@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
 from jarvis.entrypoints.cli.listener_options import (
     AllowedHostOption,
@@ -56,7 +57,6 @@ app = typer.Typer(
 
 def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
     """The configured servers (none started); a usage error when there are none."""
-    from jarvis.domain.errors import ConfigurationError
     from jarvis.entrypoints.bootstrap import bootstrap
     from jarvis.entrypoints.settings import load_config
 
@@ -156,8 +156,6 @@ def list_servers(
 def _arguments(text: str) -> JSONObject:
     import json
 
-    from jarvis.domain.errors import ConfigurationError
-
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -183,7 +181,7 @@ def call(
     outcome: list[ToolResult] = []
 
     def body() -> None:
-        from jarvis.domain.errors import ConfigurationError
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.json_schema import validate
 
         server, _, name = tool.partition(".")
@@ -282,8 +280,6 @@ def serve(
 
         require_packages(http=http)
         if not http:
-            from jarvis.domain.errors import ConfigurationError
-
             given = [
                 flag
                 for flag, value in (

@@ -25,7 +25,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import message_to_record
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
@@ -308,7 +311,6 @@ class JarvisTools:
         if session is None:
             updates: AsyncIterator[object] = service.stream(command)
         else:
-            from jarvis.domain.session_ids import check_session_id
             from jarvis.entrypoints.conversations import conversation_service
 
             session = check_session_id(session)
@@ -365,8 +367,6 @@ class JarvisTools:
         return ToolOutcome(text=text or "No sessions yet.", structured={"sessions": rows})
 
     async def _session_show(self, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
-        from jarvis.domain.session_ids import check_session_id
-        from jarvis.domain.sessions import message_to_record
         from jarvis.entrypoints.conversations import sessions
 
         name = _string(arguments, "session", required=True)
@@ -390,8 +390,6 @@ class JarvisTools:
         )
 
     async def _persona_call(self, name: str, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
-        from jarvis.domain.json_schema import validate
-
         port = self._persona_tools().get(name)
         if port is None:
             return _failure(f"The persona tool {name} is not available.")
