@@ -239,3 +239,28 @@ def test_the_function_measure_counts_from_def_to_end() -> None:
     over = ast.parse(f"async def over():\n{body}\n    return x\n")
     assert list(_long_functions(fits)) == []
     assert list(_long_functions(over)) == [("over", MAX_FUNCTION_LINES + 1)]
+
+
+# --- modules small enough to read -----------------------------------------------------------
+
+MAX_MODULE_LINES = 500
+
+LONGER_MODULES = {
+    "adapters/subprocess_repl/worker.py": "run as one file in the sandbox (standard library only)",
+    "entrypoints/container.py": "being split into a composition package",
+    "domain/agents/tool_loop.py": "to be split",
+    "entrypoints/cli/chat.py": "to be split",
+    "entrypoints/cli/ask.py": "to be split",
+}
+"""The modules allowed past the limit, and why (remove an entry once its module fits)."""
+
+
+def test_no_module_is_over_five_hundred_lines() -> None:
+    lengths = {
+        path.relative_to(SRC).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in SRC.rglob("*.py")
+    }
+    over = {path: n for path, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert {path: n for path, n in over.items() if path not in LONGER_MODULES} == {}
+    fitting = sorted(path for path in LONGER_MODULES if lengths.get(path, 0) <= MAX_MODULE_LINES)
+    assert fitting == [], "these fit now: remove them from LONGER_MODULES"
