@@ -92,3 +92,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value: object = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
