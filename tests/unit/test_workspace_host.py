@@ -1,4 +1,5 @@
-"""The local workspace host and its in-memory double pass the same contract."""
+"""The local workspace host and its in-memory double pass the same contract, and the
+external agents ask theirs for the workspace and the environment when a run starts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from contracts.workspace_host_contract import HostWorld, WorkspaceHostContract
+from jarvis.application.registry import builtin_agents
 from jarvis.application.workspace_host import LocalWorkspaceHost
+from jarvis.domain.agents.options import AgentParts
+from jarvis.domain.errors import ConfigurationError
+from jarvis.testing import InMemoryExternalRuntime, InMemoryExternalRuntimes, ScriptedInference
 from jarvis.testing.external_runtimes import InMemoryWorkspaceHost
 
 
@@ -53,3 +58,32 @@ class TestInMemoryWorkspaceHost(WorkspaceHostContract):
             variable="KEY",
             value="a value",
         )
+
+
+async def test_the_external_agents_take_workspace_and_key_from_their_host() -> None:
+    host = InMemoryWorkspaceHost(
+        cwd="/started/here",
+        directories={"/started/here": "/real/here", "/elsewhere": "/real/elsewhere"},
+        environment={"ANTHROPIC_API_KEY": "sk-ant-from-the-host"},
+    )
+    opencode = InMemoryExternalRuntime()
+    claude = InMemoryExternalRuntime(runtime_id="claude_code")
+    parts = AgentParts(
+        inference=ScriptedInference(engine_id="openai", base_url="http://127.0.0.1:1/v1"),
+        model="m",
+        runtimes=InMemoryExternalRuntimes({"opencode": opencode, "claude_code": claude}),
+        host=host,
+    )
+    await builtin_agents().create("opencode", parts).arun("hi")
+    assert opencode.requests[0].workspace == "/real/here"  # the host's, resolved
+    cloud = builtin_agents().create(
+        "claude_code", parts, {"workspace": "/elsewhere", "cloud": True}
+    )
+    await cloud.arun("hi")
+    assert (claude.requests[0].workspace, claude.requests[0].api_key) == (
+        "/real/elsewhere",
+        "sk-ant-from-the-host",
+    )
+    missing = builtin_agents().create("opencode", parts, {"workspace": "/nowhere"})
+    with pytest.raises(ConfigurationError, match="'/nowhere' is not a directory"):
+        await missing.arun("hi")
