@@ -44,6 +44,7 @@ from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, Unpack
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.updates import TextDelta
 from jarvis.entrypoints.bootstrap import bootstrap
 from jarvis.entrypoints.runtime import AskOptions
@@ -141,7 +142,6 @@ class Jarvis:
 
     def _add_tool(self, tool: ToolPort | Callable[..., object]) -> ToolPort:
         from jarvis.application.tools.function_tool import as_tool
-        from jarvis.domain.errors import ConfigurationError
 
         port = as_tool(tool)
         registered = self.container.user_tools()
