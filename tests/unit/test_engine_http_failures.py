@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 import pytest
 
-from jarvis.adapters.inference._http import RetryPolicy, parse_retry_after
+from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.inference.vllm import VllmEngine

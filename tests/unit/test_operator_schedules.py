@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from jarvis.application.ask import Answer, AskQuestion
-from jarvis.application.operators import OperatorService, Scheduler, UnknownOperatorError
+from jarvis.application.operator_scheduler import Scheduler
+from jarvis.application.operators import OperatorService, UnknownOperatorError
 from jarvis.application.registry import AgentRegistry, builtin_agents
 from jarvis.application.schedules import (
     check_cron,

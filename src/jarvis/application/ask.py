@@ -294,6 +294,35 @@ class AskService:
             why=f"the default of the {key} agent",
         )
 
+    async def _tools_for(
+        self, command: AskQuestion, agent_cls: type[BaseAgent], model: str
+    ) -> list[ToolPort]:
+        """The tools ``command`` names (else the configured ones), for an agent that takes
+        tools; prepared (e.g. MCP servers started) before they are built."""
+        if not agent_cls.accepts_tools:
+            return []
+        names = command.tools or self.default_tools
+        if names and self.tools is None:
+            raise ConfigurationError("No tool catalogue is configured.")
+        if self.tools is None or not names:
+            return []
+        await self.tools.prepare(names)
+        return self.tools.build(names, inference=self.inference, model=model)
+
+    def _inference_for(self, command: AskQuestion, agent_cls: type[BaseAgent]) -> InferencePort:
+        """The engine, wrapped for a typed question so that it asks for the schema the
+        strongest way it can (a plain agent's whole reply is constrained)."""
+        if command.output is None:
+            return self.inference
+        from jarvis.domain.agents.simple import SimpleAgent
+        from jarvis.domain.agents.typed_answer import StructuredAnswers
+
+        return StructuredAnswers(
+            self.inference,
+            command.output.schema,
+            constrain_plain=issubclass(agent_cls, SimpleAgent),
+        )
+
     async def build_agent(self, command: AskQuestion) -> tuple[BaseAgent, str]:
         """The agent instance for ``command`` and the model it will use."""
         if not command.question.strip():
@@ -315,24 +344,8 @@ class AskService:
                 hint="Use a tool-using agent such as --agent orchestrator, or drop --tools.",
             )
         model = await self.resolve_model(command.model)
-        tools: list[ToolPort] = []
-        if agent_cls.accepts_tools:
-            names = command.tools or self.default_tools
-            if names and self.tools is None:
-                raise ConfigurationError("No tool catalogue is configured.")
-            if self.tools is not None and names:
-                await self.tools.prepare(names)
-                tools = self.tools.build(names, inference=self.inference, model=model)
-        inference = self.inference
-        if command.output is not None:
-            from jarvis.domain.agents.simple import SimpleAgent
-            from jarvis.domain.agents.typed_answer import StructuredAnswers
-
-            inference = StructuredAnswers(
-                inference,
-                command.output.schema,
-                constrain_plain=issubclass(agent_cls, SimpleAgent),
-            )
+        tools = await self._tools_for(command, agent_cls, model)
+        inference = self._inference_for(command, agent_cls)
         extra, skill_tool = self._context_prompt(command, agent_cls)
         if skill_tool is not None and all(t.spec.name != skill_tool.spec.name for t in tools):
             tools.append(skill_tool)

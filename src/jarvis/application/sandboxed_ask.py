@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from jarvis.application.ask import AskQuestion, AskService
 from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.sandboxed import SandboxedAgent
+from jarvis.domain.agents.sandboxed import InnerAgentSpec, SandboxedAgent, SandboxMounts
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.sandbox import INSIDE_TOOLS, SandboxRunner
@@ -63,30 +63,7 @@ class SandboxedAgents:
         inner_cls = service.registry.get(key)
         if getattr(inner_cls, "wraps_agent", False):
             raise ConfigurationError("A sandboxed agent cannot run another sandboxed agent.")
-        inside_host = [n for n in host if n in INSIDE_TOOLS]
-        if inside_host:
-            raise ConfigurationError(
-                "-O host_tools names tools that run inside the sandbox: " + ", ".join(inside_host),
-                hint="Only tools that need the host (web_search, llm...) are brokered.",
-            )
-        names = list(command.tools) or (
-            list(service.default_tools) if inner_cls.accepts_tools else []
-        )
-        names += [n for n in host if n not in names]
-        if names and not inner_cls.accepts_tools:
-            raise ConfigurationError(
-                f"Agent '{key}' does not take tools, but tools were given: " + ", ".join(names),
-                hint="Run a tool-using agent inside: -O inner=orchestrator.",
-            )
-        outside = [n for n in names if n not in INSIDE_TOOLS and n not in host]
-        if outside:
-            raise ConfigurationError(
-                "These tools need the host and are not available inside the sandbox unless "
-                "allowed: " + ", ".join(outside),
-                hint="Allow them explicitly with -O host_tools="
-                + ",".join(outside)
-                + " (they then run on the host, with its own checks).",
-            )
+        names = _tool_names(command, service, key, inner_cls, host)
         inner_command = replace(
             command, agent=key, agent_options=options, tools=tuple(names), mounts=(), skills=False
         )
@@ -101,13 +78,50 @@ class SandboxedAgents:
             self.runner,
             engine=service.inference,
             model=model,
-            mounts=command.mounts,
-            secrets=secrets,
             bus=service.bus,
-            inner_key=key,
-            tools=[n for n in names if n in INSIDE_TOOLS],
+            inner=InnerAgentSpec(
+                key=key,
+                tools=tuple(n for n in names if n in INSIDE_TOOLS),
+                options=options,
+                default_max_turns=service.default_max_turns,
+            ),
+            mounts=SandboxMounts(requests=tuple(command.mounts)),
+            secrets=secrets,
             host_tools=host_ports,
-            agent_options=options,
-            default_max_turns=service.default_max_turns,
         )
         return sandboxed, model
+
+
+def _tool_names(
+    command: AskQuestion,
+    service: AskService,
+    key: str,
+    inner_cls: type[BaseAgent],
+    host: list[str],
+) -> list[str]:
+    """The tools of the inner agent (``command``'s, else the configured ones) and the host
+    tools the user allowed; a host tool not allowed, or tools for an agent that takes none,
+    are refused."""
+    inside_host = [n for n in host if n in INSIDE_TOOLS]
+    if inside_host:
+        raise ConfigurationError(
+            "-O host_tools names tools that run inside the sandbox: " + ", ".join(inside_host),
+            hint="Only tools that need the host (web_search, llm...) are brokered.",
+        )
+    names = list(command.tools) or (list(service.default_tools) if inner_cls.accepts_tools else [])
+    names += [n for n in host if n not in names]
+    if names and not inner_cls.accepts_tools:
+        raise ConfigurationError(
+            f"Agent '{key}' does not take tools, but tools were given: " + ", ".join(names),
+            hint="Run a tool-using agent inside: -O inner=orchestrator.",
+        )
+    outside = [n for n in names if n not in INSIDE_TOOLS and n not in host]
+    if outside:
+        raise ConfigurationError(
+            "These tools need the host and are not available inside the sandbox unless "
+            "allowed: " + ", ".join(outside),
+            hint="Allow them explicitly with -O host_tools="
+            + ",".join(outside)
+            + " (they then run on the host, with its own checks).",
+        )
+    return names

@@ -10,7 +10,7 @@ whole microseconds since the epoch.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.operators import Schedule
@@ -40,7 +40,7 @@ def parse_interval(text: str) -> int:
     return seconds
 
 
-def _zone(name: str) -> object:
+def _zone(name: str) -> tzinfo:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     if name == "UTC":
@@ -133,7 +133,7 @@ def _next_tick(schedule: Schedule, *, anchor_us: int, after_us: int) -> int | No
         from croniter import croniter
 
         zone = _zone(schedule.timezone)
-        start = from_micros(after_us).astimezone(zone)  # type: ignore[arg-type]
+        start = from_micros(after_us).astimezone(zone)
         found = croniter(schedule.expression, start).get_next(datetime)
         assert isinstance(found, datetime)
         return to_micros(found.astimezone(UTC))
@@ -165,7 +165,7 @@ def _latest_ticks(schedule: Schedule, *, anchor_us: int, now_us: int, count: int
         from croniter import croniter
 
         zone = _zone(schedule.timezone)
-        it = croniter(schedule.expression, from_micros(now_us + 1).astimezone(zone))  # type: ignore[arg-type]
+        it = croniter(schedule.expression, from_micros(now_us + 1).astimezone(zone))
         ticks: list[int] = []
         for _ in range(count):
             found = it.get_prev(datetime)

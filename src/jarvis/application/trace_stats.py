@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.traces import Trace
+from jarvis.domain.traces import Span, Trace
 
 
 def percentile(values: Sequence[float], fraction: float) -> float | None:
@@ -53,68 +53,89 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def summarize(traces: Iterable[Trace]) -> JSONObject:
-    """The ``jarvis stats`` figures of ``traces``."""
-    agents: dict[str, _Group] = {}
-    engines: dict[str, _Group] = {}
-    models: dict[str, _Group] = {}
-    tools: dict[str, _Group] = {}
-    errors: dict[str, int] = {}
-    total = _Group()
-    for trace in traces:
+def _first_token(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The groups being summed, by agent, engine, model and tool, and errors by kind."""
+
+    total: _Group = field(default_factory=_Group)
+    agents: dict[str, _Group] = field(default_factory=dict)
+    engines: dict[str, _Group] = field(default_factory=dict)
+    models: dict[str, _Group] = field(default_factory=dict)
+    tools: dict[str, _Group] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def add(self, trace: Trace) -> None:
+        total = self.total
         total.count += 1
         total.latencies.append(trace.duration)
-        agent = agents.setdefault(trace.agent, _Group())
+        agent = self.agents.setdefault(trace.agent, _Group())
         agent.count += 1
         agent.latencies.append(trace.duration)
         if trace.failed:
             total.failed += 1
             agent.failed += 1
-            kind = trace.error or trace.status
-            errors[kind] = errors.get(kind, 0) + 1
+            self.error(trace.error or trace.status)
         for span in trace.spans:
-            attributes = span.attributes
             if span.kind == "inference":
-                tokens_in = _int(attributes.get("tokens_in"))
-                tokens_out = _int(attributes.get("tokens_out"))
-                first = attributes.get("first_token_seconds")
-                groups = (
-                    engines.setdefault(str(attributes.get("engine", "")), _Group()),
-                    models.setdefault(span.name, _Group()),
-                )
-                for group in groups:
-                    group.count += 1
-                    group.failed += 0 if span.ok else 1
-                    group.tokens_in += tokens_in
-                    group.tokens_out += tokens_out
-                    group.latencies.append(span.duration)
-                    if isinstance(first, int | float) and not isinstance(first, bool):
-                        group.first_tokens.append(float(first))
-                total.tokens_in += tokens_in
-                total.tokens_out += tokens_out
-                agent.tokens_in += tokens_in
-                agent.tokens_out += tokens_out
-                if isinstance(first, int | float) and not isinstance(first, bool):
-                    total.first_tokens.append(float(first))
+                self.inference(span, agent)
             elif span.kind == "tool":
-                tool = tools.setdefault(span.name, _Group())
-                tool.count += 1
-                tool.latencies.append(span.duration)
-                if not span.ok:
-                    tool.failed += 1
-                    verdict = attributes.get("loop_guard")
-                    kind = f"loop_guard_{verdict}" if verdict else "tool_failed"
-                    errors[kind] = errors.get(kind, 0) + 1
-    summary = total.to_json()
+                self.tool(span)
+
+    def error(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    def inference(self, span: Span, agent: _Group) -> None:
+        attributes = span.attributes
+        tokens_in = _int(attributes.get("tokens_in"))
+        tokens_out = _int(attributes.get("tokens_out"))
+        first = _first_token(attributes.get("first_token_seconds"))
+        groups = (
+            self.engines.setdefault(str(attributes.get("engine", "")), _Group()),
+            self.models.setdefault(span.name, _Group()),
+        )
+        for group in groups:
+            group.count += 1
+            group.failed += 0 if span.ok else 1
+            group.tokens_in += tokens_in
+            group.tokens_out += tokens_out
+            group.latencies.append(span.duration)
+            if first is not None:
+                group.first_tokens.append(first)
+        for group in (self.total, agent):
+            group.tokens_in += tokens_in
+            group.tokens_out += tokens_out
+        if first is not None:
+            self.total.first_tokens.append(first)
+
+    def tool(self, span: Span) -> None:
+        tool = self.tools.setdefault(span.name, _Group())
+        tool.count += 1
+        tool.latencies.append(span.duration)
+        if not span.ok:
+            tool.failed += 1
+            verdict = span.attributes.get("loop_guard")
+            self.error(f"loop_guard_{verdict}" if verdict else "tool_failed")
+
+
+def summarize(traces: Iterable[Trace]) -> JSONObject:
+    """The ``jarvis stats`` figures of ``traces``."""
+    tally = _Tally()
+    for trace in traces:
+        tally.add(trace)
+    summary = tally.total.to_json()
     runs = summary.pop("count")
     failed = summary.pop("failed")
     return {
         "runs": runs,
         "failed_runs": failed,
         **summary,
-        "agents": {name: g.to_json() for name, g in sorted(agents.items())},
-        "engines": {name: g.to_json() for name, g in sorted(engines.items())},
-        "models": {name: g.to_json() for name, g in sorted(models.items())},
-        "tools": {name: g.to_json() for name, g in sorted(tools.items())},
-        "errors": dict(sorted(errors.items())),
+        "agents": {name: g.to_json() for name, g in sorted(tally.agents.items())},
+        "engines": {name: g.to_json() for name, g in sorted(tally.engines.items())},
+        "models": {name: g.to_json() for name, g in sorted(tally.models.items())},
+        "tools": {name: g.to_json() for name, g in sorted(tally.tools.items())},
+        "errors": dict(sorted(tally.errors.items())),
     }

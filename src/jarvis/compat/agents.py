@@ -27,12 +27,12 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.operators import OperatorBinding, check_operator_id
 from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.updates import RunUpdate
 
 if TYPE_CHECKING:
     from jarvis.domain.external_runtime import ExternalRuntimePort
-    from jarvis.domain.operators import OperatorBinding
     from jarvis.domain.ports import MemoryPort, SessionStorePort
     from jarvis.entrypoints.composition import Runtime
 
@@ -401,8 +401,6 @@ class OperativeAgent(BuiltAgent):
         )
 
     def operator_binding(self) -> OperatorBinding | None:
-        from jarvis.domain.operators import OperatorBinding, check_operator_id
-
         runtime = self._services.runtime()
         sessions = self.session_store or runtime.sessions()
         memory = self.memory_backend

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import ToolCall
@@ -80,8 +81,6 @@ def as_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
         elif hasattr(tool, "spec") and hasattr(tool, "execute"):
             found.append(tool)  # a ToolPort, checked structurally
         else:
-            from jarvis.domain.errors import ConfigurationError
-
             raise ConfigurationError(f"{tool!r} is not a tool.")
     return tuple(found)
 

@@ -1,10 +1,24 @@
 """The one error hierarchy of jarvis.
 
+Every error class jarvis defines is drawn here (a test keeps the drawing and the code
+alike). Those defined in this module are the ones every layer raises; the others live in
+the module of the port or use case they belong to, named on the right in brackets (a
+class drawn under one of them lives in the same module unless it names another).
+
 ::
 
     JarvisError
     ├── ConfigurationError        permanent: bad config file, bad option, unknown key
-    │   └── UnknownAgentError     an agent key that is not registered
+    │   ├── UnknownAgentError     an agent key that is not registered
+    │   ├── MountRefusedError     a mount the sandbox policy refuses         [domain.sandbox]
+    │   ├── PluginError           a plug-in that could not be loaded     [application.plugins]
+    │   ├── ScheduleError         a schedule whose ticks cannot be computed
+    │   │                                                              [application.schedules]
+    │   ├── UnknownOperatorError  no operator has this name            [application.operators]
+    │   ├── UnknownSessionError   no session has this id            [application.conversation]
+    │   ├── OutputSchemaError     a typed answer's schema jarvis cannot honour
+    │   │                                                              [domain.typed_output]
+    │   └── DuplicateAgentError   an agent key registered twice              [compat.registry]
     ├── InferenceError            anything an engine did wrong
     │   ├── EngineUnavailableError   retryable: cannot connect, 503, overloaded
     │   ├── RateLimitedError         retryable: 429
@@ -16,11 +30,28 @@
     │   ├── StructuredOutputNotSupportedError  the engine refused every structured-output form
     │   └── OutputValidationError    permanent: a typed answer never matched its schema
     ├── ToolError                 a tool could not be built or run (inside a run these
-    │                             become failed ToolResults, never exceptions)
+    │   │                         become failed ToolResults, never exceptions)
+    │   └── McpError              an MCP server could not be used                [domain.mcp]
+    │       ├── McpServerDownError   it did not start, crashed or closed the connection
+    │       └── McpTimeoutError      it did not answer within the start-up or call timeout
     ├── PersonaError              a persona that does not exist or escapes its folder
     ├── SandboxError              code isolation could not be set up
     │   ├── ContainerRuntimeUnavailableError  no Docker/Podman socket, or it does not answer
-    │   └── ContainerImageError      the sandbox image is missing or could not be built
+    │   ├── ContainerImageError      the sandbox image is missing or could not be built
+    │   ├── SandboxRunError          the sandboxed run ended without an answer [domain.sandbox]
+    │   └── ExternalRuntimeError     an external agent runtime is missing, failed or timed out
+    ├── SessionStoreError         a store could not do what was asked; nothing was changed
+    │   │                                                                    [domain.sessions]
+    │   ├── SessionStoreCorruptError      damaged data, or not a jarvis store (left untouched)
+    │   └── SessionStoreUnavailableError  retryable: cannot be reached or opened now
+    │       └── SessionStoreLockedError   another process held it past the busy timeout
+    ├── OperatorBusyError         another tick of the operator is running
+    │                                                                [application.operators]
+    ├── ManagedAgentNotFoundError no managed agent has this id    [application.managed_agents]
+    ├── NothingToRunError         no user message waits for an answer
+    │                                                           [application.managed_agents]
+    ├── QuotaExceededError        a quota of the server would be exceeded
+    │                                                           [application.managed_agents]
     └── RunCancelledError         the run was cancelled by its caller
 
 ``retryable`` is a class-level fact: the engine adapters retry only retryable errors, with

@@ -114,3 +114,24 @@ class ExternalRuntimesPort(Protocol):
     def get(self, runtime_id: str) -> ExternalRuntimePort:
         """The runtime named ``runtime_id``; an unknown name is an ``ExternalRuntimeError``."""
         ...
+
+
+class WorkspaceHostPort(Protocol):
+    """What a delegated run needs to know about the machine it starts on: the directory
+    jarvis was started in, whether a workspace is a directory (and its real path), and the
+    few environment variables an external agent reads. The application answers, so the
+    domain performs no I/O; it is asked when a run starts, not when the agent is built
+    (an operator's agent is checked long before its workspace exists)."""
+
+    def working_directory(self) -> str:
+        """The directory jarvis was started in (a workspace's default)."""
+        ...
+
+    def real_directory(self, path: str) -> str | None:
+        """The real path of ``path`` (symbolic links resolved) when it is a directory,
+        else ``None``."""
+        ...
+
+    def variable(self, name: str) -> str:
+        """The environment variable ``name``; ``""`` when it is not set."""
+        ...

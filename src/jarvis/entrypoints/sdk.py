@@ -45,6 +45,7 @@ from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeAlias, TypeVar, Unpack, overload
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.composition import AskOptions, bootstrap
 from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -152,7 +153,6 @@ class Jarvis:
 
     def _add_tool(self, tool: ToolPort | Callable[..., object]) -> ToolPort:
         from jarvis.application.tools.function_tool import as_tool
-        from jarvis.domain.errors import ConfigurationError
 
         port = as_tool(tool)
         registered = self._runtime.user_tools()

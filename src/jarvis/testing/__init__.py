@@ -5,7 +5,11 @@ written against a fake keeps meaning something against the real thing.
 """
 
 from jarvis.testing.containers import InMemoryContainerRuntime
-from jarvis.testing.external_runtimes import InMemoryExternalRuntime, InMemoryExternalRuntimes
+from jarvis.testing.external_runtimes import (
+    InMemoryExternalRuntime,
+    InMemoryExternalRuntimes,
+    InMemoryWorkspaceHost,
+)
 from jarvis.testing.inference import ScriptedInference
 from jarvis.testing.memory import InMemoryMemory
 from jarvis.testing.persona import InMemoryPersonaStore
@@ -25,5 +29,6 @@ __all__ = [
     "InMemoryTool",
     "InMemoryTraceExporter",
     "InMemoryTraceStore",
+    "InMemoryWorkspaceHost",
     "ScriptedInference",
 ]

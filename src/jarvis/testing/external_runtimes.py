@@ -95,3 +95,22 @@ class InMemoryExternalRuntimes:
                 f"No external runtime named '{runtime_id}'.", runtime=runtime_id
             )
         return runtime
+
+
+@dataclass(slots=True)
+class InMemoryWorkspaceHost:
+    """``WorkspaceHostPort`` over a fixed working directory, a set of directories (each
+    path to its real path) and an environment."""
+
+    cwd: str = "/work"
+    directories: dict[str, str] = field(default_factory=lambda: {"/work": "/work"})
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def working_directory(self) -> str:
+        return self.cwd
+
+    def real_directory(self, path: str) -> str | None:
+        return self.directories.get(path)
+
+    def variable(self, name: str) -> str:
+        return self.environment.get(name, "")

@@ -43,26 +43,30 @@ is closed, so the next request never inherits a connection in an unknown state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import email.utils
-import random
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
-import httpcore
 import httpx
 
+from jarvis.adapters.inference._body_reading import (
+    BodyTooLarge,
+    Compressed,
+    check_identity,
+    raw_chunks,
+    read_capped,
+    read_prefix,
+    release_response,
+)
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
-from jarvis.adapters.inference._error_bodies import error_message
 from jarvis.adapters.inference._json import dumps, loads, names_in
 from jarvis.adapters.inference._pool import LeanPool
+from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
+from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
     EngineUnavailableError,
     InferenceError,
-    RateLimitedError,
 )
 from jarvis.domain.json_types import JSONObject
 
@@ -80,14 +84,6 @@ DRAIN_SECONDS = 0.2
 way) may take to arrive before its connection is given up instead of reused."""
 
 
-class _BodyTooLarge(Exception):
-    """A body went past its cap (turned into an ``EngineProtocolError`` by the caller)."""
-
-
-class _Compressed(Exception):
-    """A body came compressed although it was asked for uncompressed."""
-
-
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A whole (non-streamed) response with a success status: its body read, under its cap."""
@@ -99,81 +95,6 @@ class Reply:
     @property
     def text(self) -> str:
         return self.body.decode("utf-8", "replace")
-
-
-class EngineStatusError(Exception):
-    """An error status that was not retried (or no longer): for the adapter to map."""
-
-    def __init__(self, status: int, body: str, url: str) -> None:
-        super().__init__(f"HTTP {status} from {url}")
-        self.status = status
-        self.body = body
-        self.url = url
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often and how long to wait before trying a request again."""
-
-    max_retries: int = 2
-    backoff: float = 0.5
-    """The first delay in seconds; each further retry doubles it."""
-    backoff_cap: float = 8.0
-    """No single wait is longer, whatever ``Retry-After`` asks for."""
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` ("equal jitter")."""
-        if retry_after is not None:
-            return max(0.0, min(retry_after, self.backoff_cap))
-        ceiling: float = min(self.backoff_cap, self.backoff * 2.0**attempt)
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds: either a number or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, moment.timestamp() - current)
-
-
-def default_status_error(engine: str, status: int, body: str, url: str) -> InferenceError:
-    """The error for a status no adapter-specific rule claimed."""
-    message = error_message(body) or httpx.codes.get_reason_phrase(status)
-    if status == 429:
-        return RateLimitedError(
-            f"The {engine} engine at {url} is rate limiting requests: {message}",
-            engine=engine,
-            url=url,
-            hint="Wait a moment and try again, or lower the request rate.",
-        )
-    if status in (502, 503, 504):
-        return EngineUnavailableError(
-            f"The {engine} engine at {url} is unavailable (HTTP {status}): {message}",
-            engine=engine,
-            url=url,
-        )
-    if status in (401, 403):
-        return InferenceError(
-            f"The {engine} engine at {url} refused the credentials (HTTP {status}): {message}",
-            engine=engine,
-            url=url,
-            hint="Check the API key (OPENAI_API_KEY or the api_key setting).",
-        )
-    return InferenceError(
-        f"The {engine} engine at {url} answered HTTP {status}: {message}",
-        engine=engine,
-        url=url,
-    )
 
 
 class EngineHttp:
@@ -353,7 +274,7 @@ class EngineHttp:
                 if response.status_code >= 400 or max_bytes is None:
                     body = None
                 else:
-                    body = await _read_capped(response, max_bytes)
+                    body = await read_capped(response, max_bytes)
             except _CONNECT_ERRORS as exc:
                 delay = self.retry.delay(attempt)
                 if may_retry(delay):
@@ -382,11 +303,11 @@ class EngineHttp:
                 ) from exc
             except httpx.TransportError as exc:
                 raise self.unavailable(url, _reason(exc)) from exc
-            except _BodyTooLarge:
+            except BodyTooLarge:
                 raise self.protocol_error(
                     url, f"a body larger than the {max_bytes} bytes this request allows"
                 ) from None
-            except _Compressed as exc:
+            except Compressed as exc:
                 raise self.protocol_error(url, str(exc)) from None
             status = response.status_code
             if status < 400:
@@ -400,10 +321,10 @@ class EngineHttp:
                     attempt += 1
                     continue
             try:
-                text = (await _read_prefix(response, ERROR_BODY_BYTES)).decode(
+                text = (await read_prefix(response, ERROR_BODY_BYTES)).decode(
                     "utf-8", errors="replace"
                 )
-            except (httpx.HTTPError, _Compressed):
+            except (httpx.HTTPError, Compressed):
                 text = ""
             finally:
                 await self.release(response, reusable=False)
@@ -460,11 +381,11 @@ class EngineHttp:
         ``deadline`` and at most ``max_bytes`` in all; a cut connection, a stall, the
         deadline or the cap is a typed error."""
         url = str(response.url)
-        raw = _raw_chunks(response)
+        raw = raw_chunks(response)
         total = 0
         pending: list[bytes] = []
         try:
-            _check_identity(response)
+            check_identity(response)
             while True:
                 try:
                     async with asyncio.timeout_at(deadline):
@@ -506,7 +427,7 @@ class EngineHttp:
                 url=url,
                 hint=self.start_hint,
             ) from exc
-        except _Compressed as exc:
+        except Compressed as exc:
             raise self.protocol_error(url, str(exc)) from None
         finally:
             await raw.aclose()
@@ -526,16 +447,8 @@ class EngineHttp:
 
     @staticmethod
     async def release(response: httpx.Response, *, reusable: bool) -> None:
-        """Close a streamed response. Unless ``reusable`` (the stream ended in good order
-        and its body was read to the end), its connection is closed instead of going back
-        to the pool: a server that cut a stream short may close that connection a moment
-        later, and the next request sent on it would fail."""
-        if not reusable and response.http_version == "HTTP/1.1":  # one request per connection
-            network = response.extensions.get("network_stream")
-            if isinstance(network, httpcore.AsyncNetworkStream):
-                with contextlib.suppress(Exception):
-                    await network.aclose()
-        await response.aclose()
+        """Close a streamed response (see :func:`release_response`)."""
+        await release_response(response, reusable=reusable)
 
     def protocol_error(self, url: str, what: str) -> EngineProtocolError:
         return EngineProtocolError(
@@ -545,16 +458,6 @@ class EngineHttp:
         )
 
 
-async def _raw_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The body as it arrives, not decoded. (A response built whole, as a test transport
-    builds it, was read when it was made: its content is given as one chunk.)"""
-    if response.is_stream_consumed:
-        yield response.content
-        return
-    async for chunk in response.aiter_raw():
-        yield chunk
-
-
 def _proxied() -> bool:
     """True when the environment names a proxy for plain HTTP (``HTTP_PROXY``,
     ``ALL_PROXY``): httpx's own transport then keeps applying it (and ``NO_PROXY``)."""
@@ -562,51 +465,6 @@ def _proxied() -> bool:
 
     proxies = urllib.request.getproxies()
     return "http" in proxies or "all" in proxies
-
-
-def _check_identity(response: httpx.Response) -> None:
-    """Refuse a compressed body: it was asked for uncompressed, and a compressed one could
-    expand far beyond its size on the wire (``gzip, gzip`` turns kilobytes into gigabytes)."""
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding not in ("", "identity"):
-        raise _Compressed(
-            f"a body compressed with {encoding!r}, although it was asked for uncompressed"
-        )
-
-
-async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
-    """The whole body of a streaming response, or :class:`_BodyTooLarge` past ``max_bytes``
-    (the response is closed either way; its connection is reused only after a whole body)."""
-    complete = False
-    try:
-        _check_identity(response)
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_bytes:
-            raise _BodyTooLarge
-        parts: list[bytes] = []
-        total = 0
-        async for chunk in _raw_chunks(response):
-            total += len(chunk)
-            if total > max_bytes:
-                raise _BodyTooLarge
-            parts.append(chunk)
-        complete = True
-    finally:
-        await EngineHttp.release(response, reusable=complete)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-async def _read_prefix(response: httpx.Response, max_bytes: int) -> bytes:
-    """At most the first ``max_bytes`` of a body (an error body: only its message counts)."""
-    _check_identity(response)
-    parts: list[bytes] = []
-    total = 0
-    async for chunk in _raw_chunks(response):
-        parts.append(chunk)
-        total += len(chunk)
-        if total >= max_bytes:
-            break
-    return b"".join(parts)[:max_bytes]
 
 
 def _reason(exc: Exception) -> str:

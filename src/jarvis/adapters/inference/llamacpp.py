@@ -495,7 +495,7 @@ def _completions_bounded(llama: _Llama, max_tokens: int) -> Iterator[None]:
             kwargs["max_tokens"] = bound
         return original(*args, **kwargs)
 
-    completes.create_completion = bounded  # type: ignore[method-assign]
+    completes.create_completion = bounded  # type: ignore[method-assign]  # patched for this block only, restored after
     try:
         yield
     finally:

@@ -49,13 +49,7 @@ from jarvis.adapters.inference._error_bodies import (
     is_context_overflow,
     mentions_missing_model,
 )
-from jarvis.adapters.inference._http import (
-    EngineHttp,
-    EngineStatusError,
-    Reply,
-    RetryPolicy,
-    default_status_error,
-)
+from jarvis.adapters.inference._http import EngineHttp, Reply
 from jarvis.adapters.inference._json import (
     as_json_object,
     as_object,
@@ -65,6 +59,8 @@ from jarvis.adapters.inference._json import (
     loads,
 )
 from jarvis.adapters.inference._openai_wire import tools_to_openai
+from jarvis.adapters.inference._retry import RetryPolicy
+from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import (
     ContextTooLongError,

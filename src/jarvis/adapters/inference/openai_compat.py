@@ -48,13 +48,7 @@ from jarvis.adapters.inference._error_bodies import (
     mentions_missing_model,
     mentions_tools,
 )
-from jarvis.adapters.inference._http import (
-    EngineHttp,
-    EngineStatusError,
-    Reply,
-    RetryPolicy,
-    default_status_error,
-)
+from jarvis.adapters.inference._http import EngineHttp, Reply
 from jarvis.adapters.inference._json import as_object, loads
 from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
@@ -67,7 +61,9 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_to_openai,
     response_format_with_inline_schema,
 )
+from jarvis.adapters.inference._retry import RetryPolicy
 from jarvis.adapters.inference._sse import server_sent_events
+from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import (
     ContextTooLongError,

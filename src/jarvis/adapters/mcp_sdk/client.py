@@ -20,8 +20,6 @@ anything else on stdout), so a call fails at once instead of waiting for its tim
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import os
 import signal
@@ -35,12 +33,18 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
+from jarvis.adapters.mcp_sdk.process_group import (
+    STOP_GRACE_SECONDS,
+    group_alive,
+    kill_group,
+    stop_process_group,
+)
+from jarvis.adapters.mcp_sdk.sdk_results import call_result, list_tools
 from jarvis.application.trace_context import running_span
-from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.mcp import (
     MCP_SAFE_ENVIRONMENT,
     McpCallResult,
-    McpContent,
     McpError,
     McpServerDownError,
     McpServerSpec,
@@ -52,11 +56,6 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest JSON-RPC frame accepted from a stdio server; a longer one breaks it."""
 STDERR_TAIL_BYTES = 4096
 """How much of a server's stderr is kept (for the message when it fails)."""
-MAX_TOOLS = 1000
-"""Tools listed from one server at most (pages beyond are not asked for)."""
-MAX_LIST_PAGES = 50
-STOP_GRACE_SECONDS = 2.0
-"""How long a server may take to exit after its stdin closes, then after SIGTERM."""
 
 
 @dataclass(eq=False)
@@ -219,9 +218,9 @@ class McpSdkClient:
         self._runner = None
         process = self._process
         if process is not None:  # the runner could not stop it (cancelled twice): kill now
-            _kill_group(process, signal.SIGKILL)
+            kill_group(process, signal.SIGKILL)
             for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
-                if not _group_alive(process):
+                if not group_alive(process):
                     break
                 await asyncio.sleep(0.01)
             self._process = None
@@ -231,7 +230,7 @@ class McpSdkClient:
         self._down = self._down or "it was stopped"
         process = self._process
         if process is not None:
-            _kill_group(process, signal.SIGKILL)
+            kill_group(process, signal.SIGKILL)
         self._runner = None  # its loop ends it, or is gone with it
 
     def _stderr_hint(self) -> str:
@@ -256,7 +255,7 @@ class McpSdkClient:
                     ) as session,
                 ):
                     await session.initialize()
-                    tools = await _list_tools(session)
+                    tools = await list_tools(session)
                     if not ready.done():
                         ready.set_result(tools)
                     await self._serve(session)
@@ -323,9 +322,9 @@ class McpSdkClient:
                         dict(job.arguments),
                         meta=cast("types.RequestParamsMeta | None", meta),
                     )
-                    outcome = _call_result(result)
+                    outcome = call_result(result)
                 else:
-                    outcome = await _list_tools(session)
+                    outcome = await list_tools(session)
                 if not job.future.done():
                     job.future.set_result(outcome)
             except Exception as exc:
@@ -484,53 +483,13 @@ class McpSdkClient:
         self._broken(f"its process exited with code {code}")
 
     async def _stop(self, process: asyncio.subprocess.Process) -> None:
-        """Close stdin, give the server a grace period, then SIGTERM and SIGKILL its whole
-        process group (a child it started, like ``npx``'s node, goes too)."""
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                process.stdin.close()
-        if not await _exited(process, STOP_GRACE_SECONDS):
-            _kill_group(process, signal.SIGTERM)
-            if not await _exited(process, STOP_GRACE_SECONDS):
-                _kill_group(process, signal.SIGKILL)
-                await _exited(process, STOP_GRACE_SECONDS)
-        _kill_group(process, signal.SIGKILL)  # whatever of its group is left
-        for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
-            if not _group_alive(process):
-                break
-            await asyncio.sleep(0.01)
-        # Close the pipes now: a stdout left unread (a frame refused mid-stream) would keep
-        # the transport open until the garbage collector finds it, after its loop closed.
-        transport = getattr(process, "_transport", None)
-        if isinstance(transport, asyncio.SubprocessTransport):
-            transport.close()
+        await stop_process_group(process)
         self._process = None
-
-
-def _group_alive(process: asyncio.subprocess.Process) -> bool:
-    try:
-        os.killpg(process.pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 def _retrieved(future: asyncio.Future[tuple[McpToolInfo, ...]]) -> None:
     if not future.cancelled():
         future.exception()
-
-
-async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    try:
-        await asyncio.wait_for(process.wait(), timeout)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _kill_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
 
 
 def _describe(exc: BaseException) -> str:
@@ -539,83 +498,3 @@ def _describe(exc: BaseException) -> str:
         inner = [_describe(e) for e in exc.exceptions]
         text = "; ".join(inner) or text
     return text[:500]
-
-
-async def _list_tools(session: ClientSession) -> tuple[McpToolInfo, ...]:
-    tools: list[McpToolInfo] = []
-    cursor: str | None = None
-    for _ in range(MAX_LIST_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        listed = await session.list_tools(params=params)
-        tools.extend(_tool_info(tool) for tool in listed.tools)
-        cursor = listed.next_cursor
-        if not cursor or len(tools) >= MAX_TOOLS:
-            break
-    return tuple(tools[:MAX_TOOLS])
-
-
-def _tool_info(tool: types.Tool) -> McpToolInfo:
-    annotations = tool.annotations
-    schema = cast("JSONObject", tool.input_schema) if isinstance(tool.input_schema, dict) else {}
-    return McpToolInfo(
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=schema or {"type": "object"},
-        title=tool.title or (annotations.title if annotations and annotations.title else "") or "",
-        read_only=annotations.read_only_hint if annotations else None,
-        destructive=annotations.destructive_hint if annotations else None,
-    )
-
-
-def _decoded_size(data: str) -> int:
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except (binascii.Error, ValueError):
-        return len(data) * 3 // 4
-
-
-def _content(block: object) -> McpContent:
-    if isinstance(block, types.TextContent):
-        return McpContent(kind="text", text=block.text)
-    if isinstance(block, types.ImageContent):
-        return McpContent(
-            kind="image", mime_type=block.mime_type, size_bytes=_decoded_size(block.data)
-        )
-    if isinstance(block, types.AudioContent):
-        return McpContent(
-            kind="audio", mime_type=block.mime_type, size_bytes=_decoded_size(block.data)
-        )
-    if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, types.TextResourceContents):
-            return McpContent(
-                kind="resource",
-                text=resource.text,
-                uri=str(resource.uri),
-                mime_type=resource.mime_type or "",
-            )
-        return McpContent(
-            kind="resource",
-            uri=str(resource.uri),
-            mime_type=resource.mime_type or "",
-            size_bytes=_decoded_size(resource.blob),
-        )
-    if isinstance(block, types.ResourceLink):
-        return McpContent(
-            kind="resource_link",
-            uri=str(block.uri),
-            text=block.description or block.name,
-            mime_type=block.mime_type or "",
-        )
-    return McpContent(kind="text", text=f"[a {type(block).__name__} block]")
-
-
-def _call_result(result: object) -> McpCallResult:
-    if not isinstance(result, types.CallToolResult):
-        raise McpError("the server answered the call with no tool result", server="")
-    structured = result.structured_content
-    return McpCallResult(
-        content=tuple(_content(block) for block in result.content),
-        structured=cast("JSONValue", structured) if structured is not None else None,
-        is_error=result.is_error,
-    )

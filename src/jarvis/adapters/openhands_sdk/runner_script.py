@@ -107,17 +107,17 @@ def _number(value: object, default: float) -> float:
 def _tools(mode: str) -> list[object]:
     """``build``: a terminal (plain subprocess, no tmux) and the file editor. ``plan``:
     read-only search (glob and grep), nothing that writes or runs commands."""
-    from openhands.sdk import Tool  # type: ignore[import-not-found, unused-ignore]
+    from openhands.sdk import Tool  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
 
     if mode == "plan":
-        from openhands.tools.glob import GlobTool  # type: ignore[import-not-found, unused-ignore]
-        from openhands.tools.grep import GrepTool  # type: ignore[import-not-found, unused-ignore]
+        from openhands.tools.glob import GlobTool  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
+        from openhands.tools.grep import GrepTool  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
 
         return [Tool(name=GlobTool.name), Tool(name=GrepTool.name)]
-    from openhands.tools.file_editor import (  # type: ignore[import-not-found, unused-ignore]
+    from openhands.tools.file_editor import (  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
         FileEditorTool,
     )
-    from openhands.tools.terminal import (  # type: ignore[import-not-found, unused-ignore]
+    from openhands.tools.terminal import (  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
         TerminalTool,
     )
 
@@ -131,7 +131,7 @@ def _usage(stats: object) -> tuple[int, int, int]:
     """The conversation's (prompt tokens, completion tokens, model calls) so far; the run's
     own figures are the difference across it (a continued conversation carries its past)."""
     try:
-        metrics = stats.get_combined_metrics()  # type: ignore[attr-defined]
+        metrics = stats.get_combined_metrics()  # type: ignore[attr-defined]  # the SDK is untyped here
         usage = metrics.accumulated_token_usage
         calls = len(metrics.token_usages or ())
     except Exception:
@@ -205,13 +205,13 @@ class Recorder:
 
 def run(request: dict[str, object], emit: Emitter) -> dict[str, object]:
     """One task: build the agent, continue or start the conversation, run it to its end."""
-    from openhands.sdk import (  # type: ignore[import-not-found, unused-ignore]
+    from openhands.sdk import (  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
         LLM,
         Agent,
         AgentContext,
         Conversation,
     )
-    from openhands.sdk.conversation.response_utils import (  # type: ignore[import-not-found, unused-ignore]
+    from openhands.sdk.conversation.response_utils import (  # type: ignore[import-not-found, unused-ignore]  # SDK: runner venv only
         get_agent_final_response,
     )
     from pydantic import SecretStr

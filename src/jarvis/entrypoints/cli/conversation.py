@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from jarvis.application.conversation import without_history
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
@@ -45,7 +46,6 @@ def too_large_to_keep(question: str) -> str:
     """Why a plain ask's ``question`` cannot be kept as a session (a question on stdin may
     be larger than a stored message may be), or ``""``: such an ask is answered all the
     same and stores nothing, where ``-c`` / ``--session`` (asked for) refuse it."""
-    from jarvis.domain.sessions import MAX_RECORD_BYTES
 
     if len(question) <= MAX_RECORD_BYTES // 4:
         return ""

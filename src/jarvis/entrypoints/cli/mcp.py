@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
 from jarvis.entrypoints.cli.listener_options import (
     AllowedHostOption,
@@ -156,8 +157,6 @@ def list_servers(
 def _arguments(text: str) -> JSONObject:
     import json
 
-    from jarvis.domain.errors import ConfigurationError
-
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -183,7 +182,7 @@ def call(
     outcome: list[ToolResult] = []
 
     def body() -> None:
-        from jarvis.domain.errors import ConfigurationError
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.json_schema import validate
 
         server, _, name = tool.partition(".")
@@ -282,8 +281,6 @@ def serve(
 
         require_packages(http=http)
         if not http:
-            from jarvis.domain.errors import ConfigurationError
-
             given = [
                 flag
                 for flag, value in (

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jarvis.domain.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from mcp.server import Server
 
@@ -32,8 +34,6 @@ def require_packages(*, http: bool) -> None:
     """The ``mcp`` SDK (and for ``--http`` the web server) must be installed: else a usage
     error saying which extra installs them (exit code 2), never a traceback."""
     import importlib.util
-
-    from jarvis.domain.errors import ConfigurationError
 
     needed = {"mcp": "mcp"} | ({"uvicorn": "serve", "starlette": "serve"} if http else {})
     missing = [name for name in needed if importlib.util.find_spec(name) is None]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
@@ -56,6 +57,7 @@ def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
 def _time(micros: int | None) -> str:
     if micros is None:
         return "-"
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.sessions import stored_time
 
     return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M:%S")
@@ -99,9 +101,9 @@ def add(
     """Add an operator (--every or --cron; without either it ticks only by hand)."""
 
     def body() -> None:
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.application.schedules import check_cron
         from jarvis.application.schedules import every as interval
-        from jarvis.domain.errors import ConfigurationError
         from jarvis.domain.json_types import JSONObject
         from jarvis.domain.operators import Operator, Schedule
 
@@ -271,6 +273,7 @@ def history(
     """The ticks of NAME: each prompt and answer, oldest first."""
 
     def body() -> None:
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.messages import Role
         from jarvis.domain.sessions import to_micros
 
@@ -334,7 +337,7 @@ def run(
     def body() -> None:
         import time
 
-        from jarvis.application.operators import Scheduler
+        from jarvis.application.operator_scheduler import Scheduler
 
         runtime = _runtime(ctx, config)
         service = runtime.operators()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
 from jarvis.entrypoints.cli.output import write_raw
@@ -161,8 +162,6 @@ def show(
 
 def editor_command(env: dict[str, str] | None = None) -> list[str]:
     """``$EDITOR``, else ``$VISUAL``, else the first of vi / nano on the PATH, as argv."""
-    from jarvis.domain.errors import ConfigurationError
-
     env = dict(os.environ) if env is None else env
     for variable in ("EDITOR", "VISUAL"):
         value = env.get(variable, "").strip()
@@ -202,7 +201,7 @@ def edit(
 
     def body() -> None:
         nonlocal status
-        from jarvis.domain.errors import JarvisError
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.ports import PersonaFile
 
         argv = editor_command()

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.listener_options import (
     AllowedHostOption,
@@ -35,8 +36,6 @@ def _require_framework() -> None:
     """Import the web framework, or say how to install it (exit 2): a package that is
     missing, or present but failing to import, is the same missing extra."""
     import importlib
-
-    from jarvis.domain.errors import ConfigurationError
 
     missing = []
     for name in ("uvicorn", "fastapi"):

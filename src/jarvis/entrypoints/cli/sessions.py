@@ -54,6 +54,7 @@ def _run(ctx: typer.Context, config: Path | None) -> Sessions:
 
 
 def _time(micros: int) -> str:
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.sessions import stored_time
 
     return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M")
@@ -113,6 +114,7 @@ def list_sessions(
 
 def record_json(record: SessionMessage) -> JSONObject:
     """The canonical record of ``record``, with its time also as ISO 8601 (``time``)."""
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.sessions import message_to_record, stored_time, to_micros
 
     data = message_to_record(record)
@@ -121,6 +123,7 @@ def record_json(record: SessionMessage) -> JSONObject:
 
 
 def _transcript_line(record: SessionMessage) -> str:
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.sessions import stored_time, to_micros
 
     message = record.message
@@ -158,6 +161,7 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     """Write session ``name`` as it is read from the store, a page at a time: a transcript
     (``show``), JSON lines (``export``), or one JSON document (``--json``, written piece by
     piece; ``show`` ends it with the message count)."""
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.sessions import encode_record
     from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
 

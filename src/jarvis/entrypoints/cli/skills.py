@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
 
@@ -86,7 +87,6 @@ def show(
 
     def body() -> None:
         from jarvis.application.skills import SkillError
-        from jarvis.domain.errors import ConfigurationError
 
         library = _library(ctx, config)
         if library is None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
@@ -29,8 +30,6 @@ ToolsOption = Annotated[
 
 def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
     """``"calculator, think"`` → ``("calculator", "think")``; None when the option is absent."""
-    from jarvis.domain.errors import ConfigurationError
-
     if value is None:
         return None
     names: list[str] = []
@@ -46,6 +45,7 @@ def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
 
 
 def _parameters(spec: ToolSpec) -> list[JSONObject]:
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.tool_descriptions import describe_type
 
     properties = spec.parameters.get("properties")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.errors import EXIT_STORE_DAMAGED, guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
@@ -56,8 +57,6 @@ _OFF_HINT = "Set [traces] enabled = true (or [telemetry] enabled = true) in conf
 
 def parse_since(text: str) -> float:
     """``1h`` as seconds; ``ConfigurationError`` for anything else."""
-    from jarvis.domain.errors import ConfigurationError
-
     number, unit = text.strip()[:-1], text.strip()[-1:].lower()
     if unit not in _UNITS or not number.isdigit() or len(number) > 9:
         raise ConfigurationError(
@@ -75,6 +74,7 @@ def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, Jarv
 
 def _read(body: Callable[[], None], *, verbose: bool) -> int:
     """``guarded``, with a store that cannot be read reported as exit code 7."""
+    # loaded on use: `jarvis --help` imports every command module
     from jarvis.domain.traces import TraceStoreError
 
     unreadable: list[str] = []
@@ -152,6 +152,7 @@ def list_traces(
     """List recorded runs, newest first."""
 
     def body() -> None:
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.traces import TraceQuery
 
         start = None if since is None else time.time() - parse_since(since)
@@ -177,8 +178,6 @@ def list_traces(
 
 
 def _get(store: TraceStorePort, trace_id: str) -> Trace:
-    from jarvis.domain.errors import ConfigurationError
-
     trace = store.get(trace_id)
     if trace is None:
         raise ConfigurationError(
@@ -260,6 +259,7 @@ def show_trace(
         if json_output:
             import json
 
+            # loaded on use: `jarvis --help` imports every command module
             from jarvis.domain.traces import trace_to_record
 
             write_json(json.loads(trace_to_record(trace)))
@@ -298,6 +298,7 @@ def stats(
     """Runs, tokens, latency and errors per agent, engine, model and tool, from the traces."""
 
     def body() -> None:
+        # loaded on use: `jarvis --help` imports every command module
         from jarvis.application.trace_stats import summarize
         from jarvis.domain.traces import TraceQuery
 

@@ -56,7 +56,7 @@ def import_dependency_injector() -> None:
     # providers.pyx reads ``pydantic.VERSION`` after ``import pydantic`` (only to support
     # ``Configuration.from_pydantic()``): a stand-in without a "1." version makes it skip.
     pydantic = ModuleType("pydantic", "stand-in used while dependency-injector is imported")
-    pydantic.VERSION = "0 (not imported)"  # type: ignore[attr-defined]
+    pydantic.VERSION = "0 (not imported)"  # type: ignore[attr-defined]  # a bare stand-in module
     try:
         with skipping(
             "yaml",

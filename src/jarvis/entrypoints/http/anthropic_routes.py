@@ -98,8 +98,8 @@ async def build_request(
         temperature=temperature,
         max_tokens=min(body.max_tokens, state.limits.max_output_tokens),
         tools=specs,
-        tool_choice=tool_choice,  # type: ignore[arg-type]
-        options=options,  # type: ignore[arg-type]
+        tool_choice=tool_choice,  # type: ignore[arg-type]  # checked against the literals above
+        options=options,  # type: ignore[arg-type]  # JSON values, as parsed
     )
 
 
@@ -123,7 +123,7 @@ def _message(
         id=message_id,
         content=blocks,
         model=model,
-        stop_reason=stop,  # type: ignore[arg-type]
+        stop_reason=stop,  # type: ignore[arg-type]  # mapped to a wire literal
         usage=_usage(completion.usage, estimate),
     )
 

@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 
 import uvicorn
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy, listener_policy
 from jarvis.entrypoints.http.security import App, Guard, Message, Receive, Scope, Send, refuse
@@ -168,7 +169,6 @@ def _listening_socket(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
-        from jarvis.domain.errors import ConfigurationError
 
         raise ConfigurationError(
             f"Could not listen on {host}:{port} ({exc.strerror or exc}).",

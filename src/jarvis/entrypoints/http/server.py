@@ -7,11 +7,13 @@ status; never headers, so never a key), written with ``--verbose`` only.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import threading
 import time
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Literal, TypedDict
 
 import uvicorn
 
@@ -47,7 +49,20 @@ def check_bind(host: str, api_key: str | None) -> None:
         )
 
 
-def uvicorn_options(log_level: str) -> dict[str, object]:
+class UvicornOptions(TypedDict):
+    """The keywords :func:`uvicorn_options` passes to uvicorn, typed as uvicorn takes them."""
+
+    log_level: str
+    access_log: bool
+    lifespan: Literal["auto", "on", "off"]
+    http: type[asyncio.Protocol]
+    proxy_headers: bool
+    server_header: bool
+    timeout_keep_alive: int
+    h11_max_incomplete_event_size: int
+
+
+def uvicorn_options(log_level: str) -> UvicornOptions:
     """The settings every ``jarvis serve`` uvicorn runs with, one process or several."""
     return {
         "log_level": log_level,
@@ -64,7 +79,7 @@ def uvicorn_options(log_level: str) -> dict[str, object]:
 
 
 def uvicorn_config(app: App, *, host: str, port: int, log_level: str = "info") -> uvicorn.Config:
-    return uvicorn.Config(app, host=host, port=port, **uvicorn_options(log_level))  # type: ignore[arg-type]
+    return uvicorn.Config(app, host=host, port=port, **uvicorn_options(log_level))
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +166,7 @@ def run_factory(factory: str, *, host: str, port: int, workers: int, log_level: 
             host=host,
             port=port,
             workers=workers,
-            **uvicorn_options(log_level),  # type: ignore[arg-type]
+            **uvicorn_options(log_level),
         )
     except SystemExit as exc:  # uvicorn exits when it cannot bind
         if exc.code not in (0, None):

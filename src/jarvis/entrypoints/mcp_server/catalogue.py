@@ -25,7 +25,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.session_ids import check_session_id
+from jarvis.domain.sessions import message_to_record
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
@@ -318,8 +321,6 @@ class JarvisTools:
         if session is None:
             updates: AsyncIterator[AnswerUpdate] = service.stream(command)
         else:
-            from jarvis.domain.session_ids import check_session_id
-
             session = check_session_id(session)
             conversations = await self.runtime.conversations()
             updates = without_history(conversations.stream(session, command))
@@ -372,8 +373,6 @@ class JarvisTools:
         return ToolOutcome(text=text or "No sessions yet.", structured={"sessions": rows})
 
     async def _session_show(self, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
-        from jarvis.domain.session_ids import check_session_id
-        from jarvis.domain.sessions import message_to_record
 
         name = _string(arguments, "session", required=True)
         assert name is not None
@@ -396,8 +395,6 @@ class JarvisTools:
         )
 
     async def _persona_call(self, name: str, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
-        from jarvis.domain.json_schema import validate
-
         port = self._persona_tools().get(name)
         if port is None:
             return _failure(f"The persona tool {name} is not available.")
@@ -426,7 +423,7 @@ async def _follow(updates: AsyncIterator[AnswerUpdate], progress: Progress) -> A
     from jarvis.application.run_updates import handle
 
     follower = _Follower(progress)
-    async with contextlib.aclosing(updates) as steps:  # type: ignore[type-var]
+    async with contextlib.aclosing(updates) as steps:  # type: ignore[type-var]  # an async generator
         async for update in steps:
             await handle(update, follower)
     if follower.final is None:

@@ -1,0 +1,49 @@
+"""An engine's error statuses: the one an adapter maps itself, and the default mapping to
+the errors of :mod:`jarvis.domain.errors`."""
+
+from __future__ import annotations
+
+import httpx
+
+from jarvis.adapters.inference._error_bodies import error_message
+from jarvis.domain.errors import EngineUnavailableError, InferenceError, RateLimitedError
+
+
+class EngineStatusError(Exception):
+    """An error status that was not retried (or no longer): for the adapter to map."""
+
+    def __init__(self, status: int, body: str, url: str) -> None:
+        super().__init__(f"HTTP {status} from {url}")
+        self.status = status
+        self.body = body
+        self.url = url
+
+
+def default_status_error(engine: str, status: int, body: str, url: str) -> InferenceError:
+    """The error for a status no adapter-specific rule claimed."""
+    message = error_message(body) or httpx.codes.get_reason_phrase(status)
+    if status == 429:
+        return RateLimitedError(
+            f"The {engine} engine at {url} is rate limiting requests: {message}",
+            engine=engine,
+            url=url,
+            hint="Wait a moment and try again, or lower the request rate.",
+        )
+    if status in (502, 503, 504):
+        return EngineUnavailableError(
+            f"The {engine} engine at {url} is unavailable (HTTP {status}): {message}",
+            engine=engine,
+            url=url,
+        )
+    if status in (401, 403):
+        return InferenceError(
+            f"The {engine} engine at {url} refused the credentials (HTTP {status}): {message}",
+            engine=engine,
+            url=url,
+            hint="Check the API key (OPENAI_API_KEY or the api_key setting).",
+        )
+    return InferenceError(
+        f"The {engine} engine at {url} answered HTTP {status}: {message}",
+        engine=engine,
+        url=url,
+    )

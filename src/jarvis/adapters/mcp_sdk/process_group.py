@@ -1,0 +1,56 @@
+"""Stopping a stdio server and every process it started: its process group, first asked
+(stdin closed), then SIGTERM, then SIGKILL, each after a grace period."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+STOP_GRACE_SECONDS = 2.0
+"""How long a server may take to exit after its stdin closes, then after SIGTERM."""
+
+
+async def stop_process_group(process: asyncio.subprocess.Process) -> None:
+    """Close stdin, give the server a grace period, then SIGTERM and SIGKILL its whole
+    process group (a child it started, like ``npx``'s node, goes too)."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+    if not await _exited(process, STOP_GRACE_SECONDS):
+        kill_group(process, signal.SIGTERM)
+        if not await _exited(process, STOP_GRACE_SECONDS):
+            kill_group(process, signal.SIGKILL)
+            await _exited(process, STOP_GRACE_SECONDS)
+    kill_group(process, signal.SIGKILL)  # whatever of its group is left
+    for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
+        if not group_alive(process):
+            break
+        await asyncio.sleep(0.01)
+    # Close the pipes now: a stdout left unread (a frame refused mid-stream) would keep
+    # the transport open until the garbage collector finds it, after its loop closed.
+    transport = getattr(process, "_transport", None)
+    if isinstance(transport, asyncio.SubprocessTransport):
+        transport.close()
+
+
+def group_alive(process: asyncio.subprocess.Process) -> bool:
+    try:
+        os.killpg(process.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    try:
+        await asyncio.wait_for(process.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+def kill_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)

@@ -1,0 +1,67 @@
+"""What operators keep between ticks: state by key, and leases."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from jarvis.domain.json_types import JSONValue
+
+
+class OperatorStorePort(Protocol):
+    """What operators keep between ticks, shared by every process on the store's database:
+    JSON values by key (``operator:<id>:state``...) and leases, for schedulers on several
+    machines that must run each tick exactly once.
+
+    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    exception) when the store fails, and changes nothing then; an invalid key is a
+    ``ConfigurationError``. Lease times are the store's own clock (the database server's,
+    for a shared one), so the clocks of the machines that share it need not agree.
+    """
+
+    async def get_state(self, key: str) -> JSONValue | None:
+        """The value stored under ``key``, or ``None`` when there is none."""
+        ...
+
+    async def put_state(self, key: str, value: JSONValue) -> None:
+        """Store ``value`` under ``key`` in one atomic write (readers see the old value or
+        the new one, never a mix); last writer wins. Refuses a value over
+        :data:`~jarvis.domain.operators.MAX_STATE_BYTES` or with a non-finite number."""
+        ...
+
+    async def delete_state(self, prefix: str) -> int:
+        """Forget every key that starts with ``prefix`` (at least 3 characters); how many."""
+        ...
+
+    async def state_keys(self, prefix: str) -> list[str]:
+        """The keys that start with ``prefix``, sorted (byte order)."""
+        ...
+
+    async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take lease ``name`` for ``holder`` until ``ttl_seconds`` from now: ``True`` when
+        it was free, expired, or already ``holder``'s (then it is extended); ``False`` when
+        another holder has it. Atomic across processes and machines."""
+        ...
+
+    async def renew_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Extend ``holder``'s lease to ``ttl_seconds`` from now; ``False`` when it is not
+        (or no longer) ``holder``'s."""
+        ...
+
+    async def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up if ``holder`` has it (another holder's is left alone)."""
+        ...
+
+    async def claim_tick(
+        self, operator_id: str, tick_us: int, holder: str, ttl_seconds: float
+    ) -> bool:
+        """Claim the tick of ``operator_id`` scheduled at ``tick_us`` (microseconds since the
+        epoch): ``True`` for exactly one claimant while the tick is neither completed nor
+        held; a claim not completed within its ttl (the claimant died) can be taken again.
+        Renew it with :meth:`renew_lease` on :func:`~jarvis.domain.operators.tick_lease`."""
+        ...
+
+    async def complete_tick(self, operator_id: str, tick_us: int, holder: str) -> bool:
+        """Mark ``holder``'s claimed tick done: it can never be claimed again. Forgets the
+        operator's completed ticks older than this one. ``False`` when the claim was not
+        (or no longer) ``holder``'s."""
+        ...

@@ -1,0 +1,47 @@
+"""Where traces are kept, and where they are exported."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from jarvis.domain.traces import Trace, TraceQuery
+
+
+class TraceStorePort(Protocol):
+    """Where traces are kept. Synchronous: writes happen off the event loop, in a thread."""
+
+    def save(self, trace: Trace) -> None:
+        """Keep ``trace`` (replacing one with the same id); raises ``TraceStoreError``."""
+        ...
+
+    def save_many(self, traces: Sequence[Trace]) -> None:
+        """Keep every trace of ``traces`` (at once, when the store can: one transaction)."""
+        ...
+
+    def get(self, trace_id: str) -> Trace | None:
+        """The trace with this id, or one whose id starts with it when only one does."""
+        ...
+
+    def list(self, query: TraceQuery) -> Sequence[Trace]:
+        """Matching traces, newest first."""
+        ...
+
+    def prune(self, *, older_than: float | None, max_bytes: int | None) -> int:
+        """Drop traces started before ``older_than`` (epoch seconds), then the oldest until
+        the kept ones take at most ``max_bytes``; returns how many were dropped."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class TraceExportPort(Protocol):
+    """Sends finished traces to an OpenTelemetry collector. Synchronous: the trace writer
+    calls it from its own thread, never from the event loop."""
+
+    def export(self, traces: Sequence[Trace]) -> None:
+        """Send ``traces`` (nothing for none); raises ``TraceStoreError`` when the receiver
+        cannot be reached in time or refuses them."""
+        ...
+
+    def close(self) -> None: ...
