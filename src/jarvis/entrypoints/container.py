@@ -67,14 +67,17 @@ if TYPE_CHECKING:
     from jarvis.adapters.claude_agent_sdk import LoopbackEndpoint
     from jarvis.application.ask import AskQuestion
     from jarvis.application.config import ReplSettings
+    from jarvis.application.knowledge import KnowledgeBase, UrlFetcher
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.skills import Skill, SkillLibrary
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.application.traces import TraceWriter
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
+    from jarvis.domain.knowledge import RawDocument
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.mcp import McpClientPort, McpServerSpec
     from jarvis.domain.ports import (
@@ -232,6 +235,73 @@ def _memory(config: JarvisConfig) -> MemoryPort:
     return SqliteMemory(str(path))
 
 
+def _document_text(document: RawDocument) -> str:
+    """A document's text: HTML through the web tools' linear-time reducer, PDF through
+    pypdf (the ``pdf`` extra), anything else decoded as UTF-8 (bad bytes replaced)."""
+    if document.kind == "pdf":
+        from jarvis.adapters.pypdf_documents import pdf_text
+
+        return pdf_text(document.data, document.source)
+    text = document.data.decode("utf-8-sig", errors="replace")
+    if document.kind == "html":
+        from jarvis.adapters.httpx_web.html_text import html_to_text
+
+        title, body = html_to_text(text)
+        return f"{title}\n\n{body}" if title and not body.startswith(title) else body
+    return text
+
+
+def url_fetcher(*, allow_private_hosts: bool = False) -> UrlFetcher:
+    """``memory add --url``: the web tools' fetcher (public addresses only, every redirect
+    checked, size and time bounded); ``allow_private_hosts`` is for tests on loopback."""
+
+    async def fetch(url: str) -> RawDocument:
+        import_httpx()
+        from jarvis.adapters.httpx_web.page_fetch import FetchRefused, PageFetcher
+        from jarvis.domain.knowledge import DocumentError
+
+        try:
+            page = await PageFetcher(allow_private_hosts=allow_private_hosts).fetch(url)
+        except FetchRefused as refusal:
+            raise DocumentError(str(refusal)) from None
+        text = f"{page.title}\n\n{page.text}" if page.title else page.text
+        return RawDocument(source=url, data=text.encode("utf-8"), kind="text", named=True)
+
+    return fetch
+
+
+def _searchable(config: JarvisConfig, memory: MemoryPort) -> MemorySearch:
+    """What ``retrieval`` searches: the knowledge base (hybrid) over the SQLite memory, or
+    an embedding app's own memory as it is."""
+    from jarvis.adapters.sqlite_memory.store import SqliteMemory
+
+    return knowledge_base(config, memory) if isinstance(memory, SqliteMemory) else memory
+
+
+def knowledge_base(
+    config: JarvisConfig, memory: MemoryPort, *, allow_private_hosts: bool = False
+) -> KnowledgeBase:
+    """``jarvis memory``'s knowledge base in the memory database (``[memory]`` settings)."""
+    from jarvis.adapters.filesystem_tools.document_files import DocumentFiles
+    from jarvis.adapters.sqlite_memory.store import SqliteMemory
+    from jarvis.application.knowledge import ChunkSettings, KnowledgeBase
+
+    if not isinstance(memory, SqliteMemory):
+        raise ConfigurationError("This memory backend cannot hold documents.")
+    settings = config.memory
+    model = _embeddings() if settings.embed else None
+    memory.embedding_model = model.model_id if model is not None else ""
+    return KnowledgeBase(
+        memory,
+        DocumentFiles(max_bytes=settings.max_file_bytes),
+        extract=_document_text,
+        embeddings=lambda: model,
+        fetch=url_fetcher(allow_private_hosts=allow_private_hosts),
+        chunking=ChunkSettings(max_chars=settings.chunk_chars, overlap=settings.chunk_overlap),
+        embed=settings.embed,
+    )
+
+
 def _web_search_tool(provider_url: str, _context: ToolContext) -> ToolPort:
     """Built when a run asks for ``web_search``, so httpx is imported only then."""
     import_httpx()
@@ -360,7 +430,7 @@ def _tool_catalogue(
     *,
     persona_tools: list[ToolPort],
     user_tools: list[ToolPort],
-    memory: MemoryPort,
+    memory: MemorySearch,
     repl: ReplPort,
     config: JarvisConfig,
     plugins: PluginSource | None = None,
@@ -831,6 +901,10 @@ class Container(containers.DeclarativeContainer):
     """``memory_manage`` and ``user_profile_manage`` (always the default files)."""
     memory: providers.Provider[MemoryPort] = providers.Singleton(_memory, config)
     """The searchable memory of the ``retrieval`` tool (``[tools.retrieval] db_path``)."""
+    searchable_memory: providers.Provider[MemorySearch] = providers.Singleton(
+        _searchable, config, memory
+    )
+    """What ``retrieval`` searches: the knowledge base of ``jarvis memory`` in that file."""
     user_tools: providers.Provider[list[ToolPort]] = providers.Singleton(list)
     """Tools an embedding app registered (``Jarvis(tools=...)``) before the first question."""
     repl: providers.Provider[ReplPort] = providers.Singleton(_ReplOnDemand, config)
@@ -843,7 +917,7 @@ class Container(containers.DeclarativeContainer):
         _tool_catalogue,
         persona_tools=persona_tools,
         user_tools=user_tools,
-        memory=memory,
+        memory=searchable_memory,
         repl=repl,
         config=config,
         plugins=plugins,

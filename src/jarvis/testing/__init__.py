@@ -7,6 +7,7 @@ written against a fake keeps meaning something against the real thing.
 from jarvis.testing.containers import InMemoryContainerRuntime
 from jarvis.testing.external_runtimes import InMemoryExternalRuntime, InMemoryExternalRuntimes
 from jarvis.testing.inference import ScriptedInference
+from jarvis.testing.knowledge import InMemoryDocuments, InMemoryKnowledgeStore
 from jarvis.testing.memory import InMemoryMemory
 from jarvis.testing.persona import InMemoryPersonaStore
 from jarvis.testing.repl import InMemoryRepl
@@ -16,8 +17,10 @@ from jarvis.testing.traces import InMemoryTraceExporter, InMemoryTraceStore
 
 __all__ = [
     "InMemoryContainerRuntime",
+    "InMemoryDocuments",
     "InMemoryExternalRuntime",
     "InMemoryExternalRuntimes",
+    "InMemoryKnowledgeStore",
     "InMemoryMemory",
     "InMemoryPersonaStore",
     "InMemoryRepl",
