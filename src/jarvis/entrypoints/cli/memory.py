@@ -101,7 +101,7 @@ def add(
         bool,
         typer.Option(
             "--no-embed",
-            help="Index words only (fast); a later `memory sync` adds the embeddings.",
+            help="Index words only (fast: no sentence embeddings, so no semantic search).",
         ),
     ] = False,
     json_output: JsonOption = False,

@@ -1,0 +1,37 @@
+"""The SQLite knowledge store and the filesystem document reader pass their contracts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from contracts.document_reader_contract import DocumentReaderContract, Make
+from contracts.knowledge_store_contract import KnowledgeStoreContract
+from jarvis.adapters.filesystem_tools.document_files import DocumentFiles
+from jarvis.adapters.sqlite_memory import SqliteMemory
+from jarvis.domain.ports import DocumentReaderPort
+
+
+class TestSqliteKnowledgeStore(KnowledgeStoreContract[SqliteMemory]):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SqliteMemory]:
+        store = SqliteMemory(str(tmp_path / "memory.db"))
+        yield store
+        await store.aclose()
+
+
+@pytest.mark.parametrize("opener", ["auto", "walk"])
+class TestDocumentFiles(DocumentReaderContract[DocumentFiles]):
+    @pytest.fixture
+    def make(self, tmp_path: Path, opener: str) -> Make:
+        def build(files: Mapping[str, bytes]) -> tuple[DocumentReaderPort, str]:
+            root = tmp_path / "docs"
+            for name, data in files.items():
+                (root / name).parent.mkdir(parents=True, exist_ok=True)
+                (root / name).write_bytes(data)
+            return DocumentFiles(protected=[], opener=opener), os.path.realpath(root)  # type: ignore[arg-type]
+
+        return build
