@@ -78,7 +78,8 @@ class DocumentReaderContract(Generic[ReaderT]):
     def test_read_again_or_gone(self, make: Make) -> None:
         reader, root = make(FILES)
         again = reader.read(f"{root}/notes.md")
-        assert again is not None and again.data == FILES["notes.md"]
+        assert again is not None
+        assert again.data == FILES["notes.md"]
         assert reader.read(f"{root}/gone.md") is None
         with pytest.raises(DocumentError):
             reader.read(f"{root}/sub/image.png")

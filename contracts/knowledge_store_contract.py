@@ -101,7 +101,7 @@ class KnowledgeStoreContract(Generic[StoreT]):
         assert [h.content for h in hits] == ["new"]
 
     async def test_vectors_must_match_the_chunks(self, store: StoreT) -> None:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="vectors"):
             await store.replace_source(info("/x"), [chunk("a"), chunk("b", 2)], [(1.0, 0.0)])
         assert await store.fingerprint("/x") is None
 

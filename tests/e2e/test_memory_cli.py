@@ -72,7 +72,8 @@ def test_a_real_folder_is_added_searched_and_resynced(jarvis_home: Path, corpus:
         ok("memory", "add", str(corpus), "--recursive", "--no-embed", "--json").stdout
     )
     files = len(list(corpus.rglob("*.*")))
-    assert len(first["added"]) == files and first["chunks"] > files
+    assert len(first["added"]) == files
+    assert first["chunks"] > files
     database = jarvis_home / "memory.db"
     assert stat.S_IMODE(database.stat().st_mode) == 0o600
 
@@ -91,7 +92,8 @@ def test_a_real_folder_is_added_searched_and_resynced(jarvis_home: Path, corpus:
     again = json.loads(
         ok("memory", "add", str(corpus), "--recursive", "--no-embed", "--json").stdout
     )
-    assert again["added"] == again["updated"] == [] and len(again["unchanged"]) == files
+    assert again["added"] == again["updated"] == []
+    assert len(again["unchanged"]) == files
 
     (corpus / "notes" / "note150.md").write_text("# Note 150\n\nThe ferry was cancelled.\n")
     (corpus / "notes" / "note007.md").unlink()
@@ -152,7 +154,8 @@ def test_bad_input_is_refused_with_a_message_and_no_traceback(
 
     folder = jarvis("memory", "add", str(docs), "--verbose", "--no-embed")
     assert folder.returncode == 0, folder.stderr
-    assert "1 added" in folder.stdout and "4 skipped" in folder.stdout
+    assert "1 added" in folder.stdout
+    assert "4 skipped" in folder.stdout
     assert f"skipped {docs / 'link.md'}: a symbolic link" in folder.stderr
     listed = [row["source"] for row in json.loads(ok("memory", "list", "--json").stdout)]
     assert listed == [str(docs / "good.md")]
