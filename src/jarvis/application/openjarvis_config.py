@@ -617,7 +617,7 @@ def _jarvis_engine_keys() -> tuple[str, ...]:
 
 _OPENJARVIS_ONLY: Final[Mapping[str, tuple[str, ...]]] = {
     "engine.llamacpp": ("host", "binary_path"),
-    "agent": ("objective", "context_from_memory"),
+    "agent": ("objective",),
     "tools.storage": tuple(_STORAGE),
     "server": ("agent", "model"),
     "memory_files": ("nudge_interval",),
@@ -630,7 +630,6 @@ _OPENJARVIS_ONLY: Final[Mapping[str, tuple[str, ...]]] = {
 _WHY_KEY: Final[Mapping[str, str]] = {
     "engine.llamacpp.host": "jarvis's llamacpp engine is embedded; an OpenJarvis llama.cpp "
     'server is reached with [engine] default = "llamacpp"',
-    "agent.context_from_memory": "jarvis injects no memory context yet",
     "agent.objective": "used by OpenJarvis's routing only",
     "sessions.db_path": "jarvis's session store is [sessions] path (another schema)",
     "sandbox.enabled": "the sandbox is used by -a sandboxed",

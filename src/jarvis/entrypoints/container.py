@@ -730,7 +730,9 @@ class _SkillsOnDemand:
         return self._get().read(name, file)
 
 
-def _prompt_context(config: JarvisConfig) -> PromptContext:
+def _prompt_context(
+    config: JarvisConfig, memory: Callable[[], MemorySearch] | None = None
+) -> PromptContext:
     """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
     ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
     from jarvis.adapters.filesystem_tools.project_files import AgentsMdFiles
@@ -744,6 +746,10 @@ def _prompt_context(config: JarvisConfig) -> PromptContext:
         agents_md_max_chars=budgets.agents_md_max_chars,
         skills=_SkillsOnDemand(locations),
         skill_desc_max_chars=budgets.skill_desc_max_chars,
+        memory=memory,
+        use_memory=config.agent.context_from_memory,
+        memory_top_k=config.memory.context_top_k,
+        memory_max_chars=config.memory.context_max_chars,
     )
 
 
@@ -935,7 +941,7 @@ class Container(containers.DeclarativeContainer):
     ``providers.Object(None)`` for no persona at all."""
 
     prompt_context: providers.Provider[PromptContext | None] = providers.Singleton(
-        _prompt_context, config
+        _prompt_context, config, searchable_memory.provider
     )
     """The ``AGENTS.md`` files and Agent Skills every agent's prompt gets after the persona;
     override with ``providers.Object(None)`` for neither."""

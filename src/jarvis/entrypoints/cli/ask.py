@@ -15,6 +15,7 @@ from jarvis.entrypoints.cli.options import (
     ConfigOption,
     EngineOption,
     JsonOption,
+    MemoryContextOption,
     ModelOption,
     NoProjectInstructionsOption,
     VerboseOption,
@@ -251,6 +252,7 @@ def ask(
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
     no_project_instructions: NoProjectInstructionsOption = False,
+    memory: MemoryContextOption = None,
     profile: Annotated[
         bool,
         typer.Option(
@@ -296,6 +298,7 @@ def ask(
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             mounts=[repair_text(m) for m in mount or []],
             project_instructions=False if no_project_instructions else None,
+            memory=memory,
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
         if _as_operator(runtime, command, arg(operator), conversation):
@@ -464,6 +467,10 @@ async def _answer(
             renderer.notice(sampling_line(service.sampling(command), temperature_from))
             for path in service.instruction_files(command):
                 renderer.notice(f"project instructions: {path}")
+        command = await service.with_memory(command)
+        if verbose and command.context is not None:
+            for hit in command.context.memory_results:
+                renderer.notice(f"memory: {hit.citation} (score {hit.score:.4f})")
         answer: Answer | None = None
         session_id: str | None = None
         updates = None
