@@ -113,7 +113,9 @@ def test_the_sdk_fills_and_uses_memory(jarvis_home: Path, tmp_path: Path) -> Non
         assert j.memory.stats().chunks == 1
         answer = j.ask_full("What is the staging database called?", memory=True)
         assert j.memory.remove(str(note)) is True
-    [used] = answer.metadata["memory_results"]
+    listed = answer.metadata["memory_results"]
+    assert isinstance(listed, list)
+    [used] = listed
     assert isinstance(used, dict)
     assert (used["citation"], used["source"], used["line"]) == (f"[{note}:1]", str(note), 1)
     system = engine.requests[0].messages[0]
@@ -138,7 +140,7 @@ def logging_proxy(target: str) -> Iterator[tuple[str, list[dict[str, object]]]]:
                 method=self.command,
                 headers={"Content-Type": "application/json"},
             )
-            with urllib.request.urlopen(request, timeout=300) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=300) as response:
                 data = response.read()
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.headers.get("Content-Type", ""))
