@@ -126,7 +126,7 @@ def chunk_text(
 ) -> list[Chunk]:
     """``text`` cut into chunks (``kind`` ``markdown`` also cuts at headings)."""
     max_chars = max(MIN_CHUNK_CHARS, max_chars)
-    overlap = max(0, min(overlap, max_chars // 2))
+    overlap = max(0, min(overlap, max_chars // 2 - 1))
     chunks: list[Chunk] = []
     current: list[_Piece] = []
     size = 0
@@ -149,7 +149,8 @@ def chunk_text(
         current, size, carried = tail, used, len(tail)
 
     for whole in _blocks(text, markdown=kind == "markdown"):
-        for block in _fit(whole, max_chars):
+        # a block is cut to leave room for the overlap the chunk it starts may carry
+        for block in _fit(whole, max_chars - overlap):
             if block.heading and current:
                 flush(keep_overlap=False)
             elif current and size + block.size > max_chars:
