@@ -45,6 +45,54 @@ def refused(code: int, *args: str) -> str:
     return done.stderr
 
 
+def pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF writer)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def test_pdf_and_html_are_read_as_text(jarvis_home: Path, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "island.pdf").write_bytes(pdf("The quokka lives on Rottnest Island"))
+    (docs / "page.html").write_text(
+        "<html><head><title>Harbour</title><script>var quokka = 1;</script></head>"
+        "<body><p>The lighthouse keeper feeds pelicans.</p></body></html>"
+    )
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really a PDF")
+    done = jarvis("memory", "add", str(docs / "island.pdf"), str(docs / "page.html"),
+                  str(docs / "broken.pdf"), "--no-embed")  # fmt: skip
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "broken.pdf was not added: it is" in done.stderr
+    assert "a PDF that cannot be read" in done.stderr
+    assert "Traceback" not in done.stderr
+    hits = json.loads(ok("memory", "search", "quokka", "--mode", "keyword", "--json").stdout)
+    assert [h["source"] for h in hits] == [str(docs / "island.pdf")]  # not the page's script
+    [page] = json.loads(ok("memory", "search", "pelicans", "--mode", "keyword", "--json").stdout)
+    assert page["text"] == "Harbour\nThe lighthouse keeper feeds pelicans."
+
+
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """The README, the source tree, and 300 generated notes (one about a unique subject)."""

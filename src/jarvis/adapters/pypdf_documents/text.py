@@ -21,19 +21,20 @@ INSTALL_HINT: Final = "Install the PDF reader: pip install 'jarvis[pdf]'."
 
 
 def pdf_text(data: bytes, source: str) -> str:
-    """The text of the PDF ``data`` (one block per page, pages separated by a blank line)."""
+    """The text of the PDF ``data`` (one block per page, pages separated by a blank line).
+    A :class:`DocumentError`'s message says what ``source`` is ("an encrypted PDF")."""
     try:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError:
         raise DocumentError(
-            f"{source} is a PDF, and pypdf is not installed.", hint=INSTALL_HINT
+            "a PDF, and the PDF reader (pypdf) is not installed", hint=INSTALL_HINT
         ) from None
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about sloppy PDFs
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
-            raise DocumentError(f"{source} is an encrypted PDF; decrypt it to add it.")
+            raise DocumentError("an encrypted PDF (decrypt it to add it)")
         pages: list[str] = []
         used = 0
         for number, page in enumerate(reader.pages, start=1):
@@ -46,5 +47,5 @@ def pdf_text(data: bytes, source: str) -> str:
     except DocumentError:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
-        raise DocumentError(f"{source} is not a readable PDF: {exc}.") from None
+        raise DocumentError(f"a PDF that cannot be read ({exc})") from None
     return "\n\n".join(page for page in pages if page)
