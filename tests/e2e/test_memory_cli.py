@@ -197,6 +197,9 @@ def test_bad_input_is_refused_with_a_message_and_no_traceback(
     assert "secret" in refused(EXIT_USAGE, "memory", "add", str(docs / "id_ed25519"))
     assert "symbolic link" in refused(EXIT_USAGE, "memory", "add", str(docs / "link.md"))
     assert "1000-byte limit" in refused(EXIT_USAGE, "memory", "add", str(docs / "huge.txt"))
+    assert "jarvis config dir" in refused(
+        EXIT_USAGE, "memory", "add", str(jarvis_home / "config.toml")
+    )
     assert "Name files" in refused(EXIT_USAGE, "memory", "add")
     assert "Unknown search mode" in refused(EXIT_USAGE, "memory", "search", "x", "--mode", "magic")
 
