@@ -165,11 +165,12 @@ async def _search_rows(chunks: int, runs: int) -> list[Row]:
         store = SqliteMemory(str(Path(tmp) / "memory.db"))
         _fill(store, chunks, rng)
         store.close()
-        keyword = []
+        keyword, keyword_cpu = [], []
         for query in queries:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await store.keyword_search(query, top_k=5)
             keyword.append(time.perf_counter() - started)
+            keyword_cpu.append(time.process_time() - cpu)
         rows = [
             Row(
                 name=f"memory search, keyword (bm25), {chunks} chunks",
@@ -177,7 +178,7 @@ async def _search_rows(chunks: int, runs: int) -> list[Row]:
                 unit="ms",
                 goal="<= 50 ms",
                 ok=statistics.median(keyword) <= 0.050,
-                note="p50, top 5",
+                note=f"p50, top 5; CPU p50 {statistics.median(keyword_cpu) * 1000:.1f} ms",
             )
         ]
         if available():
@@ -193,11 +194,12 @@ async def _search_rows(chunks: int, runs: int) -> list[Row]:
             [vector] = await model.embed(["cold start"])
             await store.vector_search(vector, top_k=5)
             cold = time.perf_counter() - started
-            hybrid = []
+            hybrid, hybrid_cpu = [], []
             for query in queries:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 await base.search(query, top_k=5, mode="hybrid")
                 hybrid.append(time.perf_counter() - started)
+                hybrid_cpu.append(time.process_time() - cpu)
             rows.append(
                 Row(
                     name=f"memory search, hybrid (bm25 + MiniLM, RRF), {chunks} chunks",
@@ -205,7 +207,9 @@ async def _search_rows(chunks: int, runs: int) -> list[Row]:
                     unit="ms",
                     goal="<= 150 ms",
                     ok=statistics.median(hybrid) <= 0.150,
-                    note=f"p50 with the query's embedding; a process's first vector search "
+                    note=f"p50 with the query's embedding (CPU p50 "
+                    f"{statistics.median(hybrid_cpu) * 1000:.1f} ms, both threads); "
+                    "a process's first vector search "
                     f"(loads the vectors) {cold * 1000:.0f} ms",
                 )
             )

@@ -35,3 +35,20 @@ class TestDocumentFiles(DocumentReaderContract[DocumentFiles]):
             return DocumentFiles(protected=[], opener=opener), os.path.realpath(root)  # type: ignore[arg-type]
 
         return build
+
+
+async def test_words_in_most_chunks_leave_the_query_at_scale(tmp_path: Path) -> None:
+    """Past 10,000 chunks a word in more than a tenth of them is left out of the query
+    (it would cost a scoring pass over them all for almost no weight); a query of only
+    such words is kept whole."""
+    from contracts.knowledge_store_contract import chunk, info
+
+    store = SqliteMemory(str(tmp_path / "memory.db"))
+    for n in range(120):
+        chunks = [chunk(f"common words {n} {i}", i + 1) for i in range(100)]
+        await store.replace_source(info(f"/bulk/{n}.txt"), chunks, None)
+    await store.replace_source(info("/rare.txt"), [chunk("common narwhal")], None)
+    hits = await store.keyword_search("common narwhal", top_k=3)
+    assert [h.source for h in hits] == ["/rare.txt"]  # only the rare word was searched
+    assert len(await store.keyword_search("common words", top_k=3)) == 3
+    await store.aclose()

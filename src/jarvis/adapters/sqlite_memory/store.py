@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from jarvis.adapters.sqlite_memory.vectors import VectorMatrix
 
 MAX_QUERY_WORDS: Final = 64
+COMMON_ABOVE: Final = 10_000
+"""Chunks from which a query leaves out its most common words (see ``_selective``)."""
+COMMON_FRACTION: Final = 0.1
 _WORD = re.compile(r"\w+", re.UNICODE)
 T = TypeVar("T")
 
@@ -129,6 +132,9 @@ class SqliteMemory:
             raise self._damaged(exc) from None
         try:
             connection.execute("PRAGMA journal_mode=WAL")
+            # WAL with NORMAL: a crash never damages the file; a power cut may lose the
+            # last transactions, which the next `memory add` or `sync` redoes
+            connection.execute("PRAGMA synchronous=NORMAL")
             connection.executescript(_SCHEMA)
             present = {row[1] for row in connection.execute("PRAGMA table_info(memories)")}
             for name, declaration in _CHUNK_COLUMNS:
@@ -177,16 +183,40 @@ class SqliteMemory:
         self._run(work)
         return memory_id
 
-    def _keyword(self, query: str, top_k: int) -> list[MemoryHit]:
+    def _selective(self, db: sqlite3.Connection, query: str) -> str:
+        """The FTS5 expression of ``query`` without the words most chunks contain.
+
+        bm25 scores every chunk that matches any word, so a word in most of 100,000 chunks
+        (``the``, ``and``) costs a full scoring pass while adding almost nothing to the
+        ranking (its inverse document frequency is near zero). Each word's chunks are
+        counted up to :data:`COMMON_FRACTION` of all (an index walk, no scoring); the
+        words past it are left out, unless every word is (then the query is kept whole).
+        """
         expression = fts_query(query)
-        if not expression or top_k <= 0:
+        total = db.execute("SELECT max(rowid) FROM memories").fetchone()[0] or 0
+        if not expression or total < COMMON_ABOVE:
+            return expression
+        cap = int(total * COMMON_FRACTION)
+        kept = []
+        for word in expression.split(" OR "):
+            found = db.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM memories_fts "
+                "WHERE memories_fts MATCH ? LIMIT ?)",
+                (word, cap),
+            ).fetchone()[0]
+            if found < cap:
+                kept.append(word)
+        return " OR ".join(kept) if kept else expression
+
+    def _keyword(self, query: str, top_k: int) -> list[MemoryHit]:
+        if not fts_query(query) or top_k <= 0:
             return []
         rows = self._run(
             lambda db: db.execute(
                 "SELECT m.content, m.source, m.line, m.end_line, bm25(memories_fts) AS rank "
                 "FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
                 "WHERE memories_fts MATCH ? ORDER BY rank, m.rowid LIMIT ?",
-                (expression, top_k),
+                (self._selective(db, query), top_k),
             ).fetchall()
         )
         return [
