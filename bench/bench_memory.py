@@ -262,7 +262,7 @@ def _ask_rows(ctx: BenchContext, runs: int, *, quick: bool) -> list[Row]:
 async def run(ctx: BenchContext) -> list[Row]:
     sizes = [50, 200] if ctx.quick else [1000, 10_000]
     chunks = 2_000 if ctx.quick else 100_000
-    runs = 5 if ctx.quick else 31
+    runs = 3 if ctx.quick else 31
     rows = _add_rows(ctx, sizes)
     rows += await _search_rows(chunks, runs)
     if ctx.stub_url:
