@@ -100,6 +100,20 @@ def test_the_setting_turns_it_on_and_no_memory_off(jarvis_home: Path, docs: Path
     assert FERRY not in system_text(engine.requests[1])
 
 
+def test_chat_takes_memory_too(jarvis_home: Path, docs: Path) -> None:
+    with ScriptedEngine([Reply("ok")]) as engine:
+        configure(jarvis_home, engine)
+        chat = subprocess.run(
+            [sys.executable, "-m", "jarvis", "chat", "--memory"],
+            input="When does the zanzibar ferry leave?\n",
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert chat.returncode == 0, chat.stderr
+    assert f"> {FERRY}" in system_text(engine.requests[0])
+
+
 def test_the_sdk_fills_and_uses_memory(jarvis_home: Path, tmp_path: Path) -> None:
     (jarvis_home / "config.toml").write_text("[memory]\nembed = false\n")
     note = tmp_path / "note.txt"
