@@ -4,21 +4,33 @@ plain ones run on the instance's loop thread, like :meth:`Jarvis.ask`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from os import PathLike, fspath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from jarvis.application.config import JarvisConfig
     from jarvis.application.knowledge import AddReport, KnowledgeBase
     from jarvis.domain.agent_contract import MemoryHit
     from jarvis.domain.knowledge import KnowledgeStats, SearchMode, SourceInfo
-    from jarvis.entrypoints.sdk import Jarvis
+    from jarvis.entrypoints.container import Container
+
+T = TypeVar("T")
+
+
+class _Owner(Protocol):
+    """What the memory uses of its ``Jarvis`` (not imported: ``sdk`` imports this)."""
+
+    config: JarvisConfig
+    container: Container
+
+    def _call(self, coro: Coroutine[object, object, T]) -> T: ...
 
 
 class Memory:
     """``j.memory.add("notes/", recursive=True)``, ``j.memory.search("...")``..."""
 
-    def __init__(self, owner: Jarvis) -> None:
+    def __init__(self, owner: _Owner) -> None:
         self._owner = owner
         self._base: KnowledgeBase | None = None
 
