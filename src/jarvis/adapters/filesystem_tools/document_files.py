@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -93,16 +94,20 @@ class DocumentFiles:
             raise _Refused(why)
         return path
 
-    def _read_file(self, folder: str, name: str) -> RawDocument:
-        path = os.path.join(folder, name)
+    def _read_file(self, root: str, components: Sequence[str]) -> RawDocument:
+        """The file at ``root/components...``, opened beneath ``root`` (no link followed)."""
+        path = os.path.join(root, *components)
+        name = components[-1]
         why = self._secret(path)
         if why is not None:
             raise _Refused(why)
         try:
-            descriptor = self.opener.open(folder, [name])
+            descriptor = self.opener.open(root, list(components))
         except LinkRefused:
             raise _Refused("a symbolic link; memory add does not follow links") from None
         except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _Refused("a symbolic link; memory add does not follow links") from None
             raise _Refused(f"cannot be opened: {exc.strerror}") from None
         try:
             info = os.fstat(descriptor)
@@ -143,7 +148,9 @@ class DocumentFiles:
 
     # --- walking ---------------------------------------------------------------------
 
-    def _walk(self, folder: str, pattern: str, recursive: bool, depth: int, out: _Walk) -> None:
+    def _walk(self, root: str, below: list[str], pattern: str, recursive: bool, out: _Walk) -> None:
+        folder = os.path.join(root, *below)
+        depth = len(below)
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
@@ -172,7 +179,7 @@ class DocumentFiles:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if recursive and depth < MAX_DEPTH and self._secret(path) is None:
-                    self._walk(path, pattern, recursive, depth + 1, out)
+                    self._walk(root, [*below, entry.name], pattern, recursive, out)
                 continue
             if not fnmatch.fnmatchcase(entry.name, pattern):
                 continue
@@ -187,7 +194,7 @@ class DocumentFiles:
                 return
             out.files += 1
             try:
-                out.documents.append(self._read_file(folder, entry.name))
+                out.documents.append(self._read_file(root, [*below, entry.name]))
             except _Refused as refusal:
                 out.refused.append(
                     DocumentRefusal(source=path, reason=str(refusal), explicit=False)
@@ -207,10 +214,10 @@ class DocumentFiles:
                 if stat.S_ISLNK(info.st_mode):
                     raise _Refused("a symbolic link; memory add does not follow links")
                 if stat.S_ISDIR(info.st_mode):
-                    self._walk(path, pattern, recursive, 0, out)
+                    self._walk(path, [], pattern, recursive, out)
                     continue
                 folder, name = os.path.split(path)
-                document = self._read_file(folder, name)
+                document = self._read_file(folder, [name])
                 out.documents.append(replace(document, named=True))
             except _Refused as refusal:
                 out.refused.append(
@@ -219,14 +226,18 @@ class DocumentFiles:
         return DocumentBatch(documents=tuple(out.documents), refused=tuple(out.refused))
 
     def read(self, source: str) -> RawDocument | None:
-        folder, name = os.path.split(source)
+        """``source`` again, opened beneath ``/`` without following any link: its path was
+        resolved when it was added, so a link found on it now was put there since."""
         try:
             os.lstat(source)
         except FileNotFoundError:
             return None
         except OSError:
             pass
+        components = [part for part in source.split(os.sep) if part]
+        if not os.path.isabs(source) or not components:
+            raise DocumentError(f"{source} is not an absolute path.")
         try:
-            return self._read_file(folder, name)
+            return self._read_file(os.sep, components)
         except _Refused as refusal:
             raise DocumentError(f"{source} is {refusal}.") from None
