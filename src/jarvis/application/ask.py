@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # only named in annotations: a question that runs no operator
     # external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.project_instructions import ProjectInstructionsSource
     from jarvis.application.skills import SkillLibrary
+    from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
 
@@ -48,6 +49,9 @@ class AskQuestion:
     """The operator a tick of ``operative`` / ``monitor_operative`` runs for."""
     project_instructions: bool | None = None
     """Whether ``AGENTS.md`` enters the prompt; ``None``: ``[agent] project_instructions``."""
+    memory: bool | None = None
+    """Whether the question's best chunks of the knowledge base enter the run
+    (``AgentContext.memory_results``); ``None``: ``[agent] context_from_memory``."""
     skills: bool = True
     """Whether a tool-using agent is offered the skills (False for the ``sandboxed``
     agent's inner run: the ``skill`` tool reads host folders the sandbox cannot reach)."""
@@ -202,6 +206,12 @@ class PromptContext:
     agents_md_max_chars: int = 8000
     skills: SkillLibrary | None = None
     skill_desc_max_chars: int = 250
+    memory: Callable[[], MemorySearch] | None = None
+    """The knowledge base ``--memory`` searches (built on first use)."""
+    use_memory: bool = False
+    """``[agent] context_from_memory``: a question may override it."""
+    memory_top_k: int = 5
+    memory_max_chars: int = 6000
 
 
 class AskService:
@@ -410,6 +420,11 @@ class AskService:
             assert self.context.instructions is not None
             files = self.context.instructions()
             parts.append(instructions_section(files, self.context.agents_md_max_chars))
+        hits = command.context.memory_results if command.context is not None else ()
+        if hits and not agent_cls.reads_memory_itself:
+            from jarvis.application.memory_context import memory_section
+
+            parts.append(memory_section(hits, self.context.memory_max_chars))
         skill_tool: ToolPort | None = None
         library = self.context.skills
         if agent_cls.accepts_tools and command.skills and library is not None:
@@ -422,12 +437,34 @@ class AskService:
                 skill_tool = SkillTool(library)
         return "\n\n".join(p for p in parts if p), skill_tool
 
+    async def with_memory(self, command: AskQuestion) -> AskQuestion:
+        """``command`` with its question's best chunks of the knowledge base in its context,
+        when it (or ``[agent] context_from_memory``) asks for them and its context has none."""
+        wanted = self.context.use_memory if command.memory is None else command.memory
+        given = command.context or AgentContext()
+        if not wanted or self.context.memory is None or given.memory_results:
+            return command
+        hits = await self.context.memory().search(command.question, top_k=self.context.memory_top_k)
+        return replace(command, context=replace(given, memory_results=tuple(hits)))
+
+    @staticmethod
+    def _report_memory(command: AskQuestion, answer: Answer) -> Answer:
+        if command.context is not None and command.context.memory_results:
+            from jarvis.application.memory_context import used_chunks
+
+            chunks: list[JSONValue] = list(used_chunks(command.context.memory_results))
+            return replace(answer, metadata={**answer.metadata, "memory_results": chunks})
+        return answer
+
     async def ask(self, command: AskQuestion) -> Answer:
+        command = await self.with_memory(command)
         agent, model = await self.build_agent(command)
         if command.output is not None:
-            return await self._typed(agent, model, command, command.output)
+            typed = await self._typed(agent, model, command, command.output)
+            return self._report_memory(command, typed)
         result = await agent.arun(command.question, command.context)
-        return Answer.from_result(result, model=model, engine=self.inference.engine_id)
+        answer = Answer.from_result(result, model=model, engine=self.inference.engine_id)
+        return self._report_memory(command, answer)
 
     async def _typed(
         self, agent: BaseAgent, model: str, command: AskQuestion, spec: OutputSpec[object]
@@ -447,9 +484,11 @@ class AskService:
 
         A typed question is answered whole (only a checked answer is shown): its JSON
         arrives as one piece of text."""
+        command = await self.with_memory(command)
         agent, model = await self.build_agent(command)
         if command.output is not None:
             answer = await self._typed(agent, model, command, command.output)
+            answer = self._report_memory(command, answer)
             yield TextDelta(text=answer.content)
             yield answer
             return
@@ -460,8 +499,9 @@ class AskService:
                     # an agent that does not stream (a plug-in's synchronous run()): its
                     # answer is still shown as it would have been streamed
                     yield TextDelta(text=update.result.content)
-                yield Answer.from_result(
-                    update.result, model=model, engine=self.inference.engine_id
+                yield self._report_memory(
+                    command,
+                    Answer.from_result(update.result, model=model, engine=self.inference.engine_id),
                 )
             else:
                 streamed = streamed or isinstance(update, TextDelta)

@@ -174,6 +174,9 @@ class AgentSettings(_Section):
     project_instructions: bool = True
     """Whether the ``AGENTS.md`` files of the working directory and its parents (up to the
     repository root) enter the system prompt (``--no-project-instructions`` per question)."""
+    context_from_memory: bool = False
+    """Whether the question's best chunks from the knowledge base (``jarvis memory add``)
+    enter every run as quoted context (``--memory`` / ``--no-memory`` per question)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,6 +245,24 @@ class SystemPromptSettings(_Section):
     """Each skill's description in the skill catalogue is cut to this."""
     agents_md_max_chars: Annotated[int, Bounds(gt=0, le=1_000_000)] = 8000
     """Each ``AGENTS.md`` is cut to this (its beginning kept)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemorySettings(_Section):
+    """The knowledge base of ``jarvis memory`` (in ``[tools.retrieval] db_path``'s file)."""
+
+    chunk_chars: Annotated[int, Bounds(ge=64, le=100_000)] = 800
+    """Characters per chunk (cut at headings, paragraphs and code blocks first)."""
+    chunk_overlap: Annotated[int, Bounds(ge=0, le=50_000)] = 100
+    """Characters a chunk repeats from the previous one (at most half a chunk)."""
+    max_file_bytes: Annotated[int, Bounds(gt=0, le=1024 * 1024 * 1024)] = 10 * 1024 * 1024
+    """Larger files are refused."""
+    embed: bool = True
+    """Embed chunks with all-MiniLM-L6-v2 (when installed) for semantic and hybrid search."""
+    context_top_k: Annotated[int, Bounds(ge=1, le=50)] = 5
+    """Chunks a question with ``--memory`` receives."""
+    context_max_chars: Annotated[int, Bounds(ge=200, le=200_000)] = 6000
+    """The most characters of memory context one run receives."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -408,6 +429,7 @@ class JarvisConfig(_Section):
     """``[mcp.servers.NAME]``: tools from MCP servers (:mod:`jarvis.application.mcp_config`)."""
     runtimes: RuntimeSettings = field(default_factory=RuntimeSettings)
     skills: SkillSettings = field(default_factory=SkillSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     traces: TraceSettings = field(default_factory=TraceSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     otel: OtelSettings = field(default_factory=OtelSettings)

@@ -201,7 +201,6 @@ NOT_IMPLEMENTED: Final[Mapping[str, str]] = {
     "digest": "jarvis has no morning digest",
     "proactive": "jarvis has no proactive agent",
     "mining": "jarvis does no mining",
-    "memory": "jarvis's memory database is [tools.retrieval] db_path",
     "hardware": "jarvis does not read hardware facts from the file",
     "installed_at": "install provenance only",
     "installer_version": "install provenance only",
@@ -302,10 +301,19 @@ SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "skills": ("paths",),
     "traces": ("enabled", "db_path", "content", "max_days", "max_mb"),
     "telemetry": ("enabled",),
+    "memory": (
+        "chunk_chars",
+        "chunk_overlap",
+        "max_file_bytes",
+        "embed",
+        "context_top_k",
+        "context_max_chars",
+    ),
 }
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
 
 WHY_SECTION: Final[Mapping[str, str]] = {
+    "memory": "jarvis's memory database is [tools.retrieval] db_path",
     "telemetry": "jarvis measures no GPU or energy",
 }
 
@@ -316,7 +324,7 @@ def jarvis_engine_keys() -> tuple[str, ...]:
 
 OPENJARVIS_ONLY_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "engine.llamacpp": ("host", "binary_path"),
-    "agent": ("objective", "context_from_memory"),
+    "agent": ("objective",),
     "tools.storage": tuple(_STORAGE),
     "server": ("agent", "model"),
     "memory_files": ("nudge_interval",),
@@ -329,7 +337,6 @@ OPENJARVIS_ONLY_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
 WHY_KEY: Final[Mapping[str, str]] = {
     "engine.llamacpp.host": "jarvis's llamacpp engine is embedded; an OpenJarvis llama.cpp "
     'server is reached with [engine] default = "llamacpp"',
-    "agent.context_from_memory": "jarvis injects no memory context yet",
     "agent.objective": "used by OpenJarvis's routing only",
     "sessions.db_path": "jarvis's session store is [sessions] path (another schema)",
     "sandbox.enabled": "the sandbox is used by -a sandboxed",

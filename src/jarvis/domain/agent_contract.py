@@ -32,6 +32,16 @@ class MemoryHit:
     content: str
     source: str = ""
     score: float = 0.0
+    line: int = 0
+    """The first line of ``content`` in its source (1-based; 0: not a file's text)."""
+    end_line: int = 0
+    """The last line of ``content`` in its source (0: not known)."""
+
+    @property
+    def citation(self) -> str:
+        """How an answer cites this hit: ``[source:line]`` (``[source]`` without a line)."""
+        where = self.source or "memory"
+        return f"[{where}:{self.line}]" if self.line else f"[{where}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

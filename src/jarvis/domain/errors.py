@@ -18,6 +18,7 @@ class drawn under one of them lives in the same module unless it names another).
     │   ├── UnknownSessionError   no session has this id            [application.conversation]
     │   ├── OutputSchemaError     a typed answer's schema jarvis cannot honour
     │   │                                                              [domain.typed_output]
+    │   ├── DocumentError         a document to add to memory that is refused  [domain.knowledge]
     │   └── DuplicateAgentError   an agent key registered twice              [compat.registry]
     ├── InferenceError            anything an engine did wrong
     │   ├── EngineUnavailableError   retryable: cannot connect, 503, overloaded
@@ -45,6 +46,7 @@ class drawn under one of them lives in the same module unless it names another).
     │   ├── SessionStoreCorruptError      damaged data, or not a jarvis store (left untouched)
     │   └── SessionStoreUnavailableError  retryable: cannot be reached or opened now
     │       └── SessionStoreLockedError   another process held it past the busy timeout
+    ├── MemoryStoreDamagedError   the memory database cannot be read       [domain.knowledge]
     ├── OperatorBusyError         another tick of the operator is running
     │                                                                [application.operators]
     ├── ManagedAgentNotFoundError no managed agent has this id    [application.managed_agents]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import (
     AsyncGenerator,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from jarvis.domain.ports import InferencePort, ToolPort
     from jarvis.domain.typed_output import OutputSpec
     from jarvis.entrypoints.sdk_conversation import AsyncConversation, Conversation
+    from jarvis.entrypoints.sdk_memory import Memory
 
 T = TypeVar("T")
 
@@ -175,6 +177,17 @@ class Jarvis:
         if not isinstance(catalogue, ToolCatalogue):
             raise RuntimeError("This Jarvis instance has no tool catalogue.")
         return catalogue.register(tool)
+
+    # -- memory ------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def memory(self) -> Memory:
+        """The knowledge base (``jarvis memory``): ``add``, ``search``, ``remove``, ``stats``,
+        ``sources``, ``sync``; and ``aadd``, ``asearch``... (``async_sync``) on the
+        caller's loop."""
+        from jarvis.entrypoints.sdk_memory import Memory
+
+        return Memory(self)
 
     # -- conversations -----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from jarvis.testing.external_runtimes import (
     InMemoryWorkspaceHost,
 )
 from jarvis.testing.inference import ScriptedInference
+from jarvis.testing.knowledge import InMemoryDocuments, InMemoryKnowledgeStore
 from jarvis.testing.memory import InMemoryMemory
 from jarvis.testing.persona import InMemoryPersonaStore
 from jarvis.testing.repl import InMemoryRepl
@@ -20,8 +21,10 @@ from jarvis.testing.traces import InMemoryTraceExporter, InMemoryTraceStore
 
 __all__ = [
     "InMemoryContainerRuntime",
+    "InMemoryDocuments",
     "InMemoryExternalRuntime",
     "InMemoryExternalRuntimes",
+    "InMemoryKnowledgeStore",
     "InMemoryMemory",
     "InMemoryPersonaStore",
     "InMemoryRepl",

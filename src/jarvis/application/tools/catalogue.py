@@ -16,10 +16,10 @@ from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.application.tools.function_tool import as_tool
 from jarvis.application.tools.llm import LLM_SPEC, LlmTool
-from jarvis.application.tools.retrieval import RetrievalTool
+from jarvis.application.tools.retrieval import MemorySearch, RetrievalTool
 from jarvis.application.tools.think import ThinkTool
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.ports import InferencePort, MemoryPort, ToolPort
+from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.tools import ToolSpec
 
 if TYPE_CHECKING:  # a question that names no MCP tool never imports the MCP layer
@@ -111,7 +111,7 @@ class ToolCatalogue:
     def with_builtins(
         cls,
         *,
-        memory: MemoryPort | None = None,
+        memory: MemorySearch | None = None,
         file_read: ToolPort | None = None,
         web_search: ToolPort | None = None,
         llm_model: str | None = None,

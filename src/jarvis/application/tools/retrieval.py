@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from jarvis.application.tools.arguments import integer_argument
 from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.ports import MemoryPort
 from jarvis.domain.tools import ToolResult, ToolSpec
 
 MAX_TOP_K: Final = 20
@@ -39,17 +38,25 @@ RETRIEVAL_SPEC: Final = ToolSpec(
 )
 
 
+class MemorySearch(Protocol):
+    """What ``retrieval`` needs: a ``MemoryPort``'s search, or the knowledge base's."""
+
+    async def search(self, query: str, *, top_k: int = 5) -> list[MemoryHit]: ...
+
+
 def format_hits(hits: list[MemoryHit]) -> str:
     """Numbered passages, each headed by its source and score."""
     blocks = []
     for number, hit in enumerate(hits, start=1):
         source = hit.source or "unknown"
+        if hit.line:
+            source += f":{hit.line}"
         blocks.append(f"[{number}] source: {source} (score {hit.score:.2f})\n{hit.content}")
     return "\n\n".join(blocks)
 
 
 class RetrievalTool:
-    def __init__(self, memory: MemoryPort) -> None:
+    def __init__(self, memory: MemorySearch) -> None:
         self.memory = memory
 
     @property

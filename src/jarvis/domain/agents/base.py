@@ -48,6 +48,10 @@ class BaseAgent(ABC):
     accepts_tools: ClassVar[bool] = False
     uses_repl: ClassVar[bool] = False
     """True for agents that run code: they take a REPL factory as ``repl=``."""
+    reads_memory_itself: ClassVar[bool] = False
+    """True for agents that use ``AgentContext.memory_results`` their own way (the RLM as
+    its ``context``, operatives among their recalled notes); the others get them in the
+    system prompt, quoted as data."""
     default_sampling: ClassVar[SamplingSettings] = SamplingSettings()
 
     def __init__(

@@ -138,7 +138,10 @@ def context_text(context: AgentContext | None) -> str:
         return value
     if value is not None:
         return json.dumps(value, ensure_ascii=False, indent=1)
-    return "\n\n".join(hit.content for hit in context.memory_results)
+    return "\n\n".join(
+        f"{hit.citation}\n{hit.content}" if hit.source else hit.content
+        for hit in context.memory_results
+    )
 
 
 def describe_context(text: str) -> str:
@@ -158,6 +161,7 @@ class RecursiveLMAgent(ReplUsingAgent):
     ``max_output_chars`` 10000."""
 
     agent_id: ClassVar[str] = "rlm"
+    reads_memory_itself: ClassVar[bool] = True
     default_budget: ClassVar[RunBudget] = RunBudget(max_turns=10)
     default_sampling: ClassVar[SamplingSettings] = SamplingSettings(max_tokens=2048)
     default_execution: ClassVar[ToolExecution] = ToolExecution(max_output_chars=10_000)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         OrphanContainer,
     )
     from jarvis.domain.ports.inference import EmbeddingPort, InferencePort
+    from jarvis.domain.ports.knowledge import DocumentReaderPort, KnowledgeStorePort
     from jarvis.domain.ports.memory import MemoryPort
     from jarvis.domain.ports.operators import OperatorStorePort
     from jarvis.domain.ports.persona import PersonaDocument, PersonaFile, PersonaStorePort
@@ -42,6 +43,8 @@ _MODULE_OF: dict[str, str] = {
     "PersonaStorePort": "persona",
     "SessionStorePort": "sessions",
     "MemoryPort": "memory",
+    "KnowledgeStorePort": "knowledge",
+    "DocumentReaderPort": "knowledge",
     "OperatorStorePort": "operators",
     "Mount": "containers",
     "ContainerSpec": "containers",
@@ -66,9 +69,11 @@ __all__ = [
     "ContainerProcess",
     "ContainerRuntimeStatus",
     "ContainerSpec",
+    "DocumentReaderPort",
     "EmbeddingPort",
     "ImageProgress",
     "InferencePort",
+    "KnowledgeStorePort",
     "MemoryPort",
     "Mount",
     "OperatorStorePort",

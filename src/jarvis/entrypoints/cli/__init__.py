@@ -34,6 +34,7 @@ COMMANDS = (
     "tools",
     "persona",
     "skills",
+    "memory",
     "sandbox",
     "operators",
     "mcp",
@@ -123,6 +124,10 @@ def build_app(commands: Sequence[str] = COMMANDS) -> typer.Typer:
             from jarvis.entrypoints.cli.skills import app as skills_app
 
             built.add_typer(skills_app, name="skills", epilog=EXIT_CODES_HELP)
+        elif name == "memory":
+            from jarvis.entrypoints.cli.memory import app as memory_app
+
+            built.add_typer(memory_app, name="memory", epilog=EXIT_CODES_HELP)
         elif name == "operators":
             from jarvis.entrypoints.cli.operators import app as operators_app
 

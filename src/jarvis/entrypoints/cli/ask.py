@@ -15,6 +15,7 @@ from jarvis.entrypoints.cli.options import (
     ConfigOption,
     EngineOption,
     JsonOption,
+    MemoryContextOption,
     ModelOption,
     NoProjectInstructionsOption,
     VerboseOption,
@@ -268,6 +269,7 @@ def ask(
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
     no_project_instructions: NoProjectInstructionsOption = False,
+    memory: MemoryContextOption = None,
     profile: Annotated[
         bool,
         typer.Option(
@@ -313,6 +315,7 @@ def ask(
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             mounts=[repair_text(m) for m in mount or []],
             project_instructions=False if no_project_instructions else None,
+            memory=memory,
         )
         if schema is not None:
             from dataclasses import replace
@@ -503,6 +506,10 @@ async def _answer(
             renderer.notice(sampling_line(service.sampling(command), temperature_from))
             for path in service.instruction_files(command):
                 renderer.notice(f"project instructions: {path}")
+        command = await service.with_memory(command)
+        if verbose and command.context is not None:
+            for hit in command.context.memory_results:
+                renderer.notice(f"memory: {hit.citation} (score {hit.score:.4f})")
         answer: Answer | None = None
         session_id: str | None = None
         updates = None

@@ -29,6 +29,7 @@ from jarvis.entrypoints.cli.options import (
     BaseUrlOption,
     ConfigOption,
     EngineOption,
+    MemoryContextOption,
     ModelOption,
     NoProjectInstructionsOption,
     VerboseOption,
@@ -65,6 +66,7 @@ class ChatState:
     persona: str | None = None
     agent_options: JSONObject = field(default_factory=dict)
     project_instructions: bool | None = None
+    memory: bool | None = None
 
 
 def _say(line: str) -> None:
@@ -153,6 +155,7 @@ async def _turn(
         persona=state.persona,
         agent_options=state.agent_options,
         project_instructions=state.project_instructions,
+        memory=state.memory,
     )
 
     async def answer() -> None:
@@ -351,6 +354,7 @@ def chat(
         bool, typer.Option("--continue", "-c", help="Resume the last conversation.")
     ] = False,
     no_project_instructions: NoProjectInstructionsOption = False,
+    memory: MemoryContextOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -383,6 +387,7 @@ def chat(
             persona=persona,
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             project_instructions=False if no_project_instructions else None,
+            memory=memory,
         )
         if agent is not None:  # an unknown agent, or tools it cannot take: exit 2 now
             _check_agent(runtime, agent, state.tools)

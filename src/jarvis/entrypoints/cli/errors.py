@@ -46,8 +46,8 @@ Exit codes:
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS
        sandbox on this machine, no container runtime, its socket down, no image
-  7    the session store is damaged (not a jarvis database, a damaged message,
-       a stored time out of range);
+  7    the session store or the memory database is damaged (not a jarvis
+       database, a damaged message, a stored time out of range);
        it was left untouched
   130  interrupted (Ctrl-C)
 """
@@ -73,7 +73,10 @@ def _is_store_unavailable(exc: BaseException) -> bool:
 
 def _is_store_damaged(exc: BaseException) -> bool:
     sessions = sys.modules.get("jarvis.domain.sessions")
-    return sessions is not None and isinstance(exc, sessions.SessionStoreCorruptError)
+    knowledge = sys.modules.get("jarvis.domain.knowledge")
+    return (sessions is not None and isinstance(exc, sessions.SessionStoreCorruptError)) or (
+        knowledge is not None and isinstance(exc, knowledge.MemoryStoreDamagedError)
+    )
 
 
 def exit_code_for(exc: BaseException) -> int:

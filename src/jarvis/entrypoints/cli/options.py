@@ -130,3 +130,14 @@ def config_notice(notes: Sequence[ConfigNote]) -> str:
     if kept:
         parts.append("kept for the MCP client: " + ", ".join(kept))
     return "jarvis: config: " + "; ".join(parts) + " (jarvis config check says why)"
+
+
+MemoryContextOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--memory/--no-memory",
+        help="Give the agent the question's best chunks of the knowledge base (jarvis memory "
+        "add) as quoted context; default: [agent] context_from_memory.",
+        show_default=False,
+    ),
+]

@@ -50,6 +50,9 @@ class AskOptions(TypedDict, total=False):
     project_instructions: bool | None
     """Whether the ``AGENTS.md`` files of the working directory and its parents enter the
     prompt; default: ``[agent] project_instructions`` (true)."""
+    memory: bool | None
+    """Whether the question's best chunks of the knowledge base (``jarvis memory add``)
+    enter the run as quoted context; default: ``[agent] context_from_memory`` (false)."""
 
 
 _OPTION_NAMES = AskOptions.__optional_keys__
@@ -81,4 +84,5 @@ def ask_question(question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         agent_options=dict(options.get("agent_options") or {}),
         mounts=tuple(options.get("mounts") or ()),
         project_instructions=options.get("project_instructions"),
+        memory=options.get("memory"),
     )

@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.ports import InferencePort
-from jarvis.entrypoints.composition import engines, prompting, runtimes, services, stores
+from jarvis.entrypoints.composition import (
+    engines,
+    knowledge,
+    prompting,
+    runtimes,
+    services,
+    stores,
+)
 from jarvis.entrypoints.composition import tools as tooling
 from jarvis.entrypoints.composition import traces as tracing
 from jarvis.entrypoints.composition.di import containers, providers
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
     from jarvis.application.sandboxed_ask import SandboxedAgents
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.application.traces import TraceWriter
     from jarvis.domain.events import EventBus
     from jarvis.domain.external_runtime import ExternalRuntimesPort
@@ -135,6 +143,10 @@ class Container(containers.DeclarativeContainer):
     """``memory_manage`` and ``user_profile_manage`` (always the default files)."""
     memory: providers.Provider[MemoryPort] = providers.Singleton(tooling.memory, config)
     """The searchable memory of the ``retrieval`` tool (``[tools.retrieval] db_path``)."""
+    searchable_memory: providers.Provider[MemorySearch] = providers.Singleton(
+        knowledge.searchable, config, memory
+    )
+    """What ``retrieval`` searches: the knowledge base of ``jarvis memory`` in that file."""
     user_tools: providers.Provider[list[ToolPort]] = providers.Singleton(list)
     """Tools an embedding app registered (``Jarvis(tools=...)``) before the first question."""
     repl: providers.Provider[ReplPort] = providers.Singleton(tooling.ReplOnDemand, config)
@@ -149,7 +161,7 @@ class Container(containers.DeclarativeContainer):
         tooling.tool_catalogue,
         persona_tools=persona_tools,
         user_tools=user_tools,
-        memory=memory,
+        memory=searchable_memory,
         repl=repl,
         config=config,
         plugins=plugins,
@@ -166,7 +178,7 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
     prompt_context: providers.Provider[PromptContext | None] = providers.Singleton(
-        prompting.prompt_context, config
+        prompting.prompt_context, config, searchable_memory.provider
     )
     """The ``AGENTS.md`` files and Agent Skills every agent's prompt gets after the persona;
     override with ``providers.Object(None)`` for neither."""

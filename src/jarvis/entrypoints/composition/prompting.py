@@ -17,8 +17,11 @@ from jarvis.domain.ports import PersonaStorePort
 from jarvis.entrypoints.settings import config_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from jarvis.application.skills import Skill, SkillLibrary
     from jarvis.application.system_prompt import SystemPromptBuilder
+    from jarvis.application.tools.retrieval import MemorySearch
 
 
 def persona_store(config: JarvisConfig) -> PersonaStorePort:
@@ -71,7 +74,9 @@ class SkillsOnDemand:
         return self._get().read(name, file)
 
 
-def prompt_context(config: JarvisConfig) -> PromptContext:
+def prompt_context(
+    config: JarvisConfig, memory: Callable[[], MemorySearch] | None = None
+) -> PromptContext:
     """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
     ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
     from jarvis.adapters.filesystem_tools.project_files import AgentsMdFiles
@@ -84,4 +89,8 @@ def prompt_context(config: JarvisConfig) -> PromptContext:
         agents_md_max_chars=budgets.agents_md_max_chars,
         skills=SkillsOnDemand(locations),
         skill_desc_max_chars=budgets.skill_desc_max_chars,
+        memory=memory,
+        use_memory=config.agent.context_from_memory,
+        memory_top_k=config.memory.context_top_k,
+        memory_max_chars=config.memory.context_max_chars,
     )

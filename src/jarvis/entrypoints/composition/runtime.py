@@ -37,6 +37,7 @@ from jarvis.application.config import JarvisConfig
 from jarvis.domain.ports import InferencePort
 from jarvis.entrypoints.composition.ask_options import AskOptions, ask_question
 from jarvis.entrypoints.composition.container import Container, inference_provided
+from jarvis.entrypoints.composition.knowledge import knowledge_base
 from jarvis.entrypoints.composition.lifecycle import (
     EngineResource,
     aclose_engines,
@@ -52,6 +53,7 @@ from jarvis.entrypoints.engine_choice import EngineChoice, choose_engine
 if TYPE_CHECKING:
     from jarvis.application.ask import PromptContext, ToolProvider
     from jarvis.application.conversation import ConversationService, Sessions
+    from jarvis.application.knowledge import KnowledgeBase
     from jarvis.application.managed_agents import ManagedAgentService
     from jarvis.application.operators import OperatorService
     from jarvis.application.registry import AgentRegistry
@@ -339,6 +341,15 @@ class Runtime:
 
     def repl(self) -> ReplPort:
         return self.container.repl()
+
+    def knowledge_base(self, *, allow_private_hosts: bool = False) -> KnowledgeBase:
+        """The knowledge base of ``jarvis memory`` (and ``Jarvis().memory``), in the memory
+        database; ``allow_private_hosts``: ``--url`` may fetch loopback (tests)."""
+        return knowledge_base(
+            self.container.config(),
+            self.container.memory(),
+            allow_private_hosts=allow_private_hosts,
+        )
 
     def keyword_index(self) -> Callable[[], MemoryPort]:
         return self.container.keyword_index()

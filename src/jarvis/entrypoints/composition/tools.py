@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.application.tools.mcp_tools import McpToolSource
+    from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.mcp import McpClientPort, McpServerSpec
 
@@ -192,7 +193,7 @@ def tool_catalogue(
     *,
     persona_tools: list[ToolPort],
     user_tools: list[ToolPort],
-    memory: MemoryPort,
+    memory: MemorySearch,
     repl: ReplPort,
     config: JarvisConfig,
     plugins: PluginSource | None = None,

@@ -1,0 +1,72 @@
+"""The user's knowledge base (``jarvis memory``): its store and what reads the documents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from jarvis.domain.agent_contract import MemoryHit
+from jarvis.domain.knowledge import (
+    Chunk,
+    DocumentBatch,
+    KnowledgeStats,
+    RawDocument,
+    SourceInfo,
+)
+
+
+class KnowledgeStorePort(Protocol):
+    """The user's knowledge base: sources cut into chunks, searchable by words (bm25) and by
+    meaning (stored sentence vectors). Every method raises
+    :class:`~jarvis.domain.knowledge.MemoryStoreDamagedError` when the store cannot be read,
+    and changes nothing then."""
+
+    async def fingerprint(self, source: str) -> str | None:
+        """The fingerprint ``source`` was indexed with; ``None`` when it is not indexed."""
+        ...
+
+    async def replace_source(
+        self,
+        info: SourceInfo,
+        chunks: Sequence[Chunk],
+        vectors: Sequence[Sequence[float]] | None,
+    ) -> None:
+        """Make ``chunks`` (with ``vectors``, one per chunk, or none) the only chunks of
+        ``info.source``, in one transaction: a reader sees the old chunks or the new."""
+        ...
+
+    async def remove_source(self, source: str) -> bool:
+        """Forget ``source`` and its chunks; ``False`` when it was not indexed."""
+        ...
+
+    async def sources(self) -> list[SourceInfo]:
+        """Every indexed source, sorted by name."""
+        ...
+
+    async def stats(self) -> KnowledgeStats:
+        """How much is indexed."""
+        ...
+
+    async def keyword_search(self, query: str, *, top_k: int) -> list[MemoryHit]:
+        """Chunks sharing words with ``query`` (query syntax is plain text), best first."""
+        ...
+
+    async def vector_search(self, vector: Sequence[float], *, top_k: int) -> list[MemoryHit]:
+        """The chunks whose vectors are nearest ``vector`` (cosine), best first."""
+        ...
+
+
+class DocumentReaderPort(Protocol):
+    """Reads what the user asks to add to the knowledge base, under the same rules as the
+    ``file_read`` tool: no secret files, no symbolic links, regular files with one name,
+    bounded in size; binary files are refused."""
+
+    def collect(self, paths: Sequence[str], *, pattern: str, recursive: bool) -> DocumentBatch:
+        """The documents at ``paths`` (files, or folders: their files matching ``pattern``,
+        below too when ``recursive``), and what was refused with why."""
+        ...
+
+    def read(self, source: str) -> RawDocument | None:
+        """``source`` (an absolute path) read again; ``None`` when it no longer exists.
+        Raises :class:`~jarvis.domain.knowledge.DocumentError` when it is refused."""
+        ...
