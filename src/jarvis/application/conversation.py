@@ -38,6 +38,8 @@ from jarvis.domain.session_history import TrimmedHistory, trim_history
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import SessionInfo, SessionMessage, utc_now
 from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
     RunFinished,
     RunUpdate,
     TextDelta,
@@ -138,7 +140,13 @@ class PendingTurn:
 
 
 ConversationUpdate: TypeAlias = (
-    HistoryUsed | TextDelta | ToolCallsRequested | ToolResultReady | Answer
+    HistoryUsed
+    | TextDelta
+    | ToolCallsRequested
+    | ToolResultReady
+    | ApprovalRequired
+    | ApprovalDecided
+    | Answer
 )
 """What :meth:`ConversationService.stream` yields: ``HistoryUsed`` first, then the run's
 updates, then the :class:`~jarvis.application.ask.Answer` (after the turn was stored)."""

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.traces import TraceWriter
     from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.mcp import McpClientPort, McpServerSpec
@@ -772,7 +773,16 @@ def _ask_service(
         sandbox=sandbox,
         runtimes=runtimes,
         context=context,
+        approval_policy=_approval_policy(config),
     )
+
+
+def _approval_policy(config: JarvisConfig) -> ApprovalPolicy:
+    """``[tools.approval]`` (what each question's approvals apply)."""
+    from jarvis.application.approvals import policy_from_settings
+
+    settings = config.tools.approval
+    return policy_from_settings(settings.default, settings.tools)
 
 
 class Container(containers.DeclarativeContainer):

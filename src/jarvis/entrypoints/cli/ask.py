@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.entrypoints.cli.approval_prompt import ApproveOption
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     BaseUrlOption,
@@ -32,6 +33,7 @@ from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 if TYPE_CHECKING:
     from typing import TextIO
 
+    from jarvis.application.approvals import ApprovalChoice
     from jarvis.application.ask import AskQuestion, Sampling
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.traces import Trace
@@ -259,6 +261,7 @@ def ask(
             "and the run's totals (on stderr).",
         ),
     ] = False,
+    approve: ApproveOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -296,6 +299,7 @@ def ask(
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             mounts=[repair_text(m) for m in mount or []],
             project_instructions=False if no_project_instructions else None,
+            approve=_approvals(approve, renderer),
         )
         mode = "json" if json_output else "whole" if no_stream else "stream"
         if _as_operator(runtime, command, arg(operator), conversation):
@@ -401,6 +405,13 @@ async def _operator_answer(
         write_line(answer.content)
 
 
+def _approvals(approve: str | None, renderer: StreamRenderer) -> ApprovalChoice:
+    """``--approve``, asked at the terminal (the answer's stream paused on a fresh line)."""
+    from jarvis.entrypoints.cli.approval_prompt import approval_choice
+
+    return approval_choice(approve, write=renderer.notice)
+
+
 def _profile(runtime: Runtime) -> list[Trace]:
     """Records the run for ``--profile`` (whether or not traces are kept): the list gets
     the run's trace when it ends."""
@@ -429,6 +440,18 @@ def _conversation(
     from jarvis.entrypoints.cli.conversation import SessionChoice
 
     return SessionChoice.of(continue_last=continue_last, name=session)
+
+
+def approval_lines(metadata: JSONObject) -> list[str]:
+    """The ``--verbose`` lines naming each tool call's approval decision and its rule."""
+    decisions = metadata.get("approvals")
+    lines: list[str] = []
+    for item in decisions if isinstance(decisions, list) else []:
+        if isinstance(item, dict):
+            why = f": {item['reason']}" if item.get("reason") else ""
+            verb = "allowed" if item.get("decision") == "allow" else "denied"
+            lines.append(f"approval: {item.get('tool')} {verb} by {item.get('rule')}{why}")
+    return lines
 
 
 def sampling_line(sampling: Sampling, temperature_from: str) -> str:
@@ -508,6 +531,8 @@ async def _answer(
                 f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, "
                 f"stop {answer.stop_reason}, {time.perf_counter() - started:.2f} s"
             )
+            for line in approval_lines(answer.metadata):
+                renderer.notice(line)
             runtime_session = answer.metadata.get("session_id")
             if isinstance(runtime_session, str) and runtime_session:
                 renderer.notice(f"runtime session {runtime_session} (continue: -O session=...)")

@@ -20,10 +20,23 @@ if TYPE_CHECKING:
 
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.conversation import ConversationService, ConversationUpdate
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.domain.updates import (
+        ApprovalDecided,
+        ApprovalRequired,
+        TextDelta,
+        ToolCallsRequested,
+        ToolResultReady,
+    )
     from jarvis.entrypoints.runtime import Runtime
 
-    TurnUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | Answer
+    TurnUpdate: TypeAlias = (
+        TextDelta
+        | ToolCallsRequested
+        | ToolResultReady
+        | ApprovalRequired
+        | ApprovalDecided
+        | Answer
+    )
     """A turn's updates as ``jarvis ask`` renders them (the history line said apart)."""
 
 
