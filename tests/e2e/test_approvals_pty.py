@@ -18,6 +18,7 @@ import pexpect
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 TIMEOUT = 60
+CHAT_TOOLS = ("-a", "orchestrator", "--tools", "memory_manage")
 
 
 def remember(call_id: str, entry: str) -> dict[str, object]:
@@ -172,3 +173,50 @@ def test_approve_auto_and_deny_override_the_policy_without_asking() -> None:
         decision = json.loads(output[output.index("{") :])["metadata"]["approvals"][0]
         assert decision["rule"] == f"--approve {mode}"
         assert ("likes tea" in memory()) is ran
+
+
+def test_chat_asks_inside_the_chat_and_never_lasts_for_the_chat() -> None:
+    script = [
+        Reply(tool_calls=[remember("c1", "likes tea")]),
+        Reply("Noted."),
+        Reply(tool_calls=[remember("c2", "likes rain")]),
+        Reply("Not noted."),
+        Reply(tool_calls=[remember("c3", "likes jazz")]),
+        Reply("Still not noted."),
+    ]
+    env = dict(os.environ)
+    env["PROMPT_TOOLKIT_NO_CPR"] = "1"
+    env["TERM"] = "xterm"
+    with ScriptedEngine(script) as engine:
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "jarvis", "chat", "--base-url", engine.url, "-m", MODEL, *CHAT_TOOLS],
+            env=env,
+            encoding="utf-8",
+            timeout=TIMEOUT,
+            dimensions=(40, 200),
+        )
+        child.expect_exact("you>")
+        child.send("Remember tea\r")
+        child.expect_exact("approve the call memory_manage(")
+        child.expect_exact("run it?")
+        child.send("y\r")
+        child.expect_exact("Noted.")
+        child.expect_exact("you>")
+        child.send("Remember rain\r")
+        child.expect_exact("run it?")
+        child.send("never\r")
+        child.expect_exact("Not noted.")
+        child.expect_exact("you>")
+        child.send("Remember jazz\r")  # never asked again in this chat
+        index = child.expect_exact(["run it?", "Still not noted."])
+        assert index == 1
+        child.expect_exact("you>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+    text = memory()
+    assert "likes tea" in text
+    assert "likes rain" not in text
+    assert "likes jazz" not in text

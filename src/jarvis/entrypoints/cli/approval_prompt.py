@@ -58,11 +58,13 @@ def approval_choice(
     *,
     read: LineReader | None = None,
     write: Callable[[str], None] | None = None,
+    terminal: bool | None = None,
 ) -> ApprovalChoice:
     """The approvals of a command: ``--approve`` (checked), asked at the terminal when
-    standard input is one (``read`` replaces the default line reader), else denied."""
+    there is one (``terminal``; by default: standard input is one), with ``read`` (by
+    default a line of standard input), else denied."""
     mode = next((m for m in APPROVAL_MODES if m == approve), None)
-    if read is None and not _stdin_is_terminal():
+    if not (_stdin_is_terminal() if terminal is None else terminal):
         return ApprovalChoice(port=DenyingApprovals("no terminal to ask"), mode=mode)
     return ApprovalChoice(port=TerminalApprovals(read or read_stdin_line, write), mode=mode)
 
