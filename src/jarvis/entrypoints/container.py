@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.traces import TraceWriter
     from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.approval_store import ApprovalStorePort
     from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
@@ -1028,6 +1029,25 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
     )
+
+
+def approval_store(sessions: SessionStorePort) -> ApprovalStorePort:
+    """Managed agents' pending approvals in ``sessions``' own database (``jarvis serve``);
+    kept in memory, for this process only, over any other session store."""
+    from jarvis.adapters.postgres_sessions import PostgresSessionStore
+    from jarvis.adapters.sqlite_sessions import SqliteSessionStore
+
+    if isinstance(sessions, SqliteSessionStore):
+        from jarvis.adapters.sqlite_sessions.approvals import SqliteApprovalStore
+
+        return SqliteApprovalStore(sessions)
+    if isinstance(sessions, PostgresSessionStore):
+        from jarvis.adapters.postgres_sessions.approvals import PostgresApprovalStore
+
+        return PostgresApprovalStore(sessions)
+    from jarvis.testing.approvals import InMemoryApprovalStore
+
+    return InMemoryApprovalStore()
 
 
 ENGINE_BUILDERS: dict[str, Callable[[JarvisConfig], InferencePort]] = {

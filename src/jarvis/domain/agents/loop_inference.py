@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
-from jarvis.domain.agents.loop_run import LoopRun, Reply
+from jarvis.domain.agents.loop_run import LoopAgent, LoopRun, Reply
 from jarvis.domain.agents.protocol import RequestShape, TextFilter
 from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import ContextTooLongError
 from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.updates import TextDelta
 
-if TYPE_CHECKING:
-    from jarvis.domain.agents.tool_loop import ToolUsingAgent
-
 
 async def infer(
-    agent: ToolUsingAgent, run: LoopRun, shape: RequestShape, deadline: float | None, reply: Reply
+    agent: LoopAgent, run: LoopRun, shape: RequestShape, deadline: float | None, reply: Reply
 ) -> AsyncIterator[TextDelta]:
     """The one inference of a turn or of the wrap-up, streamed or not, into ``reply``.
 
@@ -52,7 +48,7 @@ async def infer(
     account(run, reply.completion)
 
 
-def request_for(agent: ToolUsingAgent, run: LoopRun, shape: RequestShape) -> InferenceRequest:
+def request_for(agent: LoopAgent, run: LoopRun, shape: RequestShape) -> InferenceRequest:
     sampling = agent.sampling
     return InferenceRequest(
         messages=run.window.fit(run.messages),
@@ -67,7 +63,7 @@ def request_for(agent: ToolUsingAgent, run: LoopRun, shape: RequestShape) -> Inf
 
 
 async def generate_until(
-    agent: ToolUsingAgent, request: InferenceRequest, deadline: float | None
+    agent: LoopAgent, request: InferenceRequest, deadline: float | None
 ) -> Completion:
     if deadline is None:
         return await agent.generate(request)
@@ -76,7 +72,7 @@ async def generate_until(
 
 
 async def stream_reply(
-    agent: ToolUsingAgent,
+    agent: LoopAgent,
     request: InferenceRequest,
     text_filter: TextFilter,
     deadline: float | None,

@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.approval_gate import RunApprovals
 from jarvis.domain.agents.budget import BudgetKind
-from jarvis.domain.agents.context_window import WindowFit
+from jarvis.domain.agents.context_window import ContextWindow, WindowFit
 from jarvis.domain.agents.loop_guard import LoopGuard
 from jarvis.domain.agents.protocol import ToolProtocol
 from jarvis.domain.agents.run_scope import RunScope
-from jarvis.domain.completion import Completion, FinishReason, Usage
+from jarvis.domain.agents.settings import SamplingSettings
+from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.events import EventBus
+from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.messages import Message
 from jarvis.domain.tools import ToolResult
+
+
+class LoopAgent(Protocol):
+    """What the loop's steps use of the agent that runs them (a ``ToolUsingAgent``)."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def sampling(self) -> SamplingSettings: ...
+
+    @property
+    def context_window(self) -> ContextWindow: ...
+
+    @property
+    def bus(self) -> EventBus | None: ...
+
+    async def generate(self, request: InferenceRequest) -> Completion: ...
+
+    def stream_inference(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]: ...
 
 
 @dataclass(slots=True)

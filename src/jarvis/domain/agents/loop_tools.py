@@ -10,22 +10,18 @@ decisions are reported as they happen (``ApprovalRequired`` before anyone is ask
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING
 
 from jarvis.domain.agents.loop_guard import LoopVerdict
-from jarvis.domain.agents.loop_run import LoopRun
+from jarvis.domain.agents.loop_run import LoopAgent, LoopRun
 from jarvis.domain.approvals import ApprovalDecision
 from jarvis.domain.events import LoopGuardTriggered
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.updates import ApprovalDecided, ApprovalRequired, RunUpdate
 
-if TYPE_CHECKING:
-    from jarvis.domain.agents.tool_loop import ToolUsingAgent
-
 
 async def run_calls(
-    agent: ToolUsingAgent, run: LoopRun, calls: Sequence[ToolCall], results: list[ToolResult]
+    agent: LoopAgent, run: LoopRun, calls: Sequence[ToolCall], results: list[ToolResult]
 ) -> AsyncIterator[RunUpdate]:
     """Run the calls of one turn; their results, in call order, into ``results``."""
     guard = run.guard
@@ -84,9 +80,7 @@ def _denied(call: ToolCall, decision: ApprovalDecision) -> ToolResult:
     )
 
 
-def _refused(
-    agent: ToolUsingAgent, run: LoopRun, call: ToolCall, verdict: LoopVerdict
-) -> ToolResult:
+def _refused(agent: LoopAgent, run: LoopRun, call: ToolCall, verdict: LoopVerdict) -> ToolResult:
     run.loop_events.append(
         {"tool": call.name, "action": verdict.action, "pattern": verdict.pattern}
     )
@@ -101,7 +95,7 @@ def _refused(
 
 
 def _publish_loop_guard(
-    agent: ToolUsingAgent, run: LoopRun, call: ToolCall, verdict: LoopVerdict
+    agent: LoopAgent, run: LoopRun, call: ToolCall, verdict: LoopVerdict
 ) -> None:
     bus = agent.bus
     if bus is None or not bus.has_subscribers:

@@ -2,8 +2,9 @@
 
 ``POST /v1/managed-agents/{id}/messages`` stores the user message first. With ``stream``
 the agent runs at once and the reply is Server-Sent Events (see
-:mod:`jarvis.entrypoints.http.events`): OpenAI chunks for the text, ``event: tool_calls``
-and ``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
+:mod:`jarvis.entrypoints.http.events`): OpenAI chunks for the text, ``event: tool_calls``,
+``event: approval_required`` / ``event: approval`` (see :mod:`.approval_routes`) and
+``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
 final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
 ``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
 ``POST .../run`` answers what waits. A client that disconnects cancels the run, streamed or
@@ -31,7 +32,14 @@ from jarvis.application.ask import Answer
 from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions import SessionMessage
-from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
+from jarvis.entrypoints.http import approval_routes
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.errors import api_error
 from jarvis.entrypoints.http.managed_wire import (
@@ -266,6 +274,12 @@ async def run_frames(
                             ]
                         ),
                     )
+                elif isinstance(update, ApprovalRequired):
+                    approvals = state.managed.approvals
+                    timeout = approvals.timeout if approvals is not None else 0.0
+                    yield approval_routes.required_frame(update.request, timeout)
+                elif isinstance(update, ApprovalDecided):
+                    yield approval_routes.decided_frame(update.decision)
                 elif isinstance(update, ToolResultReady):
                     result = update.result
                     yield ev.encode(
