@@ -18,7 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jarvis.application.approvals import ApprovalChoice
-from jarvis.domain.approval_store import ApprovalStorePort, StoredApproval, matching_arguments
+from jarvis.domain.approval_store import (
+    DECIDED,
+    ApprovalStorePort,
+    StoredApproval,
+    matching_arguments,
+)
 from jarvis.domain.approvals import ApprovalAnswer, ApprovalRequest
 from jarvis.domain.errors import JarvisError
 from jarvis.domain.sessions import to_micros, utc_now
@@ -109,13 +114,19 @@ class ManagedApprovals:
 
 @dataclass(slots=True)
 class StoredApprovals:
-    """The :class:`~jarvis.domain.approvals.ApprovalPort` of one run of a managed agent."""
+    """The :class:`~jarvis.domain.approvals.ApprovalPort` of one run of a managed agent.
+
+    Three store round-trips per call when it is answered in this process: the record, the
+    answer, and taking it (the run is woken by the answer, it does not look before)."""
 
     approvals: ManagedApprovals
     agent_id: str
+    _fresh: set[str] = field(default_factory=set)
+    """Ids recorded by this run just now: nothing can have decided them before it waits."""
 
     async def submit(self, request: ApprovalRequest) -> ApprovalRequest:
         owner = self.approvals
+        created = owner.clock()
         stored = await owner.store.add(
             StoredApproval(
                 agent_id=self.agent_id,
@@ -123,10 +134,13 @@ class StoredApprovals:
                 tool=request.tool,
                 arguments=matching_arguments(request.call.arguments_json()),
                 request=json.dumps(request.to_json(), ensure_ascii=False),
-                created_us=owner.clock(),
+                created_us=created,
             )
         )
+        owner._waiters.event((self.agent_id, stored.id))  # an answer from now on wakes it
         if stored.id == request.id:
+            if stored.status == "pending" and stored.created_us == created:
+                self._fresh.add(stored.id)
             return request
         return ApprovalRequest(
             id=stored.id,
@@ -142,11 +156,14 @@ class StoredApprovals:
         event = owner._waiters.event(key)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + owner.timeout
+        look = request.id not in self._fresh
         try:
             while True:
-                answer = await self._look(request.id)
-                if answer is not None:
-                    return answer
+                if look:
+                    answer = await self._look(request.id)
+                    if answer is not None:
+                        return answer
+                look = True
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     if await owner.store.expire(self.agent_id, request.id):
@@ -168,6 +185,10 @@ class StoredApprovals:
     async def _look(self, approval_id: str) -> ApprovalAnswer | None:
         """The decision when there is one to take (``None``: still pending)."""
         store = self.approvals.store
+        used = await store.use(self.agent_id, approval_id)
+        if used is not None:
+            verb = "allowed" if used.allowed else "denied"
+            return ApprovalAnswer(allow=used.allowed, reason=used.reason, rule=f"HTTP: {verb}")
         row = await store.get(self.agent_id, approval_id)
         if row is None:
             return ApprovalAnswer(
@@ -175,12 +196,12 @@ class StoredApprovals:
             )
         if row.status == "pending":
             return None
-        used = await store.use(self.agent_id, approval_id) if row.status != "expired" else None
-        if used is None:
-            return ApprovalAnswer(
-                allow=False,
-                reason="the decision was taken by another run",
-                rule=f"approval {row.status}",
-            )
-        verb = "allowed" if used.allowed else "denied"
-        return ApprovalAnswer(allow=used.allowed, reason=used.reason, rule=f"HTTP: {verb}")
+        if row.status in DECIDED:  # decided between the two reads: take it next time
+            return await self._look(approval_id)
+        return ApprovalAnswer(
+            allow=False,
+            reason="the decision was taken by another run"
+            if row.status == "used"
+            else "nobody answered in time",
+            rule=f"approval {row.status}",
+        )
