@@ -110,3 +110,16 @@ async def test_the_terminal_shows_bounded_and_escaped_arguments() -> None:
     assert "\x1b" not in shown[0]
     assert len(shown[0]) < 2500
     assert "more characters]" in shown[0]
+
+
+async def test_a_call_id_an_engine_uses_again_gets_an_approval_of_its_own() -> None:
+    approvals = ManagedApprovals(InMemoryApprovalStore(), timeout=60)
+    port = StoredApprovals(approvals, "a1")
+    first = await port.submit(request("call_0", "a.txt"))
+    other = await port.submit(request("call_0", "b.txt"))  # the same id, another call
+    assert first.id == "call_0"
+    assert other.id.startswith("call_0.")
+    await approvals.answer("a1", "call_0", allow=True, reason="")
+    assert (await port.decide(first)).allow is True
+    again = await port.submit(request("call_0", "a.txt"))  # the first one was used
+    assert again.id not in ("call_0", other.id)

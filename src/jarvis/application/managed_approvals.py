@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jarvis.application.approvals import ApprovalChoice
 from jarvis.domain.approval_store import (
@@ -63,6 +64,15 @@ class _Waiters:
 
     def done(self, key: tuple[str, str]) -> None:
         self.events.pop(key, None)
+
+
+def _same_call(stored: StoredApproval, record: StoredApproval) -> bool:
+    """Whether ``stored`` records ``record``'s call and can still be decided or used."""
+    return (
+        stored.tool == record.tool
+        and stored.arguments == record.arguments
+        and stored.status not in ("used", "expired")
+    )
 
 
 class ManagedApprovals:
@@ -127,20 +137,23 @@ class StoredApprovals:
     async def submit(self, request: ApprovalRequest) -> ApprovalRequest:
         owner = self.approvals
         created = owner.clock()
-        stored = await owner.store.add(
-            StoredApproval(
-                agent_id=self.agent_id,
-                id=request.id,
-                tool=request.tool,
-                arguments=matching_arguments(request.call.arguments_json()),
-                request=json.dumps(request.to_json(), ensure_ascii=False),
-                created_us=created,
-            )
+        record = StoredApproval(
+            agent_id=self.agent_id,
+            id=request.id or "call",
+            tool=request.tool,
+            arguments=matching_arguments(request.call.arguments_json()),
+            request=json.dumps(request.to_json(), ensure_ascii=False),
+            created_us=created,
         )
+        stored = await owner.store.add(record)
+        if stored.id == record.id and not _same_call(stored, record):
+            # engines reuse call ids ("call_0" in every reply): this one names another call
+            record = replace(record, id=f"{record.id}.{secrets.token_hex(4)}")
+            stored = await owner.store.add(record)
         owner._waiters.event((self.agent_id, stored.id))  # an answer from now on wakes it
+        if stored.status == "pending" and stored.created_us == created:
+            self._fresh.add(stored.id)
         if stored.id == request.id:
-            if stored.status == "pending" and stored.created_us == created:
-                self._fresh.add(stored.id)
             return request
         return ApprovalRequest(
             id=stored.id,
