@@ -220,3 +220,16 @@ def test_chat_asks_inside_the_chat_and_never_lasts_for_the_chat() -> None:
     assert "likes tea" in text
     assert "likes rain" not in text
     assert "likes jazz" not in text
+
+
+def test_an_unknown_approve_mode_is_a_usage_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jarvis", "ask", "--approve", "sometimes", "hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 2
+    assert "not one of ask, auto, deny" in done.stderr
+    assert "Traceback" not in done.stderr

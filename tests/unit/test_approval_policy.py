@@ -121,3 +121,10 @@ async def test_without_a_gate_every_call_runs_as_before() -> None:
     result = await ToolUsingAgent(engine, "m", tools=(write,)).arun("go")
     assert write.calls == [{}]
     assert "approvals" not in result.metadata
+
+
+def test_the_command_line_knows_the_same_modes() -> None:
+    from jarvis.domain.approvals import APPROVAL_MODES
+    from jarvis.entrypoints.cli.options import APPROVE_MODES
+
+    assert sorted(APPROVE_MODES) == sorted(APPROVAL_MODES)

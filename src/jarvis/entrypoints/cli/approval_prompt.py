@@ -19,31 +19,9 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Annotated
-
-import typer
 
 from jarvis.application.approvals import ApprovalChoice, DenyingApprovals
 from jarvis.domain.approvals import APPROVAL_MODES, ApprovalAnswer, ApprovalRequest
-
-
-def _check_mode(value: str | None) -> str | None:
-    if value is not None and value not in APPROVAL_MODES:
-        raise typer.BadParameter(f"{value!r} is not one of ask, auto, deny.")
-    return value
-
-
-ApproveOption = Annotated[
-    str | None,
-    typer.Option(
-        "--approve",
-        callback=_check_mode,
-        help="How tool calls are approved for this command: ask (a terminal prompt: y / n "
-        "/ a(lways for this tool) / never; without a terminal, deny), auto (run every call) "
-        "or deny (run none). Default: [tools.approval], else read-only tools run, others ask.",
-        show_default=False,
-    ),
-]
 
 PROMPT = "  run it? [y]es / [n]o / [a]lways for this tool / never: "
 MAX_ANSWER_BYTES = 256

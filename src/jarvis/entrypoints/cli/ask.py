@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from jarvis.entrypoints.cli.approval_prompt import ApproveOption
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
+    ApproveOption,
     BaseUrlOption,
     ConfigOption,
     EngineOption,

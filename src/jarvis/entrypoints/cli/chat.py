@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Protocol
 
 import typer
 
-from jarvis.entrypoints.cli.approval_prompt import ApproveOption
 from jarvis.entrypoints.cli.errors import guarded, write_stderr
 from jarvis.entrypoints.cli.options import (
+    ApproveOption,
     BaseUrlOption,
     ConfigOption,
     EngineOption,
