@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.traces import TraceWriter
     from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.approval_store import ApprovalStorePort
+    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.mcp import McpClientPort, McpServerSpec
@@ -770,7 +772,16 @@ def _ask_service(
         sandbox=sandbox,
         runtimes=runtimes,
         context=context,
+        approval_policy=_approval_policy(config),
     )
+
+
+def _approval_policy(config: JarvisConfig) -> ApprovalPolicy:
+    """``[tools.approval]`` (what each question's approvals apply)."""
+    from jarvis.application.approvals import policy_from_settings
+
+    settings = config.tools.approval
+    return policy_from_settings(settings.default, settings.tools)
 
 
 class Container(containers.DeclarativeContainer):
@@ -1012,6 +1023,19 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
     )
+
+
+def approval_store(sessions: SessionStorePort) -> ApprovalStorePort:
+    """Managed agents' pending approvals in ``sessions``' own database (``jarvis serve``);
+    kept in memory, for this process only, over any other session store."""
+    from jarvis.adapters.sql_store import SqlBackend
+
+    backend = SqlBackend.serving(sessions)
+    if backend is not None:
+        return backend.approvals
+    from jarvis.testing.approvals import InMemoryApprovalStore
+
+    return InMemoryApprovalStore()
 
 
 ENGINE_BUILDERS: dict[str, Callable[[JarvisConfig], InferencePort]] = {

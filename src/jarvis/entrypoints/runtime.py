@@ -31,6 +31,7 @@ from jarvis.application.ask import AskQuestion
 from jarvis.domain.agent_contract import AgentContext
 
 if TYPE_CHECKING:
+    from jarvis.application.approvals import ApprovalChoice, ApproveCallback
     from jarvis.application.ask import AskService
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.json_types import JSONValue
@@ -78,6 +79,12 @@ class AskOptions(TypedDict, total=False):
     project_instructions: bool | None
     """Whether the ``AGENTS.md`` files of the working directory and its parents enter the
     prompt; default: ``[agent] project_instructions`` (true)."""
+    approve: str | ApproveCallback | ApprovalChoice | None
+    """Who approves tool calls the policy asks about (``[tools.approval]``): a callable
+    (sync or async) that receives the ``ApprovalRequest`` and returns a bool or an
+    ``ApprovalAnswer`` with a reason; or ``"auto"`` / ``"ask"`` / ``"deny"`` for every
+    tool. Default (and ``"ask"``): nobody to ask, so such calls are denied, with a message
+    the model reads."""
 
 
 _OPTION_NAMES = AskOptions.__optional_keys__
@@ -289,4 +296,34 @@ class Runtime:
             agent_options=dict(options.get("agent_options") or {}),
             mounts=tuple(options.get("mounts") or ()),
             project_instructions=options.get("project_instructions"),
+            approval=approval_choice(options.get("approve")),
         )
+
+
+def approval_choice(approve: str | ApproveCallback | ApprovalChoice | None) -> ApprovalChoice:
+    """The approvals of a question from its ``approve`` option (see :class:`AskOptions`)."""
+    from jarvis.application.approvals import (
+        ApprovalChoice,
+        CallbackApprovals,
+        DenyingApprovals,
+    )
+    from jarvis.domain.approvals import APPROVAL_MODES
+
+    if isinstance(approve, ApprovalChoice):
+        return approve
+    nobody = DenyingApprovals("no approve= callback to ask")
+    if approve is None:
+        return ApprovalChoice(port=nobody)
+    if isinstance(approve, str):
+        for mode in APPROVAL_MODES:
+            if approve == mode:
+                return ApprovalChoice(port=nobody, mode=mode, mode_source="approve=")
+        from jarvis.domain.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"Unknown approve={approve!r}.",
+            hint="Pass 'auto', 'ask', 'deny' or a callable that receives the call.",
+        )
+    if not callable(approve):
+        raise TypeError("approve= takes 'auto', 'ask', 'deny' or a callable")
+    return ApprovalChoice(port=CallbackApprovals(approve))

@@ -49,6 +49,7 @@ from jarvis.entrypoints.runtime import AskOptions
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
+    from jarvis.application.approvals import ApproveCallback
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.ports import InferencePort, ToolPort
@@ -120,6 +121,7 @@ class Jarvis:
         inference: InferencePort | None = None,
         agent: str | None = None,
         tools: Sequence[ToolPort | Callable[..., object]] = (),
+        approve: str | ApproveCallback | None = None,
     ) -> None:
         config = load_config(
             config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
@@ -132,6 +134,8 @@ class Jarvis:
         for port in ports:
             self._add_tool(port)
         self.agent = agent
+        self.approve = approve
+        """Who approves the tool calls of every question that passes no ``approve=``."""
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -222,6 +226,8 @@ class Jarvis:
 
     def _question(self, question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         options["agent"] = options.get("agent") or self.agent
+        if options.get("approve") is None:
+            options["approve"] = self.approve
         return self._runtime.question(question, **options)
 
     async def _ask(self, command: AskQuestion) -> Answer:

@@ -4,6 +4,7 @@ Each fake passes the same contract suite (``contracts/``) as the real adapters, 
 written against a fake keeps meaning something against the real thing.
 """
 
+from jarvis.testing.approvals import InMemoryApprovalStore, ScriptedApprovals
 from jarvis.testing.containers import InMemoryContainerRuntime
 from jarvis.testing.external_runtimes import InMemoryExternalRuntime, InMemoryExternalRuntimes
 from jarvis.testing.inference import ScriptedInference
@@ -15,6 +16,7 @@ from jarvis.testing.tools import InMemoryTool
 from jarvis.testing.traces import InMemoryTraceExporter, InMemoryTraceStore
 
 __all__ = [
+    "InMemoryApprovalStore",
     "InMemoryContainerRuntime",
     "InMemoryExternalRuntime",
     "InMemoryExternalRuntimes",
@@ -25,5 +27,6 @@ __all__ = [
     "InMemoryTool",
     "InMemoryTraceExporter",
     "InMemoryTraceStore",
+    "ScriptedApprovals",
     "ScriptedInference",
 ]

@@ -19,6 +19,7 @@ from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.domain.agents.approval_gate import ApprovalGate
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
 
@@ -65,3 +66,5 @@ class AgentParts:
     operator: OperatorBinding | None = None
     runtimes: ExternalRuntimesPort | None = None
     """The external runtimes (opencode, openhands) of the agents that delegate to one."""
+    approvals: ApprovalGate | None = None
+    """Decides which of the run's tool calls run (``None``: all of them)."""

@@ -31,7 +31,14 @@ def server_state(
         agents = managed_agent_store(sessions)
     config = runtime.config
     limits = limits or ServeLimits()
+    from jarvis.application.managed_approvals import ManagedApprovals
+    from jarvis.entrypoints.container import approval_store
+
+    approvals = ManagedApprovals(
+        approval_store(sessions), timeout=config.tools.approval.approval_timeout
+    )
     managed = ManagedAgentService(
+        approvals=approvals,
         agents=agents,
         sessions=sessions,
         ask=runtime.service,
