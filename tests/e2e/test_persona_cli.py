@@ -319,7 +319,7 @@ class TestPersonaToolsThroughTheSdk:
                 "ok",
             ]
         )
-        with Jarvis(inference=engine) as j:
+        with Jarvis(inference=engine, approve="auto") as j:  # the tool itself is tested here
             answer = j.ask_full(
                 "Remember that I prefer metric units.",
                 agent="orchestrator",
@@ -339,7 +339,7 @@ class TestPersonaToolsThroughTheSdk:
         engine = ScriptedInference(
             [Completion(content="", tool_calls=(call,), finish_reason="tool_calls"), "Done."]
         )
-        with Jarvis(inference=engine) as j:
+        with Jarvis(inference=engine, approve="auto") as j:  # the tool itself is tested here
             answer = j.ask_full("Forget it", agent="orchestrator", tools=["memory_manage"])
         assert not answer.tool_results[0].success
         assert "'entry' is empty" in answer.tool_results[0].content

@@ -47,6 +47,9 @@ def write_config(path: Path, tag: str, extra: str = "") -> Path:
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(SERVER)}, "--tag", "{tag}"]
 disabled_tools = ["flood"]
+
+[tools.approval]
+default = "auto"  # the servers' tools run unasked: these tests are about MCP itself
 {extra}
 """
     )
@@ -125,7 +128,7 @@ def test_a_server_that_cannot_start_fails_its_tool_not_the_run(tmp_path: Path) -
     with ScriptedEngine(script) as engine:
         result = jarvis(
             "ask", "--config", str(config), "--base-url", engine.url, "-m", MODEL,
-            "-a", "orchestrator", "--tools", "gone,calculator", "Go",
+            "-a", "orchestrator", "--tools", "gone,calculator", "--approve", "auto", "Go",
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         [failed] = tool_messages(engine, 1)

@@ -1,4 +1,4 @@
-"""The session, operator and managed-agent store contracts on both SQL drivers.
+"""The session, operator, managed-agent and approval store contracts on both SQL drivers.
 
 One ``backend`` fixture, parametrised over SQLite (a file in ``tmp_path``) and PostgreSQL (a
 fresh database on a server these tests start), runs the suites in ``contracts/`` unchanged.
@@ -6,15 +6,18 @@ fresh database on a server these tests start), runs the suites in ``contracts/``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from contracts.approval_store_contract import ApprovalStoreContract, pending
 from contracts.managed_agent_store_contract import ManagedAgentStoreContract
 from contracts.operator_store_contract import OperatorStoreContract
 from contracts.session_store_contract import SessionStoreContract
 from jarvis.adapters.sql_store import (
+    SqlApprovalStore,
     SqlBackend,
     SqlManagedAgentStore,
     SqlOperatorStore,
@@ -78,6 +81,12 @@ class TestSqlManagedAgentStore(ManagedAgentStoreContract[SqlManagedAgentStore]):
         return open_backend().managed_agents
 
 
+class TestSqlApprovalStore(ApprovalStoreContract[SqlApprovalStore]):
+    @pytest.fixture
+    def store(self, open_backend: Opener) -> SqlApprovalStore:
+        return open_backend().approvals
+
+
 async def test_two_connections_share_state_leases_and_definitions(open_backend: Opener) -> None:
     first, second = open_backend(), open_backend()
     await first.operators.put_state("operator:x:state", {"n": 1})
@@ -97,3 +106,14 @@ async def test_the_stores_of_a_session_store_are_found_from_it(open_backend: Ope
     await joined.operators.put_state("operator:y:state", [1])
     assert await backend.operators.get_state("operator:y:state") == [1]
     assert await backend.operators.state_keys("operator:y") == ["operator:y:state"]
+
+
+async def test_two_connections_record_one_call_and_take_its_decision_once(
+    open_backend: Opener,
+) -> None:
+    one, two = open_backend().approvals, open_backend().approvals
+    added = await asyncio.gather(one.add(pending("x")), two.add(pending("y")))
+    assert added[0].id == added[1].id  # the same call, recorded once
+    await two.decide("a1", added[0].id, allow=True, reason="", now_us=1)
+    taken = await asyncio.gather(one.use("a1", added[0].id), two.use("a1", added[0].id))
+    assert sum(row is not None for row in taken) == 1

@@ -68,7 +68,10 @@ def test_an_mcp_tool_call_carries_the_traceparent_of_its_span(
             f'[engine.openai]\nbase_url = "{engine.url}"\n'
             f"[traces]\nenabled = true\n[mcp.servers.ref]\n{table}"
         )
-        done = jarvis("ask", "-a", "orchestrator", "--tools", "ref.trace_context", "Trace?")
+        done = jarvis(
+            "ask", "-a", "orchestrator", "--tools", "ref.trace_context", "--approve", "auto",
+            "Trace?",
+        )  # fmt: skip
         assert done.returncode == 0, done.stderr
         [answer] = [m for m in engine.messages(1) if m["role"] == "tool"]
     sent = str(answer["content"])

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from jarvis.application.managed_agents import ManagedAgentService
+from jarvis.application.managed_approvals import ManagedApprovals
 from jarvis.domain.managed_agents import ManagedAgentStorePort
 from jarvis.domain.ports import InferencePort, SessionStorePort, ToolPort
 from jarvis.entrypoints.composition import Runtime, bootstrap
@@ -49,6 +50,7 @@ def serving(
     agents: ManagedAgentStorePort | None = None,
     cors_origins: Sequence[str] = (),
     fast_path: bool = True,
+    approvals: ManagedApprovals | None = None,
 ) -> Iterator[Served]:
     config = load_config(overrides=EngineOverrides(engine=engine, base_url=base_url, model=model))
     runtime = bootstrap(config, inference=inference)
@@ -62,6 +64,7 @@ def serving(
         ask=runtime.service,
         max_agents=limits.max_agents,
         max_queued_messages=limits.max_queued_messages,
+        approvals=approvals,
     )
     state = ServerState(service=runtime.service, managed=managed, limits=limits)
     app = create_app(state, api_key=api_key, cors_origins=cors_origins, fast_path=fast_path)

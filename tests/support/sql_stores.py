@@ -7,6 +7,7 @@ import os
 from jarvis.adapters.sql_store import SqlBackend, SqlSessionStore
 from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
+from jarvis.domain.approval_store import StoredApproval
 from jarvis.domain.messages import Message
 
 
@@ -32,8 +33,9 @@ def postgres_sessions(url: str, *, connect_timeout: float = 5.0) -> SqlSessionSt
 
 async def the_earlier_data_goes_on(backend: SqlBackend) -> None:
     """Reads and extends the data of ``tests/integration/data/*_v1.sql`` (a database the
-    stores before the SQL backend wrote): sessions in their order, operator state, a
-    completed tick, a held lease, managed agents in their creation order."""
+    stores before the SQL backend wrote, schema version 1): sessions in their order, operator
+    state, a completed tick, a held lease, managed agents in their creation order, and the
+    approvals table version 2 adds."""
     sessions, operators, agents = backend.sessions, backend.operators, backend.managed_agents
     assert [i.id for i in await sessions.list_sessions()] == ["first", "second"]
     assert [m.content for m in await sessions.load("first")] == [
@@ -58,3 +60,6 @@ async def the_earlier_data_goes_on(backend: SqlBackend) -> None:
     geo = await agents.get("geo")
     assert geo is not None
     assert geo.system_prompt == "Geography."
+    call = StoredApproval(agent_id="geo", id="call_1", tool="delete_file", arguments="{}")
+    assert await backend.approvals.add(call) == call
+    assert await backend.approvals.pending("geo", limit=10) == [call]

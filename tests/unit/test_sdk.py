@@ -12,6 +12,7 @@ import pytest
 import jarvis
 from jarvis.application.ask import Answer
 from jarvis.application.tools import function_tool
+from jarvis.domain.approvals import ApprovalRequest
 from jarvis.domain.completion import Completion, ResponseFormat, StreamChunk
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.inference import InferenceRequest
@@ -84,7 +85,16 @@ def test_package_exports_the_sdk_lazily() -> None:
     assert jarvis.Jarvis is SdkJarvis
     assert jarvis.Answer is Answer
     assert jarvis.AskOptions is AskOptions
-    assert sorted(jarvis.__all__) == ["Answer", "AskOptions", "FunctionTool", "Jarvis", "tool"]
+    assert sorted(jarvis.__all__) == [
+        "Answer",
+        "ApprovalAnswer",
+        "ApprovalRequest",
+        "AskOptions",
+        "FunctionTool",
+        "Jarvis",
+        "tool",
+    ]
+    assert jarvis.ApprovalRequest is ApprovalRequest
     assert jarvis.tool is function_tool.tool
     with pytest.raises(AttributeError):
         _ = jarvis.nothing_here

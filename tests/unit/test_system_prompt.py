@@ -320,7 +320,7 @@ def test_a_note_the_model_saves_cannot_open_a_section_in_later_prompts(
             "ok",
         ]
     )
-    with Jarvis(inference=engine) as j:
+    with Jarvis(inference=engine, approve="auto") as j:  # the note is saved
         answer = j.ask_full("Remember this.", agent="orchestrator", tools=["memory_manage"])
         assert all(r.success for r in answer.tool_results), answer.tool_results
         j.ask("Who am I?")

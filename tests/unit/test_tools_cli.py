@@ -81,6 +81,9 @@ class TestToolsCommand:
             },
         ]
         assert rows["memory_manage"]["side_effects"] is True
+        assert rows["memory_manage"]["effects"] == "side_effects"
+        assert rows["calculator"]["effects"] == "read_only"
+        assert rows["code_interpreter"]["effects"] == "side_effects"
         assert rows["calculator"]["schema"]["required"] == ["expression"]
 
 

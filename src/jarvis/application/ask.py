@@ -18,13 +18,23 @@ from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
 from jarvis.domain.typed_output import OutputSpec
-from jarvis.domain.updates import RunFinished, TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    RunFinished,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.application.approvals import ApprovalChoice
     from jarvis.application.project_instructions import ProjectInstructionsSource
     from jarvis.application.skills import SkillLibrary
     from jarvis.application.tools.retrieval import MemorySearch
+    from jarvis.domain.agents.approval_gate import ApprovalGate
+    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
 
@@ -58,6 +68,9 @@ class AskQuestion:
     output: OutputSpec[object] | None = None
     """A typed answer: the schema the answer must match (see
     :mod:`jarvis.domain.agents.typed_answer`); ``None``: free text."""
+    approval: ApprovalChoice | None = None
+    """Who approves the run's tool calls (``None``: every call runs unasked, as for an
+    operator's unattended tick)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,8 +250,11 @@ class AskService:
         sandbox: SandboxBuilder | None = None,
         runtimes: ExternalRuntimesPort | None = None,
         context: PromptContext | None = None,
+        approval_policy: ApprovalPolicy | None = None,
     ) -> None:
         self.registry = registry
+        self.approval_policy = approval_policy
+        """``[tools.approval]``: what a question's :class:`ApprovalChoice` applies."""
         self.context = context or PromptContext()
         """The project instructions and skills every agent's prompt gets after the persona."""
         self.inference = inference
@@ -383,12 +399,33 @@ class AskService:
             repl=self.repl if agent_cls.uses_repl else None,
             operator=command.operator,
             runtimes=self.runtimes,
+            approvals=self._approvals(command, tools),
         )
         defaults: JSONObject = {}
         if self.default_max_turns is not None:
             defaults["max_turns"] = self.default_max_turns  # for the agents that take it
         agent = self.registry.create(key, parts, command.agent_options, defaults=defaults)
         return agent, model
+
+    def _approvals(self, command: AskQuestion, tools: Sequence[ToolPort]) -> ApprovalGate | None:
+        """The gate of ``command``'s tool calls: its choice over ``[tools.approval]``, with
+        the sandbox that verifiably confines ``code_interpreter`` (probed only when the run
+        has that tool)."""
+        choice = command.approval
+        if choice is None or not tools:
+            return None
+        from jarvis.domain.agents.approval_gate import ApprovalGate
+        from jarvis.domain.approvals import CODE_INTERPRETER, ApprovalPolicy
+
+        policy = self.approval_policy or ApprovalPolicy()
+        sandbox = ""
+        if self.repl is not None and any(t.spec.name == CODE_INTERPRETER for t in tools):
+            isolation = self.repl.isolation()
+            sandbox = isolation.sandbox if isolation.isolated else ""
+        policy = replace(
+            policy, mode=choice.mode, mode_source=choice.mode_source, code_sandbox=sandbox
+        )
+        return ApprovalGate(policy=policy, port=choice.port)
 
     def instruction_files(self, command: AskQuestion) -> tuple[str, ...]:
         """The ``AGENTS.md`` files ``command``'s prompt gets (``--verbose`` names them)."""
@@ -478,7 +515,14 @@ class AskService:
 
     async def stream(
         self, command: AskQuestion
-    ) -> AsyncIterator[TextDelta | ToolCallsRequested | ToolResultReady | Answer]:
+    ) -> AsyncIterator[
+        TextDelta
+        | ToolCallsRequested
+        | ToolResultReady
+        | ApprovalRequired
+        | ApprovalDecided
+        | Answer
+    ]:
         """The run's updates as they happen, then the :class:`Answer` as the last item
         (an :data:`~jarvis.application.run_updates.AnswerUpdate` each).
 

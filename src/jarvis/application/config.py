@@ -205,6 +205,22 @@ class LlmToolSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalSettings(_Section):
+    """``[tools.approval]``: which tool calls run at once, wait for a person, or never run
+    (see :mod:`jarvis.domain.approvals`; ``--approve`` wins over them for one command)."""
+
+    default: Literal["", "auto", "ask", "deny"] = ""
+    """For every tool without an entry in ``tools``; empty: the built-in defaults
+    (read-only tools ``auto``, ``code_interpreter`` ``auto`` in a verified sandbox, the
+    others ``ask``)."""
+    tools: dict[str, Literal["auto", "ask", "deny"]] = field(default_factory=dict)
+    """``[tools.approval.tools]``: per tool name (``code_interpreter``, ``fs.write_file``)."""
+    approval_timeout: Annotated[float, Bounds(gt=0, le=86_400)] = 300.0
+    """Seconds a managed agent's run waits for a decision (``jarvis serve``); then the
+    call is denied."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSettings(_Section):
     enabled: tuple[str, ...] = ()
     """Tools given to tool-using agents when ``--tools`` is not passed."""
@@ -214,6 +230,7 @@ class ToolSettings(_Section):
     llm: LlmToolSettings = field(default_factory=LlmToolSettings)
     mcp: OpenJarvisMcpSettings = field(default_factory=OpenJarvisMcpSettings)
     """OpenJarvis's MCP servers (see :mod:`jarvis.application.mcp_config`)."""
+    approval: ApprovalSettings = field(default_factory=ApprovalSettings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

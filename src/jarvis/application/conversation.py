@@ -39,6 +39,8 @@ from jarvis.domain.session_history import TrimmedHistory, trim_history
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import SessionInfo, SessionMessage, utc_now
 from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
     RunFinished,
     RunUpdate,
     TextDelta,
@@ -207,6 +209,12 @@ class _Recorder:
         self._waiting.discard(result.call_id)
         if not self._waiting:
             self._close_exchange()
+
+    def approval_required(self, update: ApprovalRequired) -> None:
+        """Nothing: a call's approval is not part of the conversation (its result is)."""
+
+    def approval_decided(self, update: ApprovalDecided) -> None:
+        """Nothing: a denied call's result says it was denied."""
 
     def answer(self, update: Answer) -> None:
         """Nothing yet: :meth:`finish` records the answer once the turn is stored."""

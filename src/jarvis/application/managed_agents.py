@@ -20,6 +20,7 @@ import secrets
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from jarvis.application.ask import Answer, AskQuestion, AskService
 from jarvis.application.conversation import (
@@ -44,6 +45,9 @@ from jarvis.domain.managed_agents import (
 from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.sessions import SessionMessage, SessionPage, to_micros, utc_now
+
+if TYPE_CHECKING:
+    from jarvis.application.managed_approvals import ManagedApprovals
 
 
 class ManagedAgentNotFoundError(JarvisError):
@@ -126,8 +130,11 @@ class ManagedAgentService:
         max_listed_messages: int = 1000,
         max_agents: int = DEFAULT_MAX_AGENTS,
         max_queued_messages: int = DEFAULT_MAX_QUEUED_MESSAGES,
+        approvals: ManagedApprovals | None = None,
     ) -> None:
         self.agents = agents
+        self.approvals = approvals
+        """Where runs wait for their tool calls' approvals (``None``: every call runs)."""
         self.sessions = sessions
         self.ask = ask
         self.limits = limits or HistoryLimits()
@@ -219,6 +226,8 @@ class ManagedAgentService:
         if not await self.agents.delete(check_agent_id(agent_id)):
             raise ManagedAgentNotFoundError(agent_id)
         await self.sessions.delete(session_id_of(agent_id))
+        if self.approvals is not None:
+            await self.approvals.forget(agent_id)
 
     # -- conversation ----------------------------------------------------------------------
 
@@ -334,6 +343,8 @@ class ManagedAgentService:
         agent, turn = await self.prepare(agent_id, pending)
         conversations = await self.conversations()
         command = self.question(agent, turn.question.message.content)
+        if self.approvals is not None:
+            command = replace(command, approval=self.approvals.choice_for(agent_id))
         turn_updates = conversations.answer(session_id_of(agent_id), turn, command)
         async with aclosing(without_history(turn_updates)) as updates:
             async for update in updates:

@@ -12,9 +12,17 @@ from __future__ import annotations
 from typing import Protocol, TypeAlias, TypeVar, assert_never
 
 from jarvis.application.ask import Answer
-from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
 
-AnswerUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | Answer
+AnswerUpdate: TypeAlias = (
+    TextDelta | ToolCallsRequested | ToolResultReady | ApprovalRequired | ApprovalDecided | Answer
+)
 """One item of a use case's stream: the run's updates, then its :class:`Answer` last."""
 
 T_co = TypeVar("T_co", covariant=True)
@@ -30,6 +38,14 @@ class UpdateHandler(Protocol[T_co]):
 
     def tool_result(self, update: ToolResultReady) -> T_co: ...
 
+    def approval_required(self, update: ApprovalRequired) -> T_co:
+        """A call waits for a decision (recorded with whoever decides)."""
+        ...
+
+    def approval_decided(self, update: ApprovalDecided) -> T_co:
+        """A call was allowed or denied (before the allowed ones run)."""
+        ...
+
     def answer(self, update: Answer) -> T_co: ...
 
 
@@ -42,6 +58,10 @@ def handle(update: AnswerUpdate, handler: UpdateHandler[T]) -> T:
             return handler.tool_calls(update)
         case ToolResultReady():
             return handler.tool_result(update)
+        case ApprovalRequired():
+            return handler.approval_required(update)
+        case ApprovalDecided():
+            return handler.approval_decided(update)
         case Answer():
             return handler.answer(update)
         case _:
@@ -58,6 +78,12 @@ class _TextOf:
         return None
 
     def tool_result(self, update: ToolResultReady) -> str | None:
+        return None
+
+    def approval_required(self, update: ApprovalRequired) -> str | None:
+        return None
+
+    def approval_decided(self, update: ApprovalDecided) -> str | None:
         return None
 
     def answer(self, update: Answer) -> str | None:
@@ -82,6 +108,12 @@ class _AnswerOf:
         return None
 
     def tool_result(self, update: ToolResultReady) -> Answer | None:
+        return None
+
+    def approval_required(self, update: ApprovalRequired) -> Answer | None:
+        return None
+
+    def approval_decided(self, update: ApprovalDecided) -> Answer | None:
         return None
 
     def answer(self, update: Answer) -> Answer | None:

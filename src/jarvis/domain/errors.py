@@ -54,6 +54,10 @@ class drawn under one of them lives in the same module unless it names another).
     │                                                           [application.managed_agents]
     ├── QuotaExceededError        a quota of the server would be exceeded
     │                                                           [application.managed_agents]
+    ├── ApprovalNotFoundError     no pending approval has this id
+    │                                                        [application.managed_approvals]
+    ├── ApprovalConflictError     the approval was decided already, used or expired
+    │                                                        [application.managed_approvals]
     └── RunCancelledError         the run was cancelled by its caller
 
 ``retryable`` is a class-level fact: the engine adapters retry only retryable errors, with

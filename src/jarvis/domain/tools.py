@@ -38,6 +38,18 @@ class ToolSpec:
     read_only_hint: bool | None = None
     destructive_hint: bool | None = None
 
+    @property
+    def read_only(self) -> bool:
+        """Whether running the tool changes nothing outside the run (what approval
+        policies let run without asking): no ``side_effects`` and not marked destructive."""
+        return not self.side_effects and self.destructive_hint is not True
+
+    @property
+    def destructive(self) -> bool:
+        """Whether the tool's author (an MCP server's annotation, a plug-in) marks it
+        destructive: it may delete or overwrite."""
+        return self.destructive_hint is True
+
 
 TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown]"
 """What replaces the end of a text cut to its limit: the model sees that, and how much, is

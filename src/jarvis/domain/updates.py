@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from jarvis.domain.agent_contract import AgentResult
+from jarvis.domain.approvals import ApprovalDecision, ApprovalRequest
 from jarvis.domain.messages import ToolCall
 from jarvis.domain.tools import ToolResult
 
@@ -38,4 +39,27 @@ class RunFinished:
     result: AgentResult
 
 
-RunUpdate: TypeAlias = TextDelta | ToolCallsRequested | ToolResultReady | RunFinished
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequired:
+    """A call waits for a person's decision (the approval policy said ``ask``); it is
+    recorded with whoever decides before this is reported."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalDecided:
+    """A call was allowed or denied, and by which rule (reported for every call of an
+    agent with approvals, before the allowed ones run)."""
+
+    decision: ApprovalDecision
+
+
+RunUpdate: TypeAlias = (
+    TextDelta
+    | ToolCallsRequested
+    | ToolResultReady
+    | RunFinished
+    | ApprovalRequired
+    | ApprovalDecided
+)

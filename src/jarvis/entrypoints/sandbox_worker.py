@@ -62,7 +62,13 @@ from jarvis.domain.sandbox_protocol import (
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.domain.updates import (
+        ApprovalDecided,
+        ApprovalRequired,
+        TextDelta,
+        ToolCallsRequested,
+        ToolResultReady,
+    )
 
 ReadLine = Callable[[], Awaitable[str | None]]
 MAX_LINE_BYTES = 4 * MAX_RUN_CHARS
@@ -209,6 +215,13 @@ class _UpdateLines:
     async def tool_result(self, update: ToolResultReady) -> None:
         result = ToolResultModel.of(update.result)
         await self.link.send_line(encode(ToolResultUpdate(result=result)))
+
+    async def approval_required(self, update: ApprovalRequired) -> None:
+        """No line: the inner run's question has no approvals, so its calls are never
+        asked about."""
+
+    async def approval_decided(self, update: ApprovalDecided) -> None:
+        """No line, as for :meth:`approval_required`."""
 
     async def answer(self, update: Answer) -> None:
         result = ResultMessage(

@@ -52,6 +52,7 @@ from jarvis.entrypoints.composition import AskOptions, bootstrap
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
+    from jarvis.application.approvals import ApproveCallback
     from jarvis.application.ask import Answer, AskQuestion
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.json_types import JSONValue
@@ -132,6 +133,7 @@ class Jarvis:
         inference: InferencePort | None = None,
         agent: str | None = None,
         tools: Sequence[ToolPort | Callable[..., object]] = (),
+        approve: str | ApproveCallback | None = None,
     ) -> None:
         config = load_config(
             config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
@@ -144,6 +146,8 @@ class Jarvis:
         for port in ports:
             self._add_tool(port)
         self.agent = agent
+        self.approve = approve
+        """Who approves the tool calls of every question that passes no ``approve=``."""
         self._loop: _LoopThread | None = None
         self._lock = threading.Lock()
         self._output_specs: dict[tuple[type[object], int], OutputSpec[object]] = {}
@@ -253,6 +257,8 @@ class Jarvis:
         **options: Unpack[AskOptions],
     ) -> AskQuestion:
         options["agent"] = options.get("agent") or self.agent
+        if options.get("approve") is None:
+            options["approve"] = self.approve
         command = self._runtime.question(question, **options)
         if output_type is None:
             return command

@@ -4,6 +4,7 @@ Each fake passes the same contract suite (``contracts/``) as the real adapters, 
 written against a fake keeps meaning something against the real thing.
 """
 
+from jarvis.testing.approvals import InMemoryApprovalStore, ScriptedApprovals
 from jarvis.testing.containers import InMemoryContainerRuntime
 from jarvis.testing.external_runtimes import (
     InMemoryExternalRuntime,
@@ -20,6 +21,7 @@ from jarvis.testing.tools import InMemoryTool
 from jarvis.testing.traces import InMemoryTraceExporter, InMemoryTraceStore
 
 __all__ = [
+    "InMemoryApprovalStore",
     "InMemoryContainerRuntime",
     "InMemoryDocuments",
     "InMemoryExternalRuntime",
@@ -33,5 +35,6 @@ __all__ = [
     "InMemoryTraceExporter",
     "InMemoryTraceStore",
     "InMemoryWorkspaceHost",
+    "ScriptedApprovals",
     "ScriptedInference",
 ]

@@ -33,7 +33,9 @@ class Dialect:
     """``{name}`` -> SQL text: tables, ``now`` (microseconds since the epoch), ``c`` (the
     byte-order collation after a text column), ``created`` (a managed agent record's
     ``created_us``, damaged records first), ``next_touch`` (the next ``touched`` number),
-    ``returning`` (how an upserted session's message count comes back, or nothing)."""
+    ``returning`` (how an upserted session's message count comes back, or nothing),
+    ``lock_agent`` (an expression of one placeholder, in the dialect's own spelling, that
+    holds an agent's lock until the transaction ends, or just reads the value back)."""
     unlimited: int | None
     """The ``LIMIT`` value meaning no limit (SQLite ``-1``, PostgreSQL ``NULL``)."""
     max_seq: int

@@ -40,6 +40,7 @@ POSTGRES = Dialect(
         ("messages", "jarvis_messages"),
         ("state", "jarvis_operator_state"),
         ("leases", "jarvis_leases"),
+        ("approvals", "jarvis_approvals"),
         ("now", "(extract(epoch from clock_timestamp()) * 1000000)::bigint"),
         ("c", ' COLLATE "C"'),
         # the last "created_us":N of the canonical record, whose top-level created_us and
@@ -50,6 +51,8 @@ POSTGRES = Dialect(
         ),
         ("next_touch", "nextval('jarvis_session_touch')"),
         ("returning", "RETURNING message_count"),
+        # one writer at a time per agent, until the transaction ends
+        ("lock_agent", "pg_advisory_xact_lock(hashtext(%s))"),
     ),
     unlimited=None,
     max_seq=(1 << 31) - 1,

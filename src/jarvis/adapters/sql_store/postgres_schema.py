@@ -10,6 +10,9 @@ Besides sessions, version 1 holds what several machines will share later:
 ``INSERT ... ON CONFLICT DO UPDATE ... WHERE expires_us < now`` runs it, every other one
 sees the lease taken).
 
+Version 2 adds ``jarvis_approvals``: managed agents' tool calls waiting for a decision,
+which any server on the database may give.
+
 Messages are ``text`` holding the canonical JSON record (not ``jsonb``): the record comes
 back byte for byte, and a NUL character escaped in JSON is kept, where ``jsonb`` refuses it.
 """
@@ -54,6 +57,21 @@ MIGRATIONS: tuple[str, ...] = (
         holder     text NOT NULL,
         expires_us bigint NOT NULL
     );
+    """,
+    """
+    CREATE TABLE jarvis_approvals (
+        agent_id   text NOT NULL,
+        id         text NOT NULL,
+        tool       text NOT NULL,
+        arguments  text NOT NULL,
+        request    text NOT NULL,
+        status     text NOT NULL,
+        reason     text NOT NULL DEFAULT '',
+        created_us bigint NOT NULL,
+        decided_us bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX jarvis_approvals_by_call ON jarvis_approvals (agent_id, tool, status);
     """,
 )
 

@@ -43,6 +43,7 @@ SQLITE = Dialect(
         ("messages", "messages"),
         ("state", "operator_state"),
         ("leases", "leases"),
+        ("approvals", "approvals"),
         ("now", "jarvis_now_us()"),
         ("c", ""),
         (
@@ -51,6 +52,7 @@ SQLITE = Dialect(
         ),
         ("next_touch", "(SELECT coalesce(max(touched), 0) + 1 FROM sessions)"),
         ("returning", ""),  # RETURNING costs SQLite more than a SELECT
+        ("lock_agent", "?"),  # BEGIN IMMEDIATE holds the whole file already
     ),
     unlimited=-1,
     max_seq=1 << 62,

@@ -10,6 +10,8 @@ session to the end, so listing the most recent sessions first reads the table in
 Besides sessions, version 1 holds two tables for what several processes will share later:
 ``operator_state`` (key -> value, e.g. ``operator:<id>:state``) and ``leases`` (a named
 lease with its holder and expiry, for schedulers that must run a tick exactly once).
+Version 2 adds ``approvals``: managed agents' tool calls waiting for a decision
+(:mod:`jarvis.adapters.sql_store.approvals`).
 """
 
 from __future__ import annotations
@@ -47,10 +49,25 @@ MIGRATIONS: tuple[str, ...] = (
         expires_us INTEGER NOT NULL
     );
     """,
+    """
+    CREATE TABLE approvals (
+        agent_id   TEXT NOT NULL,
+        id         TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        arguments  TEXT NOT NULL,
+        request    TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        reason     TEXT NOT NULL DEFAULT '',
+        created_us INTEGER NOT NULL,
+        decided_us INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX approvals_by_call ON approvals (agent_id, tool, status);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
-_OURS = {"sessions", "messages", "operator_state", "leases"}
+_OURS = {"sessions", "messages", "operator_state", "leases", "approvals", "approvals_by_call"}
 
 
 def _version(connection: sqlite3.Connection) -> int:

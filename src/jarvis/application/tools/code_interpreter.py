@@ -42,6 +42,7 @@ def code_interpreter_spec(limits: ReplLimits) -> ToolSpec:
         },
         category="code",
         timeout_seconds=limits.timeout_seconds + 15.0,
+        side_effects=True,  # it runs code the model wrote: approval policies ask about it
     )
 
 

@@ -98,6 +98,7 @@ class FunctionTool(Generic[P, R]):
         timeout_seconds: float = 30.0,
         side_effects: bool = False,
         blocking: bool = True,
+        destructive: bool = False,
     ) -> FunctionTool[P, R]:
         """Derive the spec and the argument validator from ``fn``'s signature and docstring.
 
@@ -124,8 +125,9 @@ class FunctionTool(Generic[P, R]):
             parameters=_tool_schema(model),
             category=category,
             timeout_seconds=timeout_seconds,
-            side_effects=side_effects,
+            side_effects=side_effects or destructive,
             blocking=blocking,
+            destructive_hint=True if destructive else None,
         )
         return cls(fn, spec=spec, arguments=model, parameters=parameters)
 
@@ -187,6 +189,7 @@ def tool(
     timeout_seconds: float = 30.0,
     side_effects: bool = False,
     blocking: bool = True,
+    destructive: bool = False,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -200,11 +203,15 @@ def tool(
     timeout_seconds: float = 30.0,
     side_effects: bool = False,
     blocking: bool = True,
+    destructive: bool = False,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., category=...)``.
 
     ``blocking=False`` declares that the function always returns at once (see the module
-    docstring): it then runs on the event loop instead of a worker thread."""
+    docstring): it then runs on the event loop instead of a worker thread.
+    ``side_effects=True`` (the tool changes something outside the run) or
+    ``destructive=True`` (it may delete or overwrite) make approval policies ask before it
+    runs; a tool that declares neither is read-only and runs without asking."""
 
     def wrap(function: Callable[P, R]) -> FunctionTool[P, R]:
         return FunctionTool.from_function(
@@ -215,6 +222,7 @@ def tool(
             timeout_seconds=timeout_seconds,
             side_effects=side_effects,
             blocking=blocking,
+            destructive=destructive,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -19,6 +19,7 @@ from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
     # external runtime does not import them (start-up of `jarvis ask`)
+    from jarvis.domain.agents.approval_gate import ApprovalGate
     from jarvis.domain.external_runtime import ExternalRuntimesPort, WorkspaceHostPort
     from jarvis.domain.operators import OperatorBinding
 
@@ -68,3 +69,5 @@ class AgentParts:
     host: WorkspaceHostPort | None = None
     """Where those agents find their workspace and environment (the agent registry
     supplies the local host when none is given)."""
+    approvals: ApprovalGate | None = None
+    """Decides which of the run's tool calls run (``None``: all of them)."""

@@ -13,9 +13,13 @@ the objects themselves only refuse what would make a run meaningless.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.tool_executor import DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_TOOL_CALLS_PER_TURN
+
+if TYPE_CHECKING:
+    from jarvis.domain.agents.approval_gate import ApprovalGate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,11 +49,14 @@ class PromptSettings:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecution:
     """How the tool calls of one turn are bounded: what one result may show the model, how
-    many calls run at once, how many one turn may make (the rest are refused unrun)."""
+    many calls run at once, how many one turn may make (the rest are refused unrun), and
+    who approves them."""
 
     max_output_chars: int = 20_000
     max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS
     max_tool_calls_per_turn: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN
+    approvals: ApprovalGate | None = None
+    """Decides which of the calls run (``None``: all of them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,12 +16,16 @@ What the loop guarantees, identically for every protocol:
   limit interrupts an inference or tool calls in flight; the final call gets at most
   ``max_seconds`` more.
 * usage summed over every inference; ``<think>`` blocks stripped from answers;
-* a fresh loop guard per run;
+* a fresh loop guard per run; with an :class:`ApprovalGate`, every call the loop guard
+  lets through gets an approval decision before it runs (see :mod:`.approval_gate`): a
+  denied call is answered to the model as denied, with the reason, in ``ToolResultReady``
+  like any result, and ``metadata["approvals"]`` lists every decision with its rule;
 * ``AGENT_RUN_START`` / ``AGENT_RUN_END`` events (``INFERENCE_*`` from the base agent,
   ``TOOL_CALL_*`` from the executor), and ``LOOP_GUARD_TRIGGERED`` for every call the loop
   guard warned about or blocked;
 * ``arun`` and ``astream`` are the same code: streaming adds ``TextDelta`` (answer text as
-  it is generated, filtered by the protocol), ``ToolCallsRequested`` and ``ToolResultReady``.
+  it is generated, filtered by the protocol), ``ToolCallsRequested``, ``ApprovalRequired`` /
+  ``ApprovalDecided`` and ``ToolResultReady``.
 
 Cancellation: ``asyncio.CancelledError`` (and closing the stream early) publishes
 ``AGENT_RUN_END`` with stop reason ``cancelled`` and is re-raised — the caller that cancels
@@ -38,32 +42,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import ClassVar, Self, TypedDict
 
 from jarvis.domain.agent_contract import AgentContext, AgentResult, StopReason
 from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.budget import STOP_REASONS, BudgetKind, RunBudget
-from jarvis.domain.agents.context_window import ContextWindow, WindowFit
+from jarvis.domain.agents.budget import STOP_REASONS, RunBudget
+from jarvis.domain.agents.context_window import ContextWindow
 from jarvis.domain.agents.function_calling import FunctionCallingProtocol
-from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig, LoopVerdict
+from jarvis.domain.agents.loop_guard import LoopGuard, LoopGuardConfig
+from jarvis.domain.agents.loop_inference import infer
+from jarvis.domain.agents.loop_run import LoopRun, Reply, remainder
+from jarvis.domain.agents.loop_tools import run_calls
 from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.protocol import (
-    ParseFailure,
-    RequestShape,
-    TextFilter,
-    ToolCalls,
-    ToolProtocol,
-)
+from jarvis.domain.agents.protocol import ParseFailure, ToolCalls, ToolProtocol
 from jarvis.domain.agents.reply_text import strip_think
 from jarvis.domain.agents.run_scope import RunScope
 from jarvis.domain.agents.settings import PromptSettings, SamplingSettings, ToolExecution
-from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
-from jarvis.domain.errors import ContextTooLongError, InferenceError, ToolsNotSupportedError
-from jarvis.domain.events import AgentRunEnded, EventBus, LoopGuardTriggered
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message, Role, ToolCall
+from jarvis.domain.completion import Completion
+from jarvis.domain.errors import InferenceError, ToolsNotSupportedError
+from jarvis.domain.events import AgentRunEnded, EventBus
+from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.domain.tools import ToolResult, ToolSpec
@@ -89,46 +87,6 @@ class ToolAgentOptions(TypedDict, total=False):
     sampling: SamplingSettings | None
     prompts: PromptSettings | None
     bus: EventBus | None
-
-
-@dataclass(slots=True)
-class _Run:
-    """The mutable state of one run (never shared between runs)."""
-
-    scope: RunScope
-    context: AgentContext | None
-    protocol: ToolProtocol
-    messages: list[Message]
-    guard: LoopGuard
-    window: WindowFit
-    deadline: float | None
-    model: str
-    streaming: bool
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-    results: list[ToolResult] = field(default_factory=list)
-    metadata: JSONObject = field(default_factory=dict)
-    loop_events: list[JSONValue] = field(default_factory=list)
-    parse_errors: int = 0
-    total_parse_errors: int = 0
-    blocked_turns: int = 0
-    last_content: str = ""
-    finish_reason: FinishReason = "stop"
-    exhausted: BudgetKind | None = None
-    """Set when a budget ran out: the wrap-up comes next."""
-    result: AgentResult | None = None
-    """Set when the run has its answer."""
-    ended: bool = False
-
-
-@dataclass(slots=True)
-class _Reply:
-    """What one inference produced: the completion (``None`` when its deadline passed),
-    the text shown while it streamed, and how many chunks arrived."""
-
-    completion: Completion | None = None
-    shown: list[str] = field(default_factory=list)
-    chunks: int = 0
 
 
 class ToolUsingAgent(BaseAgent):
@@ -169,6 +127,8 @@ class ToolUsingAgent(BaseAgent):
         self.budget = self.default_budget if budget is None else budget
         self.loop_guard_config = LoopGuardConfig() if loop_guard is None else loop_guard
         self.execution = self.default_execution if execution is None else execution
+        self.approvals = self.execution.approvals
+        """Decides which of the user's tool calls run (``None``: all of them)."""
         self.context_window = (
             self.default_context_window if context_window is None else context_window
         )
@@ -219,6 +179,7 @@ class ToolUsingAgent(BaseAgent):
                 max_tool_calls_per_turn=options.integer(
                     "max_tool_calls_per_turn", execution.max_tool_calls_per_turn
                 ),
+                approvals=parts.approvals,
             ),
         )
 
@@ -304,14 +265,14 @@ class ToolUsingAgent(BaseAgent):
         finally:
             await scope.aclose()
 
-    async def _loop(self, run: _Run) -> AsyncIterator[RunUpdate]:
+    async def _loop(self, run: LoopRun) -> AsyncIterator[RunUpdate]:
         """Each turn: one inference, the protocol's reading of it, the handler of that
         outcome. When a budget runs out first: the wrap-up."""
         while run.result is None and not self._out_of_budget(run):
-            reply = _Reply()
+            reply = Reply()
             shape = run.protocol.request_shape_for(run.turns + 1)
             try:
-                async for delta in self._infer(run, shape, run.deadline, reply):
+                async for delta in infer(self, run, shape, run.deadline, reply):
                     yield delta
             except ToolsNotSupportedError as error:
                 self._switch_protocol(run, error)  # re-raises without a fallback protocol
@@ -321,12 +282,9 @@ class ToolUsingAgent(BaseAgent):
                 break
             decision = run.protocol.interpret(reply.completion, turn=run.turns)
             if isinstance(decision, ToolCalls):
-                if run.streaming:  # the caller sees the calls before they run
-                    yield ToolCallsRequested(calls=decision.calls)
-                results = await self._on_tool_calls(run, decision, reply.completion)
-                if run.streaming:
-                    for result in results:
-                        yield ToolResultReady(result=result)
+                results: list[ToolResult] = []
+                async for update in self._on_tool_calls(run, decision, reply.completion, results):
+                    yield update
                 tail = self._after_tools(run, results)
             elif isinstance(decision, ParseFailure):
                 tail = self._on_parse_failure(run, decision, reply.completion)
@@ -338,7 +296,7 @@ class ToolUsingAgent(BaseAgent):
             async for update in self._wrap_up(run):
                 yield update
 
-    def _out_of_budget(self, run: _Run) -> bool:
+    def _out_of_budget(self, run: LoopRun) -> bool:
         """Whether a limit ran out before the next turn (``run.exhausted`` says which)."""
         if run.exhausted is None:
             run.exhausted = self.budget.exhausted(
@@ -352,15 +310,15 @@ class ToolUsingAgent(BaseAgent):
     # -- outcome handlers --------------------------------------------------------------------
 
     def _end(
-        self, run: _Run, content: str, stop_reason: StopReason, shown: Sequence[str] = ()
+        self, run: LoopRun, content: str, stop_reason: StopReason, shown: Sequence[str] = ()
     ) -> TextDelta | None:
         """End the run with ``content``; the part of it not streamed yet, if any."""
         run.result = self._finish(run, content, stop_reason)
-        rest = _remainder(content, shown)
+        rest = remainder(content, shown)
         return TextDelta(text=rest) if rest else None
 
     def _on_parse_failure(
-        self, run: _Run, failure: ParseFailure, completion: Completion
+        self, run: LoopRun, failure: ParseFailure, completion: Completion
     ) -> TextDelta | None:
         """Feed the error back, or end the run after ``max_parse_errors`` in a row."""
         run.messages.append(run.protocol.assistant_message(completion, failure))
@@ -374,17 +332,23 @@ class ToolUsingAgent(BaseAgent):
         return None
 
     async def _on_tool_calls(
-        self, run: _Run, decision: ToolCalls, completion: Completion
-    ) -> list[ToolResult]:
-        """Run the calls and show the model their results."""
+        self, run: LoopRun, decision: ToolCalls, completion: Completion, results: list[ToolResult]
+    ) -> AsyncIterator[RunUpdate]:
+        """Run the calls (their results into ``results``) and show the model the results;
+        streaming, the caller sees the calls before they run, then each result."""
+        if run.streaming:
+            yield ToolCallsRequested(calls=decision.calls)
         run.messages.append(run.protocol.assistant_message(completion, decision))
         run.parse_errors = 0
-        results = await self._run_calls(run, decision)
+        async for update in run_calls(self, run, decision.calls, results):
+            yield update
         run.messages.extend(run.protocol.observations(results))
         run.results.extend(results)
-        return results
+        if run.streaming:
+            for result in results:
+                yield ToolResultReady(result=result)
 
-    def _after_tools(self, run: _Run, results: list[ToolResult]) -> TextDelta | None:
+    def _after_tools(self, run: LoopRun, results: list[ToolResult]) -> TextDelta | None:
         """An answer in the results ends the run; so does the time limit stopping a tool,
         or the loop guard refusing every call of too many turns (then the wrap-up)."""
         answer = self.answer_from_results(results)
@@ -398,7 +362,7 @@ class ToolUsingAgent(BaseAgent):
             run.exhausted = "loop"
         return None
 
-    async def _wrap_up(self, run: _Run) -> AsyncIterator[RunUpdate]:
+    async def _wrap_up(self, run: LoopRun) -> AsyncIterator[RunUpdate]:
         """The one tool-less call asking for the best final answer."""
         exhausted = run.exhausted
         assert exhausted is not None
@@ -408,8 +372,8 @@ class ToolUsingAgent(BaseAgent):
         deadline = None
         if self.budget.max_seconds is not None:
             deadline = asyncio.get_running_loop().time() + self.budget.max_seconds
-        reply = _Reply()
-        async for delta in self._infer(run, run.protocol.final_shape(), deadline, reply):
+        reply = Reply()
+        async for delta in infer(self, run, run.protocol.final_shape(), deadline, reply):
             yield delta
         answer = ""
         if reply.completion is not None:
@@ -421,177 +385,14 @@ class ToolUsingAgent(BaseAgent):
         if tail is not None:
             yield tail
 
-    # -- one inference -----------------------------------------------------------------------
-
-    async def _infer(
-        self, run: _Run, shape: RequestShape, deadline: float | None, reply: _Reply
-    ) -> AsyncIterator[TextDelta]:
-        """The one inference of a turn or of the wrap-up, streamed or not, into ``reply``.
-
-        The request is fitted to the run's context window; when the engine says it is too
-        long (before anything was streamed) it is shrunk and sent again, at most
-        ``overflow_retries`` times. When ``deadline`` passes, ``reply.completion`` stays
-        ``None``.
-        """
-        request = self._request(run, shape)
-        retries = self.context_window.overflow_retries
-        while True:
-            try:
-                if run.streaming:
-                    async for delta in self._stream(
-                        request, run.protocol.text_filter(), deadline, reply
-                    ):
-                        yield delta
-                else:
-                    reply.completion = await self._generate(request, deadline)
-                break
-            except ContextTooLongError:
-                smaller = run.window.shrink(request) if retries > 0 and not reply.chunks else None
-                if smaller is None:
-                    raise
-                request, retries = smaller, retries - 1
-            except TimeoutError:
-                if deadline is None or asyncio.get_running_loop().time() < deadline:
-                    raise
-                return
-        assert reply.completion is not None
-        self._account(run, reply.completion)
-
-    def _request(self, run: _Run, shape: RequestShape) -> InferenceRequest:
-        sampling = self.sampling
-        return InferenceRequest(
-            messages=run.window.fit(run.messages),
-            model=self.model,
-            temperature=sampling.temperature,
-            max_tokens=sampling.max_tokens,
-            tools=shape.tools,
-            tool_choice=shape.tool_choice,
-            response_format=shape.response_format,
-            options=sampling.engine_options,
-        )
-
-    async def _generate(self, request: InferenceRequest, deadline: float | None) -> Completion:
-        if deadline is None:
-            return await self.generate(request)
-        async with asyncio.timeout_at(deadline):
-            return await self.generate(request)
-
-    async def _stream(
-        self,
-        request: InferenceRequest,
-        text_filter: TextFilter,
-        deadline: float | None,
-        reply: _Reply,
-    ) -> AsyncIterator[TextDelta]:
-        """Stream one inference: visible text as ``TextDelta``, then the whole completion in
-        ``reply``. The deadline bounds every wait for a chunk (never a ``yield``)."""
-        parts: list[str] = []
-        final: StreamChunk | None = None
-        stream = self.stream_inference(request)
-        try:
-            while True:
-                try:
-                    if deadline is None:
-                        chunk = await anext(stream)
-                    else:
-                        async with asyncio.timeout_at(deadline):
-                            chunk = await anext(stream)
-                except StopAsyncIteration:
-                    break
-                reply.chunks += 1
-                if chunk.content:
-                    parts.append(chunk.content)
-                    visible = text_filter.feed(chunk.content)
-                    if visible:
-                        reply.shown.append(visible)
-                        yield TextDelta(text=visible)
-                if chunk.is_final:
-                    final = chunk
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        reply.completion = Completion(
-            content="".join(parts),
-            tool_calls=final.tool_calls if final is not None else (),
-            finish_reason=(final.finish_reason or "stop") if final is not None else "stop",
-            usage=(final.usage or Usage()) if final is not None else Usage(),
-            model=(final.model if final is not None else "") or request.model,
-        )
-
-    def _account(self, run: _Run, completion: Completion) -> None:
-        run.turns += 1
-        run.usage = run.usage + completion.usage
-        run.finish_reason = completion.finish_reason
-        if completion.model:
-            run.model = completion.model
-        text = run.protocol.visible_text(completion)
-        if text:
-            run.last_content = text
-
-    # -- tools -------------------------------------------------------------------------------
-
-    async def _run_calls(self, run: _Run, decision: ToolCalls) -> list[ToolResult]:
-        """Loop guard first (in call order), then the allowed calls concurrently."""
-        calls = decision.calls
-        guard = run.guard
-        verdicts = [guard.check(call) for call in calls]
-        runnable = [call for call, verdict in zip(calls, verdicts, strict=True) if verdict.allowed]
-        executed = iter(
-            await run.scope.executor.execute_all(runnable, deadline=run.deadline)
-            if runnable
-            else ()
-        )
-        results: list[ToolResult] = []
-        blocked = False
-        for call, verdict in zip(calls, verdicts, strict=True):
-            if verdict.allowed:
-                result = next(executed)
-                guard.record(call, result.content)
-            else:
-                blocked = blocked or verdict.action == "block"
-                run.loop_events.append(
-                    {"tool": call.name, "action": verdict.action, "pattern": verdict.pattern}
-                )
-                self._publish_loop_guard(run, call, verdict)
-                result = ToolResult(
-                    tool_name=call.name,
-                    content=verdict.message,
-                    success=False,
-                    call_id=call.id,
-                    metadata={"error": "loop_guard", "loop_guard": verdict.action},
-                )
-            results.append(result)
-        run.blocked_turns = run.blocked_turns + 1 if blocked and not runnable else 0
-        return results
-
-    def _publish_loop_guard(self, run: _Run, call: ToolCall, verdict: LoopVerdict) -> None:
-        bus = self.bus
-        if bus is None or not bus.has_subscribers:
-            return
-        if verdict.action == "allow" or verdict.pattern is None:  # pragma: no cover
-            return
-        bus.publish(
-            LoopGuardTriggered(
-                agent=self.agent_id,
-                tool=call.name,
-                call_id=call.id,
-                action=verdict.action,
-                pattern=verdict.pattern,
-                arguments=call.arguments,
-                turn=run.turns,
-                message=verdict.message,
-            )
-        )
-
     # -- beginning and end -------------------------------------------------------------------
 
-    def _begin(self, scope: RunScope, context: AgentContext | None, *, streaming: bool) -> _Run:
+    def _begin(self, scope: RunScope, context: AgentContext | None, *, streaming: bool) -> LoopRun:
         self.run_started(scope.input)
         max_seconds = self.budget.max_seconds
         now = asyncio.get_running_loop().time()
         messages = self.build_messages(scope.input, context)
-        return _Run(
+        return LoopRun(
             scope=scope,
             context=context,
             protocol=self.protocol,
@@ -601,10 +402,11 @@ class ToolUsingAgent(BaseAgent):
             deadline=now + max_seconds if max_seconds is not None else None,
             model=self.model,
             streaming=streaming,
+            approvals=self.approvals.start() if self.approvals is not None else None,
             metadata={"mode": self.protocol.name},
         )
 
-    def _switch_protocol(self, run: _Run, error: ToolsNotSupportedError) -> None:
+    def _switch_protocol(self, run: LoopRun, error: ToolsNotSupportedError) -> None:
         """Go on with the agent's fallback protocol, or re-raise ``error``."""
         new = self.fallback_protocol(error, run.protocol) if run.protocol.native_tools else None
         if new is None:
@@ -621,7 +423,7 @@ class ToolUsingAgent(BaseAgent):
         run.metadata["fallback"] = "tools_not_supported"
         run.metadata["fallback_reason"] = error.message
 
-    def _finish(self, run: _Run, content: str, stop_reason: StopReason) -> AgentResult:
+    def _finish(self, run: LoopRun, content: str, stop_reason: StopReason) -> AgentResult:
         metadata = run.metadata
         metadata["finish_reason"] = run.finish_reason
         if run.total_parse_errors:
@@ -641,7 +443,7 @@ class ToolUsingAgent(BaseAgent):
         self.run_ended(result)
         return result
 
-    def _publish_end(self, run: _Run, stop_reason: str, *, error: str = "") -> None:
+    def _publish_end(self, run: LoopRun, stop_reason: str, *, error: str = "") -> None:
         if run.ended:
             return
         run.ended = True
@@ -652,16 +454,3 @@ class ToolUsingAgent(BaseAgent):
                     agent=self.agent_id, turns=run.turns, stop_reason=stop_reason, error=error
                 )
             )
-
-
-def _remainder(answer: str, shown: Sequence[str]) -> str:
-    """The part of ``answer`` not yet streamed (nothing when the streamed text diverged)."""
-    if not shown:
-        return answer
-    emitted = "".join(shown)
-    if answer.startswith(emitted):
-        return answer[len(emitted) :]
-    trimmed = emitted.rstrip()
-    if answer.startswith(trimmed):
-        return answer[len(trimmed) :].lstrip()
-    return ""

@@ -11,6 +11,7 @@ import typer
 
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
+    ApproveOption,
     BaseUrlOption,
     ConfigOption,
     EngineOption,
@@ -31,6 +32,7 @@ from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 if TYPE_CHECKING:
     from typing import TextIO
 
+    from jarvis.application.approvals import ApprovalChoice
     from jarvis.application.ask import AskQuestion
     from jarvis.domain.json_types import JSONObject
     from jarvis.domain.traces import Trace
@@ -278,6 +280,7 @@ def ask(
             "and the run's totals (on stderr).",
         ),
     ] = False,
+    approve: ApproveOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -316,6 +319,7 @@ def ask(
             mounts=[repair_text(m) for m in mount or []],
             project_instructions=False if no_project_instructions else None,
             memory=memory,
+            approve=_approvals(approve, renderer),
         )
         if schema is not None:
             from dataclasses import replace
@@ -451,6 +455,13 @@ async def _operator_answer(
         write_json(data)
     else:
         write_line(answer.content)
+
+
+def _approvals(approve: str | None, renderer: StreamRenderer) -> ApprovalChoice:
+    """``--approve``, asked at the terminal (the answer's stream paused on a fresh line)."""
+    from jarvis.entrypoints.cli.approval_prompt import approval_choice
+
+    return approval_choice(approve, write=renderer.notice)
 
 
 def _profile(runtime: Runtime) -> list[Trace]:

@@ -26,6 +26,7 @@ import typer
 from jarvis.entrypoints.cli.chat_input import MAX_MESSAGE_CHARS, line_reader
 from jarvis.entrypoints.cli.errors import guarded, write_stderr
 from jarvis.entrypoints.cli.options import (
+    ApproveOption,
     BaseUrlOption,
     ConfigOption,
     EngineOption,
@@ -41,6 +42,7 @@ from jarvis.entrypoints.cli.tools import ToolsOption, parse_tool_names
 if TYPE_CHECKING:
     import asyncio
 
+    from jarvis.application.approvals import ApprovalChoice
     from jarvis.application.conversation import ConversationService
     from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.composition import Runtime
@@ -67,6 +69,8 @@ class ChatState:
     agent_options: JSONObject = field(default_factory=dict)
     project_instructions: bool | None = None
     memory: bool | None = None
+    approval: ApprovalChoice | None = None
+    """Who approves tool calls, for the whole chat (an *always* lasts until it ends)."""
 
 
 def _say(line: str) -> None:
@@ -156,6 +160,7 @@ async def _turn(
         agent_options=state.agent_options,
         project_instructions=state.project_instructions,
         memory=state.memory,
+        approve=state.approval,
     )
 
     async def answer() -> None:
@@ -306,6 +311,27 @@ async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last
         await _turn(text, state, runtime, conversations)
 
 
+def _approvals(approve: str | None) -> ApprovalChoice:
+    """``--approve``; asked inside the chat with the same line editor when it runs in a
+    terminal, else ``ask`` means deny."""
+    from jarvis.entrypoints.cli.approval_prompt import approval_choice
+    from jarvis.entrypoints.cli.render import is_tty
+
+    terminal = sys.stdin is not None and is_tty(sys.stdin) and is_tty(sys.stdout)
+    return approval_choice(approve, read=_read_answer, terminal=terminal)
+
+
+async def _read_answer(prompt: str) -> str | None:
+    """One answer typed at prompt_toolkit's line editor (Ctrl-C or Ctrl-D: no answer)."""
+    from prompt_toolkit import PromptSession
+
+    session: PromptSession[str] = PromptSession()
+    try:
+        return await session.prompt_async(prompt)
+    except (EOFError, KeyboardInterrupt):
+        return None
+
+
 def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
     from jarvis.domain.errors import ConfigurationError
 
@@ -355,6 +381,7 @@ def chat(
     ] = False,
     no_project_instructions: NoProjectInstructionsOption = False,
     memory: MemoryContextOption = None,
+    approve: ApproveOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -388,6 +415,7 @@ def chat(
             agent_options=parse_agent_options([repair_text(o) for o in agent_option or []]),
             project_instructions=False if no_project_instructions else None,
             memory=memory,
+            approval=_approvals(approve),
         )
         if agent is not None:  # an unknown agent, or tools it cannot take: exit 2 now
             _check_agent(runtime, agent, state.tools)

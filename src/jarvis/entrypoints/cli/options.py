@@ -84,6 +84,29 @@ NoProjectInstructionsOption = Annotated[
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
+APPROVE_MODES = ("ask", "auto", "deny")
+"""``jarvis.domain.approvals.APPROVAL_MODES``, named here so that ``--help`` imports none of
+the approvals' code (a test checks they are equal)."""
+
+
+def _check_approve(value: str | None) -> str | None:
+    if value is not None and value not in APPROVE_MODES:
+        raise typer.BadParameter(f"{value!r} is not one of ask, auto, deny.")
+    return value
+
+
+ApproveOption = Annotated[
+    str | None,
+    typer.Option(
+        "--approve",
+        callback=_check_approve,
+        help="How tool calls are approved for this command: ask (a terminal prompt: y / n "
+        "/ a(lways for this tool) / never; without a terminal, deny), auto (run every call) "
+        "or deny (run none). Default: [tools.approval], else read-only tools run, others ask.",
+        show_default=False,
+    ),
+]
+
 
 def stderr_line(line: str) -> None:
     """A notice line on stderr (``--verbose``), URL credentials masked."""

@@ -12,7 +12,14 @@ from collections.abc import AsyncIterator
 
 from jarvis.application.ask import Answer, Sampling
 from jarvis.application.run_updates import AnswerUpdate, handle
-from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
 from jarvis.entrypoints.cli.render import StreamRenderer, tool_call_line, tool_result_line
 
 
@@ -40,6 +47,12 @@ class ShownRun:
         result = update.result
         self.renderer.notice(tool_result_line(result.content, success=result.success))
 
+    def approval_required(self, update: ApprovalRequired) -> None:
+        """Nothing: the approval port asks at the terminal itself (or denies without one)."""
+
+    def approval_decided(self, update: ApprovalDecided) -> None:
+        """Nothing: ``--verbose`` names the decisions after the answer."""
+
     def answer(self, update: Answer) -> None:
         self.final = update
 
@@ -52,9 +65,22 @@ def summary_lines(answer: Answer, started: float) -> list[str]:
         f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, "
         f"stop {answer.stop_reason}, {time.perf_counter() - started:.2f} s"
     ]
+    lines += approval_lines(answer.metadata)
     runtime_session = answer.metadata.get("session_id")
     if isinstance(runtime_session, str) and runtime_session:
         lines.append(f"runtime session {runtime_session} (continue: -O session=...)")
+    return lines
+
+
+def approval_lines(metadata: JSONObject) -> list[str]:
+    """The ``--verbose`` lines naming each tool call's approval decision and its rule."""
+    decisions = metadata.get("approvals")
+    lines: list[str] = []
+    for item in decisions if isinstance(decisions, list) else []:
+        if isinstance(item, dict):
+            why = f": {item['reason']}" if item.get("reason") else ""
+            verb = "allowed" if item.get("decision") == "allow" else "denied"
+            lines.append(f"approval: {item.get('tool')} {verb} by {item.get('rule')}{why}")
     return lines
 
 

@@ -129,6 +129,8 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
         for problem in problems:
             sys.stderr.write(f"jarvis: {problem}\n")
         if json_output:
+            from jarvis.domain.approvals import effects_of
+
             rows = [
                 {
                     "name": spec.name,
@@ -136,6 +138,7 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
                     "category": spec.category,
                     "description": spec.description,
                     "side_effects": spec.side_effects,
+                    "effects": effects_of(spec),
                     "timeout_seconds": spec.timeout_seconds,
                     "parameters": _parameters(spec),
                     "schema": spec.parameters,

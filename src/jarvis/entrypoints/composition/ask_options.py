@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.json_types import JSONValue
+
+if TYPE_CHECKING:
+    from jarvis.application.approvals import ApprovalChoice, ApproveCallback
 
 
 class AskOptions(TypedDict, total=False):
@@ -53,6 +56,12 @@ class AskOptions(TypedDict, total=False):
     memory: bool | None
     """Whether the question's best chunks of the knowledge base (``jarvis memory add``)
     enter the run as quoted context; default: ``[agent] context_from_memory`` (false)."""
+    approve: str | ApproveCallback | ApprovalChoice | None
+    """Who approves tool calls the policy asks about (``[tools.approval]``): a callable
+    (sync or async) that receives the ``ApprovalRequest`` and returns a bool or an
+    ``ApprovalAnswer`` with a reason; or ``"auto"`` / ``"ask"`` / ``"deny"`` for every
+    tool. Default (and ``"ask"``): nobody to ask, so such calls are denied, with a message
+    the model reads."""
 
 
 _OPTION_NAMES = AskOptions.__optional_keys__
@@ -85,4 +94,33 @@ def ask_question(question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         mounts=tuple(options.get("mounts") or ()),
         project_instructions=options.get("project_instructions"),
         memory=options.get("memory"),
+        approval=approval_choice(options.get("approve")),
     )
+
+
+def approval_choice(approve: str | ApproveCallback | ApprovalChoice | None) -> ApprovalChoice:
+    """The approvals of a question from its ``approve`` option (see :class:`AskOptions`)."""
+    from jarvis.application.approvals import (
+        ApprovalChoice,
+        CallbackApprovals,
+        DenyingApprovals,
+    )
+    from jarvis.domain.approvals import APPROVAL_MODES
+    from jarvis.domain.errors import ConfigurationError
+
+    if isinstance(approve, ApprovalChoice):
+        return approve
+    nobody = DenyingApprovals("no approve= callback to ask")
+    if approve is None:
+        return ApprovalChoice(port=nobody)
+    if isinstance(approve, str):
+        for mode in APPROVAL_MODES:
+            if approve == mode:
+                return ApprovalChoice(port=nobody, mode=mode, mode_source="approve=")
+        raise ConfigurationError(
+            f"Unknown approve={approve!r}.",
+            hint="Pass 'auto', 'ask', 'deny' or a callable that receives the call.",
+        )
+    if not callable(approve):
+        raise TypeError("approve= takes 'auto', 'ask', 'deny' or a callable")
+    return ApprovalChoice(port=CallbackApprovals(approve))

@@ -24,12 +24,14 @@ from jarvis.domain.ports import (
     ReplPort,
     SessionStorePort,
 )
+from jarvis.entrypoints.composition.stores import approval_store
 
 if TYPE_CHECKING:
     from jarvis.application.ask import SandboxBuilder, ToolProvider
     from jarvis.application.conversation import ConversationService, HistoryLimits
     from jarvis.application.managed_agents import ManagedAgentService
     from jarvis.application.operators import OperatorService
+    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.entrypoints.http.state import ServeLimits
@@ -66,7 +68,16 @@ def ask_service(
         sandbox=sandbox,
         runtimes=runtimes,
         context=context,
+        approval_policy=approval_policy(config),
     )
+
+
+def approval_policy(config: JarvisConfig) -> ApprovalPolicy:
+    """``[tools.approval]`` (what each question's approvals apply)."""
+    from jarvis.application.approvals import policy_from_settings
+
+    settings = config.tools.approval
+    return policy_from_settings(settings.default, settings.tools)
 
 
 def history_limits(config: JarvisConfig) -> HistoryLimits:
@@ -133,8 +144,13 @@ def managed_agent_service(
 ) -> ManagedAgentService:
     """The managed-agents use case of ``jarvis serve`` (definitions, queued messages, runs)."""
     from jarvis.application.managed_agents import ManagedAgentService
+    from jarvis.application.managed_approvals import ManagedApprovals
 
+    approvals = ManagedApprovals(
+        approval_store(sessions), timeout=config.tools.approval.approval_timeout
+    )
     return ManagedAgentService(
+        approvals=approvals,
         agents=agents,
         sessions=sessions,
         ask=ask,

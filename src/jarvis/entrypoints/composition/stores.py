@@ -18,6 +18,7 @@ from jarvis.domain.ports import EmbeddingPort, MemoryPort, OperatorStorePort, Se
 from jarvis.entrypoints.settings import config_dir
 
 if TYPE_CHECKING:
+    from jarvis.domain.approval_store import ApprovalStorePort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
 
 
@@ -82,6 +83,19 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
         "Managed agents need the SQLite or PostgreSQL session store.",
         hint='Set [sessions] backend = "sqlite" (the default) or "postgres".',
     )
+
+
+def approval_store(sessions: SessionStorePort) -> ApprovalStorePort:
+    """Managed agents' pending approvals in ``sessions``' own database (``jarvis serve``);
+    kept in memory, for this process only, over any other session store."""
+    from jarvis.adapters.sql_store import SqlBackend
+
+    backend = SqlBackend.serving(sessions)
+    if backend is not None:
+        return backend.approvals
+    from jarvis.testing.approvals import InMemoryApprovalStore
+
+    return InMemoryApprovalStore()
 
 
 def keyword_index() -> MemoryPort:

@@ -15,7 +15,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from jarvis.entrypoints.http import anthropic_routes, managed_routes, openai_routes
+from jarvis.entrypoints.http import (
+    anthropic_routes,
+    approval_routes,
+    managed_routes,
+    openai_routes,
+)
 from jarvis.entrypoints.http.errors import ApiError, CatchAll, body_for
 from jarvis.entrypoints.http.fast_path import ChatFastPath
 from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy, listener_policy
@@ -88,6 +93,7 @@ def create_app(
     app.include_router(openai_routes.router)
     app.include_router(anthropic_routes.router)
     app.include_router(managed_routes.router)
+    app.include_router(approval_routes.router)
     app.add_middleware(CatchAll)
     asgi: App = TraceParentLayer(ChatFastPath(app, state) if fast_path else app)
     if cors_origins:

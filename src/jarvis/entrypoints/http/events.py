@@ -4,8 +4,9 @@ Three streams leave the server as Server-Sent Events:
 
 * the managed-agent stream (``POST /v1/managed-agents/{id}/messages`` with ``stream``):
   OpenAI chunks (:class:`ChatChunk`) for the text, named events ``tool_calls``
-  (:class:`ToolCallsEvent`) and ``tool_result`` (:class:`ToolResultEvent`) for the tool
-  loop, ``error`` (:class:`ErrorEvent`) when the run fails, a final chunk with
+  (:class:`ToolCallsEvent`), ``approval_required`` (:class:`ApprovalRequiredEvent`),
+  ``approval`` (:class:`ApprovalEvent`) and ``tool_result`` (:class:`ToolResultEvent`) for
+  the tool loop, ``error`` (:class:`ErrorEvent`) when the run fails, a final chunk with
   ``finish_reason`` and ``usage``, then ``data: [DONE]`` — always;
 * ``POST /v1/chat/completions`` with ``stream``: OpenAI chunks, then ``data: [DONE]``;
 * ``POST /v1/messages`` with ``stream``: Anthropic's events (:data:`ANTHROPIC_EVENTS`).
@@ -121,6 +122,36 @@ class ToolResultEvent(_Event):
     success: bool
     call_id: str
     latency_ms: float
+
+
+class ApprovalRequiredEvent(_Event):
+    """``event: approval_required``: a tool call waits for ``POST
+    /v1/managed-agents/{agent}/approvals/{id}`` (``{"allow": true|false, "reason": ...}``)."""
+
+    id: str
+    call_id: str
+    tool_name: str
+    arguments: str
+    """The call's arguments as JSON text, cut to 2000 characters."""
+    effects: Literal["read_only", "side_effects", "destructive"]
+    reason: str
+    """Why it asks: what the tool may do."""
+    rule: str
+    """The rule that made it ask."""
+    timeout_seconds: float
+    """How long the run waits before the call is denied."""
+
+
+class ApprovalEvent(_Event):
+    """``event: approval``: the decision on one tool call, before the allowed calls run."""
+
+    call_id: str
+    tool_name: str
+    decision: Literal["allow", "deny"]
+    rule: str
+    """The rule that made the decision."""
+    reason: str | None = None
+    asked: bool
 
 
 class ErrorBody(_Event):
@@ -290,6 +321,12 @@ def schemas() -> dict[str, JSONObject]:
             "jarvis SSE: event tool_result (managed agents)", ToolResultEvent
         ),
         "error.schema.json": _schema("jarvis SSE: event error (managed agents)", ErrorEvent),
+        "approval_required.schema.json": _schema(
+            "jarvis SSE: event approval_required (managed agents)", ApprovalRequiredEvent
+        ),
+        "approval.schema.json": _schema(
+            "jarvis SSE: event approval (managed agents)", ApprovalEvent
+        ),
         "anthropic_event.schema.json": _schema(
             "jarvis SSE: an Anthropic Messages stream event (/v1/messages)", ANTHROPIC_EVENTS
         ),

@@ -1,5 +1,6 @@
 """The managed-agent stream's frames: OpenAI chunks for the text, named events for the tool
-loop, a final chunk with the run's summary, then ``data: [DONE]``, whatever happened.
+loop and its approvals, a final chunk with the run's summary, then ``data: [DONE]``,
+whatever happened.
 
 The encoder of :func:`~jarvis.entrypoints.http.managed_routes.run_frames` (see
 :mod:`jarvis.entrypoints.http.events` for every event's schema).
@@ -10,20 +11,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jarvis.application.ask import Answer
-from jarvis.domain.updates import ToolCallsRequested, ToolResultReady
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    ToolCallsRequested,
+    ToolResultReady,
+)
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_frames import AgentChunks, error_event, finish_for
 
 
 class ManagedRunFrames(AgentChunks):
-    """An agent's run with its tool loop shown (``tool_calls`` and ``tool_result`` events);
-    a failure is an ``error`` event and a final chunk whose ``stop_reason`` is ``error``."""
+    """An agent's run with its tool loop shown (``tool_calls``, ``approval_required``,
+    ``approval`` and ``tool_result`` events); a failure is an ``error`` event and a final
+    chunk whose ``stop_reason`` is ``error``."""
 
-    def __init__(self, model: str, reply_id: str) -> None:
+    def __init__(self, model: str, reply_id: str, *, approval_timeout: float = 0.0) -> None:
         super().__init__(model, reply_id)
         self.calls = 0
         """Tool calls the run asked for so far (the summary's ``tool_calls``)."""
+        self.approval_timeout = approval_timeout
+        """How long a call waits for its decision (``approval_required``'s
+        ``timeout_seconds``)."""
 
     def tool_calls(self, update: ToolCallsRequested) -> Iterable[bytes]:
         self.calls += len(update.calls)
@@ -43,6 +53,35 @@ class ManagedRunFrames(AgentChunks):
             latency_ms=round(result.latency_seconds * 1000, 3),
         )
         return (ev.encode("tool_result", event),)
+
+    def approval_required(self, update: ApprovalRequired) -> Iterable[bytes]:
+        """``event: approval_required``: the call waits for ``POST
+        /v1/managed-agents/{agent}/approvals/{id}``."""
+        request = update.request
+        event = ev.ApprovalRequiredEvent(
+            id=request.id,
+            call_id=request.call.id,
+            tool_name=request.tool,
+            arguments=request.shown_arguments(),
+            effects=request.effects,
+            reason=request.reason,
+            rule=request.rule,
+            timeout_seconds=self.approval_timeout,
+        )
+        return (ev.encode("approval_required", event),)
+
+    def approval_decided(self, update: ApprovalDecided) -> Iterable[bytes]:
+        """``event: approval``: the decision on one call, before the allowed calls run."""
+        decision = update.decision
+        event = ev.ApprovalEvent(
+            call_id=decision.call_id,
+            tool_name=decision.tool,
+            decision="allow" if decision.allowed else "deny",
+            rule=decision.rule,
+            reason=decision.reason or None,
+            asked=decision.asked,
+        )
+        return (ev.encode("approval", event),)
 
     def answer(self, update: Answer) -> Iterable[bytes]:
         summary = ev.RunSummary(

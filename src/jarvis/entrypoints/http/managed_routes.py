@@ -2,8 +2,9 @@
 
 ``POST /v1/managed-agents/{id}/messages`` stores the user message first. With ``stream``
 the agent runs at once and the reply is Server-Sent Events (see
-:mod:`jarvis.entrypoints.http.events`): OpenAI chunks for the text, ``event: tool_calls``
-and ``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
+:mod:`jarvis.entrypoints.http.events`): OpenAI chunks for the text, ``event: tool_calls``,
+``event: approval_required`` / ``event: approval`` (see :mod:`.approval_routes`) and
+``event: tool_result`` while its tool loop runs, ``event: error`` if the run fails, a
 final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
 ``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
 ``POST .../run`` answers what waits. A client that disconnects cancels the run, streamed or
@@ -209,8 +210,10 @@ def run_frames(
 ) -> AsyncGenerator[bytes, None]:
     """The run's SSE frames; ``[DONE]`` ends every stream that started."""
     reply_id = "chatcmpl-" + secrets.token_hex(12)
+    approvals = state.managed.approvals
+    timeout = approvals.timeout if approvals is not None else 0.0
     updates = state.managed.stream(agent_id, pending)
-    return encoded(state, updates, ManagedRunFrames(agent_id, reply_id))
+    return encoded(state, updates, ManagedRunFrames(agent_id, reply_id, approval_timeout=timeout))
 
 
 __all__ = ["router"]

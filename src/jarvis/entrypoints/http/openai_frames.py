@@ -14,7 +14,13 @@ from collections.abc import Iterable
 from jarvis.application.ask import Answer
 from jarvis.application.run_updates import AnswerUpdate, handle
 from jarvis.domain.completion import FinishReason, StreamChunk, Usage
-from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.updates import (
+    ApprovalDecided,
+    ApprovalRequired,
+    TextDelta,
+    ToolCallsRequested,
+    ToolResultReady,
+)
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_wire import tool_call_out
@@ -105,6 +111,12 @@ class AgentChunks(ChatChunks):
         return ()
 
     def tool_result(self, update: ToolResultReady) -> Iterable[bytes]:
+        return ()
+
+    def approval_required(self, update: ApprovalRequired) -> Iterable[bytes]:
+        return ()
+
+    def approval_decided(self, update: ApprovalDecided) -> Iterable[bytes]:
         return ()
 
     def answer(self, update: Answer) -> Iterable[bytes]:

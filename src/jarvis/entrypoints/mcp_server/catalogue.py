@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     from jarvis.application.registry import AgentRegistry
     from jarvis.application.run_updates import AnswerUpdate
     from jarvis.domain.ports import ToolPort
-    from jarvis.domain.updates import TextDelta, ToolCallsRequested, ToolResultReady
+    from jarvis.domain.updates import (
+        ApprovalDecided,
+        ApprovalRequired,
+        TextDelta,
+        ToolCallsRequested,
+        ToolResultReady,
+    )
     from jarvis.entrypoints.composition import Runtime
     from jarvis.entrypoints.http.state import ServerState
 
@@ -214,6 +220,12 @@ class _Follower:
         result = update.result
         state = "done" if result.success else "failed"
         await self.progress(f"{result.tool_name} {state}: {result.content[:MAX_PROGRESS_CHARS]}")
+
+    async def approval_required(self, update: ApprovalRequired) -> None:
+        """Nothing to say: a call's result says whether it ran."""
+
+    async def approval_decided(self, update: ApprovalDecided) -> None:
+        """Nothing to say, as for :meth:`approval_required`."""
 
     async def answer(self, update: Answer) -> None:
         self.final = update
