@@ -52,8 +52,10 @@ from jarvis.adapters.inference._error_bodies import (
 from jarvis.adapters.inference._http import (
     EngineHttp,
     EngineStatusError,
+    EngineTransport,
     Reply,
     RetryPolicy,
+    Streamed,
     default_status_error,
 )
 from jarvis.adapters.inference._json import (
@@ -131,6 +133,7 @@ class OllamaEngine:
         max_retries: int = 2,
         num_ctx: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
     ) -> None:
@@ -142,6 +145,7 @@ class OllamaEngine:
             timeout=timeout,
             retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
             transport=transport,
+            wire=wire,
         )
 
     @property
@@ -188,7 +192,7 @@ class OllamaEngine:
             )
         return body
 
-    async def _post_stream(self, request: InferenceRequest, deadline: float) -> httpx.Response:
+    async def _post_stream(self, request: InferenceRequest, deadline: float) -> Streamed:
         body = self.chat_body(request, stream=True)
         try:
             return await self._http.open("POST", "/api/chat", json=body, deadline=deadline)

@@ -51,8 +51,10 @@ from jarvis.adapters.inference._error_bodies import (
 from jarvis.adapters.inference._http import (
     EngineHttp,
     EngineStatusError,
+    EngineTransport,
     Reply,
     RetryPolicy,
+    Streamed,
     default_status_error,
 )
 from jarvis.adapters.inference._json import as_object, loads
@@ -115,6 +117,7 @@ class OpenAICompatibleEngine:
         timeout: float = 120.0,
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
         start_hint: str = _OPENAI_HINT,
@@ -128,6 +131,7 @@ class OpenAICompatibleEngine:
             retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
             headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
             transport=transport,
+            wire=wire,
         )
         self._dialect: StructuredDialect = self.structured_dialects[0]
         self._renderer = WireRenderer()
@@ -285,7 +289,7 @@ class OpenAICompatibleEngine:
     ) -> AsyncIterator[StreamChunk]:
         bounds = ReplyBounds.for_tokens(request.max_tokens)
 
-        def send(body: JSONObject) -> Awaitable[httpx.Response]:
+        def send(body: JSONObject) -> Awaitable[Streamed]:
             return self._http.open("POST", "/chat/completions", json=body, deadline=deadline)
 
         response = await self._post_chat(request, stream=True, send=send)
