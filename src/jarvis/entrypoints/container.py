@@ -120,6 +120,7 @@ def _ollama_engine(config: JarvisConfig) -> InferencePort:
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         num_ctx=engine.ollama.num_ctx,
+        wire=engine.transport,
     )
 
 
@@ -133,6 +134,7 @@ def _vllm_engine(config: JarvisConfig) -> InferencePort:
         api_key=engine.vllm.api_key,
         timeout=engine.timeout,
         max_retries=engine.max_retries,
+        wire=engine.transport,
     )
 
 
@@ -147,6 +149,7 @@ def _openai_engine(config: JarvisConfig) -> InferencePort:
         engine_id="openai",
         timeout=engine.timeout,
         max_retries=engine.max_retries,
+        wire=engine.transport,
     )
 
 
