@@ -170,8 +170,8 @@ async def _rate(call: Call, width: int, rounds: int) -> float:
 
 
 async def in_process_rows(ctx: BenchContext) -> list[Row]:
-    n, blocks = (20, 3) if ctx.quick else (100, 7)
-    width, rounds = 50, (2 if ctx.quick else 3)
+    n, blocks = (10, 2) if ctx.quick else (100, 7)
+    width, rounds = 50, (1 if ctx.quick else 3)
     with tempfile.TemporaryDirectory() as root:
         async with _sides(ctx, Path(root)) as sides:
             cpu: dict[str, list[float]] = {name: [] for name in sides}
