@@ -9,8 +9,12 @@ waiting on time.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import json
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +179,61 @@ async def test_no_proxy_sends_an_engine_past_the_proxy(
         assert (await engine.generate(_request())).content == "hi"
         await engine.aclose()
         assert (proxy.connections, server.connections) == (0, 1)
+
+
+def _self_signed(tmp_path: Path) -> ssl.SSLContext:
+    """A server TLS context whose certificate no CA signed (made with ``cryptography``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+async def test_an_engine_whose_certificate_no_ca_signed_is_refused(
+    engine_wire: EngineTransport, tmp_path: Path
+) -> None:
+    """TLS is verified on both wires: the server answers whatever it is asked, but the
+    handshake must fail before any request is sent."""
+    holding = HoldingServer()
+    listener = await asyncio.start_server(
+        holding._serve, "127.0.0.1", 0, ssl=_self_signed(tmp_path)
+    )
+    port = listener.sockets[0].getsockname()[1]
+    engine = OpenAICompatibleEngine(f"https://127.0.0.1:{port}/v1", max_retries=0, wire=engine_wire)
+    try:
+        with pytest.raises(EngineUnavailableError, match=r"(?i)certificate"):
+            await engine.generate(_request())
+    finally:
+        await engine.aclose()
+        listener.close()
+    assert holding.held == 0
