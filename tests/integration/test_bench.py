@@ -75,7 +75,7 @@ def test_runner_quick_mode(tmp_path: Path) -> None:
         [sys.executable, "-m", "bench.run", "--quick", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=840,  # within the backstop above
         check=False,
         cwd=ROOT,
     )
