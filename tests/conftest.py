@@ -60,3 +60,10 @@ def ollama_server(llama_server: LlamaServer) -> Iterator[OllamaProtocolServer]:
     """The Ollama-API protocol server in front of :func:`llama_server` (see its docstring)."""
     with running_ollama_server(llama_server.base_url, llama_server.model) as server:
         yield server
+
+
+@pytest.fixture(params=["aiohttp", "httpx"])
+def engine_wire(request: pytest.FixtureRequest) -> str:
+    """The transport an HTTP engine adapter sends over: every engine test runs on each."""
+    value: str = request.param
+    return value

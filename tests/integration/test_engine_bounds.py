@@ -21,6 +21,7 @@ from typing import Literal
 import pytest
 
 from jarvis.adapters.inference._bounds import ReplyBounds
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.inference.probe import ollama_reachable
@@ -47,12 +48,14 @@ async def server() -> AsyncIterator[HostileEngine]:
         yield running
 
 
-def make(kind: Kind, server: HostileEngine, *, timeout: float = GUARD) -> InferencePort:
+def make(
+    kind: Kind, server: HostileEngine, wire: EngineTransport, *, timeout: float = GUARD
+) -> InferencePort:
     if kind == "ollama":
-        return OllamaEngine(server.root_url, timeout=timeout, max_retries=0)
+        return OllamaEngine(server.root_url, timeout=timeout, max_retries=0, wire=wire)
     if kind == "vllm":
-        return VllmEngine(server.openai_url, timeout=timeout, max_retries=0)
-    return OpenAICompatibleEngine(server.openai_url, timeout=timeout, max_retries=0)
+        return VllmEngine(server.openai_url, timeout=timeout, max_retries=0, wire=wire)
+    return OpenAICompatibleEngine(server.openai_url, timeout=timeout, max_retries=0, wire=wire)
 
 
 def ask(model: str, *, max_tokens: int = 16) -> InferenceRequest:
@@ -77,10 +80,10 @@ async def whole(engine: InferencePort, request: InferenceRequest) -> str:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("model", ["endless-tokens", "endless-pings"])
 async def test_an_endless_slow_stream_ends_at_the_request_timeout(
-    server: HostileEngine, kind: Kind, model: str
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind, model: str
 ) -> None:
     # a token (or a ping) every 50 ms: no read ever waits long, the stream never ends
-    engine = make(kind, server, timeout=1.0)
+    engine = make(kind, server, engine_wire, timeout=1.0)
     loop = asyncio.get_running_loop()
     try:
         started = loop.time()
@@ -97,9 +100,9 @@ async def test_an_endless_slow_stream_ends_at_the_request_timeout(
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_flood_of_content_far_beyond_max_tokens_is_a_protocol_error(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     received: list[str] = []
 
     async def read() -> None:
@@ -118,9 +121,9 @@ async def test_a_flood_of_content_far_beyond_max_tokens_is_a_protocol_error(
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_endless_events_without_content_are_a_protocol_error(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="stream events"):
             await collect(engine, ask("empty-events", max_tokens=16))
@@ -131,9 +134,9 @@ async def test_endless_events_without_content_are_a_protocol_error(
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_endless_stream_of_filler_is_cut_at_the_byte_cap(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="stream larger than"):
             await collect(engine, ask("comments", max_tokens=16))
@@ -144,8 +147,10 @@ async def test_an_endless_stream_of_filler_is_cut_at_the_byte_cap(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_huge_body_is_cut_at_the_byte_cap(server: HostileEngine, kind: Kind) -> None:
-    engine = make(kind, server)
+async def test_a_huge_body_is_cut_at_the_byte_cap(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
+) -> None:
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="body larger than"):
             await whole(engine, ask("huge-body", max_tokens=16))
@@ -157,9 +162,9 @@ async def test_a_huge_body_is_cut_at_the_byte_cap(server: HostileEngine, kind: K
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_whole_answer_far_beyond_max_tokens_is_a_protocol_error(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="max_tokens allows"):
             await whole(engine, ask("long-content", max_tokens=8))
@@ -170,8 +175,10 @@ async def test_a_whole_answer_far_beyond_max_tokens_is_a_protocol_error(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_compressed_bomb_is_refused(server: HostileEngine, kind: Kind) -> None:
-    engine = make(kind, server)
+async def test_a_compressed_bomb_is_refused(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
+) -> None:
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="compressed"):
             await whole(engine, ask("gzip-bomb"))
@@ -181,8 +188,10 @@ async def test_a_compressed_bomb_is_refused(server: HostileEngine, kind: Kind) -
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_health_check_reads_no_endless_body(server: HostileEngine, kind: Kind) -> None:
-    engine = make(kind, server)
+async def test_a_health_check_reads_no_endless_body(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
+) -> None:
+    engine = make(kind, server, engine_wire)
     try:
         async with asyncio.timeout(GUARD):
             assert await engine.health()  # the status says it; the body is never read
@@ -193,9 +202,9 @@ async def test_a_health_check_reads_no_endless_body(server: HostileEngine, kind:
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_an_endless_model_list_is_cut_at_the_byte_cap(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         with pytest.raises(EngineProtocolError, match="body larger than"):
             async with asyncio.timeout(GUARD):
@@ -221,9 +230,9 @@ async def test_the_ollama_probe_gives_up_on_an_endless_or_dripping_answer(
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_deeply_nested_json_is_a_protocol_error(
-    server: HostileEngine, kind: Kind, streamed: bool
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind, streamed: bool
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
 
     async def read() -> object:
         if streamed:
@@ -240,9 +249,9 @@ async def test_deeply_nested_json_is_a_protocol_error(
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("figures", ["negative", "huge", "float", "text"])
 async def test_usage_figures_that_cannot_be_true_are_dropped(
-    server: HostileEngine, kind: Kind, figures: str
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind, figures: str
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         async with asyncio.timeout(GUARD):
             completion = await engine.generate(ask(f"bad-usage-{figures}"))
@@ -257,8 +266,10 @@ async def test_usage_figures_that_cannot_be_true_are_dropped(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_honest_usage_figures_are_kept(server: HostileEngine, kind: Kind) -> None:
-    engine = make(kind, server)
+async def test_honest_usage_figures_are_kept(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
+) -> None:
+    engine = make(kind, server, engine_wire)
     try:
         async with asyncio.timeout(GUARD):
             completion = await engine.generate(ask("bad-usage-none"))
@@ -273,9 +284,9 @@ async def test_honest_usage_figures_are_kept(server: HostileEngine, kind: Kind) 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_invalid_utf8_and_lone_surrogates_do_not_cost_the_answer(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     try:
         content = await whole(engine, ask("bad-text"))
         streamed = "".join(c.content for c in await collect(engine, ask("bad-text")))
@@ -345,7 +356,7 @@ async def test_the_cli_ends_an_endless_stream_at_the_configured_timeout(
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_lone_surrogate_in_the_conversation_does_not_break_the_request(
-    server: HostileEngine, kind: Kind
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
 ) -> None:
     # a model may answer with a lone surrogate escape; the next turn carries it back
     request = InferenceRequest(
@@ -353,7 +364,7 @@ async def test_a_lone_surrogate_in_the_conversation_does_not_break_the_request(
         model="plain",
         max_tokens=16,
     )
-    assert await whole(make(kind, server), request) == "hello"
+    assert await whole(make(kind, server, engine_wire), request) == "hello"
 
 
 # --- max_tokens: held from jarvis's side, whatever the engine does with it ---------------
@@ -365,12 +376,12 @@ async def test_a_lone_surrogate_in_the_conversation_does_not_break_the_request(
     [(kind, "stream") for kind in KINDS] + [("openai", "whole"), ("vllm", "whole")],
 )
 async def test_a_reply_past_max_tokens_is_cut_there_and_the_engine_stopped(
-    server: HostileEngine, kind: Kind, how: str
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind, how: str
 ) -> None:
     """An engine that ignores ``max_tokens`` (llama-cpp-python's server does when tools
     are offered) sends tokens forever: the reply ends after ``max_tokens`` of them with
     the finish reason ``length``, and the connection is closed, so the engine stops."""
-    engine = make(kind, server)
+    engine = make(kind, server, engine_wire)
     request = ask("endless-tokens", max_tokens=5)
     try:
         if how == "stream":

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.domain.errors import EngineProtocolError, EngineUnavailableError
 from jarvis.domain.inference import InferenceRequest
@@ -124,8 +125,10 @@ def _request(model: str = "m") -> InferenceRequest:
     return InferenceRequest(messages=(Message.user("Capital of France?"),), model=model)
 
 
-async def test_streams_that_end_in_good_order_keep_their_connection(server: CuttingServer) -> None:
-    engine = OpenAICompatibleEngine(server.url, max_retries=0)
+async def test_streams_that_end_in_good_order_keep_their_connection(
+    engine_wire: EngineTransport, server: CuttingServer
+) -> None:
+    engine = OpenAICompatibleEngine(server.url, wire=engine_wire, max_retries=0)
     try:
         for _ in range(3):
             chunks = [chunk async for chunk in engine.stream(_request())]
@@ -137,10 +140,11 @@ async def test_streams_that_end_in_good_order_keep_their_connection(server: Cutt
 
 
 async def test_a_stream_cut_short_never_hands_its_connection_to_the_next_request(
+    engine_wire: EngineTransport,
     server: CuttingServer,
 ) -> None:
     # no retries at all: the next request must not even meet the dead connection
-    engine = OpenAICompatibleEngine(server.url, max_retries=0)
+    engine = OpenAICompatibleEngine(server.url, wire=engine_wire, max_retries=0)
     try:
         received: list[str] = []
 
@@ -158,9 +162,10 @@ async def test_a_stream_cut_short_never_hands_its_connection_to_the_next_request
 
 
 async def test_a_finished_stream_whose_body_never_ends_is_delivered_and_its_connection_dropped(
+    engine_wire: EngineTransport,
     server: CuttingServer,
 ) -> None:
-    engine = OpenAICompatibleEngine(server.url, max_retries=0, timeout=30.0)
+    engine = OpenAICompatibleEngine(server.url, wire=engine_wire, max_retries=0, timeout=30.0)
     try:
         started = asyncio.get_running_loop().time()
         chunks = [chunk async for chunk in engine.stream(_request("linger"))]
@@ -175,10 +180,10 @@ async def test_a_finished_stream_whose_body_never_ends_is_delivered_and_its_conn
 
 @pytest.mark.parametrize("retries", [0, 1])
 async def test_a_pooled_connection_the_server_dropped_is_retried_at_once_on_a_new_one(
-    server: CuttingServer, retries: int
+    engine_wire: EngineTransport, server: CuttingServer, retries: int
 ) -> None:
     # "stale": answered well, then the server drops that connection when it is used again
-    engine = OpenAICompatibleEngine(server.url, max_retries=retries, backoff=30.0)
+    engine = OpenAICompatibleEngine(server.url, wire=engine_wire, max_retries=retries, backoff=30.0)
     try:
         assert (await engine.generate(_request("stale"))).content == "hello"
         started = asyncio.get_running_loop().time()

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contracts.inference_contract import WEATHER_TOOL, InferenceContract
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.probe import ollama_reachable
 from jarvis.domain.completion import ResponseFormat
@@ -37,8 +38,10 @@ class TestOllamaOnProtocolServer(InferenceContract[OllamaEngine]):
     forces_tool_choice = False  # Ollama has no tool_choice
 
     @pytest.fixture
-    async def engine(self, ollama_server: OllamaProtocolServer) -> AsyncIterator[OllamaEngine]:
-        engine = OllamaEngine(ollama_server.url)
+    async def engine(
+        self, ollama_server: OllamaProtocolServer, engine_wire: EngineTransport
+    ) -> AsyncIterator[OllamaEngine]:
+        engine = OllamaEngine(ollama_server.url, wire=engine_wire)
         yield engine
         await engine.aclose()
 

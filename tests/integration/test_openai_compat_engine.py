@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contracts.inference_contract import QUESTION, WEATHER_TOOL, InferenceContract
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.domain.agents.budget import RunBudget
@@ -32,8 +33,12 @@ class TestOpenAICompatibleOnLlamaCpp(InferenceContract[OpenAICompatibleEngine]):
     rejects_unknown_models = False  # it serves every model name with its one model
 
     @pytest.fixture
-    async def engine(self, llama_server: LlamaServer) -> AsyncIterator[OpenAICompatibleEngine]:
-        engine = OpenAICompatibleEngine(llama_server.base_url, api_key="unused-locally")
+    async def engine(
+        self, llama_server: LlamaServer, engine_wire: EngineTransport
+    ) -> AsyncIterator[OpenAICompatibleEngine]:
+        engine = OpenAICompatibleEngine(
+            llama_server.base_url, api_key="unused-locally", wire=engine_wire
+        )
         yield engine
         await engine.aclose()
 

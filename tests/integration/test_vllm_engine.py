@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from contracts.inference_contract import InferenceContract
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.vllm import VllmEngine
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.inference import InferenceRequest
@@ -29,8 +30,10 @@ class TestVllmOnLlamaCppServer(InferenceContract[VllmEngine]):
     rejects_unknown_models = False
 
     @pytest.fixture
-    async def engine(self, llama_server: LlamaServer) -> AsyncIterator[VllmEngine]:
-        engine = VllmEngine(llama_server.base_url)
+    async def engine(
+        self, llama_server: LlamaServer, engine_wire: EngineTransport
+    ) -> AsyncIterator[VllmEngine]:
+        engine = VllmEngine(llama_server.base_url, wire=engine_wire)
         yield engine
         await engine.aclose()
 

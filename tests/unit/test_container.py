@@ -190,6 +190,21 @@ class TestSelector:
         assert await resolved(container.inference) is engine
         await aclose_engines(container)
 
+    @pytest.mark.parametrize("name", ["openai", "vllm", "ollama"])
+    @pytest.mark.parametrize("transport", ["aiohttp", "httpx", None])
+    async def test_the_engine_sends_over_the_configured_transport(
+        self, name: str, transport: str | None
+    ) -> None:
+        config = config_with(name=name, **({"transport": transport} if transport else {}))
+        container = configured(config, engine=name)
+        engine: InferencePort = await resolved(container.inference)
+        assert engine._http.wire_kind == (transport or "aiohttp")  # type: ignore[attr-defined]
+        await aclose_engines(container)
+
+    def test_an_unknown_transport_is_refused_with_the_choices(self) -> None:
+        with pytest.raises(ValueError, match="aiohttp' or 'httpx"):
+            config_with(transport="curl")
+
     async def test_closing_closes_and_forgets_built_engines(self) -> None:
         container = configured(config_with(name="openai"), engine="openai")
         first: InferencePort = await resolved(container.inference)

@@ -1,9 +1,10 @@
 """One pooled HTTP client per engine, bounded retries, and typed transport errors.
 
-Every HTTP engine adapter talks through :class:`EngineHttp`. It owns a single
-``httpx.AsyncClient`` (created on first use, so building an engine costs nothing and no
-client or TLS context is rebuilt per request), retries what is worth retrying, and turns
-what httpx raises into the errors of :mod:`jarvis.domain.errors`:
+Every HTTP engine adapter talks through :class:`EngineHttp`. It owns a single wire (see
+:mod:`._wire`: aiohttp's client by default, httpx's on request; created on first use, so
+building an engine costs nothing and no client or TLS context is rebuilt per request),
+retries what is worth retrying, and turns what the wire raises (httpx's exception types,
+whichever the wire) into the errors of :mod:`jarvis.domain.errors`:
 
 * connect errors, and HTTP 429 / 503, are retried ``max_retries`` times with exponential
   backoff and jitter (``Retry-After`` is honoured, capped at ``backoff_cap``); after that
@@ -43,38 +44,47 @@ is closed, so the next request never inherits a connection in an unknown state.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 import httpx
 
-from jarvis.adapters.inference._body_reading import (
+from jarvis.adapters.inference._bodies import (
     BodyTooLarge,
     Compressed,
     check_identity,
-    raw_chunks,
     read_capped,
     read_prefix,
-    release_response,
+    split_lines,
 )
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._json import dumps, loads, names_in
-from jarvis.adapters.inference._pool import LeanPool
+from jarvis.adapters.inference._replies import EngineStatusError, Reply, default_status_error
 from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
-from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
+from jarvis.adapters.inference._wire import EngineTransport, HttpxWire, Streamed, Wire
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
     EngineUnavailableError,
     InferenceError,
 )
+
+__all__ = [
+    "DRAIN_SECONDS",
+    "RETRIED_STATUSES",
+    "EngineHttp",
+    "EngineStatusError",
+    "EngineTransport",
+    "Reply",
+    "RetryPolicy",
+    "Streamed",
+    "default_status_error",
+    "parse_retry_after",
+]
 from jarvis.domain.json_types import JSONObject
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
 RETRIED_STATUSES = frozenset({429, 503})
-MAX_CONNECTIONS = 100
-"""Connections to one engine at most (a plain-HTTP engine's go through :class:`LeanPool`)."""
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 """Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
@@ -84,21 +94,8 @@ DRAIN_SECONDS = 0.2
 way) may take to arrive before its connection is given up instead of reused."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A whole (non-streamed) response with a success status: its body read, under its cap."""
-
-    status: int
-    url: str
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
-
-
 class EngineHttp:
-    """The HTTP side of one engine instance: a lazily created, pooled client with retries."""
+    """The HTTP side of one engine instance: a lazily created, pooled wire with retries."""
 
     def __init__(
         self,
@@ -110,6 +107,7 @@ class EngineHttp:
         retry: RetryPolicy,
         headers: dict[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
     ) -> None:
         self.engine_id = engine_id
         self.base_url = base_url.rstrip("/")
@@ -118,36 +116,29 @@ class EngineHttp:
         self.retry = retry
         self._headers = {"Accept-Encoding": "identity", **(headers or {})}
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._parsed: dict[str, httpx.URL] = {}
-        """Parsed request URLs by path: parsing one costs more than the rest of building a
-        request, and an engine asks the same few URLs again and again."""
+        self.wire_kind: EngineTransport = "httpx" if transport is not None else wire
+        self._wire: Wire | None = None
 
     def url(self, path: str) -> str:
         """An absolute URL below the base URL (``path`` starts with ``/``) or as given."""
         return path if "://" in path else self.base_url + path
 
-    def _get_client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            transport = self._transport
-            if transport is None and self.base_url.startswith("http://") and not _proxied():
-                transport = LeanPool(max_connections=MAX_CONNECTIONS)
-            self._client = httpx.AsyncClient(
+    def _get_wire(self) -> Wire:
+        if self._wire is None:
+            self._wire = make_wire(
+                self.wire_kind,
+                base_url=self.base_url,
                 headers=self._headers,
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=50),
-                transport=transport,
-                # Every request goes to the base URL: a plain-HTTP engine (a local server)
-                # never uses TLS, so skip loading the CA bundle (~50 ms per process).
-                verify=not self.base_url.startswith("http://"),
+                timeout=self.timeout,
+                transport=self._transport,
             )
-        return self._client
+        return self._wire
 
     async def aclose(self) -> None:
         """Close the pool. Idempotent; a later request opens a new one."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            await wire.aclose()
 
     def unavailable(self, url: str, reason: str) -> EngineUnavailableError:
         return EngineUnavailableError(
@@ -178,7 +169,7 @@ class EngineHttp:
         json: JSONObject | None = None,
         deadline: float | None = None,
         retries: bool = True,
-    ) -> httpx.Response:
+    ) -> Streamed:
         """Send a request; return its streaming response, with a success status.
 
         The body is not read yet: read it with :meth:`lines` under the same ``deadline``
@@ -208,7 +199,7 @@ class EngineHttp:
         response, body = await self._exchange(
             method, path, json=json, deadline=deadline, retries=retries, max_bytes=max_bytes
         )
-        return Reply(status=response.status_code, url=str(response.url), body=body or b"")
+        return Reply(status=response.status_code, url=response.url, body=body or b"")
 
     async def _exchange(
         self,
@@ -219,116 +210,62 @@ class EngineHttp:
         deadline: float | None,
         retries: bool,
         max_bytes: int | None,
-    ) -> tuple[httpx.Response, bytes | None]:
+    ) -> tuple[Streamed, bytes | None]:
         """The retry loop under the request's deadline; reads the body unless streaming."""
         url = self.url(path)
-        target = self._parsed.get(path)
-        if target is None:
-            target = httpx.URL(url)
-            if len(self._parsed) < 32:
-                self._parsed[path] = target
         if deadline is None:
             deadline = self.deadline()
+        # encoded here: text carrying a lone surrogate (a model may send one back in a
+        # later turn) would make the strict UTF-8 encoder refuse the whole request
+        content = None if json is None else dumps(json).encode("utf-8", "replace")
+        attempt = _Attempts(self, url, deadline, retries)
         try:
             async with asyncio.timeout_at(deadline):
-                return await self._attempts(
-                    method,
-                    url,
-                    target,
-                    json=json,
-                    deadline=deadline,
-                    retries=retries,
-                    max_bytes=max_bytes,
-                )
+                while True:
+                    outcome = await self._attempt(method, url, content, max_bytes, attempt)
+                    if outcome is not None:
+                        return outcome
         except TimeoutError:
             raise self.timed_out(url) from None
 
-    async def _attempts(
+    async def _attempt(
         self,
         method: str,
         url: str,
-        target: httpx.URL,
-        *,
-        json: JSONObject | None,
-        deadline: float,
-        retries: bool,
+        content: bytes | None,
         max_bytes: int | None,
-    ) -> tuple[httpx.Response, bytes | None]:
-        client = self._get_client()
-        loop = asyncio.get_running_loop()
-        attempt = 0
-        max_retries = self.retry.max_retries if retries else 0
-
-        def may_retry(delay: float) -> bool:
-            return attempt < max_retries and loop.time() + delay < deadline
-
-        broken_before = False
-        # encoded here, not by httpx: text carrying a lone surrogate (a model may send one
-        # back in a later turn) would make the strict UTF-8 encoder refuse the whole request
-        content = None if json is None else dumps(json).encode("utf-8", "replace")
+        attempt: _Attempts,
+    ) -> tuple[Streamed, bytes | None] | None:
+        """One try: the response (and body), or ``None`` when it is to be tried again."""
         headers = None if content is None else _JSON_HEADERS
-        while True:
-            request = client.build_request(method, target, content=content, headers=headers)
-            try:
-                response = await client.send(request, stream=True)
-                if response.status_code >= 400 or max_bytes is None:
-                    body = None
-                else:
-                    body = await read_capped(response, max_bytes)
-            except _CONNECT_ERRORS as exc:
-                delay = self.retry.delay(attempt)
-                if may_retry(delay):
-                    await asyncio.sleep(delay)
-                    attempt += 1
-                    continue
-                raise self.unavailable(url, _reason(exc)) from exc
-            except _BROKEN_CONNECTION_ERRORS as exc:
-                # the first one at once (a stale pooled connection, now discarded);
-                # a second one means the server itself is in trouble: back off
-                delay = self.retry.delay(attempt) if broken_before else 0.0
-                if may_retry(delay):
-                    if delay:
-                        await asyncio.sleep(delay)
-                    broken_before = True
-                    attempt += 1
-                    continue
-                raise self.unavailable(url, _reason(exc)) from exc
-            except httpx.TimeoutException as exc:
-                raise EngineTimeoutError(
-                    f"The {self.engine_id} engine at {url} did not answer within "
-                    f"{self.timeout:g} s.",
-                    engine=self.engine_id,
-                    url=url,
-                    hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
-                ) from exc
-            except httpx.TransportError as exc:
-                raise self.unavailable(url, _reason(exc)) from exc
-            except BodyTooLarge:
-                raise self.protocol_error(
-                    url, f"a body larger than the {max_bytes} bytes this request allows"
-                ) from None
-            except Compressed as exc:
-                raise self.protocol_error(url, str(exc)) from None
-            status = response.status_code
-            if status < 400:
-                return response, body
-            if status in RETRIED_STATUSES:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                delay = self.retry.delay(attempt, retry_after)
-                if may_retry(delay):
-                    await response.aclose()
-                    await asyncio.sleep(delay)
-                    attempt += 1
-                    continue
-            try:
-                text = (await read_prefix(response, ERROR_BODY_BYTES)).decode(
-                    "utf-8", errors="replace"
-                )
-            except (httpx.HTTPError, Compressed):
-                text = ""
-            finally:
-                await self.release(response, reusable=False)
-            raise EngineStatusError(status, text, url)
+        try:
+            response = await self._get_wire().send(method, url, content=content, headers=headers)
+            body = None
+            if response.status_code < 400 and max_bytes is not None:
+                body = await read_capped(response, max_bytes)
+        except httpx.TransportError as exc:
+            await attempt.after_transport_error(exc)
+            return None
+        except BodyTooLarge:
+            raise self.protocol_error(
+                url, f"a body larger than the {max_bytes} bytes this request allows"
+            ) from None
+        except Compressed as exc:
+            raise self.protocol_error(url, str(exc)) from None
+        status = response.status_code
+        if status < 400:
+            return response, body
+        if status in RETRIED_STATUSES:
+            retry_after = parse_retry_after(response.header("retry-after"))
+            if await attempt.after_status(response, retry_after):
+                return None
+        try:
+            text = (await read_prefix(response, ERROR_BODY_BYTES)).decode("utf-8", "replace")
+        except (httpx.HTTPError, Compressed):
+            text = ""
+        finally:
+            await response.close(reusable=False)
+        raise EngineStatusError(status, text, url)
 
     async def request_json(
         self,
@@ -367,52 +304,31 @@ class EngineHttp:
         """
         try:
             async with asyncio.timeout(timeout):
-                request = self._get_client().build_request("GET", self.url(path), timeout=timeout)
-                response = await self._get_client().send(request, stream=True)
-                await self.release(response, reusable=False)
+                wire = self._get_wire()
+                response = await wire.send("GET", self.url(path), content=None, headers=None)
+                await response.close(reusable=False)
         except (httpx.HTTPError, OSError, TimeoutError):
             return False
-        return response.is_success
+        return 200 <= response.status_code < 300
 
     async def lines(
-        self, response: httpx.Response, *, deadline: float, max_bytes: int
+        self, response: Streamed, *, deadline: float, max_bytes: int
     ) -> AsyncGenerator[str, None]:
         """The response body line by line (UTF-8, bad bytes replaced), every read before
         ``deadline`` and at most ``max_bytes`` in all; a cut connection, a stall, the
         deadline or the cap is a typed error."""
-        url = str(response.url)
-        raw = raw_chunks(response)
-        total = 0
-        pending: list[bytes] = []
+        url = response.url
+        raw = response.chunks()
         try:
             check_identity(response)
-            while True:
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        chunk = await anext(raw)
-                except StopAsyncIteration:
-                    break
-                total += len(chunk)
-                if total > max_bytes:
-                    raise self.protocol_error(
-                        url, f"a stream larger than the {max_bytes} bytes this request allows"
-                    )
-                if b"\n" not in chunk:
-                    pending.append(chunk)
-                    continue
-                if pending:
-                    pending.append(chunk)
-                    chunk = b"".join(pending)
-                    pending.clear()
-                *complete, rest = chunk.split(b"\n")
-                if rest:
-                    pending.append(rest)
-                for line in complete:
-                    yield line.decode("utf-8", "replace")
-            if pending:
-                yield b"".join(pending).decode("utf-8", "replace")
+            async for line in split_lines(raw, deadline, max_bytes):
+                yield line
         except TimeoutError:
             raise self.timed_out(url) from None
+        except BodyTooLarge:
+            raise self.protocol_error(
+                url, f"a stream larger than the {max_bytes} bytes this request allows"
+            ) from None
         except httpx.TimeoutException as exc:
             raise EngineTimeoutError(
                 f"The {self.engine_id} engine at {url} stopped sending within {self.timeout:g} s.",
@@ -446,9 +362,12 @@ class EngineHttp:
         return True
 
     @staticmethod
-    async def release(response: httpx.Response, *, reusable: bool) -> None:
-        """Close a streamed response (see :func:`release_response`)."""
-        await release_response(response, reusable=reusable)
+    async def release(response: Streamed, *, reusable: bool) -> None:
+        """Close a streamed response. Unless ``reusable`` (the stream ended in good order
+        and its body was read to the end), its connection is closed instead of going back
+        to the pool: a server that cut a stream short may close that connection a moment
+        later, and the next request sent on it would fail."""
+        await response.close(reusable=reusable)
 
     def protocol_error(self, url: str, what: str) -> EngineProtocolError:
         return EngineProtocolError(
@@ -458,13 +377,75 @@ class EngineHttp:
         )
 
 
-def _proxied() -> bool:
-    """True when the environment names a proxy for plain HTTP (``HTTP_PROXY``,
-    ``ALL_PROXY``): httpx's own transport then keeps applying it (and ``NO_PROXY``)."""
-    import urllib.request
+class _Attempts:
+    """How many tries a request has left, and the wait before the next one."""
 
-    proxies = urllib.request.getproxies()
-    return "http" in proxies or "all" in proxies
+    __slots__ = ("_broken_before", "_deadline", "_http", "_max", "_url", "count")
+
+    def __init__(self, http: EngineHttp, url: str, deadline: float, retries: bool) -> None:
+        self._http = http
+        self._url = url
+        self._deadline = deadline
+        self._max = http.retry.max_retries if retries else 0
+        self.count = 0
+        self._broken_before = False
+
+    async def _wait(self, delay: float) -> bool:
+        """Wait ``delay`` and count a try, if one is left and fits before the deadline."""
+        if self.count >= self._max or asyncio.get_running_loop().time() + delay >= self._deadline:
+            return False
+        if delay:
+            await asyncio.sleep(delay)
+        self.count += 1
+        return True
+
+    async def after_transport_error(self, exc: httpx.TransportError) -> None:
+        """Wait for the next try after ``exc``, or raise the error it ends in."""
+        http, url = self._http, self._url
+        if isinstance(exc, _CONNECT_ERRORS):
+            if await self._wait(http.retry.delay(self.count)):
+                return
+            raise http.unavailable(url, _reason(exc)) from exc
+        if isinstance(exc, _BROKEN_CONNECTION_ERRORS):
+            # the first one at once (a stale pooled connection, now discarded);
+            # a second one means the server itself is in trouble: back off
+            delay = http.retry.delay(self.count) if self._broken_before else 0.0
+            if await self._wait(delay):
+                self._broken_before = True
+                return
+            raise http.unavailable(url, _reason(exc)) from exc
+        if isinstance(exc, httpx.TimeoutException):
+            raise EngineTimeoutError(
+                f"The {http.engine_id} engine at {url} did not answer within {http.timeout:g} s.",
+                engine=http.engine_id,
+                url=url,
+                hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
+            ) from exc
+        raise http.unavailable(url, _reason(exc)) from exc
+
+    async def after_status(self, response: Streamed, retry_after: float | None) -> bool:
+        """True (after the wait) when a retried status is to be tried again."""
+        delay = self._http.retry.delay(self.count, retry_after)
+        if self.count >= self._max or asyncio.get_running_loop().time() + delay >= self._deadline:
+            return False
+        await response.close(reusable=False)
+        return await self._wait(delay)
+
+
+def make_wire(
+    kind: EngineTransport,
+    *,
+    base_url: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    transport: httpx.AsyncBaseTransport | None,
+) -> Wire:
+    """The wire of one engine: httpx's when a test transport is given or it is asked for."""
+    if transport is not None or kind == "httpx":
+        return HttpxWire(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
+    from jarvis.adapters.inference._wire_aiohttp import AiohttpWire
+
+    return AiohttpWire(headers=headers, timeout=timeout)
 
 
 def _reason(exc: Exception) -> str:

@@ -1,4 +1,4 @@
-"""When a request to an engine is tried again, and after how long."""
+"""How often and how long to wait before an engine request is tried again."""
 
 from __future__ import annotations
 

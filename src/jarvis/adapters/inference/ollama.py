@@ -49,7 +49,15 @@ from jarvis.adapters.inference._error_bodies import (
     is_context_overflow,
     mentions_missing_model,
 )
-from jarvis.adapters.inference._http import EngineHttp, Reply
+from jarvis.adapters.inference._http import (
+    EngineHttp,
+    EngineStatusError,
+    EngineTransport,
+    Reply,
+    RetryPolicy,
+    Streamed,
+    default_status_error,
+)
 from jarvis.adapters.inference._json import (
     as_json_object,
     as_object,
@@ -59,8 +67,6 @@ from jarvis.adapters.inference._json import (
     loads,
 )
 from jarvis.adapters.inference._openai_wire import tools_to_openai
-from jarvis.adapters.inference._retry import RetryPolicy
-from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
 from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import (
     ContextTooLongError,
@@ -127,6 +133,7 @@ class OllamaEngine:
         max_retries: int = 2,
         num_ctx: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
     ) -> None:
@@ -138,6 +145,7 @@ class OllamaEngine:
             timeout=timeout,
             retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
             transport=transport,
+            wire=wire,
         )
 
     @property
@@ -184,7 +192,7 @@ class OllamaEngine:
             )
         return body
 
-    async def _post_stream(self, request: InferenceRequest, deadline: float) -> httpx.Response:
+    async def _post_stream(self, request: InferenceRequest, deadline: float) -> Streamed:
         body = self.chat_body(request, stream=True)
         try:
             return await self._http.open("POST", "/api/chat", json=body, deadline=deadline)

@@ -48,7 +48,15 @@ from jarvis.adapters.inference._error_bodies import (
     mentions_missing_model,
     mentions_tools,
 )
-from jarvis.adapters.inference._http import EngineHttp, Reply
+from jarvis.adapters.inference._http import (
+    EngineHttp,
+    EngineStatusError,
+    EngineTransport,
+    Reply,
+    RetryPolicy,
+    Streamed,
+    default_status_error,
+)
 from jarvis.adapters.inference._json import as_object, loads
 from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
@@ -61,9 +69,7 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_to_openai,
     response_format_with_inline_schema,
 )
-from jarvis.adapters.inference._retry import RetryPolicy
 from jarvis.adapters.inference._sse import server_sent_events
-from jarvis.adapters.inference._status_errors import EngineStatusError, default_status_error
 from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import (
     ContextTooLongError,
@@ -112,6 +118,7 @@ class OpenAICompatibleEngine:
         timeout: float = 120.0,
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
         start_hint: str = _OPENAI_HINT,
@@ -125,6 +132,7 @@ class OpenAICompatibleEngine:
             retry=RetryPolicy(max_retries=max_retries, backoff=backoff, backoff_cap=backoff_cap),
             headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
             transport=transport,
+            wire=wire,
         )
         self._dialect: StructuredDialect = self.structured_dialects[0]
         self._renderer = WireRenderer()
@@ -289,7 +297,7 @@ class OpenAICompatibleEngine:
     ) -> AsyncIterator[StreamChunk]:
         bounds = ReplyBounds.for_tokens(request.max_tokens)
 
-        def send(body: JSONObject) -> Awaitable[httpx.Response]:
+        def send(body: JSONObject) -> Awaitable[Streamed]:
             return self._http.open("POST", "/chat/completions", json=body, deadline=deadline)
 
         response = await self._post_chat(request, stream=True, send=send)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import httpx
 
 from jarvis.adapters.inference._openai_wire import OPENAI_OPTION_KEYS
+from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.openai_compat import (
     HEALTH_TIMEOUT,
     OpenAICompatibleEngine,
@@ -47,6 +48,7 @@ class VllmEngine(OpenAICompatibleEngine):
         timeout: float = 120.0,
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
+        wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
     ) -> None:
@@ -57,6 +59,7 @@ class VllmEngine(OpenAICompatibleEngine):
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,
+            wire=wire,
             backoff=backoff,
             backoff_cap=backoff_cap,
             start_hint=_VLLM_HINT,

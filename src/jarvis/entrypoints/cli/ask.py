@@ -305,6 +305,7 @@ def ask(
             base_url=base_url,  # checked as a URL: undecodable bytes are refused there
             model=arg(model),
             verbose=verbose,
+            one_question=True,
         )
         command = runtime.question(
             text,

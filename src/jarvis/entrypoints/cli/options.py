@@ -7,6 +7,7 @@ are imported inside :func:`open_runtime` (which calls
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -123,11 +124,14 @@ def open_runtime(
     base_url: str | None,
     model: str | None,
     verbose: bool,
+    one_question: bool = False,
 ) -> Runtime:
     """The runtime for one command, from its options.
 
     The container is ``ctx.obj`` when the caller provided one (tests pass a container
-    whose providers are overridden with fakes), else a fresh one.
+    whose providers are overridden with fakes), else a fresh one. ``one_question``: the
+    process asks one question (``jarvis ask``), so ``[engine] transport = "auto"`` means
+    httpx, whose import costs less than aiohttp's saves on a request or two.
     """
     from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import EngineOverrides, read_config
@@ -137,7 +141,10 @@ def open_runtime(
     )
     if verbose and loaded.notes:
         stderr_line(config_notice(loaded.notes))
-    return bootstrap(loaded.config, container=ctx.obj, notice=stderr_line if verbose else None)
+    chosen = loaded.config
+    if one_question and chosen.engine.transport == "auto":
+        chosen = replace(chosen, engine=replace(chosen.engine, transport="httpx"))
+    return bootstrap(chosen, container=ctx.obj, notice=stderr_line if verbose else None)
 
 
 def config_notice(notes: Sequence[ConfigNote]) -> str:

@@ -7,6 +7,7 @@ uses (and httpx only for an HTTP engine): that is most of ``jarvis ask``'s start
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.errors import ConfigurationError
@@ -30,6 +31,12 @@ def embedded_model_file() -> str:
     return default_model_path()
 
 
+def wire_of(config: JarvisConfig) -> Literal["aiohttp", "httpx"]:
+    """``[engine] transport``, ``auto`` read as aiohttp (``jarvis ask`` sets httpx)."""
+    chosen = config.engine.transport
+    return "aiohttp" if chosen == "auto" else chosen
+
+
 def ollama_engine(config: JarvisConfig) -> InferencePort:
     import_httpx()
     from jarvis.adapters.inference.ollama import OllamaEngine
@@ -40,6 +47,7 @@ def ollama_engine(config: JarvisConfig) -> InferencePort:
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         num_ctx=engine.ollama.num_ctx,
+        wire=wire_of(config),
     )
 
 
@@ -53,6 +61,7 @@ def vllm_engine(config: JarvisConfig) -> InferencePort:
         api_key=engine.vllm.api_key,
         timeout=engine.timeout,
         max_retries=engine.max_retries,
+        wire=wire_of(config),
     )
 
 
@@ -67,6 +76,7 @@ def openai_engine(config: JarvisConfig) -> InferencePort:
         engine_id="openai",
         timeout=engine.timeout,
         max_retries=engine.max_retries,
+        wire=wire_of(config),
     )
 
 

@@ -1,12 +1,27 @@
-"""An engine's error statuses: the one an adapter maps itself, and the default mapping to
-the errors of :mod:`jarvis.domain.errors`."""
+"""What an engine answered: a whole reply, an error status for the adapter to map, and the
+error a status becomes when no adapter-specific rule claims it."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import httpx
 
 from jarvis.adapters.inference._error_bodies import error_message
 from jarvis.domain.errors import EngineUnavailableError, InferenceError, RateLimitedError
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole (non-streamed) response with a success status: its body read, under its cap."""
+
+    status: int
+    url: str
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 class EngineStatusError(Exception):

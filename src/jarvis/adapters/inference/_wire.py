@@ -1,0 +1,148 @@
+"""The transport under :class:`~._http.EngineHttp`: what sends a request and streams back
+its answer, behind one small seam so that the retry, deadline and cap logic is written once.
+
+Two wires exist. :class:`~._wire_aiohttp.AiohttpWire` (the default) sends over aiohttp's
+connection pool: a request costs about a third of the client CPU of httpx's own (see the
+README's section on engines). :class:`HttpxWire` sends over an ``httpx.AsyncClient``; it is
+the one a test's mock transport plugs into (``transport=``), and the fallback
+(``[engine] transport = "httpx"``).
+
+Both raise httpx's transport exceptions (``httpx.ConnectError``, ``httpx.ReadError``,
+``httpx.ReadTimeout``...), so the caller maps one family of errors whichever wire it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping
+from typing import Literal, Protocol
+
+import httpx
+
+EngineTransport = Literal["aiohttp", "httpx"]
+"""Which wire an engine sends over (``[engine] transport``)."""
+
+MAX_CONNECTIONS = 100
+"""Connections to one engine at most."""
+
+
+class Streamed(Protocol):
+    """A response whose headers arrived; its body is read with :meth:`chunks`."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def url(self) -> str: ...
+
+    def header(self, name: str) -> str:
+        """The header's value (``name`` in lower case), ``""`` when absent."""
+        ...
+
+    def chunks(self) -> AsyncGenerator[bytes, None]:
+        """The body as it arrives, not decoded."""
+        ...
+
+    async def close(self, *, reusable: bool) -> None:
+        """Give the response back: its connection is reused only when ``reusable`` (the
+        body was read to the end in good order), else closed."""
+        ...
+
+
+class Wire(Protocol):
+    """Sends one request and returns its response as soon as the headers arrived."""
+
+    async def send(
+        self, method: str, url: str, *, content: bytes | None, headers: Mapping[str, str] | None
+    ) -> Streamed: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _HttpxStreamed:
+    """An ``httpx.Response`` seen through :class:`Streamed`."""
+
+    __slots__ = ("_response", "status_code", "url")
+
+    def __init__(self, response: httpx.Response, url: str) -> None:
+        self._response = response
+        self.status_code = response.status_code
+        self.url = url
+
+    def header(self, name: str) -> str:
+        value: str = self._response.headers.get(name, "")
+        return value
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        # a response built whole (as a test's mock transport builds it) was read when it
+        # was made: its content comes as one chunk
+        if self._response.is_stream_consumed:
+            yield self._response.content
+            return
+        async for chunk in self._response.aiter_raw():
+            yield chunk
+
+    async def close(self, *, reusable: bool) -> None:
+        response = self._response
+        if not reusable and response.http_version == "HTTP/1.1":  # one request per connection
+            import contextlib
+
+            import httpcore
+
+            network = response.extensions.get("network_stream")
+            if isinstance(network, httpcore.AsyncNetworkStream):
+                with contextlib.suppress(Exception):
+                    await network.aclose()
+        await response.aclose()
+
+
+class HttpxWire:
+    """An ``httpx.AsyncClient`` (proxies from the environment, TLS verified for ``https``),
+    created on first use."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._base_url = base_url
+        self._headers = dict(headers)
+        self._timeout = timeout
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._parsed: dict[str, httpx.URL] = {}
+        """Parsed URLs: parsing one costs more than the rest of building a request, and an
+        engine asks the same few URLs again and again."""
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)),
+                limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=50),
+                transport=self._transport,
+                # a plain-HTTP engine (a local server) never uses TLS: skip loading the CA
+                # bundle (~50 ms per process)
+                verify=not self._base_url.startswith("http://"),
+            )
+        return self._client
+
+    async def send(
+        self, method: str, url: str, *, content: bytes | None, headers: Mapping[str, str] | None
+    ) -> Streamed:
+        client = self._get_client()
+        target = self._parsed.get(url)
+        if target is None:
+            target = httpx.URL(url)
+            if len(self._parsed) < 32:
+                self._parsed[url] = target
+        request = client.build_request(method, target, content=content, headers=headers)
+        response = await client.send(request, stream=True)
+        return _HttpxStreamed(response, url)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()

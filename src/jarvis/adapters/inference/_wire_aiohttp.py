@@ -1,0 +1,158 @@
+"""The default wire: aiohttp's client under :class:`~._http.EngineHttp`.
+
+aiohttp's HTTP/1.1 parser and connection pool are written for speed (its parser in C): a
+request to a local engine costs about a third of the client CPU it costs through httpx, and
+its pool keeps its cost per request flat however many connections it holds. This module is
+imported only when the first engine request is sent.
+
+What the engines enforce stays enforced here: a connect timeout of ``min(timeout, 10)`` s
+and ``timeout`` per read (the caller adds the request's deadline and the byte caps); TLS
+verified against the system's CA store; the proxy the environment names for the engine's
+URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, with ``NO_PROXY`` honoured), looked up
+once per URL rather than per request as aiohttp's own ``trust_env`` would (two thread
+hops per request); no redirects followed; bodies never decompressed. aiohttp's errors are
+raised as the httpx exceptions the caller maps, the most specific first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.request
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from urllib.parse import urlsplit
+
+import aiohttp
+import httpx
+
+from jarvis.adapters.inference._wire import MAX_CONNECTIONS, Streamed
+
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
+    (aiohttp.SocketTimeoutError, httpx.ReadTimeout),
+    (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
+    (aiohttp.ClientProxyConnectionError, httpx.ProxyError),
+    (aiohttp.ClientConnectorError, httpx.ConnectError),
+    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),
+    (aiohttp.ClientPayloadError, httpx.ReadError),
+    (aiohttp.ClientConnectionResetError, httpx.ReadError),
+    (aiohttp.ClientOSError, httpx.ReadError),
+    (aiohttp.ClientResponseError, httpx.RemoteProtocolError),
+    (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
+    (aiohttp.ClientError, httpx.TransportError),
+)
+
+
+@contextlib.contextmanager
+def _mapped() -> Iterator[None]:
+    try:
+        yield
+    except aiohttp.ClientError as exc:
+        for theirs, ours in _ERRORS:
+            if isinstance(exc, theirs):
+                raise ours(str(exc) or type(exc).__name__) from exc
+        raise  # pragma: no cover - the last entry catches every ClientError
+
+
+class _HeldResponse(aiohttp.ClientResponse):
+    """A response that keeps its connection until it is given back.
+
+    aiohttp returns a connection to its pool as soon as the body's last byte is parsed,
+    before the reader has seen it. An engine that ended a stream cut short (no ``[DONE]``)
+    in good HTTP order may close that connection a moment later: only the reader knows, so
+    the connection is held until :meth:`_AiohttpStreamed.close` says whether it is reused.
+    """
+
+    def _response_eof(self) -> None:
+        return None
+
+
+class _AiohttpStreamed:
+    """An aiohttp response seen through :class:`~._wire.Streamed`."""
+
+    __slots__ = ("_response", "status_code", "url")
+
+    def __init__(self, response: aiohttp.ClientResponse, url: str) -> None:
+        self._response = response
+        self.status_code = response.status
+        self.url = url
+
+    def header(self, name: str) -> str:
+        return self._response.headers.get(name, "")
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        content = self._response.content
+        with _mapped():
+            while chunk := await content.readany():
+                yield chunk
+
+    async def close(self, *, reusable: bool) -> None:
+        # release() returns the connection to the pool (and closes it all the same when
+        # its body was not read to the end); close() always closes it
+        if reusable:
+            self._response.release()
+        else:
+            self._response.close()
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``None`` when none, or ``NO_PROXY``
+    exempts its host), as ``urllib`` (and httpx) read it."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
+        return None
+    return proxy if "://" in proxy else "http://" + proxy
+
+
+class AiohttpWire:
+    """One ``aiohttp.ClientSession`` per engine, created on the first request."""
+
+    def __init__(self, *, headers: Mapping[str, str], timeout: float) -> None:
+        self._headers = dict(headers)
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=min(timeout, 10.0), sock_read=timeout
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[str, str | None] = {}
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=True),
+                headers=self._headers,
+                timeout=self._timeout,
+                auto_decompress=False,
+                response_class=_HeldResponse,
+                trust_env=False,  # proxies are looked up once per host instead
+            )
+        return self._session
+
+    def _proxy(self, url: str) -> str | None:
+        try:
+            return self._proxies[url]
+        except KeyError:
+            if len(self._proxies) >= 32:
+                self._proxies.clear()
+            proxy = self._proxies[url] = environment_proxy(url)
+            return proxy
+
+    async def send(
+        self, method: str, url: str, *, content: bytes | None, headers: Mapping[str, str] | None
+    ) -> Streamed:
+        session = self._get_session()
+        with _mapped():
+            response = await session.request(
+                method,
+                url,
+                data=content,
+                headers=headers,
+                allow_redirects=False,
+                proxy=self._proxy(url),
+            )
+        return _AiohttpStreamed(response, url)
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
