@@ -34,6 +34,7 @@ from jarvis.entrypoints.engine_choice import (
     choose_engine,
     engine_location,
 )
+from jarvis.entrypoints.http.state import ServeLimits
 from jarvis.testing import ScriptedInference
 
 
@@ -122,7 +123,21 @@ class TestSmoke:
 
     async def test_every_provider_of_the_container_resolves(self) -> None:
         container = configured(JarvisConfig(), engine="openai")
-        built = {name: await resolved(provider) for name, provider in container.providers.items()}
+        given_per_loop = {"conversation_service", "managed_agent_service"}  # take ask, limits
+        built = {
+            name: await resolved(provider)
+            for name, provider in container.providers.items()
+            if name not in given_per_loop
+        }
+        ask = built["ask_service"]
+
+        async def asking() -> AskService:
+            return ask
+
+        conversations = container.conversation_service(ask=ask)
+        assert conversations.asker is ask
+        managed = container.managed_agent_service(ask=asking, limits=ServeLimits())
+        assert managed.approvals is not None
         assert built["config"] == JarvisConfig()
         assert built["inference"] is built["openai"]
         for engine in ("ollama", "vllm", "openai", "llamacpp"):
