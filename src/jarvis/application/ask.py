@@ -23,7 +23,6 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.typed_output import OutputSpec
 from jarvis.domain.updates import (
     ApprovalDecided,
     ApprovalRequired,
@@ -33,13 +32,14 @@ from jarvis.domain.updates import (
     ToolResultReady,
 )
 
-if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
-    # external runtime does not import them (start-up of `jarvis ask`)
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
+    # answer or external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.approvals import ApprovalChoice
     from jarvis.domain.agents.approval_gate import ApprovalGate
     from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
+    from jarvis.domain.typed_output import OutputSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
