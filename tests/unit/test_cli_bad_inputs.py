@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 from jarvis.application.config import MAX_TOKENS
 from jarvis.domain.completion import StreamChunk
-from jarvis.entrypoints.cli import app
+from jarvis.entrypoints.cli import app, question_input
 from jarvis.entrypoints.cli import ask as ask_module
 from jarvis.entrypoints.cli.agent_options import NUMBER_OPTIONS, RESERVED_OPTIONS
 from jarvis.entrypoints.cli.errors import EXIT_ENGINE_UNAVAILABLE, EXIT_USAGE
@@ -205,7 +205,7 @@ class TestText:
         assert engine.requests[0].messages[-1].content == "caf\ufffd au lait?"
 
     def test_a_question_on_stdin_is_read_with_a_cap(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(ask_module, "MAX_QUESTION_BYTES", 64)
+        monkeypatch.setattr(question_input, "MAX_QUESTION_BYTES", 64)
         engine = ScriptedInference(["unused"])
         result = run(wired(engine), "ask", input="x" * 65)
         assert_usage_error(result, "longer than 64 bytes", "--context-file")
@@ -219,7 +219,7 @@ class TestFiles:
         status = Path("/proc/self/status")
         if not status.is_file() or status.stat().st_size != 0:
             pytest.skip("needs Linux /proc, whose files report a size of 0")
-        monkeypatch.setattr(ask_module, "MAX_CONTEXT_FILE_BYTES", 16)
+        monkeypatch.setattr(question_input, "MAX_CONTEXT_FILE_BYTES", 16)
         engine = ScriptedInference(["unused"])
         result = run(wired(engine), "ask", "-a", "rlm", "--context-file", str(status), "q")
         assert_usage_error(result, "too large", "more than 16 bytes")

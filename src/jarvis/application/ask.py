@@ -6,6 +6,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from jarvis.application.prompt_context import PromptContext as PromptContext
+from jarvis.application.prompt_context import (
+    context_prompt,
+    context_with_memory,
+    uses_instructions,
+)
 from jarvis.application.registry import AgentRegistry
 from jarvis.domain.agent_contract import AgentContext, AgentResult
 from jarvis.domain.agents.base import BaseAgent
@@ -17,7 +23,6 @@ from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.tools import ToolResult
-from jarvis.domain.typed_output import OutputSpec
 from jarvis.domain.updates import (
     ApprovalDecided,
     ApprovalRequired,
@@ -27,16 +32,14 @@ from jarvis.domain.updates import (
     ToolResultReady,
 )
 
-if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
-    # external runtime does not import them (start-up of `jarvis ask`)
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
+    # answer or external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.approvals import ApprovalChoice
-    from jarvis.application.project_instructions import ProjectInstructionsSource
-    from jarvis.application.skills import SkillLibrary
-    from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.domain.agents.approval_gate import ApprovalGate
     from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.operators import OperatorBinding
+    from jarvis.domain.typed_output import OutputSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,26 +210,6 @@ PersonaPrompt = Callable[[str | None], str]
 """Returns the persona sections for a persona selection (None = default, "none" = nothing)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PromptContext:
-    """What enters every agent's system prompt after the persona: the project's
-    ``AGENTS.md`` files and, for tool-using agents, the skill catalogue (with the ``skill``
-    tool). An empty source adds nothing."""
-
-    instructions: ProjectInstructionsSource | None = None
-    use_instructions: bool = True
-    """``[agent] project_instructions``: a question may override it."""
-    agents_md_max_chars: int = 8000
-    skills: SkillLibrary | None = None
-    skill_desc_max_chars: int = 250
-    memory: Callable[[], MemorySearch] | None = None
-    """The knowledge base ``--memory`` searches (built on first use)."""
-    use_memory: bool = False
-    """``[agent] context_from_memory``: a question may override it."""
-    memory_top_k: int = 5
-    memory_max_chars: int = 6000
-
-
 class AskService:
     """Resolves model, agent, tools and persona, then runs the agent."""
 
@@ -372,7 +355,7 @@ class AskService:
         model = await self.resolve_model(command.model)
         tools = await self._tools_for(command, agent_cls, model)
         inference = self._inference_for(command, agent_cls)
-        extra, skill_tool = self._context_prompt(command, agent_cls)
+        extra, skill_tool = context_prompt(self.context, command, agent_cls)
         if skill_tool is not None and all(t.spec.name != skill_tool.spec.name for t in tools):
             tools.append(skill_tool)
         persona = self.persona(command.persona) if self.persona is not None else ""
@@ -430,59 +413,16 @@ class AskService:
     def instruction_files(self, command: AskQuestion) -> tuple[str, ...]:
         """The ``AGENTS.md`` files ``command``'s prompt gets (``--verbose`` names them)."""
         key = self.registry.resolve(command.agent or self.default_agent)
-        if not self._uses_instructions(command, self.registry.get(key)):
+        if not uses_instructions(self.context, command, self.registry.get(key)):
             return ()
         assert self.context.instructions is not None
         return tuple(file.path for file in self.context.instructions() if file.text.strip())
 
-    def _uses_instructions(self, command: AskQuestion, agent_cls: type[BaseAgent]) -> bool:
-        """External runtimes read ``AGENTS.md`` from their workspace themselves."""
-        wanted = command.project_instructions
-        if wanted is None:
-            wanted = self.context.use_instructions
-        return (
-            wanted
-            and self.context.instructions is not None
-            and not getattr(agent_cls, "runtime_id", "")
-        )
-
-    def _context_prompt(
-        self, command: AskQuestion, agent_cls: type[BaseAgent]
-    ) -> tuple[str, ToolPort | None]:
-        """The sections after the persona, and the ``skill`` tool when there are skills."""
-        parts: list[str] = []
-        if self._uses_instructions(command, agent_cls):
-            from jarvis.application.project_instructions import instructions_section
-
-            assert self.context.instructions is not None
-            files = self.context.instructions()
-            parts.append(instructions_section(files, self.context.agents_md_max_chars))
-        hits = command.context.memory_results if command.context is not None else ()
-        if hits and not agent_cls.reads_memory_itself:
-            from jarvis.application.memory_context import memory_section
-
-            parts.append(memory_section(hits, self.context.memory_max_chars))
-        skill_tool: ToolPort | None = None
-        library = self.context.skills
-        if agent_cls.accepts_tools and command.skills and library is not None:
-            found = library.skills()
-            if found:
-                from jarvis.application.skills import skill_catalogue
-                from jarvis.application.tools.skill import SkillTool
-
-                parts.append(skill_catalogue(found, self.context.skill_desc_max_chars))
-                skill_tool = SkillTool(library)
-        return "\n\n".join(p for p in parts if p), skill_tool
-
     async def with_memory(self, command: AskQuestion) -> AskQuestion:
         """``command`` with its question's best chunks of the knowledge base in its context,
         when it (or ``[agent] context_from_memory``) asks for them and its context has none."""
-        wanted = self.context.use_memory if command.memory is None else command.memory
-        given = command.context or AgentContext()
-        if not wanted or self.context.memory is None or given.memory_results:
-            return command
-        hits = await self.context.memory().search(command.question, top_k=self.context.memory_top_k)
-        return replace(command, context=replace(given, memory_results=tuple(hits)))
+        found = await context_with_memory(self.context, command)
+        return command if found is None else replace(command, context=found)
 
     @staticmethod
     def _report_memory(command: AskQuestion, answer: Answer) -> Answer:

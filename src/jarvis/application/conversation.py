@@ -12,9 +12,9 @@ nothing, so a session never holds half an exchange.
 Managed agents store the user's message *first* (a client that goes away never loses what it
 said; a message may be queued and answered later), so :meth:`ConversationService.pending`
 finds the stored question and :meth:`ConversationService.answer` runs it: the same history
-bounds, the same recorder, only the run's messages appended. There a run that fails or is
-cancelled keeps what it completed (``keep_partial``): whole tool exchanges and the text
-streamed so far, saved even while the caller is being cancelled.
+bounds, the same recorder (:mod:`.turn_recording`), only the run's messages appended. There
+a run that fails or is cancelled keeps what it completed (``keep_partial``): whole tool
+exchanges and the text streamed so far, saved even while the caller is being cancelled.
 
 The CLI (``jarvis ask -c``, ``jarvis chat``, ``jarvis sessions``), the SDK's conversation
 objects and the managed-agent HTTP API all go through :class:`ConversationService`.
@@ -30,7 +30,8 @@ from datetime import datetime
 from typing import Protocol, TypeAlias
 
 from jarvis.application.ask import Answer, AskQuestion
-from jarvis.application.run_updates import AnswerUpdate, answer_of, handle
+from jarvis.application.run_updates import AnswerUpdate, answer_of
+from jarvis.application.turn_recording import TurnRecorder
 from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.messages import Message, Role
@@ -39,13 +40,8 @@ from jarvis.domain.session_history import TrimmedHistory, trim_history
 from jarvis.domain.session_ids import check_session_id
 from jarvis.domain.sessions import SessionInfo, SessionMessage, utc_now
 from jarvis.domain.updates import (
-    ApprovalDecided,
-    ApprovalRequired,
     RunFinished,
     RunUpdate,
-    TextDelta,
-    ToolCallsRequested,
-    ToolResultReady,
 )
 
 LOAD_SLACK = 64
@@ -155,105 +151,6 @@ def new_session_id(now: datetime | None = None) -> str:
     """A fresh session id: the UTC time, then random hex (``20261201-093012-4f2a9c``)."""
     moment = now or utc_now()
     return f"{moment:%Y%m%d-%H%M%S}-{os.urandom(3).hex()}"  # not `secrets`: 1.4 ms to import
-
-
-def tool_message_content(content: str, *, success: bool) -> str:
-    """A tool result as the model was shown it (a failure reads ``Error: ...``)."""
-    return content if success else f"Error: {content}"
-
-
-class _Recorder:
-    """Turns a run's updates into the messages the session keeps, in order.
-
-    A tool exchange (the assistant's calls and their results) is held apart until every call
-    has its result, so that a run cut short (:meth:`interrupted`) never leaves a call without
-    its result, which no engine could replay.
-    """
-
-    def __init__(self, clock: Callable[[], datetime], model: str = "") -> None:
-        self.clock = clock
-        self.model = model
-        """Stamped on what an interrupted run stored (no answer names the model)."""
-        self.records: list[SessionMessage] = []
-        self.text_seen: list[str] = []
-        self._exchange: list[SessionMessage] = []
-        self._waiting: set[str] = set()
-
-    def see(self, update: AnswerUpdate) -> None:
-        handle(update, self)
-
-    def text(self, update: TextDelta) -> None:
-        self.text_seen.append(update.text)
-
-    def tool_calls(self, update: ToolCallsRequested) -> None:
-        self._close_exchange()
-        message = Message.assistant("".join(self.text_seen), update.calls)
-        self.text_seen.clear()
-        self._exchange = [
-            SessionMessage(message=message, model=self.model, created_at=self.clock())
-        ]
-        self._waiting = {call.id for call in update.calls}
-
-    def tool_result(self, update: ToolResultReady) -> None:
-        result = update.result
-        message = Message.tool(
-            tool_message_content(result.content, success=result.success),
-            tool_call_id=result.call_id,
-            name=result.tool_name,
-        )
-        record = SessionMessage(message=message, created_at=self.clock())
-        if not self._exchange:  # a result no call announced: kept as it came
-            self.records.append(record)
-            return
-        self._exchange.append(record)
-        self._waiting.discard(result.call_id)
-        if not self._waiting:
-            self._close_exchange()
-
-    def approval_required(self, update: ApprovalRequired) -> None:
-        """Nothing: a call's approval is not part of the conversation (its result is)."""
-
-    def approval_decided(self, update: ApprovalDecided) -> None:
-        """Nothing: a denied call's result says it was denied."""
-
-    def answer(self, update: Answer) -> None:
-        """Nothing yet: :meth:`finish` records the answer once the turn is stored."""
-
-    def _close_exchange(self) -> None:
-        self.records.extend(self._exchange)
-        self._exchange = []
-        self._waiting = set()
-
-    def finish(self, answer: Answer) -> list[SessionMessage]:
-        """Every record, the model stamped on the assistant's, the usage on the answer."""
-        self._close_exchange()
-        records = [
-            replace(r, model=answer.model) if r.message.role is Role.ASSISTANT else r
-            for r in self.records
-        ]
-        records.append(
-            SessionMessage(
-                message=Message.assistant(answer.content),
-                model=answer.model,
-                usage=answer.usage,
-                created_at=self.clock(),
-            )
-        )
-        return records
-
-    def interrupted(self) -> list[SessionMessage]:
-        """What a run cut short completed: whole tool exchanges, then the text streamed since
-        (an exchange still waiting for a result is left out)."""
-        if not self._waiting:
-            self._close_exchange()
-        records = list(self.records)
-        text = "".join(self.text_seen)
-        if text.strip():
-            message = Message.assistant(text)
-            records.append(
-                SessionMessage(message=message, model=self.model, created_at=self.clock())
-            )
-        return records
 
 
 class Sessions:
@@ -465,7 +362,7 @@ class ConversationService(Sessions):
         context = replace(context, conversation=(*used.messages, *context.conversation))
         question = SessionMessage(message=Message.user(command.question), created_at=started)
         head = [question] if asked else []
-        recorder = _Recorder(self.clock, command.model or "")
+        recorder = TurnRecorder(self.clock, command.model or "")
         stored = False
         run = self.asker.stream(replace(command, context=context))
         try:

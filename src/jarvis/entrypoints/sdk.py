@@ -40,15 +40,17 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from concurrent.futures import Future
 from dataclasses import replace
 from os import PathLike
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeAlias, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, TypeVar, Unpack, overload
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.composition import AskOptions, bootstrap
+from jarvis.entrypoints.sdk_loop import LoopThread
+from jarvis.entrypoints.sdk_output_types import OutputSpecs
+from jarvis.entrypoints.sdk_output_types import OutputType as OutputType
 from jarvis.entrypoints.settings import EngineOverrides, load_config
 
 if TYPE_CHECKING:
@@ -57,49 +59,12 @@ if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.domain.json_types import JSONValue
     from jarvis.domain.ports import InferencePort, ToolPort
-    from jarvis.domain.typed_output import OutputSpec
     from jarvis.entrypoints.sdk_conversation import AsyncConversation, Conversation
     from jarvis.entrypoints.sdk_memory import Memory
 
 T = TypeVar("T")
 
-MAX_KEPT_OUTPUT_TYPES = 64
-
-OutputType: TypeAlias = "type[object] | Mapping[str, object]"
-"""What ``output_type`` takes: a pydantic model, a dataclass, a TypedDict (any type
-pydantic's ``TypeAdapter`` describes) or a JSON Schema dict."""
-
 _END = object()
-
-
-class _LoopThread:
-    """An event loop running forever in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(ready,), name="jarvis-sdk-loop", daemon=True
-        )
-        self.thread.start()
-        ready.wait()
-
-    def _run(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(ready.set)
-        self.loop.run_forever()
-
-    def submit(self, coro: Coroutine[object, object, T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def stop(self) -> None:
-        if self.thread is threading.current_thread():
-            raise RuntimeError("Jarvis.close() cannot run on the Jarvis loop itself.")
-        with contextlib.suppress(Exception):
-            self.submit(self.loop.shutdown_asyncgens()).result()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
 
 
 class Jarvis:
@@ -148,9 +113,9 @@ class Jarvis:
         self.agent = agent
         self.approve = approve
         """Who approves the tool calls of every question that passes no ``approve=``."""
-        self._loop: _LoopThread | None = None
+        self._loop: LoopThread | None = None
         self._lock = threading.Lock()
-        self._output_specs: dict[tuple[type[object], int], OutputSpec[object]] = {}
+        self._output_specs = OutputSpecs()
         """The spec of each ``output_type`` asked for (a type's schema and validator take
         pydantic a millisecond or more to build), at most :data:`MAX_KEPT_OUTPUT_TYPES`."""
         self._closed = False
@@ -214,15 +179,15 @@ class Jarvis:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def _loop_thread(self) -> _LoopThread:
+    def _loop_thread(self) -> LoopThread:
         with self._lock:
             if self._closed:
                 raise RuntimeError("This Jarvis instance is closed.")
             if self._loop is None:
-                self._loop = _LoopThread()
+                self._loop = LoopThread()
             return self._loop
 
-    def _runner_for(self, coro: Coroutine[object, object, object]) -> _LoopThread:
+    def _runner_for(self, coro: Coroutine[object, object, object]) -> LoopThread:
         """The loop thread that will run ``coro``; ``coro`` is closed if there is none."""
         try:
             return self._loop_thread()
@@ -262,24 +227,7 @@ class Jarvis:
         command = self._runtime.question(question, **options)
         if output_type is None:
             return command
-        return replace(command, output=self._output_spec(output_type, output_retries))
-
-    def _output_spec(self, output_type: OutputType, retries: int) -> OutputSpec[object]:
-        from jarvis.application.output_types import output_spec
-
-        if not isinstance(output_type, type):  # a schema dict: cheap to check each time
-            return output_spec(output_type, retries=retries)
-        key = (output_type, retries)
-        with self._lock:
-            kept = self._output_specs.get(key)
-        if kept is not None:
-            return kept
-        spec: OutputSpec[object] = output_spec(output_type, retries=retries)
-        with self._lock:
-            if len(self._output_specs) >= MAX_KEPT_OUTPUT_TYPES:
-                self._output_specs.pop(next(iter(self._output_specs)))
-            self._output_specs[key] = spec
-        return spec
+        return replace(command, output=self._output_specs.spec(output_type, output_retries))
 
     async def _ask(self, command: AskQuestion) -> Answer:
         service = await self._runtime.service()
@@ -390,7 +338,7 @@ class Jarvis:
                 with contextlib.suppress(RuntimeError):
                     self._call(stream.aclose())
 
-    def _mark_closed(self) -> tuple[bool, _LoopThread | None]:
+    def _mark_closed(self) -> tuple[bool, LoopThread | None]:
         """Mark the instance closed: whether it was open, and its loop thread if it had one."""
         with self._lock:
             if self._closed:

