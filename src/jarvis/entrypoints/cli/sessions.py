@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
     ConfigOption,
     JsonOption,
     VerboseOption,
-    open_runtime,
+    open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 from jarvis.entrypoints.cli.streams import json_text
@@ -36,20 +37,13 @@ if TYPE_CHECKING:
     from jarvis.domain.sessions import SessionMessage
 
 
-app = typer.Typer(
-    help="The stored conversations (jarvis ask -c / --session, jarvis chat).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("The stored conversations (jarvis ask -c / --session, jarvis chat).")
 
 NameArgument = Annotated[str, typer.Argument(help="The session's id.", show_default=False)]
 
 
 def _run(ctx: typer.Context, config: Path | None) -> Sessions:
-    runtime = open_runtime(
-        ctx, config=config, engine=None, base_url=None, model=None, verbose=False
-    )
+    runtime = open_store_runtime(ctx, config)
     return runtime.session_list()
 
 

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_STORE_DAMAGED, guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
     ConfigOption,
     JsonOption,
     VerboseOption,
-    open_runtime,
+    open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, write_json, write_line
 
@@ -34,12 +35,7 @@ if TYPE_CHECKING:
     from jarvis.domain.ports import TraceStorePort
     from jarvis.domain.traces import Span, Trace
 
-app = typer.Typer(
-    help="What each run did: its inferences and tool calls, with timings and tokens.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("What each run did: its inferences and tool calls, with timings and tokens.")
 
 IdArgument = Annotated[
     str, typer.Argument(help="The trace's id (or its first characters).", show_default=False)
@@ -66,9 +62,7 @@ def parse_since(text: str) -> float:
 
 
 def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, JarvisConfig]:
-    runtime = open_runtime(
-        ctx, config=config, engine=None, base_url=None, model=None, verbose=False
-    )
+    runtime = open_store_runtime(ctx, config)
     return runtime.trace_store(), runtime.config
 
 
