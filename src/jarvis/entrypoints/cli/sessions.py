@@ -183,6 +183,23 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     emit(ending + "\n}\n")
 
 
+def _write_session(
+    ctx: typer.Context,
+    config: Path | None,
+    name: str,
+    *,
+    json_output: bool,
+    verbose: bool,
+    transcript: bool,
+) -> None:
+    """``show`` (``transcript``) or ``export`` of session ``name``, then exit with its code."""
+
+    def body() -> None:
+        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=transcript))
+
+    exit_with(guarded(body, verbose=verbose))
+
+
 @app.command("show")
 def show(
     ctx: typer.Context,
@@ -192,11 +209,7 @@ def show(
     config: ConfigOption = None,
 ) -> None:
     """Print a session's messages: tool calls with their ids, tool results, models, usage."""
-
-    def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=True))
-
-    exit_with(guarded(body, verbose=verbose))
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=True)
 
 
 @app.command("delete")
@@ -228,8 +241,4 @@ def export(
     config: ConfigOption = None,
 ) -> None:
     """Write a session as JSON lines, one canonical record a line (--json: one document)."""
-
-    def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=False))
-
-    exit_with(guarded(body, verbose=verbose))
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)
