@@ -61,6 +61,16 @@ def parse_since(text: str) -> float:
     return int(number) * _UNITS[unit]
 
 
+def since_epoch(since: str | None) -> float | None:
+    """The epoch time ``--since`` reaches back to (``None``: from the first run)."""
+    return None if since is None else time.time() - parse_since(since)
+
+
+def _recording(settings: JarvisConfig) -> bool:
+    """Whether runs are being recorded (``[traces]`` or ``[telemetry]`` enabled)."""
+    return settings.traces.enabled or settings.telemetry.enabled
+
+
 def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, JarvisConfig]:
     runtime = open_store_runtime(ctx, config)
     return runtime.trace_store(), runtime.config
@@ -149,14 +159,14 @@ def list_traces(
         # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.traces import TraceQuery
 
-        start = None if since is None else time.time() - parse_since(since)
+        start = since_epoch(since)
         store, settings = _open(ctx, config)
         traces = store.list(TraceQuery(since=start, agent=agent, failed_only=failed, limit=limit))
         if json_output:
             write_json([_summary(t) for t in traces])
             return
         if not traces:
-            recording = settings.traces.enabled or settings.telemetry.enabled
+            recording = _recording(settings)
             write_line("No traces." + ("" if recording else " " + _OFF_HINT))
             return
         for trace in traces:
@@ -296,10 +306,10 @@ def stats(
         from jarvis.application.trace_stats import summarize
         from jarvis.domain.traces import TraceQuery
 
-        start = None if since is None else time.time() - parse_since(since)
+        start = since_epoch(since)
         store, settings = _open(ctx, config)
         summary = summarize(store.list(TraceQuery(since=start, limit=1_000_000)))
-        recording = settings.traces.enabled or settings.telemetry.enabled
+        recording = _recording(settings)
         summary["recording"] = recording
         if json_output:
             write_json(summary)
