@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 
 from jarvis.adapters.claude_agent_sdk.wire import MAX_LINE, MAX_OUTPUT, LineSplitter
+from jarvis.adapters.subprocess_repl.child_pipes import release_child_pipes
 from jarvis.adapters.subprocess_repl.process_jail import kill_tree, process_tree
 
 STDERR_TAIL_LINES = 30
@@ -144,14 +145,6 @@ class RunnerProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # the claude binary's children, if any
             await asyncio.to_thread(kill_tree, tree - {proc.pid})
-        if self._drain is not None and not self._drain.done():
-            self._drain.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._drain
-        # the pipes' transport, closed now: cancelled mid-read it would stay open until the
-        # garbage collector finds it after its event loop closed (an unraisable warning)
-        transport = getattr(proc, "_transport", None)
-        if isinstance(transport, asyncio.SubprocessTransport):
-            transport.close()
+        await release_child_pipes(proc, self._drain)
         if self._finalizer is not None:
             self._finalizer.detach()

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import httpx
 
+from jarvis.adapters.subprocess_repl.child_pipes import release_child_pipes
 from jarvis.adapters.subprocess_repl.janitor import Janitor
 from jarvis.adapters.subprocess_repl.process_jail import (
     Confinement,
@@ -284,15 +285,7 @@ class ServerProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
         await asyncio.to_thread(kill_tree, tree - ({proc.pid} if proc is not None else set()))
-        if self._drain is not None:
-            self._drain.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._drain
-        # the pipes' transport, closed now: cancelled mid-read it would stay open until the
-        # garbage collector finds it after its event loop closed (an unraisable warning)
-        transport = getattr(proc, "_transport", None)
-        if isinstance(transport, asyncio.SubprocessTransport):
-            transport.close()
+        await release_child_pipes(proc, self._drain)
         if self._finalizer is not None:
             self._finalizer.detach()
         shutil.rmtree(self.private, ignore_errors=True)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from jarvis.adapters.openhands_sdk.wire import MAX_LINE
 from jarvis.adapters.subprocess_repl.bwrap import interpreter_root
+from jarvis.adapters.subprocess_repl.child_pipes import release_child_pipes
 from jarvis.adapters.subprocess_repl.janitor import Janitor
 from jarvis.adapters.subprocess_repl.process_jail import Confinement, ProcessJail
 
@@ -327,15 +328,7 @@ class RunnerProcess:
         await asyncio.to_thread(_kill_tree, self._live_pid(), self.private)
         if proc is not None:
             await proc.wait()
-        if self._drain is not None:
-            self._drain.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._drain
-        # the pipes' transport, closed now: cancelled mid-read it would stay open until the
-        # garbage collector finds it after its event loop closed (an unraisable warning)
-        transport = getattr(proc, "_transport", None)
-        if isinstance(transport, asyncio.SubprocessTransport):
-            transport.close()
+        await release_child_pipes(proc, self._drain)
         if self._finalizer is not None:
             self._finalizer.detach()
         await asyncio.to_thread(remove_private, self.private)

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import typer
 
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
-app = typer.Typer(
-    help="The configuration file: check it and say how each key is read.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("The configuration file: check it and say how each key is read.")
 
 
 @app.command("check")

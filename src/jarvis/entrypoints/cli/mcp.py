@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
 from jarvis.entrypoints.cli.listener_options import (
     AllowedHostOption,
@@ -47,11 +48,8 @@ if TYPE_CHECKING:
     from jarvis.domain.json_types import JSONObject, JSONValue
     from jarvis.domain.tools import ToolResult
 
-app = typer.Typer(
-    help="MCP servers: list them and their tools, call a tool by hand; serve jarvis as one.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
+app = command_group(
+    "MCP servers: list them and their tools, call a tool by hand; serve jarvis as one."
 )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_USAGE, guarded, write_stderr
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
@@ -23,13 +24,10 @@ if TYPE_CHECKING:
     from jarvis.application.knowledge import AddReport, KnowledgeBase
     from jarvis.domain.agent_contract import MemoryHit
 
-app = typer.Typer(
+app = command_group(
+    "Fill and search the knowledge base (files, folders, web pages) agents can use.",
     name="memory",
-    help="Fill and search the knowledge base (files, folders, web pages) agents can use.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
+    pretty_exceptions=False,
 )
 
 

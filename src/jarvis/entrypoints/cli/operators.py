@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
@@ -24,7 +25,7 @@ from jarvis.entrypoints.cli.options import (
     JsonOption,
     VerboseOption,
     finite,
-    open_runtime,
+    open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 
@@ -40,18 +41,15 @@ if TYPE_CHECKING:
     from jarvis.entrypoints.composition import Runtime
 
 
-app = typer.Typer(
-    help="Operators: operative agents that run on a schedule and keep state between ticks.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
+app = command_group(
+    "Operators: operative agents that run on a schedule and keep state between ticks."
 )
 
 NameArgument = Annotated[str, typer.Argument(help="The operator's name.", show_default=False)]
 
 
 def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
-    return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
+    return open_store_runtime(ctx, config)
 
 
 def _time(micros: int | None) -> str:

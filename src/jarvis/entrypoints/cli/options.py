@@ -147,6 +147,12 @@ def open_runtime(
     return bootstrap(chosen, container=ctx.obj, notice=stderr_line if verbose else None)
 
 
+def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
+    """The runtime for a command that only reads or edits a store: no engine is chosen
+    from options, and configuration notices stay quiet."""
+    return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
+
+
 def config_notice(notes: Sequence[ConfigNote]) -> str:
     """The one ``--verbose`` line saying how a file's OpenJarvis keys were read."""
     read = [f"{n.key} as {n.detail}" for n in notes if n.kind == "read_as"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError, JarvisError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
 from jarvis.entrypoints.cli.output import write_raw
@@ -30,13 +31,10 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import PersonaPromptReport
     from jarvis.entrypoints.composition import Runtime
 
-app = typer.Typer(
+app = command_group(
+    "Show or edit the persona files (SOUL.md, MEMORY.md, USER.md) every agent is given.",
     name="persona",
-    help="Show or edit the persona files (SOUL.md, MEMORY.md, USER.md) every agent is given.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
+    pretty_exceptions=False,
 )
 
 PersonaOption = Annotated[

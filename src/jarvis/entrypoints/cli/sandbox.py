@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_SANDBOX_UNAVAILABLE, guarded, write_stderr
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
@@ -27,12 +28,7 @@ if TYPE_CHECKING:
 
     from jarvis.domain.ports import ContainerPort
 
-app = typer.Typer(
-    help="The container sandbox of the sandboxed agent (Docker or Podman).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("The container sandbox of the sandboxed agent (Docker or Podman).")
 
 
 def _runtime(ctx: typer.Context, config: Path | None) -> ContainerPort:

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
     ConfigOption,
     JsonOption,
     VerboseOption,
-    open_runtime,
+    open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 from jarvis.entrypoints.cli.streams import json_text
@@ -36,20 +37,13 @@ if TYPE_CHECKING:
     from jarvis.domain.sessions import SessionMessage
 
 
-app = typer.Typer(
-    help="The stored conversations (jarvis ask -c / --session, jarvis chat).",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("The stored conversations (jarvis ask -c / --session, jarvis chat).")
 
 NameArgument = Annotated[str, typer.Argument(help="The session's id.", show_default=False)]
 
 
 def _run(ctx: typer.Context, config: Path | None) -> Sessions:
-    runtime = open_runtime(
-        ctx, config=config, engine=None, base_url=None, model=None, verbose=False
-    )
+    runtime = open_store_runtime(ctx, config)
     return runtime.session_list()
 
 
@@ -189,6 +183,23 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     emit(ending + "\n}\n")
 
 
+def _write_session(
+    ctx: typer.Context,
+    config: Path | None,
+    name: str,
+    *,
+    json_output: bool,
+    verbose: bool,
+    transcript: bool,
+) -> None:
+    """``show`` (``transcript``) or ``export`` of session ``name``, then exit with its code."""
+
+    def body() -> None:
+        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=transcript))
+
+    exit_with(guarded(body, verbose=verbose))
+
+
 @app.command("show")
 def show(
     ctx: typer.Context,
@@ -198,11 +209,7 @@ def show(
     config: ConfigOption = None,
 ) -> None:
     """Print a session's messages: tool calls with their ids, tool results, models, usage."""
-
-    def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=True))
-
-    exit_with(guarded(body, verbose=verbose))
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=True)
 
 
 @app.command("delete")
@@ -234,8 +241,4 @@ def export(
     config: ConfigOption = None,
 ) -> None:
     """Write a session as JSON lines, one canonical record a line (--json: one document)."""
-
-    def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=False))
-
-    exit_with(guarded(body, verbose=verbose))
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)

@@ -13,19 +13,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
 
 if TYPE_CHECKING:
     from jarvis.application.skills import SkillLibrary
 
-app = typer.Typer(
+app = command_group(
+    "List or show the Agent Skills (SKILL.md folders) tool-using agents are offered.",
     name="skills",
-    help="List or show the Agent Skills (SKILL.md folders) tool-using agents are offered.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
+    pretty_exceptions=False,
 )
 
 

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_STORE_DAMAGED, guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
     ConfigOption,
     JsonOption,
     VerboseOption,
-    open_runtime,
+    open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, write_json, write_line
 
@@ -34,12 +35,7 @@ if TYPE_CHECKING:
     from jarvis.domain.ports import TraceStorePort
     from jarvis.domain.traces import Span, Trace
 
-app = typer.Typer(
-    help="What each run did: its inferences and tool calls, with timings and tokens.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+app = command_group("What each run did: its inferences and tool calls, with timings and tokens.")
 
 IdArgument = Annotated[
     str, typer.Argument(help="The trace's id (or its first characters).", show_default=False)
@@ -65,10 +61,18 @@ def parse_since(text: str) -> float:
     return int(number) * _UNITS[unit]
 
 
+def since_epoch(since: str | None) -> float | None:
+    """The epoch time ``--since`` reaches back to (``None``: from the first run)."""
+    return None if since is None else time.time() - parse_since(since)
+
+
+def _recording(settings: JarvisConfig) -> bool:
+    """Whether runs are being recorded (``[traces]`` or ``[telemetry]`` enabled)."""
+    return settings.traces.enabled or settings.telemetry.enabled
+
+
 def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, JarvisConfig]:
-    runtime = open_runtime(
-        ctx, config=config, engine=None, base_url=None, model=None, verbose=False
-    )
+    runtime = open_store_runtime(ctx, config)
     return runtime.trace_store(), runtime.config
 
 
@@ -155,14 +159,14 @@ def list_traces(
         # loaded on use: `jarvis --help` imports every command module
         from jarvis.domain.traces import TraceQuery
 
-        start = None if since is None else time.time() - parse_since(since)
+        start = since_epoch(since)
         store, settings = _open(ctx, config)
         traces = store.list(TraceQuery(since=start, agent=agent, failed_only=failed, limit=limit))
         if json_output:
             write_json([_summary(t) for t in traces])
             return
         if not traces:
-            recording = settings.traces.enabled or settings.telemetry.enabled
+            recording = _recording(settings)
             write_line("No traces." + ("" if recording else " " + _OFF_HINT))
             return
         for trace in traces:
@@ -302,10 +306,10 @@ def stats(
         from jarvis.application.trace_stats import summarize
         from jarvis.domain.traces import TraceQuery
 
-        start = None if since is None else time.time() - parse_since(since)
+        start = since_epoch(since)
         store, settings = _open(ctx, config)
         summary = summarize(store.list(TraceQuery(since=start, limit=1_000_000)))
-        recording = settings.traces.enabled or settings.telemetry.enabled
+        recording = _recording(settings)
         summary["recording"] = recording
         if json_output:
             write_json(summary)

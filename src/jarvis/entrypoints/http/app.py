@@ -49,6 +49,28 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "Invalid request: " + "; ".join(problems)
 
 
+def answer_errors_as_json(app: FastAPI, *, forward_headers: bool) -> None:
+    """Make ``app`` answer an :class:`ApiError`, a request that fails validation and an
+    ``HTTPException`` as the JSON error of its API (OpenAI or Anthropic, by path);
+    ``forward_headers``: an ``HTTPException``'s own headers go with the reply."""
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return _reply(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _reply(request, ApiError(400, _validation_message(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        reply = _reply(request, ApiError(exc.status_code, str(exc.detail), kind))
+        if forward_headers and exc.headers:
+            reply.headers.update(exc.headers)
+        return reply
+
+
 def create_app(
     state: ServerState,
     *,
@@ -70,21 +92,7 @@ def create_app(
     )
     app.state.jarvis = state
 
-    @app.exception_handler(ApiError)
-    async def _api(request: Request, exc: ApiError) -> JSONResponse:
-        return _reply(request, exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _reply(request, ApiError(400, _validation_message(exc)))
-
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        reply = _reply(request, ApiError(exc.status_code, str(exc.detail), kind))
-        if exc.headers:
-            reply.headers.update(exc.headers)
-        return reply
+    answer_errors_as_json(app, forward_headers=True)
 
     @app.get("/health", summary="Liveness (no API key needed)")
     async def health() -> dict[str, object]:

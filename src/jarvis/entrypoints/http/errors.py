@@ -123,6 +123,21 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+class ResponseStartWatch:
+    """An ASGI ``send`` that passes every message on and notes whether the response has
+    started: before that an exception can still be answered as a JSON error, after it
+    only raised."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)
+
+
 class CatchAll:
     """Any exception a route lets through becomes a JSON error (500 for the unexpected,
     logged without the request) instead of Starlette's plain-text 500 and a dropped
@@ -132,18 +147,11 @@ class CatchAll:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracked = ResponseStartWatch(send)
         try:
             await self.app(scope, receive, tracked)
         except Exception as exc:
-            if started or scope["type"] != "http":
+            if tracked.started or scope["type"] != "http":
                 raise
             error = api_error(exc)
             reply = JSONResponse(

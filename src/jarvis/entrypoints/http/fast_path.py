@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from starlette.responses import JSONResponse, Response
 
-from jarvis.entrypoints.http.errors import api_error, body_for
+from jarvis.entrypoints.http.errors import ResponseStartWatch, api_error, body_for
 from jarvis.entrypoints.http.openai_routes import complete
 from jarvis.entrypoints.http.openai_wire import ChatRequest
 from jarvis.entrypoints.http.security import App, Message, Receive, Scope, Send
@@ -60,14 +60,7 @@ class ChatFastPath:
     async def _answer(
         self, request: ChatRequest, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracked = ResponseStartWatch(send)
         try:
             try:
                 response = await complete(self.state, request, receive)
@@ -75,7 +68,7 @@ class ChatFastPath:
                 response = _error_reply(exc)
             await response(scope, receive, tracked)
         except Exception as exc:  # what CatchAll answers
-            if started:
+            if tracked.started:
                 raise
             await _error_reply(exc)(scope, receive, send)
 

@@ -34,14 +34,10 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException
+from fastapi import FastAPI
 
 from jarvis.entrypoints.http import anthropic_routes
-from jarvis.entrypoints.http.app import _CatchAll, _reply, _validation_message
-from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.app import _CatchAll, answer_errors_as_json
 from jarvis.entrypoints.http.listener_guard import ListenerGuard, ListenerPolicy
 from jarvis.entrypoints.http.protocol import HEADER_DEADLINE, with_header_deadline
 from jarvis.entrypoints.http.security import App, Guard
@@ -71,18 +67,7 @@ def anthropic_app(state: ServerState, *, api_key: str) -> App:
     app = FastAPI(title="jarvis (loopback)", openapi_url=None, docs_url=None, redoc_url=None)
     app.state.jarvis = state
 
-    @app.exception_handler(ApiError)
-    async def _api(request: Request, exc: ApiError) -> JSONResponse:
-        return _reply(request, exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _reply(request, ApiError(400, _validation_message(exc)))
-
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        return _reply(request, ApiError(exc.status_code, str(exc.detail), kind))
+    answer_errors_as_json(app, forward_headers=False)
 
     app.include_router(anthropic_routes.router)
     app.add_middleware(_CatchAll)
