@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -33,6 +34,7 @@ from bench.common import BenchContext, Row, stub_process
 
 AGENT = {"id": "ops", "agent": "orchestrator", "tools": ["calculator"]}
 MESSAGE = {"content": "What is 2+2?", "stream": True}
+_AGENT_NUMBERS = itertools.count()
 
 
 def _home(root: str, mode: str) -> str:
@@ -47,12 +49,16 @@ def _home(root: str, mode: str) -> str:
 async def _run(
     stream: httpx.AsyncClient, answers: httpx.AsyncClient, trips: list[float] | None = None
 ) -> float:
-    """One whole managed stream, approving its call when asked: its wall seconds (the
-    approval's round-trip into ``trips``)."""
+    """One whole managed stream of a new agent (an agent's history would hold the call's
+    result, and the stub calls a tool only when none came back yet), approving its call
+    when asked: its wall seconds (the approval's round-trip into ``trips``)."""
+    agent = f"ops-{next(_AGENT_NUMBERS)}"
+    created = await stream.post("/v1/managed-agents", json={**AGENT, "id": agent})
+    created.raise_for_status()
     started = time.perf_counter()
     asked_at = 0.0
     event, done = "", False
-    async with stream.stream("POST", "/v1/managed-agents/ops/messages", json=MESSAGE) as reply:
+    async with stream.stream("POST", f"/v1/managed-agents/{agent}/messages", json=MESSAGE) as reply:
         async for line in reply.aiter_lines():
             if line.startswith("event: "):
                 event = line[7:]
@@ -61,7 +67,7 @@ async def _run(
                     asked_at = time.perf_counter()
                     approval = json.loads(line[6:])["id"]
                     answered = await answers.post(
-                        f"/v1/managed-agents/ops/approvals/{approval}", json={"allow": True}
+                        f"/v1/managed-agents/{agent}/approvals/{approval}", json={"allow": True}
                     )
                     answered.raise_for_status()
                 elif event == "approval":
@@ -73,6 +79,8 @@ async def _run(
                 event = ""
     if not done:
         raise RuntimeError("the stream did not end with [DONE]")
+    if trips is not None and not asked_at:
+        raise RuntimeError("no approval was asked for")
     return time.perf_counter() - started
 
 
@@ -80,8 +88,6 @@ async def _measure(ask_url: str, auto_url: str, rounds: int) -> tuple[float, flo
     clients = [httpx.AsyncClient(base_url=url, timeout=60) for url in (ask_url, auto_url)]
     answers = httpx.AsyncClient(base_url=ask_url, timeout=60)
     try:
-        for client in clients:
-            (await client.post("/v1/managed-agents", json=AGENT)).raise_for_status()
         for _ in range(3):  # warm both servers
             await _run(clients[0], answers)
             await _run(clients[1], answers)

@@ -34,6 +34,8 @@ FLOAT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
 
 INT_OPTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("ask", "--max-tokens"): ("q",),
+    ("ask", "--output-retries"): ("q",),
+    ("memory search", "--top-k"): ("q",),
     ("sessions list", "--limit"): (),
     ("traces list", "--limit"): (),
     ("operators history", "--last"): ("x",),

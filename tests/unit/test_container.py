@@ -129,7 +129,7 @@ class TestSmoke:
             for name, provider in container.providers.items()
             if name not in given_per_loop
         }
-        ask = built["ask_service"]
+        ask: AskService = built["ask_service"]
 
         async def asking() -> AskService:
             return ask

@@ -5,19 +5,25 @@ The runner is jarvis's (:class:`jarvis.application.sandbox_runner.ContainerRunne
 Docker or Podman API socket, with those settings over ``[sandbox]``. OpenJarvis's own image
 (``openjarvis-sandbox:latest``, its default) does not speak jarvis's sandbox protocol: naming
 it means jarvis's image, built locally on first use (``jarvis sandbox build``).
-``SandboxedAgent`` is jarvis's, whose constructor already takes OpenJarvis's arguments.
+``SandboxedAgent`` is jarvis's, behind OpenJarvis's constructor (``agent, runner, engine,
+model, workspace, mounts, secrets, bus``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
 from jarvis.application.openjarvis_config import OPENJARVIS_SANDBOX_IMAGE
 from jarvis.application.sandbox_runner import ContainerRunner as JarvisContainerRunner
-from jarvis.domain.agents.sandboxed import SandboxedAgent
+from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.agents.sandboxed import SandboxedAgent as JarvisSandboxedAgent
+from jarvis.domain.agents.sandboxed import SandboxMounts
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.sandbox import SandboxLimits
+from jarvis.domain.events import EventBus
+from jarvis.domain.ports import InferencePort
+from jarvis.domain.sandbox import MountRequest, SandboxLimits, SandboxRunner
 
 RUNTIMES = ("auto", "docker", "podman")
 
@@ -67,6 +73,33 @@ class ContainerRunner(JarvisContainerRunner):
             ),
             mount_allowlist_path=mount_allowlist_path,
             protected_paths=(str(config_dir()),),
+        )
+
+
+class SandboxedAgent(JarvisSandboxedAgent):
+    """OpenJarvis's ``SandboxedAgent(agent, runner, engine=None, model="", workspace="",
+    mounts=(), secrets=None, bus=None)`` over jarvis's (whose settings travel as value
+    objects)."""
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        runner: SandboxRunner,
+        engine: InferencePort | None = None,
+        model: str = "",
+        workspace: str = "",
+        mounts: Sequence[MountRequest | str] = (),
+        secrets: Mapping[str, str] | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        super().__init__(
+            agent,
+            runner,
+            engine,
+            model,
+            bus,
+            mounts=SandboxMounts(workspace=workspace, requests=tuple(mounts)),
+            secrets=secrets,
         )
 
 
