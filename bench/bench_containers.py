@@ -36,7 +36,7 @@ from tests.support.podman_service import missing_podman, running_podman_service
 
 FIRST_LINE = "print('ready', flush=True)"
 AGENT_IMPORTS = (
-    "import jarvis.domain.ports, jarvis.domain.messages, pydantic\nprint('ready', flush=True)"
+    "import jarvis.domain.ports, jarvis.domain.llm.messages, pydantic\nprint('ready', flush=True)"
 )
 ECHO = (
     "import sys\nprint('ready', flush=True)\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.common import BenchContext, Row, Timing, bytecode_env, stub_process, time_processes
 from jarvis.adapters.sql_store import SqlBackend
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 
 QUESTION = "What is the capital of France?"
 SESSION = "bench"

@@ -22,8 +22,8 @@ from bench.common import BenchContext, Row
 from jarvis.adapters.minilm_embeddings import MiniLMEmbeddings, available
 from jarvis.adapters.sqlite_memory.store import SqliteMemory
 from jarvis.application.registry import builtin_agents
-from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.operators import OperatorBinding
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from jarvis.testing.operators import InMemoryOperatorStore

@@ -30,9 +30,9 @@ from jarvis.adapters.mcp_sdk import McpSdkClient
 from jarvis.application.mcp_config import McpServerEntry
 from jarvis.application.tools.mcp_tools import McpToolSource
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.loop.tool_executor import ToolExecutor
 from jarvis.domain.mcp import McpServerSpec, McpToolInfo
-from jarvis.domain.messages import ToolCall
-from jarvis.domain.tool_executor import ToolExecutor
 from jarvis.testing.mcp import REFERENCE_TOOLS, InMemoryMcpClient, McpHandler
 
 SERVER = str(ROOT / "tests" / "support" / "mcp_reference_server.py")

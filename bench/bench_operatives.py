@@ -26,10 +26,10 @@ from jarvis.adapters.sql_store import SqlBackend
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.adapters.sqlite_memory.store import SqliteMemory
 from jarvis.application.registry import builtin_agents
-from jarvis.domain.agents.options import AgentParts
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.operators import OperatorBinding
 from jarvis.testing import ScriptedInference
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 from bench.common import BenchContext, Row, stub_process
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.subprocess_repl import SubprocessRepl
-from jarvis.domain.agents.sub_calls import SubModelCallbacks
+from jarvis.domain.loop.sub_calls import SubModelCallbacks
 
 LATENCY = 0.25
 _HOLDERS = (

@@ -32,11 +32,11 @@ from jarvis.adapters.docker_containers import ContainerSettings, DockerContainer
 from jarvis.application.sandbox_runner import IMAGE_PYTHON, ContainerRunner
 from jarvis.domain.agents.sandboxed import SandboxedAgent
 from jarvis.domain.agents.simple import SimpleAgent
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
-from jarvis.domain.sandbox_host import HostBroker
-from jarvis.domain.sandbox_protocol import ResultMessage, RunMessage
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.sandbox.host import HostBroker
+from jarvis.domain.sandbox.protocol import ResultMessage, RunMessage
 from jarvis.testing import ScriptedInference
 from tests.support.podman_service import missing_podman, running_podman_service
 
@@ -45,10 +45,10 @@ CALLS = 200
 BROKERED = textwrap.dedent(
     """
     import asyncio, sys, time
-    from jarvis.domain.inference import InferenceRequest
-    from jarvis.domain.messages import Message
-    from jarvis.domain.sandbox_client import BrokeredInference, HostLink
-    from jarvis.domain.sandbox_protocol import ResultMessage, encode
+    from jarvis.domain.llm.inference import InferenceRequest
+    from jarvis.domain.llm.messages import Message
+    from jarvis.domain.sandbox.client import BrokeredInference, HostLink
+    from jarvis.domain.sandbox.protocol import ResultMessage, encode
     from jarvis.entrypoints.sandbox_worker import FdSink, stdin_lines
 
     async def main():

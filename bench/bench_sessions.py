@@ -27,9 +27,9 @@ from pathlib import Path
 from bench.common import BenchContext, Row
 from jarvis.adapters.sql_store import SqlBackend, SqlSessionStore
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
-from jarvis.domain.completion import Usage
-from jarvis.domain.messages import Message, ToolCall
-from jarvis.domain.sessions import SessionMessage
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.llm.messages import Message, ToolCall
+from jarvis.domain.sessions.records import SessionMessage
 
 SESSION_MESSAGES = 10_000
 SESSIONS = 10_000

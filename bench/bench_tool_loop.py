@@ -292,8 +292,8 @@ def _tick_tool(*, blocking: bool) -> ToolPort:
 async def _scripted_loop_cost(runs: int) -> float:
     """Client CPU (ms) of a 10-turn run when the engine answers instantly from memory."""
     from jarvis.domain.agents.orchestrator import OrchestratorAgent
-    from jarvis.domain.completion import Completion
-    from jarvis.domain.messages import ToolCall
+    from jarvis.domain.llm.completion import Completion
+    from jarvis.domain.llm.messages import ToolCall
     from jarvis.testing import ScriptedInference
 
     tool = _tick_tool(blocking=False)
@@ -310,10 +310,10 @@ async def _scripted_loop_cost(runs: int) -> float:
 
 async def parallel_tool_rows(ctx: BenchContext) -> list[Row]:
     from jarvis.domain.agents.orchestrator import OrchestratorAgent
-    from jarvis.domain.completion import Completion
     from jarvis.domain.json_types import JSONObject
-    from jarvis.domain.messages import ToolCall
-    from jarvis.domain.tools import ToolSpec
+    from jarvis.domain.llm.completion import Completion
+    from jarvis.domain.llm.messages import ToolCall
+    from jarvis.domain.tools.specs import ToolSpec
     from jarvis.testing import InMemoryTool, ScriptedInference
 
     async def nap(arguments: JSONObject) -> str:

@@ -52,7 +52,7 @@ from bench.common import (
     stub_process,
     time_processes,
 )
-from jarvis.domain.agents.base import DEFAULT_SYSTEM_PROMPT
+from jarvis.domain.loop.base import DEFAULT_SYSTEM_PROMPT
 
 README_START = "<!-- bench:start -->"
 README_END = "<!-- bench:end -->"

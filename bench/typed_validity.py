@@ -24,9 +24,9 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import OutputValidationError
-from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.ports import InferencePort
 
 SCHEMA: dict[str, object] = {

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 import pytest
 
 from jarvis.domain.approvals import ApprovalPort, ApprovalRequest
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.messages import ToolCall
 
 PortT = TypeVar("PortT", bound=ApprovalPort)
 

@@ -22,12 +22,12 @@ from typing import ClassVar, Generic, TypeVar
 
 import pytest
 
-from jarvis.domain.completion import ResponseFormat, StreamChunk
 from jarvis.domain.errors import ModelNotFoundError, ToolsNotSupportedError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.llm.completion import ResponseFormat, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec
 
 EngineT = TypeVar("EngineT", bound=InferencePort)
 

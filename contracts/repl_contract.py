@@ -17,7 +17,7 @@ import pytest
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import ReplPort, ReplSession
 from jarvis.domain.repl import ReplIsolation, ReplLimits
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.specs import ToolResult
 
 ReplT = TypeVar("ReplT", bound=ReplPort)
 

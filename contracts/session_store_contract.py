@@ -8,11 +8,11 @@ from typing import Generic, TypeVar
 
 import pytest
 
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.sessions import (
+from jarvis.domain.sessions.records import (
     MAX_RECORD_BYTES,
     SessionMessage,
     SessionPage,

@@ -16,12 +16,12 @@ from typing import Generic, TypeVar
 import pytest
 
 from jarvis.adapters.inference._openai_wire import tool_to_openai
-from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.loop.tool_executor import ToolExecutor
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tool_executor import ToolExecutor
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.json_schema import validate
+from jarvis.domain.tools.specs import ToolResult
 
 ToolT = TypeVar("ToolT", bound=ToolPort)
 

@@ -1,7 +1,7 @@
 """Rewrite the JSON Schemas under ``contracts/schemas/`` from the models they describe.
 
 Run after changing one of the protocol models: ``.venv/bin/python scripts/export_schemas.py``
-(or name families: ``... export_schemas.py sse repl``). ``tests/unit/test_schema_drift.py``
+(or name families: ``... export_schemas.py sse repl``). ``tests/unit/scripts/test_schema_drift.py``
 fails while a committed schema differs from its model, so the other side of each protocol
 (the REPL worker, the sandbox container, SSE clients, ``claude_code_runner/runner.mjs``) can
 be written against the files.
@@ -19,7 +19,7 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "contracts" / "schemas"
 
 FAMILIES: Mapping[str, str] = {
     "repl": "jarvis.adapters.subprocess_repl.protocol",
-    "sandbox": "jarvis.domain.sandbox_protocol",
+    "sandbox": "jarvis.domain.sandbox.protocol",
     "sse": "jarvis.entrypoints.http.events",
     "claude_code_runner": "jarvis.adapters.claude_agent_sdk.wire",
 }

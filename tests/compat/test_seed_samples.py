@@ -30,7 +30,7 @@ import pytest
 from bench.stub_server import ANSWER, StubServer
 from jarvis.compat.engines import OllamaEngine
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 from tests.compat.samples import Sample, all_samples
 from tests.support.ollama_server import OllamaProtocolServer, running_ollama_server
 
@@ -69,7 +69,8 @@ SIGNATURES = {
 }
 SKIPPED = {
     "agents-user-guide.th.md:710": "plain httpx against the fixed address localhost:8000 and "
-    "a literal {id}; the same request is tested in tests/unit/test_serve_managed.py",
+    "a literal {id}; the same request is tested in "
+    "tests/unit/entrypoints/http/test_serve_managed.py",
 }
 
 
@@ -209,7 +210,7 @@ def test_outline_matches_jarvis_class(source: str) -> None:
 
     from jarvis.core.events import EventBus
     from jarvis.core.types import AgentContext, AgentResult, ToolResult
-    from jarvis.domain.messages import ToolCall
+    from jarvis.domain.llm.messages import ToolCall
     from jarvis.domain.ports import InferencePort, ToolPort
 
     names, module = SIGNATURES[source]
@@ -260,7 +261,7 @@ def test_an_openjarvis_style_tool_runs_in_an_agent_and_the_executor(
     configured: OllamaProtocolServer,
 ) -> None:
     from jarvis.agents.orchestrator import OrchestratorAgent
-    from jarvis.domain.messages import ToolCall
+    from jarvis.domain.llm.messages import ToolCall
     from jarvis.tools._stubs import BaseTool, ToolExecutor
 
     class Doubler(BaseTool):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from jarvis import Jarvis
-from jarvis.domain.messages import Role
+from jarvis.domain.llm.messages import Role
 from jarvis.testing import ScriptedInference
 from tests.support.llama_server import LlamaServer
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine

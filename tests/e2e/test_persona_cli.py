@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from jarvis import Jarvis
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import Role, ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import Role, ToolCall
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
 from jarvis.entrypoints.composition import Container

@@ -648,8 +648,8 @@ def test_claude_code_on_the_embedded_engine(runner_dir: Path, tmp_path: Path) ->
     what is checked: the request reaches the in-process engine and the run ends in bounded
     time with an answer or the engine's error, clearly."""
     from jarvis.adapters.inference.llamacpp import LlamaCppEngine
-    from jarvis.domain.completion import StreamChunk
-    from jarvis.domain.inference import InferenceRequest
+    from jarvis.domain.llm.completion import StreamChunk
+    from jarvis.domain.llm.inference import InferenceRequest
     from tests.support.llama_server import missing_requirement
 
     reason = missing_requirement()

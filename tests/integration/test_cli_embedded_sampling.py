@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from jarvis.adapters.inference.llamacpp import LlamaCppEngine
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.composition import Container
 from jarvis.entrypoints.sdk import Jarvis

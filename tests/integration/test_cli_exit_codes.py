@@ -130,7 +130,7 @@ def test_chat_with_stdin_closed_is_a_usage_error(jarvis_home: Path) -> None:
 def test_a_stored_time_out_of_range_is_a_damaged_store(
     jarvis_home: Path, column: str, value: int
 ) -> None:
-    from jarvis.domain.messages import Message
+    from jarvis.domain.llm.messages import Message
     from tests.support.sql_stores import sqlite_sessions
 
     database = jarvis_home / "sessions.db"
@@ -152,7 +152,7 @@ def test_a_stored_time_out_of_range_is_a_damaged_store(
 
 
 def test_a_stored_message_time_out_of_range_is_a_damaged_store(jarvis_home: Path) -> None:
-    from jarvis.domain.messages import Message
+    from jarvis.domain.llm.messages import Message
     from tests.support.sql_stores import sqlite_sessions
 
     database = jarvis_home / "sessions.db"

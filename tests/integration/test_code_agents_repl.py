@@ -8,10 +8,10 @@ import time
 import pytest
 
 from jarvis.adapters.subprocess_repl import SubprocessRepl
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
 from jarvis.domain.agents.rlm import RecursiveLMAgent
 from jarvis.domain.repl import ReplLimits
+from jarvis.domain.run.contract import AgentContext
 from jarvis.testing import ScriptedInference
 
 pytestmark = pytest.mark.integration

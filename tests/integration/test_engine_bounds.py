@@ -26,12 +26,12 @@ from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.adapters.inference.probe import ollama_reachable
 from jarvis.adapters.inference.vllm import VllmEngine
-from jarvis.domain.completion import StreamChunk
 from jarvis.domain.errors import EngineProtocolError, EngineTimeoutError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.completion import StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec
 from tests.support.hostile_engine import HUGE_BODY, HostileEngine
 
 pytestmark = pytest.mark.integration

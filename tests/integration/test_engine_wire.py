@@ -21,8 +21,8 @@ import pytest
 from jarvis.adapters.inference._wire import MAX_CONNECTIONS, EngineTransport
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.domain.errors import EngineUnavailableError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 
 pytestmark = pytest.mark.integration
 

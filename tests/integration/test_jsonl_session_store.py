@@ -10,7 +10,7 @@ import pytest
 
 from contracts.session_store_contract import SessionStoreContract
 from jarvis.adapters.session_files.store import JsonlSessionStore
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 
 
 class TestJsonlSessionStore(SessionStoreContract[JsonlSessionStore]):

@@ -12,10 +12,10 @@ import pytest
 from contracts.inference_contract import WEATHER_TOOL, InferenceContract
 from jarvis.adapters.inference.llamacpp import LlamaCppEngine, default_model_path
 from jarvis.domain.errors import ConfigurationError, ContextTooLongError, ToolsNotSupportedError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec
 from tests.support.llama_server import missing_requirement
 
 pytestmark = pytest.mark.integration

@@ -15,12 +15,12 @@ from jarvis.adapters.mcp_sdk import McpSdkClient
 from jarvis.application.mcp_config import McpServerEntry
 from jarvis.application.registry import builtin_agents
 from jarvis.application.tools.mcp_tools import McpToolSource
-from jarvis.domain.agents.options import AgentParts
-from jarvis.domain.completion import Completion
-from jarvis.domain.events import Event, EventBus, EventType, ToolCallEnded
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.ports import ToolPort
+from jarvis.domain.run.events import Event, EventBus, EventType, ToolCallEnded
 from jarvis.testing.inference import ScriptedInference, ScriptedReply
 from jarvis.testing.operators import InMemoryOperatorStore
 from jarvis.testing.repl import InMemoryRepl

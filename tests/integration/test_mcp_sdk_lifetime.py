@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 
 from jarvis import Jarvis
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.testing import ScriptedInference
 from tests.support.processes import processes_with
 

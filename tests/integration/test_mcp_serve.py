@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.testing import ScriptedInference
 from tests.support.processes import processes_with
 from tests.support.serve import serving

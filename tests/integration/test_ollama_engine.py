@@ -14,16 +14,16 @@ from contracts.inference_contract import WEATHER_TOOL, InferenceContract
 from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.probe import ollama_reachable
-from jarvis.domain.completion import ResponseFormat
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineUnavailableError,
     ModelNotFoundError,
     ToolsNotSupportedError,
 )
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import Message, ToolCall
+from jarvis.domain.llm.completion import ResponseFormat
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort
 from tests.support.llama_server import LlamaServer
 from tests.support.ollama_server import OllamaProtocolServer

@@ -10,18 +10,18 @@ from contracts.inference_contract import QUESTION, WEATHER_TOOL, InferenceContra
 from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.application.tools.calculator import CalculatorTool
-from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.orchestrator import OrchestratorAgent
-from jarvis.domain.agents.settings import SamplingSettings
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineUnavailableError,
     InferenceError,
 )
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.loop.budget import RunBudget
+from jarvis.domain.loop.settings import SamplingSettings
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.updates import RunFinished
+from jarvis.domain.run.updates import RunFinished
 from tests.support.llama_server import LlamaServer
 from tests.support.ports import free_port
 

@@ -18,8 +18,8 @@ import pytest
 from jarvis.adapters.sql_store.postgres_schema import SCHEMA_VERSION
 from jarvis.adapters.sql_store.urls import redact_url
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.messages import Message
-from jarvis.domain.sessions import SessionStoreCorruptError, SessionStoreUnavailableError
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.sessions.records import SessionStoreCorruptError, SessionStoreUnavailableError
 from tests.support.ports import free_port
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.sql_stores import (
@@ -78,7 +78,7 @@ _CRASHING_WRITER = """
 import asyncio, sys
 from jarvis.adapters.sql_store import SqlBackend
 from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 store = SqlBackend(PostgresDriver(sys.argv[1])).sessions
 async def go():
     i = 0

@@ -22,10 +22,10 @@ import pytest
 
 from jarvis.adapters.subprocess_repl import SubprocessRepl
 from jarvis.application.tools.code_interpreter import CodeInterpreterTool
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
 from jarvis.domain.agents.rlm import RecursiveLMAgent
 from jarvis.domain.repl import ReplLimits
+from jarvis.domain.run.contract import AgentContext
 from jarvis.testing import ScriptedInference
 from tests.integration.test_repl_attacks_memory import _FILL_SOCKETS, HOLD, watched
 

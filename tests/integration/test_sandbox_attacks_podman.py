@@ -37,11 +37,11 @@ from jarvis.application.config import JarvisConfig, SandboxSettings
 from jarvis.application.sandbox_mounts import load_policy
 from jarvis.application.sandbox_runner import IMAGE_PYTHON, ContainerRunner
 from jarvis.domain.agents.sandboxed import mount_request
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.sandbox import MountRefusedError
-from jarvis.domain.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.run.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
+from jarvis.domain.sandbox.runner import MountRefusedError
 from jarvis.entrypoints.composition import bootstrap
 from jarvis.entrypoints.sandbox_worker import EXIT_HOST_GONE
 from jarvis.testing import ScriptedInference

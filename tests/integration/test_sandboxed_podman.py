@@ -28,11 +28,11 @@ from jarvis.application.ask import Answer, AskQuestion, AskService
 from jarvis.application.config import JarvisConfig, SandboxSettings
 from jarvis.application.sandbox_runner import IMAGE_PYTHON, ContainerRunner
 from jarvis.domain.agents.sandboxed import mount_request
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.ports import InferencePort, Mount
-from jarvis.domain.sandbox import SandboxRunError
-from jarvis.domain.updates import TextDelta
+from jarvis.domain.run.updates import TextDelta
+from jarvis.domain.sandbox.runner import SandboxRunError
 from jarvis.entrypoints.composition import bootstrap
 from jarvis.testing import ScriptedInference
 from tests.support.llama_server import LlamaServer

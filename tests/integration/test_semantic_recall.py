@@ -18,8 +18,8 @@ from jarvis.adapters.sqlite_memory.store import SqliteMemory
 from jarvis.application.registry import builtin_agents
 from jarvis.domain.agents.monitor_operative import MonitorOperativeAgent
 from jarvis.domain.agents.monitor_recall import JUDGE_PROMPT
-from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.operators import OperatorBinding
 from jarvis.domain.ports import EmbeddingPort
 from jarvis.entrypoints.composition import Container

@@ -16,8 +16,8 @@ import pytest
 
 from jarvis.application.managed_approvals import ManagedApprovals
 from jarvis.application.tools.function_tool import tool
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.ports import ToolPort
 from jarvis.testing import InMemoryApprovalStore, ScriptedInference
 from scripts.export_schemas import target

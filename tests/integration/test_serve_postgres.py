@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from jarvis.domain.messages import Role
+from jarvis.domain.llm.messages import Role
 from jarvis.testing import ScriptedInference
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.serve import serving

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 from tests.support.sql_stores import sqlite_sessions
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.sql_store.sqlite_schema import SCHEMA_VERSION
-from jarvis.domain.messages import Message
-from jarvis.domain.sessions import (
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
     SessionStoreLockedError,
     SessionStoreUnavailableError,
@@ -71,7 +71,7 @@ _CRASHING_WRITER = """
 import asyncio, sys
 from jarvis.adapters.sql_store import SqlBackend
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 store = SqlBackend(SqliteDriver(sys.argv[1])).sessions
 async def go():
     i = 0

@@ -7,10 +7,10 @@ import pytest
 
 from jarvis.adapters.subprocess_repl import SubprocessRepl
 from jarvis.application.traces import TraceRecorder
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.agents.rlm import RecursiveLMAgent
-from jarvis.domain.events import EventBus
 from jarvis.domain.repl import ReplLimits
+from jarvis.domain.run.contract import AgentContext
+from jarvis.domain.run.events import EventBus
 from jarvis.domain.traces import Trace
 from jarvis.testing import ScriptedInference
 

@@ -20,9 +20,9 @@ import jarvis
 from jarvis.adapters.inference.llamacpp import LlamaCppEngine
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.tools.json_schema import validate
 from tests.support.llama_server import LlamaServer, missing_requirement
 from tests.support.ollama_server import OllamaProtocolServer
 

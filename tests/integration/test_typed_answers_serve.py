@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from jarvis.application.tools.function_tool import as_tool
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.testing import ScriptedInference
 from tests.support.serve import serving
 

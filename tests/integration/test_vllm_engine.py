@@ -16,8 +16,8 @@ from contracts.inference_contract import InferenceContract
 from jarvis.adapters.inference._wire import EngineTransport
 from jarvis.adapters.inference.vllm import VllmEngine
 from jarvis.domain.errors import EngineUnavailableError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import InferencePort
 from tests.support.llama_server import LlamaServer
 from tests.support.ports import free_port

@@ -18,7 +18,7 @@ import pytest
 from jarvis.adapters.httpx_web.page_fetch import PageFetcher
 from jarvis.adapters.httpx_web.search_provider import SearxngSearch
 from jarvis.adapters.httpx_web.web_search import WebSearchTool
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.specs import ToolResult
 from tests.integration.local_site import LocalSite
 
 BOMB_BYTES = 64 * 1024 * 1024

@@ -21,7 +21,7 @@ from jarvis.domain.ports import (
     ImageProgress,
     OrphanContainer,
 )
-from jarvis.domain.sandbox_client import LineSink
+from jarvis.domain.sandbox.client import LineSink
 
 Inside = Callable[[Callable[[], Awaitable[str | None]], LineSink], Awaitable[int]]
 

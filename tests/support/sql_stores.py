@@ -8,7 +8,7 @@ from jarvis.adapters.sql_store import SqlBackend, SqlSessionStore
 from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.domain.approval_store import StoredApproval
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.messages import Message
 
 
 def sqlite_backend(

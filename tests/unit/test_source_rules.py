@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jarvis
 from jarvis.domain import errors
-from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.loop.base import BaseAgent
 
 SRC = Path(jarvis.__file__).resolve().parent
 

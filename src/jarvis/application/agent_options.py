@@ -1,7 +1,7 @@
 """Agent options (``-O key=value``, the SDK's ``agent_options=``), checked once, here.
 
 An agent reads the options it takes through :class:`OptionReader` (see
-:mod:`jarvis.domain.agents.options`); every value handed out is checked first: its type,
+:mod:`jarvis.domain.loop.options`); every value handed out is checked first: its type,
 its range (:data:`NUMBER_OPTIONS`), numbers finite wherever they appear (``NaN`` compares
 false with everything: a budget of ``max_seconds=NaN`` would silently switch the budget
 off). After the build, an option no agent read is refused, naming the agent, the option and
@@ -16,9 +16,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jarvis.domain.agents.options import Choice
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.loop.options import Choice
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ deciders every front end shares (no terminal: deny; a program's callback).
 
 A front end picks an :class:`ApprovalChoice` per question (the port that asks and, from
 ``--approve`` / ``approve=``, a mode for every tool); :class:`~jarvis.application.ask.AskService`
-turns it into the agent's :class:`~jarvis.domain.agents.approval_gate.ApprovalGate`.
+turns it into the agent's :class:`~jarvis.domain.loop.approval_gate.ApprovalGate`.
 """
 
 from __future__ import annotations

@@ -13,17 +13,16 @@ from jarvis.application.prompt_context import (
     uses_instructions,
 )
 from jarvis.application.registry import AgentRegistry
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.options import AgentParts
-from jarvis.domain.agents.settings import PromptSettings
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
-from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.options import AgentParts
+from jarvis.domain.loop.settings import PromptSettings
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
-from jarvis.domain.tools import ToolResult
-from jarvis.domain.updates import (
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.run.events import EventBus
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     RunFinished,
@@ -31,13 +30,14 @@ from jarvis.domain.updates import (
     ToolCallsRequested,
     ToolResultReady,
 )
+from jarvis.domain.tools.specs import ToolResult
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
     # answer or external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.approvals import ApprovalChoice
-    from jarvis.domain.agents.approval_gate import ApprovalGate
     from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.loop.approval_gate import ApprovalGate
     from jarvis.domain.operators import OperatorBinding
     from jarvis.domain.typed_output import OutputSpec
 
@@ -70,7 +70,7 @@ class AskQuestion:
     agent's inner run: the ``skill`` tool reads host folders the sandbox cannot reach)."""
     output: OutputSpec[object] | None = None
     """A typed answer: the schema the answer must match (see
-    :mod:`jarvis.domain.agents.typed_answer`); ``None``: free text."""
+    :mod:`jarvis.domain.loop.typed_answer`); ``None``: free text."""
     approval: ApprovalChoice | None = None
     """Who approves the run's tool calls (``None``: every call runs unasked, as for an
     operator's unattended tick)."""
@@ -324,7 +324,7 @@ class AskService:
         if command.output is None:
             return self.inference
         from jarvis.domain.agents.simple import SimpleAgent
-        from jarvis.domain.agents.typed_answer import StructuredAnswers
+        from jarvis.domain.loop.typed_answer import StructuredAnswers
 
         return StructuredAnswers(
             self.inference,
@@ -397,8 +397,8 @@ class AskService:
         choice = command.approval
         if choice is None or not tools:
             return None
-        from jarvis.domain.agents.approval_gate import ApprovalGate
         from jarvis.domain.approvals import CODE_INTERPRETER, ApprovalPolicy
+        from jarvis.domain.loop.approval_gate import ApprovalGate
 
         policy = self.approval_policy or ApprovalPolicy()
         sandbox = ""
@@ -447,7 +447,7 @@ class AskService:
         self, agent: BaseAgent, model: str, command: AskQuestion, spec: OutputSpec[object]
     ) -> Answer:
         """A typed question: the answer checked against ``spec``, retried with its errors."""
-        from jarvis.domain.agents.typed_answer import run_typed
+        from jarvis.domain.loop.typed_answer import run_typed
 
         engine = self.inference.engine_id
         typed = await run_typed(agent, command.question, command.context, spec, engine=engine)

@@ -2,7 +2,7 @@
 
 A turn loads the session's newest messages, bounds them (messages and tokens, oldest
 dropped first, never splitting an assistant's tool calls from their results: see
-:func:`~jarvis.domain.session_history.trim_history`), hands them to the agent as
+:func:`~jarvis.domain.sessions.history.trim_history`), hands them to the agent as
 :attr:`AgentContext.conversation` (real messages, never flattened into text), runs the
 question, then appends the whole exchange to the session in one atomic append: the user's
 message, each assistant message with its tool calls and ids, each tool result with its call
@@ -32,17 +32,17 @@ from typing import Protocol, TypeAlias
 from jarvis.application.ask import Answer, AskQuestion
 from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.application.turn_recording import TurnRecorder
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.messages import Message, Role
+from jarvis.domain.llm.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.session_history import TrimmedHistory, trim_history
-from jarvis.domain.session_ids import check_session_id
-from jarvis.domain.sessions import SessionInfo, SessionMessage, utc_now
-from jarvis.domain.updates import (
+from jarvis.domain.run.contract import AgentContext
+from jarvis.domain.run.updates import (
     RunFinished,
     RunUpdate,
 )
+from jarvis.domain.sessions.history import TrimmedHistory, trim_history
+from jarvis.domain.sessions.ids import check_session_id
+from jarvis.domain.sessions.records import SessionInfo, SessionMessage, utc_now
 
 LOAD_SLACK = 64
 """Messages read beyond ``max_messages``: room for the tool results of a unit that straddles

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from jarvis.application.memory_chunks import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP, chunk_text
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.knowledge import (
     DocumentError,
@@ -34,6 +33,7 @@ from jarvis.domain.knowledge import (
     SourceInfo,
 )
 from jarvis.domain.ports import DocumentReaderPort, EmbeddingPort, KnowledgeStorePort
+from jarvis.domain.run.contract import MemoryHit
 
 RRF_K: Final = 60
 """Reciprocal rank fusion's constant (the value of the paper that introduced it)."""

@@ -31,9 +31,9 @@ from jarvis.application.conversation import (
     without_history,
 )
 from jarvis.application.run_updates import AnswerUpdate, answer_of
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.messages import Message, Role
 from jarvis.domain.managed_agents import (
     ManagedAgent,
     ManagedAgentStorePort,
@@ -42,9 +42,9 @@ from jarvis.domain.managed_agents import (
     position_of,
     session_id_of,
 )
-from jarvis.domain.messages import Message, Role
 from jarvis.domain.ports import SessionStorePort
-from jarvis.domain.sessions import SessionMessage, SessionPage, to_micros, utc_now
+from jarvis.domain.run.contract import AgentContext
+from jarvis.domain.sessions.records import SessionMessage, SessionPage, to_micros, utc_now
 
 if TYPE_CHECKING:
     from jarvis.application.managed_approvals import ManagedApprovals

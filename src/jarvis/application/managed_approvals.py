@@ -27,7 +27,7 @@ from jarvis.domain.approval_store import (
 )
 from jarvis.domain.approvals import ApprovalAnswer, ApprovalRequest
 from jarvis.domain.errors import JarvisError
-from jarvis.domain.sessions import to_micros, utc_now
+from jarvis.domain.sessions.records import to_micros, utc_now
 
 MAX_PENDING_LISTED = 100
 MAX_REASON_CHARS = 2000

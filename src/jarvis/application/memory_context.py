@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.run.contract import MemoryHit
 
 HEADING: Final = "## Retrieved Context"
 PREAMBLE: Final = (

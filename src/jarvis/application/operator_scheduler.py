@@ -29,7 +29,7 @@ from jarvis.application.operators import (
 from jarvis.application.schedules import label, latest_ticks, next_tick
 from jarvis.domain.errors import JarvisError
 from jarvis.domain.operators import Operator, key_prefix, run_lease
-from jarvis.domain.sessions import to_micros, utc_now
+from jarvis.domain.sessions.records import to_micros, utc_now
 
 
 @dataclass(slots=True)

@@ -30,11 +30,11 @@ from jarvis.application.schedules import (
     latest_ticks,
     next_tick,
 )
-from jarvis.domain.agents.options import AgentParts
-from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ConfigurationError, JarvisError
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.operators import (
     DEFINITION_PREFIX,
     OPERATIVE_AGENTS,
@@ -53,7 +53,7 @@ from jarvis.domain.ports import (
     OperatorStorePort,
     SessionStorePort,
 )
-from jarvis.domain.sessions import SessionMessage, SessionStoreCorruptError
+from jarvis.domain.sessions.records import SessionMessage, SessionStoreCorruptError
 
 CATCH_UP = 24
 """At most this many missed ticks are run when a scheduler resumes after a long stop."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.ports import ToolPort
 
 

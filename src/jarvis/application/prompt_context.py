@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.ports import ToolPort
+from jarvis.domain.run.contract import AgentContext
 
 if TYPE_CHECKING:
     from jarvis.application.project_instructions import ProjectInstructionsSource

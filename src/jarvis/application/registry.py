@@ -16,10 +16,10 @@ from dataclasses import replace
 from jarvis.application.agent_options import OptionReader
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.workspace_host import LocalWorkspaceHost
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.options import AgentParts
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.options import AgentParts
 
 AgentLoader = Callable[[], type[BaseAgent]]
 """Imports an agent's module and returns its class."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol, TypeAlias, TypeVar, assert_never
 
 from jarvis.application.ask import Answer
-from jarvis.domain.updates import (
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     TextDelta,

@@ -11,7 +11,7 @@ credential files, cloud config folders...) always apply, whatever the file says.
 without ``/`` matches any one path component (fnmatch, case-insensitively); a pattern with
 ``/`` matches consecutive components (``.docker/config.json``, ``secrets/*.txt``).
 
-A mount is refused (:class:`~jarvis.domain.sandbox.MountRefusedError`, before any
+A mount is refused (:class:`~jarvis.domain.sandbox.runner.MountRefusedError`, before any
 container starts) when its resolved path — symlinks followed — is blocked anywhere along it,
 lies outside every root, asks to be writable where no root allows it, or is a folder that
 *contains* a blocked path (a home folder holding ``.ssh``): refused rather than masked, so
@@ -47,7 +47,7 @@ from pathlib import PurePosixPath
 
 from jarvis.application.tools.secret_paths import SECRET_NAMES, SECRET_SEQUENCES
 from jarvis.domain.ports import Mount
-from jarvis.domain.sandbox import MountRefusedError, MountRequest
+from jarvis.domain.sandbox.runner import MountRefusedError, MountRequest
 
 MAX_ENTRIES = 50_000
 MAX_DEPTH = 256

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from jarvis.application.sandbox_mounts import MountPolicy, load_policy
 from jarvis.domain.ports import ContainerPort, ContainerSpec, ImageProgress, Mount
-from jarvis.domain.sandbox import MountRequest, SandboxLaunch, SandboxLimits
+from jarvis.domain.sandbox.runner import MountRequest, SandboxLaunch, SandboxLimits
 
 WORKER_MODULE = "jarvis.entrypoints.sandbox_worker"
 IMAGE_PYTHON = "/usr/local/bin/python3"

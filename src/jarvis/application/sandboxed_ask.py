@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from jarvis.application.ask import AskQuestion, AskService
-from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.sandboxed import InnerAgentSpec, SandboxedAgent, SandboxMounts
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.sandbox import INSIDE_TOOLS, SandboxRunner
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.sandbox.runner import INSIDE_TOOLS, SandboxRunner
 
 
 def _names(value: JSONValue, option: str) -> list[str]:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.operators import Schedule
-from jarvis.domain.sessions import from_micros, to_micros
+from jarvis.domain.sessions.records import from_micros, to_micros
 
 _INTERVAL = re.compile(r"(\d{1,9})([smhd])")
 _UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}

@@ -26,7 +26,9 @@ from functools import partial
 
 from jarvis.application.trace_context import enter_span, trace_parent
 from jarvis.application.trace_export import exported_span_id
-from jarvis.domain.events import (
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.ports import TraceExportPort, TraceStorePort
+from jarvis.domain.run.events import (
     AgentRunEnded,
     AgentRunStarted,
     Event,
@@ -36,8 +38,6 @@ from jarvis.domain.events import (
     ToolCallEnded,
     ToolCallStarted,
 )
-from jarvis.domain.json_types import JSONObject
-from jarvis.domain.ports import TraceExportPort, TraceStorePort
 from jarvis.domain.traces import (
     MAX_CONTENT_CHARS,
     MAX_SPANS,

@@ -12,15 +12,15 @@ from datetime import datetime
 
 from jarvis.application.ask import Answer
 from jarvis.application.run_updates import AnswerUpdate, handle
-from jarvis.domain.messages import Message, Role
-from jarvis.domain.sessions import SessionMessage
-from jarvis.domain.updates import (
+from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     TextDelta,
     ToolCallsRequested,
     ToolResultReady,
 )
+from jarvis.domain.sessions.records import SessionMessage
 
 
 def tool_message_content(content: str, *, success: bool) -> str:

@@ -18,18 +18,18 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from jarvis.compat.tool_stubs import BaseTool, as_tools
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent as JarvisAgent
-from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.settings import PromptSettings, SamplingSettings
-from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.events import EventBus
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.loop.base import BaseAgent as JarvisAgent
+from jarvis.domain.loop.options import AgentOptions, AgentParts
+from jarvis.domain.loop.settings import PromptSettings, SamplingSettings
 from jarvis.domain.operators import OperatorBinding, check_operator_id
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.updates import RunUpdate
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.run.events import EventBus
+from jarvis.domain.run.updates import RunUpdate
 
 if TYPE_CHECKING:
     from jarvis.domain.external_runtime import ExternalRuntimePort

@@ -21,8 +21,8 @@ from jarvis.application.config import (
     OpenAISettings,
     VllmSettings,
 )
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.ports import InferencePort
 
 

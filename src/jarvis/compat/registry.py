@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
 from jarvis.compat import agents as compat
-from jarvis.domain.agents.base import BaseAgent as JarvisAgent
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.loop.base import BaseAgent as JarvisAgent
 from jarvis.domain.ports import InferencePort
 
 A = TypeVar("A", bound=type[JarvisAgent])

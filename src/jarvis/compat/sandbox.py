@@ -17,13 +17,13 @@ from typing import Literal
 
 from jarvis.application.openjarvis_config import OPENJARVIS_SANDBOX_IMAGE
 from jarvis.application.sandbox_runner import ContainerRunner as JarvisContainerRunner
-from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.agents.sandboxed import SandboxedAgent as JarvisSandboxedAgent
 from jarvis.domain.agents.sandboxed import SandboxMounts
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.events import EventBus
+from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.sandbox import MountRequest, SandboxLimits, SandboxRunner
+from jarvis.domain.run.events import EventBus
+from jarvis.domain.sandbox.runner import MountRequest, SandboxLimits, SandboxRunner
 
 RUNTIMES = ("auto", "docker", "podman")
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.loop.tool_executor import ToolExecutor as JarvisToolExecutor
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tool_executor import ToolExecutor as JarvisToolExecutor
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.run.events import EventBus
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 
 def openai_function(spec: ToolSpec) -> JSONObject:

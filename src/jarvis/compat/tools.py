@@ -11,7 +11,7 @@ from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.application.tools.think import ThinkTool
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 
 class WebSearchTool:

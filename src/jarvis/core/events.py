@@ -1,5 +1,5 @@
 """``from jarvis.core.events import EventBus``: jarvis's typed event bus."""
 
-from jarvis.domain.events import EventBus
+from jarvis.domain.run.events import EventBus
 
 __all__ = ["EventBus"]

@@ -1,7 +1,7 @@
 """``from jarvis.core.types import AgentContext, AgentResult, ToolResult, Message``."""
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.messages import Message, Role
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.tools.specs import ToolResult
 
 __all__ = ["AgentContext", "AgentResult", "Message", "Role", "ToolResult"]

@@ -67,7 +67,7 @@ def matching_arguments(arguments_json: str) -> str:
 class ApprovalStorePort(Protocol):
     """Where pending approvals persist (the session store's database).
 
-    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` when the store
+    Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` when the store
     fails. Changes of status are conditional: a row moves ``pending`` → ``allowed`` /
     ``denied`` / ``expired`` and ``allowed`` / ``denied`` → ``used`` once, whoever tries.
     """

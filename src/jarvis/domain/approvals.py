@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import ToolCall
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.tools.specs import ToolSpec
 
 ApprovalMode = Literal["auto", "ask", "deny"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)

@@ -69,7 +69,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from jarvis.domain.completion import Usage
+    from jarvis.domain.llm.completion import Usage
 
 
 class JarvisError(Exception):

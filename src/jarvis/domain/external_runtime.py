@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
-from jarvis.domain.completion import Usage
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.completion import Usage
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.specs import ToolResult
 
 RuntimeMode = Literal["build", "plan"]
 """``build`` may edit files and run commands in the workspace; ``plan`` only reads."""

@@ -153,7 +153,7 @@ def position_of(agent: ManagedAgent) -> Position:
 class ManagedAgentStorePort(Protocol):
     """Where managed agent definitions persist (the session store's database).
 
-    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` (never a driver
     exception) when the store fails, as the session store does; an invalid id is a
     ``ConfigurationError``. Writers are last-writer-wins per definition.
     """

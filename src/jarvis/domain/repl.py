@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, truncate
+from jarvis.domain.tools.specs import ToolResult, truncate
 
 ReplErrorKind = Literal[
     "exception",
@@ -37,7 +37,7 @@ ProcessIsolation = Literal["pid_namespace", "refused", "none"]
 STREAM_TRUNCATION_MARKER = "\n... [output truncated: {dropped} more characters]"
 """Appended by an interpreter where it stopped capturing a stream (stdout, stderr) at its
 limit; ``{dropped}`` is how much was left out. What the model is shown is then cut once
-more, to its own limit, by :func:`jarvis.domain.tools.truncate`."""
+more, to its own limit, by :func:`jarvis.domain.tools.specs.truncate`."""
 
 RESTART_NOTE = (
     "[The REPL was restarted before this execution: variables and imports from earlier "

@@ -5,7 +5,7 @@ schema jarvis cannot honour (not a JSON object, too large or too deep, a ``$ref`
 leaves the document, a root that is not an object, a keyword the checker cannot enforce) is
 a usage error that says why, before any engine is asked. What a valid answer *becomes* is
 the business of an :class:`OutputParser` (a pure function over the decoded JSON): the plain
-JSON Schema check of :mod:`jarvis.domain.json_schema` here, or a pydantic ``TypeAdapter``
+JSON Schema check of :mod:`jarvis.domain.tools.json_schema` here, or a pydantic ``TypeAdapter``
 for a Python type (in the application layer).
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from jarvis.domain.completion import ResponseFormat
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.llm.completion import ResponseFormat
+from jarvis.domain.tools.json_schema import validate
 
 MAX_SCHEMA_BYTES = 64 * 1024
 """A schema is sent with every attempt (and in the prompt): larger ones are refused."""
@@ -55,7 +55,7 @@ UNCHECKED_KEYWORDS = frozenset(
         "$recursiveRef",
     }
 )
-"""Keywords of a JSON Schema that :mod:`jarvis.domain.json_schema` does not enforce: a
+"""Keywords of a JSON Schema that :mod:`jarvis.domain.tools.json_schema` does not enforce: a
 schema given as a dict that uses one is refused (an answer would pass unchecked)."""
 
 _SCHEMA_MAPS = ("properties", "$defs", "definitions")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jarvis.application.plugins import PluginError
-from jarvis.domain.agents.base import BaseAgent
+from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.ports import ToolPort
 
 AGENT_GROUP = "jarvis.agents"

@@ -4,7 +4,7 @@ Run by the sandbox image's Python in a container with no network. It reads the `
 line from stdin (the inner agent, its persona, conversation, tool settings and secrets),
 builds its runtime with the :func:`~jarvis.entrypoints.composition.bootstrap` jarvis uses
 on the host, its parts given as :class:`~jarvis.entrypoints.composition.Overrides`: the
-brokered engine (:class:`~jarvis.domain.sandbox_client.BrokeredInference`) in place of a
+brokered engine (:class:`~jarvis.domain.sandbox.client.BrokeredInference`) in place of a
 real one, the persona the host sent, ``file_read`` confined to the mounts, the REPL of
 ``code_interpreter`` / ``native_openhands`` / ``rlm`` running here, and the host tools the
 user allowed brokered. It runs the inner agent through the ask use case, writing its
@@ -32,7 +32,6 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from jarvis.domain.agent_contract import AgentContext, MemoryHit
 from jarvis.domain.errors import (
     ConfigurationError,
     InferenceError,
@@ -41,11 +40,12 @@ from jarvis.domain.errors import (
     SandboxError,
     ToolError,
 )
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.ports import InferencePort, ReplPort, ReplSession, ToolPort
 from jarvis.domain.repl import ReplCallbacks, ReplIsolation, ReplLimits
-from jarvis.domain.sandbox_client import BrokeredInference, BrokeredTool, HostLink, LineSink
-from jarvis.domain.sandbox_protocol import (
+from jarvis.domain.run.contract import AgentContext, MemoryHit
+from jarvis.domain.sandbox.client import BrokeredInference, BrokeredTool, HostLink, LineSink
+from jarvis.domain.sandbox.protocol import (
     HOST_MESSAGE,
     MAX_RUN_CHARS,
     ErrorMessage,
@@ -62,7 +62,7 @@ from jarvis.domain.sandbox_protocol import (
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
-    from jarvis.domain.updates import (
+    from jarvis.domain.run.updates import (
         ApprovalDecided,
         ApprovalRequired,
         TextDelta,

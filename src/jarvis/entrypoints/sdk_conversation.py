@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from jarvis.application.ask import Answer, AskQuestion
-    from jarvis.domain.sessions import SessionMessage
+    from jarvis.domain.sessions.records import SessionMessage
 
 T = TypeVar("T")
 _END = object()
@@ -58,7 +58,7 @@ class _Turns:
 
     def __init__(self, jarvis: _Owner, name: str | None, options: AskOptions) -> None:
         from jarvis.application.conversation import new_session_id
-        from jarvis.domain.session_ids import check_session_id
+        from jarvis.domain.sessions.ids import check_session_id
 
         self._jarvis = jarvis
         self.session_id = check_session_id(name) if name is not None else new_session_id()

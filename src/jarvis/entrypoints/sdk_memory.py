@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
     from jarvis.application.knowledge import AddReport, KnowledgeBase
-    from jarvis.domain.agent_contract import MemoryHit
     from jarvis.domain.knowledge import KnowledgeStats, SearchMode, SourceInfo
+    from jarvis.domain.run.contract import MemoryHit
     from jarvis.entrypoints.composition import Runtime
 
 T = TypeVar("T")

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from jarvis.application.agent_options import OptionReader
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.options import AgentParts
-from jarvis.domain.agents.settings import PromptSettings
-from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.options import AgentParts
+from jarvis.domain.loop.settings import PromptSettings
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
+from jarvis.domain.run.events import EventBus
 
 AgentT = TypeVar("AgentT", bound=BaseAgent)
 

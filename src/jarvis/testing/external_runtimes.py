@@ -20,7 +20,7 @@ from jarvis.domain.external_runtime import (
     ExternalTextDelta,
     ExternalToolDone,
 )
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.specs import ToolResult
 
 
 @dataclass(frozen=True, slots=True)

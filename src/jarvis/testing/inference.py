@@ -8,10 +8,10 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TypeAlias
 
-from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import EngineUnavailableError, ModelNotFoundError
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import ToolCall
 
 ScriptedReply: TypeAlias = "str | Completion | Exception | Sequence[StreamChunk]"
 """A text answer, a full completion (tool calls included), an error to raise, or the exact

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jarvis.application.tools.secret_paths import secret_rule
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.knowledge import (
     Chunk,
     DocumentBatch,
@@ -22,6 +21,7 @@ from jarvis.domain.knowledge import (
     kind_of,
     looks_binary,
 )
+from jarvis.domain.run.contract import MemoryHit
 from jarvis.testing.memory import words
 
 

@@ -6,8 +6,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.run.contract import MemoryHit
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -46,7 +46,6 @@ from jarvis.adapters.claude_agent_sdk.wire import (
     ToolUseEvent,
 )
 from jarvis.adapters.subprocess_repl.process_jail import Confinement
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
     ExternalEvent,
@@ -56,8 +55,9 @@ from jarvis.domain.external_runtime import (
     ExternalToolDone,
 )
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.completion import Usage
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolResult
+from jarvis.domain.tools.specs import ToolResult
 
 DEFAULT_MAX_TURNS = 30
 DEFAULT_PERMISSION_MODE: PermissionMode = "acceptEdits"

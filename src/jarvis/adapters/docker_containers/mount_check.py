@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from jarvis.application.sandbox_mounts import open_folder
 from jarvis.domain.ports import Mount
-from jarvis.domain.sandbox import MountRefusedError
+from jarvis.domain.sandbox.runner import MountRefusedError
 
 
 def _swapped(mount: Mount) -> MountRefusedError:

@@ -35,7 +35,7 @@ from jarvis.adapters.filesystem_tools.protected import inside, jarvis_config_dir
 from jarvis.application.tools.arguments import integer_argument
 from jarvis.application.tools.secret_paths import secret_rule
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 MAX_FILE_BYTES: Final = 1024 * 1024
 MAX_OUTPUT_CHARS: Final = 16_000

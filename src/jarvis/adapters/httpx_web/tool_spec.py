@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec
 
 DEFAULT_MAX_RESULTS: Final = 5
 MAX_RESULTS: Final = 10

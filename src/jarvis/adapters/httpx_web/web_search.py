@@ -21,7 +21,7 @@ from jarvis.adapters.httpx_web.tool_spec import (
 )
 from jarvis.application.tools.arguments import integer_argument
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 _URL: Final = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$")
 

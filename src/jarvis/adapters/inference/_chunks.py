@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-from jarvis.domain.completion import Completion, StreamChunk, Usage
+from jarvis.domain.llm.completion import Completion, StreamChunk, Usage
 
 
 def completion_chunks(completion: Completion) -> Iterator[StreamChunk]:

@@ -26,7 +26,8 @@ from jarvis.adapters.inference._json import (
     get_str,
 )
 from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
-from jarvis.domain.completion import (
+from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.llm.completion import (
     Completion,
     FinishReason,
     ResponseFormat,
@@ -34,10 +35,9 @@ from jarvis.domain.completion import (
     ToolChoice,
     Usage,
 )
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message, Role, ToolCall
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message, Role, ToolCall
+from jarvis.domain.tools.specs import ToolSpec
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jarvis.adapters.inference._json import as_object, get_int, get_object, get_str
-from jarvis.domain.messages import ToolCall
+from jarvis.domain.llm.messages import ToolCall
 
 
 @dataclass(slots=True)

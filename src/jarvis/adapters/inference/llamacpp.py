@@ -59,7 +59,6 @@ from jarvis.adapters.inference._openai_wire import (
     tool_choice_to_openai,
     tools_to_openai,
 )
-from jarvis.domain.completion import Completion, StreamChunk, Usage
 from jarvis.domain.errors import (
     ConfigurationError,
     ContextTooLongError,
@@ -68,8 +67,9 @@ from jarvis.domain.errors import (
     InferenceError,
     ToolsNotSupportedError,
 )
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message, Role
+from jarvis.domain.llm.completion import Completion, StreamChunk, Usage
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message, Role
 
 ENGINE_ID = "llamacpp"
 FUNCTION_CALLING_FORMAT = "chatml-function-calling"

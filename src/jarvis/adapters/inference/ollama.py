@@ -67,7 +67,6 @@ from jarvis.adapters.inference._json import (
     loads,
 )
 from jarvis.adapters.inference._openai_wire import tools_to_openai
-from jarvis.domain.completion import Completion, FinishReason, StreamChunk, Usage
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -75,9 +74,10 @@ from jarvis.domain.errors import (
     ModelNotFoundError,
     ToolsNotSupportedError,
 )
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message, Role, ToolCall
+from jarvis.domain.llm.completion import Completion, FinishReason, StreamChunk, Usage
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message, Role, ToolCall
 
 DEFAULT_PORT = 11434
 HEALTH_TIMEOUT = 2.0

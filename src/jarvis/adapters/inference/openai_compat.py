@@ -70,7 +70,6 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_with_inline_schema,
 )
 from jarvis.adapters.inference._sse import server_sent_events
-from jarvis.domain.completion import Completion, StreamChunk
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -79,8 +78,9 @@ from jarvis.domain.errors import (
     StructuredOutputNotSupportedError,
     ToolsNotSupportedError,
 )
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
 
 T = TypeVar("T")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunDone, ExternalTextDelta, ExternalToolDone
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, truncate
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.tools.specs import ToolResult, truncate
 
 MAX_EVENT_LINE = 1_048_576
 MAX_MESSAGES_BYTES = 32 * 1_048_576

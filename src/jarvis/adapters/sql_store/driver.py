@@ -6,7 +6,7 @@ the few things a dialect spells its own way (:class:`Dialect`): the table names 
 managed agent's creation time read from its JSON record, and the next ``touched`` number.
 A driver renders that text for its database (:class:`Renderer`), opens and migrates the
 connection, runs work on it one call at a time in a worker thread, frames transactions
-and turns its library's errors into :class:`~jarvis.domain.sessions.SessionStoreError`.
+and turns its library's errors into :class:`~jarvis.domain.sessions.records.SessionStoreError`.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class SqlDriver(Protocol):
 
     def run(self, work: Callable[[Connection], T]) -> T:
         """``work`` on the connection, under the driver's lock; errors become
-        :class:`~jarvis.domain.sessions.SessionStoreError`."""
+        :class:`~jarvis.domain.sessions.records.SessionStoreError`."""
         ...
 
     def close(self) -> None:

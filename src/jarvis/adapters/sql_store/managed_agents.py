@@ -18,7 +18,7 @@ from jarvis.domain.managed_agents import (
     agent_to_record,
     check_agent_id,
 )
-from jarvis.domain.sessions import SessionStoreCorruptError
+from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 PREFIX = "managed_agent:"
 _AFTER_PREFIX = "managed_agent;"  # the next key after every "managed_agent:..." key

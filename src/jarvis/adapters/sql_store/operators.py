@@ -25,7 +25,7 @@ from jarvis.domain.operators import (
     lease_ttl_us,
     tick_lease,
 )
-from jarvis.domain.sessions import SessionStoreCorruptError
+from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 _ACQUIRE = """
 INSERT INTO {leases} (name, holder, expires_us) VALUES (?, ?, {now} + ?)

@@ -3,7 +3,7 @@
 * psycopg 3 is imported on first use, so jarvis without the ``postgres`` extra runs until a
   PostgreSQL store is asked for, and then says how to install it.
 * Connecting is bounded by ``connect_timeout`` and every statement by ``statement_timeout``;
-  the driver's errors become :class:`~jarvis.domain.sessions.SessionStoreError` naming the
+  the driver's errors become :class:`~jarvis.domain.sessions.records.SessionStoreError` naming the
   URL with its password replaced by ``***`` (and scrubbed from the driver's message).
 * Every name starts with ``jarvis_``, so the tables can live in a database shared with other
   programs; lease times are the server's clock (``clock_timestamp()``).
@@ -21,7 +21,7 @@ from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Render
 from jarvis.adapters.sql_store.postgres_schema import migrate
 from jarvis.adapters.sql_store.urls import password_of, redact_url
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.sessions import (
+from jarvis.domain.sessions.records import (
     SessionStoreError,
     SessionStoreLockedError,
     SessionStoreUnavailableError,

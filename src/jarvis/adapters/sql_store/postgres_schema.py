@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jarvis.domain.sessions import SessionStoreCorruptError
+from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 if TYPE_CHECKING:
     import psycopg

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Sequence
 
 from jarvis.adapters.sql_store.driver import Connection, Row, SqlDriver, call
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.messages import Message
-from jarvis.domain.session_ids import check_session_id
-from jarvis.domain.sessions import (
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.sessions.ids import check_session_id
+from jarvis.domain.sessions.records import (
     PAGE_SIZE,
     SessionInfo,
     SessionMessage,

@@ -10,7 +10,7 @@
   lost on a power cut; ``durable=True`` adds one fsync per append (``synchronous=FULL``,
   about 4 ms on a busy disk against 0.08 ms) for machines where that matters.
 * The file is created with mode 0600 in a folder made 0700.
-* The driver's errors become :class:`~jarvis.domain.sessions.SessionStoreError` naming the
+* The driver's errors become :class:`~jarvis.domain.sessions.records.SessionStoreError` naming the
   file; a damaged or foreign file is never rewritten.
 """
 
@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.sqlite_schema import migrate
-from jarvis.domain.sessions import (
+from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
     SessionStoreError,
     SessionStoreLockedError,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from jarvis.domain.sessions import SessionStoreCorruptError
+from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 MIGRATIONS: tuple[str, ...] = (
     """

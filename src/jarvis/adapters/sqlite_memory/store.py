@@ -32,9 +32,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.knowledge import Chunk, KnowledgeStats, MemoryStoreDamagedError, SourceInfo
+from jarvis.domain.run.contract import MemoryHit
 
 if TYPE_CHECKING:
     from jarvis.adapters.sqlite_memory.vectors import VectorMatrix

@@ -12,7 +12,7 @@ from jarvis.application.tools.safe_math import (
     format_number,
 )
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 CALCULATOR_SPEC: Final = ToolSpec(
     name="calculator",

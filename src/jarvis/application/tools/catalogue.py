@@ -20,7 +20,7 @@ from jarvis.application.tools.retrieval import MemorySearch, RetrievalTool
 from jarvis.application.tools.think import ThinkTool
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec
 
 if TYPE_CHECKING:  # a question that names no MCP tool never imports the MCP layer
     from jarvis.application.tools.mcp_tools import McpToolSource

@@ -12,7 +12,7 @@ from jarvis.domain.errors import SandboxError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.ports import ReplPort
 from jarvis.domain.repl import ExecutionResult, ReplLimits
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 CODE_INTERPRETER_NAME = "code_interpreter"
 

@@ -46,7 +46,7 @@ from jarvis.application.tools.docstrings import parse_docstring
 from jarvis.domain.errors import ConfigurationError, ToolError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 P = ParamSpec("P")
 R = TypeVar("R")

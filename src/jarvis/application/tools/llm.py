@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Final
 
 from jarvis.domain.errors import InferenceError
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 LLM_SPEC: Final = ToolSpec(
     name="llm",

@@ -39,7 +39,7 @@ from jarvis.domain.mcp import (
     McpServerSpec,
     McpToolInfo,
 )
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 McpClientFactory = Callable[[McpServerSpec], McpClientPort]
 Report = Callable[[str], None]

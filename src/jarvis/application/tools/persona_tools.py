@@ -18,7 +18,7 @@ from jarvis.domain.errors import PersonaError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.persona import FILE_NAMES
 from jarvis.domain.ports import PersonaFile, PersonaStorePort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 FILE_GROWTH_FACTOR: Final = 2
 """A file may hold this many times its prompt budget before adds are refused."""

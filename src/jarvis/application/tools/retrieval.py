@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Final, Protocol
 
 from jarvis.application.tools.arguments import integer_argument
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.run.contract import MemoryHit
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 MAX_TOP_K: Final = 20
 DEFAULT_TOP_K: Final = 5

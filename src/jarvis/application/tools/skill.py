@@ -12,7 +12,7 @@ from typing import Final
 
 from jarvis.application.skills import SkillError, SkillLibrary
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 SKILL_SPEC: Final = ToolSpec(
     name="skill",

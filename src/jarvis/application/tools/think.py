@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Final
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 THINK_SPEC: Final = ToolSpec(
     name="think",

@@ -24,9 +24,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import ClassVar, Self
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.options import AgentOptions, AgentParts
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
     ExternalRunDone,
@@ -37,8 +34,11 @@ from jarvis.domain.external_runtime import (
     RuntimeMode,
     WorkspaceHostPort,
 )
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.options import AgentOptions, AgentParts
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta, ToolResultReady
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.run.updates import RunFinished, RunUpdate, TextDelta, ToolResultReady
 
 MODES: tuple[RuntimeMode, ...] = ("build", "plan")
 

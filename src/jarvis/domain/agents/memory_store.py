@@ -16,7 +16,7 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.operators import encode_state, key_prefix, state_key
 from jarvis.domain.ports import OperatorStorePort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 MAX_VALUE_CHARS: Final = 64 * 1024
 """The largest value one call stores (as JSON text)."""

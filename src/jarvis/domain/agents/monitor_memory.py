@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from jarvis.domain.completion import Completion
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import ToolPort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 MemoryExtraction = Literal["causality_graph", "scratchpad", "structured_json", "none"]
 MEMORY_EXTRACTIONS: tuple[MemoryExtraction, ...] = (

@@ -27,8 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal, Self, Unpack
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.budget import RunBudget
 from jarvis.domain.agents.monitor_memory import (
     MEMORY_EXTRACTIONS,
     OBSERVATION_COMPRESSIONS,
@@ -54,15 +52,17 @@ from jarvis.domain.agents.operative import (
     failed,
     render_value,
 )
-from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.settings import SamplingSettings
-from jarvis.domain.completion import Completion
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.loop.budget import RunBudget
+from jarvis.domain.loop.options import AgentOptions, AgentParts
+from jarvis.domain.loop.settings import SamplingSettings
 from jarvis.domain.operators import OperatorBinding, key_prefix
 from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.run.contract import AgentContext, AgentResult
 
 TaskDecomposition = Literal["phased", "monolithic", "hierarchical"]
 TASK_DECOMPOSITIONS: tuple[TaskDecomposition, ...] = ("phased", "monolithic", "hierarchical")

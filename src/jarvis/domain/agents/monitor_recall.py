@@ -23,11 +23,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jarvis.domain.completion import Completion
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.inference import InferenceRequest
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import EmbeddingPort, MemoryPort
 
 RetrievalStrategy = Literal["hybrid_with_self_eval", "keyword", "semantic", "none"]

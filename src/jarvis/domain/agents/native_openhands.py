@@ -19,7 +19,7 @@ URL fetches that page, with the tool's own address checks) and appended to the r
 the conversation, persona and tools stay.
 
 The conversation is kept inside ``max_prompt_tokens`` (see
-:class:`~jarvis.domain.agents.repl_agent.ReplUsingAgent`).
+:class:`~jarvis.domain.loop.repl_agent.ReplUsingAgent`).
 """
 
 from __future__ import annotations
@@ -29,16 +29,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Self, Unpack
 
-from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.agents.budget import RunBudget
-from jarvis.domain.agents.code_blocks import (
+from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import Message, ToolCall
+from jarvis.domain.loop.budget import RunBudget
+from jarvis.domain.loop.context_window import ContextWindow
+from jarvis.domain.loop.options import AgentOptions, AgentParts
+from jarvis.domain.loop.repl_agent import ReplAgentOptions, ReplUsingAgent
+from jarvis.domain.loop.settings import SamplingSettings
+from jarvis.domain.ports import InferencePort, ToolPort
+from jarvis.domain.protocols.code_blocks import (
     PYTHON_LANGUAGES,
     first_block,
     mask_blocks,
 )
-from jarvis.domain.agents.context_window import ContextWindow
-from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.protocol import (
+from jarvis.domain.protocols.react_parser import (
+    REACT_LABELS,
+    ParsedAction,
+    ParsedFinal,
+    find_labels,
+    parse_reply,
+)
+from jarvis.domain.protocols.reply_text import strip_think
+from jarvis.domain.protocols.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
+from jarvis.domain.protocols.tool_protocol import (
     CodeRunningProtocol,
     Decision,
     FinalAnswer,
@@ -48,23 +62,9 @@ from jarvis.domain.agents.protocol import (
     ToolCalls,
     ToolProtocol,
 )
-from jarvis.domain.agents.react_parser import (
-    REACT_LABELS,
-    ParsedAction,
-    ParsedFinal,
-    find_labels,
-    parse_reply,
-)
-from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
-from jarvis.domain.agents.reply_text import strip_think
-from jarvis.domain.agents.settings import SamplingSettings
-from jarvis.domain.agents.text_protocol import LabelledAnswerFilter, LabelledTextProtocol
-from jarvis.domain.agents.url_prefetch import find_urls, inline_pages
-from jarvis.domain.completion import Completion
-from jarvis.domain.messages import Message, ToolCall
-from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.tool_descriptions import describe_tool
-from jarvis.domain.tools import ToolResult, ToolSpec, truncate
+from jarvis.domain.run.contract import AgentContext
+from jarvis.domain.tools.descriptions import describe_tool
+from jarvis.domain.tools.specs import ToolResult, ToolSpec, truncate
 
 OPENHANDS_TEMPLATE = (
     "You are Jarvis, an agent that completes tasks by writing and running Python code and "

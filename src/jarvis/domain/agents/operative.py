@@ -26,22 +26,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Self, Unpack
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult, MemoryHit
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.budget import RunBudget
-from jarvis.domain.agents.context_window import ContextWindow
 from jarvis.domain.agents.memory_store import MemoryStoreTool, note_prefix
-from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.settings import SamplingSettings
-from jarvis.domain.agents.tool_loop import NO_ANSWER, ToolAgentOptions, ToolUsingAgent
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.events import AgentRunEnded, AgentRunStarted, Event, EventBus
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.messages import Message, Role
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.budget import RunBudget
+from jarvis.domain.loop.context_window import ContextWindow
+from jarvis.domain.loop.options import AgentOptions, AgentParts
+from jarvis.domain.loop.settings import SamplingSettings
+from jarvis.domain.loop.tool_loop import NO_ANSWER, ToolAgentOptions, ToolUsingAgent
 from jarvis.domain.operators import OperatorBinding, session_id_of, state_key
 from jarvis.domain.ports import InferencePort, ToolPort
-from jarvis.domain.sessions import SessionMessage, utc_now
+from jarvis.domain.run.contract import AgentContext, AgentResult, MemoryHit
+from jarvis.domain.run.events import AgentRunEnded, AgentRunStarted, Event, EventBus
+from jarvis.domain.sessions.records import SessionMessage, utc_now
 
 STATE_CHARS = 2000
 """How much of an answer is kept as the state when the model stored none itself."""

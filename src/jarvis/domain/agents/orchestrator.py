@@ -3,7 +3,7 @@
 ``mode="function_calling"`` (default) sends the tool definitions natively and runs every call
 the model returns; ``tool_choice="required"`` forces a call on the first turn (later turns
 are ``auto``, so the model can answer). ``mode="structured"`` drives the same loop through
-one JSON step per reply (see :mod:`~jarvis.domain.agents.structured`), for engines without
+one JSON step per reply (see :mod:`~jarvis.domain.protocols.structured`), for engines without
 native tool calls.
 
 When the engine refuses tool definitions (``ToolsNotSupportedError``, e.g. Ollama's "does
@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal, Self, Unpack
 
-from jarvis.domain.agents.function_calling import FunctionCallingProtocol
-from jarvis.domain.agents.options import AgentOptions, AgentParts
-from jarvis.domain.agents.protocol import ToolProtocol
-from jarvis.domain.agents.structured import StructuredOutput, StructuredProtocol
-from jarvis.domain.agents.tool_loop import ToolAgentOptions, ToolUsingAgent
-from jarvis.domain.completion import ToolChoice
 from jarvis.domain.errors import ConfigurationError, InferenceError, ToolsNotSupportedError
+from jarvis.domain.llm.completion import ToolChoice
+from jarvis.domain.loop.options import AgentOptions, AgentParts
+from jarvis.domain.loop.tool_loop import ToolAgentOptions, ToolUsingAgent
 from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.protocols.function_calling import FunctionCallingProtocol
+from jarvis.domain.protocols.structured import StructuredOutput, StructuredProtocol
+from jarvis.domain.protocols.tool_protocol import ToolProtocol
+from jarvis.domain.tools.specs import ToolSpec
 
 OrchestratorMode = Literal["function_calling", "structured"]
 _MODES: tuple[OrchestratorMode, ...] = ("function_calling", "structured")

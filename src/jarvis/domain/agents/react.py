@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from jarvis.domain.agents.protocol import ParseFailure, RequestShape, ToolProtocol
-from jarvis.domain.agents.react_parser import REACT_LABELS, render_action, render_final
-from jarvis.domain.agents.text_protocol import LabelledTextProtocol
-from jarvis.domain.agents.tool_loop import ToolUsingAgent
-from jarvis.domain.messages import Message
-from jarvis.domain.tool_descriptions import build_tool_descriptions
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.loop.tool_loop import ToolUsingAgent
+from jarvis.domain.protocols.react_parser import REACT_LABELS, render_action, render_final
+from jarvis.domain.protocols.text_protocol import LabelledTextProtocol
+from jarvis.domain.protocols.tool_protocol import ParseFailure, RequestShape, ToolProtocol
+from jarvis.domain.tools.descriptions import build_tool_descriptions
+from jarvis.domain.tools.specs import ToolSpec
 
 REACT_TEMPLATE = "You are Jarvis, a ReAct agent that reasons step by step and uses tools."
 

@@ -23,10 +23,17 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar, Unpack
 
-from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.agents.budget import RunBudget
-from jarvis.domain.agents.code_blocks import PYTHON_LANGUAGES, first_block
-from jarvis.domain.agents.protocol import (
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.llm.completion import Completion
+from jarvis.domain.llm.messages import Message, ToolCall
+from jarvis.domain.loop.budget import RunBudget
+from jarvis.domain.loop.repl_agent import ReplAgentOptions, ReplUsingAgent
+from jarvis.domain.loop.settings import SamplingSettings, ToolExecution
+from jarvis.domain.ports import InferencePort
+from jarvis.domain.protocols.code_blocks import PYTHON_LANGUAGES, first_block
+from jarvis.domain.protocols.reply_text import strip_think
+from jarvis.domain.protocols.tool_protocol import (
     CodeRunningProtocol,
     Decision,
     FinalAnswer,
@@ -36,15 +43,8 @@ from jarvis.domain.agents.protocol import (
     ToolCalls,
     ToolProtocol,
 )
-from jarvis.domain.agents.repl_agent import ReplAgentOptions, ReplUsingAgent
-from jarvis.domain.agents.reply_text import strip_think
-from jarvis.domain.agents.settings import SamplingSettings, ToolExecution
-from jarvis.domain.completion import Completion
-from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import Message, ToolCall
-from jarvis.domain.ports import InferencePort
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.run.contract import AgentContext
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 RLM_TEMPLATE = (
     "You are Jarvis, a Recursive Language Model. You answer questions about a context that "

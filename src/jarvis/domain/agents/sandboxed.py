@@ -1,10 +1,10 @@
 """``sandboxed``: run another agent inside a container, with the network off.
 
 The wrapped agent (simple, orchestrator, react, native_openhands, rlm...) runs in a
-container started by the :class:`~jarvis.domain.sandbox.SandboxRunner`: no network, a
+container started by the :class:`~jarvis.domain.sandbox.runner.SandboxRunner`: no network, a
 read-only root, no capabilities, an unprivileged user, limits, and only the mounts the
 policy allowed (checked before the container starts). Its inference is brokered over the
-container's stdio to this agent's engine (:mod:`jarvis.domain.sandbox_host`), so it works
+container's stdio to this agent's engine (:mod:`jarvis.domain.sandbox.host`), so it works
 with no engine address inside. Its tools run inside; a host tool (``web_search``,
 ``llm``...) is there only when passed in ``host_tools`` (the user allowed it), and the host
 runs it with its own checks. Secrets travel in the first line of the protocol only.
@@ -17,23 +17,23 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.events import EventBus
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.tool_executor import ToolExecutor
 from jarvis.domain.ports import InferencePort, Mount, ToolPort
-from jarvis.domain.sandbox import INSIDE_TOOLS, MountRequest, SandboxRunner
-from jarvis.domain.sandbox_host import HostBounds, HostBroker
-from jarvis.domain.sandbox_protocol import (
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.run.events import EventBus
+from jarvis.domain.run.updates import RunFinished, RunUpdate
+from jarvis.domain.sandbox.host import HostBounds, HostBroker
+from jarvis.domain.sandbox.protocol import (
     MessageModel,
     ResultMessage,
     RunMessage,
     ToolSpecModel,
     memory_hits,
 )
-from jarvis.domain.tool_executor import ToolExecutor
-from jarvis.domain.updates import RunFinished, RunUpdate
+from jarvis.domain.sandbox.runner import INSIDE_TOOLS, MountRequest, SandboxRunner
 
 
 def mount_request(item: MountRequest | str) -> MountRequest:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from jarvis.domain.agent_contract import AgentContext, AgentResult
-from jarvis.domain.agents.base import BaseAgent
-from jarvis.domain.agents.reply_text import strip_think
-from jarvis.domain.completion import FinishReason, Usage
-from jarvis.domain.updates import RunFinished, RunUpdate, TextDelta
+from jarvis.domain.llm.completion import FinishReason, Usage
+from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.protocols.reply_text import strip_think
+from jarvis.domain.run.contract import AgentContext, AgentResult
+from jarvis.domain.run.updates import RunFinished, RunUpdate, TextDelta
 
 
 class SimpleAgent(BaseAgent):

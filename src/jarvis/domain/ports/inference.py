@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from jarvis.domain.completion import Completion, StreamChunk
-from jarvis.domain.inference import InferenceRequest
+from jarvis.domain.llm.completion import Completion, StreamChunk
+from jarvis.domain.llm.inference import InferenceRequest
 
 
 class InferencePort(Protocol):

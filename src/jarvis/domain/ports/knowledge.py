@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.knowledge import (
     Chunk,
     DocumentBatch,
@@ -13,6 +12,7 @@ from jarvis.domain.knowledge import (
     RawDocument,
     SourceInfo,
 )
+from jarvis.domain.run.contract import MemoryHit
 
 
 class KnowledgeStorePort(Protocol):

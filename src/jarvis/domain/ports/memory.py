@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jarvis.domain.agent_contract import MemoryHit
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.run.contract import MemoryHit
 
 
 class MemoryPort(Protocol):

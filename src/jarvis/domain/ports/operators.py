@@ -12,7 +12,7 @@ class OperatorStorePort(Protocol):
     JSON values by key (``operator:<id>:state``...) and leases, for schedulers on several
     machines that must run each tick exactly once.
 
-    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` (never a driver
     exception) when the store fails, and changes nothing then; an invalid key is a
     ``ConfigurationError``. Lease times are the store's own clock (the database server's,
     for a shared one), so the clocks of the machines that share it need not agree.

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from jarvis.domain.messages import Message
-from jarvis.domain.sessions import PAGE_SIZE, SessionInfo, SessionMessage, SessionPage
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.sessions.records import PAGE_SIZE, SessionInfo, SessionMessage, SessionPage
 
 
 class SessionStorePort(Protocol):
     """Conversation history by session id (conversations, managed agents, operatives).
 
-    Every method raises :class:`~jarvis.domain.sessions.SessionStoreError` (never a driver
+    Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` (never a driver
     exception) when the store fails: ``SessionStoreUnavailableError`` when it cannot be
     reached or stayed locked, ``SessionStoreCorruptError`` when its data is damaged. A
     failed call changes nothing. An invalid session id is a ``ConfigurationError``.
@@ -46,7 +46,7 @@ class SessionStorePort(Protocol):
     ) -> SessionPage:
         """The newest ``limit`` (at least 1) messages whose position in the session is below
         ``before`` (every message when ``None``), oldest first, with the position of the
-        first of them (see :class:`~jarvis.domain.sessions.SessionPage`): a reader walks a
+        first of them (see :class:`~jarvis.domain.sessions.records.SessionPage`): a reader walks a
         long session backwards, newest page first, holding one page at a time. An unknown
         session, or ``before=0``, is an empty page."""
         ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools import ToolResult, ToolSpec
+from jarvis.domain.tools.specs import ToolResult, ToolSpec
 
 
 class ToolPort(Protocol):

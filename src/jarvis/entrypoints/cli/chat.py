@@ -202,7 +202,7 @@ async def _turn(
 def _is_store_damage(exc: BaseException) -> bool:
     """A damaged session store ends the chat (its exit code says so); other errors of a
     turn (an engine down, an unknown tool) are reported and the chat goes on."""
-    from jarvis.domain.sessions import SessionStoreCorruptError
+    from jarvis.domain.sessions.records import SessionStoreCorruptError
 
     return isinstance(exc, SessionStoreCorruptError)
 

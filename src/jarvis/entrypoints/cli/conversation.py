@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from jarvis.application.conversation import without_history
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.session_ids import check_session_id
-from jarvis.domain.sessions import MAX_RECORD_BYTES
+from jarvis.domain.sessions.ids import check_session_id
+from jarvis.domain.sessions.records import MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion

@@ -67,12 +67,12 @@ START_HINTS = {
 def _is_store_unavailable(exc: BaseException) -> bool:
     """A session store that cannot be reached; its module is loaded only by a command that
     uses sessions (an error of its classes cannot exist before), so start-up skips it."""
-    sessions = sys.modules.get("jarvis.domain.sessions")
+    sessions = sys.modules.get("jarvis.domain.sessions.records")
     return sessions is not None and isinstance(exc, sessions.SessionStoreUnavailableError)
 
 
 def _is_store_damaged(exc: BaseException) -> bool:
-    sessions = sys.modules.get("jarvis.domain.sessions")
+    sessions = sys.modules.get("jarvis.domain.sessions.records")
     knowledge = sys.modules.get("jarvis.domain.knowledge")
     return (sessions is not None and isinstance(exc, sessions.SessionStoreCorruptError)) or (
         knowledge is not None and isinstance(exc, knowledge.MemoryStoreDamagedError)

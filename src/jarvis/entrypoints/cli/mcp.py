@@ -46,7 +46,7 @@ from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIM
 if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpServerState, McpToolSource
     from jarvis.domain.json_types import JSONObject, JSONValue
-    from jarvis.domain.tools import ToolResult
+    from jarvis.domain.tools.specs import ToolResult
 
 app = command_group(
     "MCP servers: list them and their tools, call a tool by hand; serve jarvis as one."
@@ -181,7 +181,7 @@ def call(
 
     def body() -> None:
         # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.json_schema import validate
+        from jarvis.domain.tools.json_schema import validate
 
         server, _, name = tool.partition(".")
         if not server or not name:

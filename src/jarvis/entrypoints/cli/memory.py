@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from jarvis.application.knowledge import AddReport, KnowledgeBase
-    from jarvis.domain.agent_contract import MemoryHit
+    from jarvis.domain.run.contract import MemoryHit
 
 app = command_group(
     "Fill and search the knowledge base (files, folders, web pages) agents can use.",

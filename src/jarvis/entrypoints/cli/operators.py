@@ -56,7 +56,7 @@ def _time(micros: int | None) -> str:
     if micros is None:
         return "-"
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions import stored_time
+    from jarvis.domain.sessions.records import stored_time
 
     return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -272,8 +272,8 @@ def history(
 
     def body() -> None:
         # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.messages import Role
-        from jarvis.domain.sessions import to_micros
+        from jarvis.domain.llm.messages import Role
+        from jarvis.domain.sessions.records import to_micros
 
         service = _runtime(ctx, config).operators()
         records = run_async(service.history(name, limit=None if last is None else 2 * last))

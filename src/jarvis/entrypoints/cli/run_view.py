@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from jarvis.application.ask import Answer, Sampling
 from jarvis.application.run_updates import AnswerUpdate, handle
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.updates import (
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     TextDelta,

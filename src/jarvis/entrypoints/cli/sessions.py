@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.conversation import Sessions
     from jarvis.domain.json_types import JSONObject
-    from jarvis.domain.sessions import SessionMessage
+    from jarvis.domain.sessions.records import SessionMessage
 
 
 app = command_group("The stored conversations (jarvis ask -c / --session, jarvis chat).")
@@ -49,7 +49,7 @@ def _run(ctx: typer.Context, config: Path | None) -> Sessions:
 
 def _time(micros: int) -> str:
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions import stored_time
+    from jarvis.domain.sessions.records import stored_time
 
     return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M")
 
@@ -109,7 +109,7 @@ def list_sessions(
 def record_json(record: SessionMessage) -> JSONObject:
     """The canonical record of ``record``, with its time also as ISO 8601 (``time``)."""
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions import message_to_record, stored_time, to_micros
+    from jarvis.domain.sessions.records import message_to_record, stored_time, to_micros
 
     data = message_to_record(record)
     data["time"] = stored_time(to_micros(record.created_at)).isoformat()
@@ -118,7 +118,7 @@ def record_json(record: SessionMessage) -> JSONObject:
 
 def _transcript_line(record: SessionMessage) -> str:
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions import stored_time, to_micros
+    from jarvis.domain.sessions.records import stored_time, to_micros
 
     message = record.message
     moment = stored_time(to_micros(record.created_at), local=True)
@@ -156,7 +156,7 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     (``show``), JSON lines (``export``), or one JSON document (``--json``, written piece by
     piece; ``show`` ends it with the message count)."""
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions import encode_record
+    from jarvis.domain.sessions.records import encode_record
     from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
 
     _collect_from_now()

@@ -14,7 +14,7 @@ from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 if TYPE_CHECKING:
     from jarvis.application.tools.catalogue import ToolCatalogue
     from jarvis.domain.json_types import JSONObject
-    from jarvis.domain.tools import ToolSpec
+    from jarvis.domain.tools.specs import ToolSpec
 
 ToolsOption = Annotated[
     str | None,
@@ -46,7 +46,7 @@ def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
 
 def _parameters(spec: ToolSpec) -> list[JSONObject]:
     # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.tool_descriptions import describe_type
+    from jarvis.domain.tools.descriptions import describe_type
 
     properties = spec.parameters.get("properties")
     required = spec.parameters.get("required")

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
-from jarvis.domain.agent_contract import AgentContext
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.run.contract import AgentContext
 
 if TYPE_CHECKING:
     from jarvis.application.approvals import ApprovalChoice, ApproveCallback

@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.tools.retrieval import MemorySearch
     from jarvis.application.traces import TraceWriter
-    from jarvis.domain.events import EventBus
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
         ToolPort,
         TraceStorePort,
     )
+    from jarvis.domain.run.events import EventBus
 
 
 def _chosen_engine(choice: EngineChoice) -> str:

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.traces import TraceWriter
-    from jarvis.domain.events import EventBus
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (
@@ -73,6 +72,7 @@ if TYPE_CHECKING:
         ToolPort,
         TraceStorePort,
     )
+    from jarvis.domain.run.events import EventBus
     from jarvis.entrypoints.http.state import ServeLimits
 
 

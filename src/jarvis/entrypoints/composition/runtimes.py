@@ -20,8 +20,8 @@ from jarvis.entrypoints.settings import config_dir
 if TYPE_CHECKING:
     from jarvis.adapters.claude_agent_sdk import LoopbackEndpoint
     from jarvis.application.sandboxed_ask import SandboxedAgents
-    from jarvis.domain.agents.base import BaseAgent
     from jarvis.domain.external_runtime import ExternalRuntimePort, ExternalRuntimesPort
+    from jarvis.domain.loop.base import BaseAgent
 
 
 def container_runtime(config: JarvisConfig) -> Iterator[ContainerPort]:

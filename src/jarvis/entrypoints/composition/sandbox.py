@@ -14,7 +14,7 @@ from jarvis.application.config import JarvisConfig
 from jarvis.application.sandbox_runner import ContainerRunner
 from jarvis.application.sandboxed_ask import SandboxedAgents
 from jarvis.domain.ports import ContainerPort
-from jarvis.domain.sandbox import SandboxLimits
+from jarvis.domain.sandbox.runner import SandboxLimits
 from jarvis.entrypoints.settings import config_dir
 
 

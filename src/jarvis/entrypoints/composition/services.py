@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from jarvis.application.ask import Answer, AskQuestion, AskService, PersonaPrompt, PromptContext
 from jarvis.application.config import JarvisConfig
 from jarvis.application.registry import AgentRegistry
-from jarvis.domain.events import EventBus
 from jarvis.domain.ports import (
     EmbeddingPort,
     InferencePort,
@@ -24,6 +23,7 @@ from jarvis.domain.ports import (
     ReplPort,
     SessionStorePort,
 )
+from jarvis.domain.run.events import EventBus
 from jarvis.entrypoints.composition.stores import approval_store
 
 if TYPE_CHECKING:

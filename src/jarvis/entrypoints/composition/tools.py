@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from jarvis.application.tools.catalogue import ToolContext
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.tools.retrieval import MemorySearch
-    from jarvis.domain.agents.base import BaseAgent
+    from jarvis.domain.loop.base import BaseAgent
     from jarvis.domain.mcp import McpClientPort, McpServerSpec
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig
-from jarvis.domain.events import EventBus
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
+from jarvis.domain.run.events import EventBus
 from jarvis.entrypoints.redact import redact_urls
 from jarvis.entrypoints.settings import config_dir
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from jarvis.domain.completion import FinishReason, StreamChunk, Usage
+from jarvis.domain.llm.completion import FinishReason, StreamChunk, Usage
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.errors import ApiError
 

@@ -22,9 +22,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import AskQuestion, AskService
-from jarvis.domain.completion import Completion, Usage
-from jarvis.domain.inference import InferenceRequest
-from jarvis.domain.messages import Message
+from jarvis.domain.llm.completion import Completion, Usage
+from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.llm.messages import Message
 from jarvis.entrypoints.http import events as ev
 from jarvis.entrypoints.http.anthropic_frames import STOP, MessageEvents
 from jarvis.entrypoints.http.anthropic_wire import (

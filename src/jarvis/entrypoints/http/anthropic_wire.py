@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import Message, Role, ToolCall
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.llm.messages import Message, Role, ToolCall
+from jarvis.domain.tools.specs import ToolSpec
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_wire import MAX_MESSAGES, MAX_TOOLS
 

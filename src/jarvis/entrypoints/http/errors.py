@@ -35,7 +35,7 @@ from jarvis.domain.errors import (
     SandboxError,
     ToolsNotSupportedError,
 )
-from jarvis.domain.sessions import SessionStoreError, SessionStoreUnavailableError
+from jarvis.domain.sessions.records import SessionStoreError, SessionStoreUnavailableError
 from jarvis.entrypoints.redact import redact_urls
 
 LOG = logging.getLogger("jarvis.serve")

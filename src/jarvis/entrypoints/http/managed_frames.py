@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jarvis.application.ask import Answer
-from jarvis.domain.updates import (
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     ToolCallsRequested,

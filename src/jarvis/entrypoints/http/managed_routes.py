@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.sessions import SessionMessage
+from jarvis.domain.sessions.records import SessionMessage
 from jarvis.entrypoints.http.managed_frames import ManagedRunFrames
 from jarvis.entrypoints.http.managed_wire import (
     ManagedAgentIn,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from jarvis.application.managed_agents import ManagedAgentSpec
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.managed_agents import ManagedAgent
-from jarvis.domain.sessions import SessionMessage
+from jarvis.domain.sessions.records import SessionMessage
 
 MAX_PROMPT_CHARS = 100_000
 

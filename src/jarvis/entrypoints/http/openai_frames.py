@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 from jarvis.application.ask import Answer
 from jarvis.application.run_updates import AnswerUpdate, handle
-from jarvis.domain.completion import FinishReason, StreamChunk, Usage
-from jarvis.domain.updates import (
+from jarvis.domain.llm.completion import FinishReason, StreamChunk, Usage
+from jarvis.domain.run.updates import (
     ApprovalDecided,
     ApprovalRequired,
     TextDelta,

@@ -28,11 +28,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.ask import AskQuestion, AskService
-from jarvis.domain.agent_contract import AgentContext
-from jarvis.domain.completion import Usage
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.llm.completion import Usage
+from jarvis.domain.llm.messages import Message, Role
 from jarvis.domain.managed_agents import check_agent_id
-from jarvis.domain.messages import Message, Role
+from jarvis.domain.run.contract import AgentContext
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_frames import (
     FINISH,

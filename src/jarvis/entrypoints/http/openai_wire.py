@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.messages import Message, Role, ToolCall
-from jarvis.domain.tools import ToolSpec
+from jarvis.domain.llm.messages import Message, Role, ToolCall
+from jarvis.domain.tools.specs import ToolSpec
 from jarvis.entrypoints.http.errors import ApiError
 
 MAX_MESSAGES = 10_000

@@ -2,7 +2,7 @@
 
 ``json_schema`` asks for an object matching the schema, ``json_object`` for any JSON
 object, ``text`` (or nothing) for free text. The answer is checked and, when invalid, sent
-back to the model with its errors (see :mod:`jarvis.domain.agents.typed_answer`); a schema
+back to the model with its errors (see :mod:`jarvis.domain.loop.typed_answer`); a schema
 jarvis cannot honour is a 400 naming why, an answer that never matches a 502
 ``output_validation_failed``. With client tools (the proxy) the format goes to the engine
 as it is, alongside the tools.
@@ -10,8 +10,8 @@ as it is, alongside the tools.
 
 from __future__ import annotations
 
-from jarvis.domain.completion import ResponseFormat
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.llm.completion import ResponseFormat
 from jarvis.domain.typed_output import OutputSchema, OutputSpec, SchemaParser, schema_spec
 from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_wire import ResponseFormatIn

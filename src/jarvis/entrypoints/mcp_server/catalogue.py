@@ -25,17 +25,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jarvis.domain.json_schema import validate
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.session_ids import check_session_id
-from jarvis.domain.sessions import message_to_record
+from jarvis.domain.sessions.ids import check_session_id
+from jarvis.domain.sessions.records import message_to_record
+from jarvis.domain.tools.json_schema import validate
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
     from jarvis.application.registry import AgentRegistry
     from jarvis.application.run_updates import AnswerUpdate
     from jarvis.domain.ports import ToolPort
-    from jarvis.domain.updates import (
+    from jarvis.domain.run.updates import (
         ApprovalDecided,
         ApprovalRequired,
         TextDelta,

@@ -1,0 +1,1 @@
+"""What crosses the inference port: messages, the request and the completion."""

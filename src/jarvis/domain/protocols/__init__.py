@@ -1,0 +1,2 @@
+"""How tools are offered and replies read: native function calling, the text protocols
+(ReAct, structured), code blocks."""

@@ -1,0 +1,1 @@
+"""What a session store keeps: the records, the replayed history and the session ids."""
