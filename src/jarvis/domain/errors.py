@@ -10,7 +10,7 @@ class drawn under one of them lives in the same module unless it names another).
     JarvisError
     ├── ConfigurationError        permanent: bad config file, bad option, unknown key
     │   ├── UnknownAgentError     an agent key that is not registered
-    │   ├── MountRefusedError     a mount the sandbox policy refuses         [domain.sandbox]
+    │   ├── MountRefusedError     a mount the sandbox policy refuses  [domain.sandbox.runner]
     │   ├── PluginError           a plug-in that could not be loaded     [application.plugins]
     │   ├── ScheduleError         a schedule whose ticks cannot be computed
     │   │                                                              [application.schedules]
@@ -39,10 +39,11 @@ class drawn under one of them lives in the same module unless it names another).
     ├── SandboxError              code isolation could not be set up
     │   ├── ContainerRuntimeUnavailableError  no Docker/Podman socket, or it does not answer
     │   ├── ContainerImageError      the sandbox image is missing or could not be built
-    │   ├── SandboxRunError          the sandboxed run ended without an answer [domain.sandbox]
+    │   ├── SandboxRunError          the sandboxed run ended without an answer
+    │   │                                                           [domain.sandbox.runner]
     │   └── ExternalRuntimeError     an external agent runtime is missing, failed or timed out
     ├── SessionStoreError         a store could not do what was asked; nothing was changed
-    │   │                                                                    [domain.sessions]
+    │   │                                                            [domain.sessions.records]
     │   ├── SessionStoreCorruptError      damaged data, or not a jarvis store (left untouched)
     │   └── SessionStoreUnavailableError  retryable: cannot be reached or opened now
     │       └── SessionStoreLockedError   another process held it past the busy timeout
