@@ -29,25 +29,24 @@ __all__ = [
 ]
 
 
+_MODULE_OF: dict[str, str] = {
+    "Jarvis": "jarvis.entrypoints.sdk",
+    "Answer": "jarvis.application.ask",
+    "AskOptions": "jarvis.entrypoints.composition",
+    "ApprovalAnswer": "jarvis.domain.approvals",
+    "ApprovalRequest": "jarvis.domain.approvals",
+    "tool": "jarvis.application.tools.function_tool",
+    "FunctionTool": "jarvis.application.tools.function_tool",
+}
+"""The module that defines each public name (imported when the name is first used)."""
+
+
 def __getattr__(name: str) -> object:
-    if name == "Jarvis":
-        from jarvis.entrypoints.sdk import Jarvis
+    """The public name ``name``, from its module (imported on first use)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jarvis' has no attribute {name!r}")
+    from importlib import import_module  # not at the top: ``import jarvis`` stays bare
 
-        return Jarvis
-    if name == "Answer":
-        from jarvis.application.ask import Answer
-
-        return Answer
-    if name == "AskOptions":
-        from jarvis.entrypoints.composition import AskOptions
-
-        return AskOptions
-    if name in ("ApprovalAnswer", "ApprovalRequest"):
-        from jarvis.domain import approvals
-
-        return getattr(approvals, name)
-    if name in ("tool", "FunctionTool"):
-        from jarvis.application.tools import function_tool
-
-        return getattr(function_tool, name)
-    raise AttributeError(f"module 'jarvis' has no attribute {name!r}")
+    value: object = getattr(import_module(module), name)
+    return value

@@ -23,6 +23,16 @@ def test_import_jarvis_loads_nothing_heavy() -> None:
     assert not {m for m in loaded if m.startswith("jarvis.")}
 
 
+def test_every_public_name_of_the_package_is_loaded_from_its_module() -> None:
+    import importlib
+
+    import jarvis
+
+    assert set(jarvis._MODULE_OF) == set(jarvis.__all__)
+    for name, module in jarvis._MODULE_OF.items():
+        assert getattr(jarvis, name) is getattr(importlib.import_module(module), name)
+
+
 def test_cli_module_imports_only_typer() -> None:
     loaded = loaded_after("import jarvis.entrypoints.cli")
     assert "typer" in loaded

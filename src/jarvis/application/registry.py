@@ -3,15 +3,18 @@
 There are no import side effects: :func:`builtin_agents` builds a registry holding the
 agents jarvis ships, and embedding applications register their own on their instance.
 
-A built-in agent is registered by a loader: a function that imports its module and returns
-its class, checked by mypy like any other code. Loading on first use keeps start-up cheap
-(importing every agent costs about 45 ms): a question to one agent never imports the others.
+A built-in agent is a row of :data:`BUILTIN_AGENTS`: its key, the module and the name of
+its class. The class is imported on first use, through :func:`load_agent_class`, which
+checks that it is an agent class (a unit test loads every row). Loading on first use keeps
+start-up cheap (importing every agent costs about 45 ms): a question to one agent never
+imports the others.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from jarvis.application.agent_options import OptionReader
 from jarvis.application.plugins import PluginError, PluginSource
@@ -156,88 +159,61 @@ class AgentRegistry:
         return isinstance(key, str) and self.contains(key)
 
 
-# The loaders import their agent's module inside: a question to one agent never imports the
-# others (importing every agent costs about 45 ms of start-up; see the module docstring).
+@dataclass(frozen=True, slots=True)
+class BuiltinAgent:
+    """A built-in agent: its key, the module and class that define it, and its aliases.
+
+    The class is named, not imported: :meth:`load` imports the module when the agent is
+    first used (see the module docstring)."""
+
+    key: str
+    module: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+    def load(self) -> type[BaseAgent]:
+        """The agent class (:func:`load_agent_class`)."""
+        return load_agent_class(self.module, self.name)
 
 
-def _simple() -> type[BaseAgent]:
-    from jarvis.domain.agents.simple import SimpleAgent
-
-    return SimpleAgent
-
-
-def _orchestrator() -> type[BaseAgent]:
-    from jarvis.domain.agents.orchestrator import OrchestratorAgent
-
-    return OrchestratorAgent
-
-
-def _native_react() -> type[BaseAgent]:
-    from jarvis.domain.agents.react import NativeReActAgent
-
-    return NativeReActAgent
-
-
-def _native_openhands() -> type[BaseAgent]:
-    from jarvis.domain.agents.native_openhands import NativeOpenHandsAgent
-
-    return NativeOpenHandsAgent
+BUILTIN_AGENTS: tuple[BuiltinAgent, ...] = (
+    BuiltinAgent("simple", "jarvis.domain.agents.simple", "SimpleAgent"),
+    BuiltinAgent("orchestrator", "jarvis.domain.agents.orchestrator", "OrchestratorAgent"),
+    BuiltinAgent(
+        "native_react", "jarvis.domain.agents.react", "NativeReActAgent", aliases=("react",)
+    ),
+    BuiltinAgent(
+        "native_openhands", "jarvis.domain.agents.native_openhands", "NativeOpenHandsAgent"
+    ),
+    BuiltinAgent("rlm", "jarvis.domain.agents.rlm", "RecursiveLMAgent"),
+    BuiltinAgent("sandboxed", "jarvis.domain.agents.sandboxed", "SandboxedAgent"),
+    BuiltinAgent("operative", "jarvis.domain.agents.operative", "OperativeAgent"),
+    BuiltinAgent(
+        "monitor_operative", "jarvis.domain.agents.monitor_operative", "MonitorOperativeAgent"
+    ),
+    BuiltinAgent("opencode", "jarvis.domain.agents.external", "OpenCodeAgent"),
+    BuiltinAgent("claude_code", "jarvis.domain.agents.external", "ClaudeCodeAgent"),
+    BuiltinAgent("openhands", "jarvis.domain.agents.external", "OpenHandsAgent"),
+)
+"""Every agent jarvis ships, in the order they are registered."""
 
 
-def _rlm() -> type[BaseAgent]:
-    from jarvis.domain.agents.rlm import RecursiveLMAgent
-
-    return RecursiveLMAgent
-
-
-def _sandboxed() -> type[BaseAgent]:
-    from jarvis.domain.agents.sandboxed import SandboxedAgent
-
-    return SandboxedAgent
-
-
-def _opencode() -> type[BaseAgent]:
-    from jarvis.domain.agents.external import OpenCodeAgent
-
-    return OpenCodeAgent
-
-
-def _openhands() -> type[BaseAgent]:
-    from jarvis.domain.agents.external import OpenHandsAgent
-
-    return OpenHandsAgent
-
-
-def _claude_code() -> type[BaseAgent]:
-    from jarvis.domain.agents.external import ClaudeCodeAgent
-
-    return ClaudeCodeAgent
-
-
-def _operative() -> type[BaseAgent]:
-    from jarvis.domain.agents.operative import OperativeAgent
-
-    return OperativeAgent
-
-
-def _monitor_operative() -> type[BaseAgent]:
-    from jarvis.domain.agents.monitor_operative import MonitorOperativeAgent
-
-    return MonitorOperativeAgent
+def load_agent_class(module: str, name: str) -> type[BaseAgent]:
+    """Class ``name`` of ``module`` (imported now), checked to be an agent class: a
+    ``ConfigurationError`` naming both when the module, the name or the class is wrong."""
+    where = f"{module}.{name}"
+    try:
+        value: object = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"The agent class {where} cannot be loaded: {exc}") from exc
+    if not (isinstance(value, type) and issubclass(value, BaseAgent)):
+        raise ConfigurationError(f"{where} is not an agent class (a BaseAgent subclass).")
+    return value
 
 
 def builtin_agents() -> AgentRegistry:
     """A registry with every agent jarvis ships (each imported when first used)."""
     registry = AgentRegistry()
-    registry.register_lazy("simple", _simple)
-    registry.register_lazy("orchestrator", _orchestrator)
-    registry.register_lazy("native_react", _native_react, aliases=("react",))
-    registry.register_lazy("native_openhands", _native_openhands)
-    registry.register_lazy("rlm", _rlm)
-    registry.register_lazy("sandboxed", _sandboxed)
-    registry.register_lazy("operative", _operative)
-    registry.register_lazy("monitor_operative", _monitor_operative)
-    registry.register_lazy("opencode", _opencode)
-    registry.register_lazy("claude_code", _claude_code)
-    registry.register_lazy("openhands", _openhands)
+    for agent in BUILTIN_AGENTS:
+        registry.register_lazy(agent.key, agent.load, aliases=agent.aliases)
     return registry
