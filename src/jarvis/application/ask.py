@@ -13,12 +13,16 @@ from jarvis.application.prompt_context import (
     uses_instructions,
 )
 from jarvis.application.registry import AgentRegistry
+from jarvis.domain.agents.simple import SimpleAgent
+from jarvis.domain.approvals import CODE_INTERPRETER, ApprovalPolicy
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.llm.completion import Usage
+from jarvis.domain.loop.approval_gate import ApprovalGate
 from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.loop.settings import PromptSettings
+from jarvis.domain.loop.typed_answer import StructuredAnswers, run_typed
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.run.contract import AgentContext, AgentResult
 from jarvis.domain.run.events import EventBus
@@ -32,12 +36,10 @@ from jarvis.domain.run.updates import (
 )
 from jarvis.domain.tools.specs import ToolResult
 
-if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
-    # answer or external runtime does not import them (start-up of `jarvis ask`)
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
+    # external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.approvals import ApprovalChoice
-    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
-    from jarvis.domain.loop.approval_gate import ApprovalGate
     from jarvis.domain.operators import OperatorBinding
     from jarvis.domain.typed_output import OutputSpec
 
@@ -323,8 +325,6 @@ class AskService:
         strongest way it can (a plain agent's whole reply is constrained)."""
         if command.output is None:
             return self.inference
-        from jarvis.domain.agents.simple import SimpleAgent
-        from jarvis.domain.loop.typed_answer import StructuredAnswers
 
         return StructuredAnswers(
             self.inference,
@@ -397,8 +397,6 @@ class AskService:
         choice = command.approval
         if choice is None or not tools:
             return None
-        from jarvis.domain.approvals import CODE_INTERPRETER, ApprovalPolicy
-        from jarvis.domain.loop.approval_gate import ApprovalGate
 
         policy = self.approval_policy or ApprovalPolicy()
         sandbox = ""
@@ -447,8 +445,6 @@ class AskService:
         self, agent: BaseAgent, model: str, command: AskQuestion, spec: OutputSpec[object]
     ) -> Answer:
         """A typed question: the answer checked against ``spec``, retried with its errors."""
-        from jarvis.domain.loop.typed_answer import run_typed
-
         engine = self.inference.engine_id
         typed = await run_typed(agent, command.question, command.context, spec, engine=engine)
         return Answer.from_result(typed.result, model=model, engine=engine, output=typed.output)

@@ -29,6 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
+from jarvis.domain.sessions.ids import check_session_id
 from jarvis.entrypoints.composition import AskOptions, Runtime
 
 if TYPE_CHECKING:
@@ -58,7 +59,6 @@ class _Turns:
 
     def __init__(self, jarvis: _Owner, name: str | None, options: AskOptions) -> None:
         from jarvis.application.conversation import new_session_id
-        from jarvis.domain.sessions.ids import check_session_id
 
         self._jarvis = jarvis
         self.session_id = check_session_id(name) if name is not None else new_session_id()

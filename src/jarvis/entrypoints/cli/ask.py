@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError, OutputValidationError
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
     ApproveOption,
@@ -326,8 +327,6 @@ def ask(
 
 def _invalid_answer_details(exc: Exception) -> None:
     """``--verbose`` after a typed answer that never matched: its last reply and errors."""
-    from jarvis.domain.errors import OutputValidationError
-
     if not isinstance(exc, OutputValidationError):
         return
     from jarvis.entrypoints.cli.errors import write_stderr
@@ -354,8 +353,6 @@ def _as_operator(
     conversation: SessionChoice | None,
 ) -> bool:
     """Whether the question runs as a tick of an operator (the agent is an operative)."""
-    from jarvis.domain.errors import ConfigurationError
-
     key = runtime.agents().resolve(command.agent or runtime.config.agent.default)
     if key not in OPERATIVE_KEYS:
         if operator is not None:
@@ -418,8 +415,6 @@ def _conversation(
     if not continue_last and session is None:
         return None
     if no_keep:
-        from jarvis.domain.errors import ConfigurationError
-
         raise ConfigurationError(
             "--no-keep cannot be used with -c or --session (they store the exchange).",
             hint="Drop --no-keep, or ask without -c / --session.",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.entrypoints.cli.chat_input import MAX_MESSAGE_CHARS, line_reader
 from jarvis.entrypoints.cli.errors import guarded, write_stderr
 from jarvis.entrypoints.cli.options import (
@@ -81,7 +82,6 @@ async def _command(
     text: str, state: ChatState, runtime: Runtime, conversations: ConversationService
 ) -> bool:
     """Run a slash command; ``False`` means leave the chat."""
-    from jarvis.domain.errors import JarvisError
     from jarvis.entrypoints.cli.errors import describe
 
     name, _, argument = text.partition(" ")
@@ -187,7 +187,6 @@ async def _turn(
             raise  # the chat itself is ending (SIGTERM), not just this answer
         _say("jarvis: stopped (this answer is not kept)")
     except Exception as exc:
-        from jarvis.domain.errors import JarvisError
         from jarvis.entrypoints.cli.errors import describe
 
         renderer.abort()
@@ -333,8 +332,6 @@ async def _read_answer(prompt: str) -> str | None:
 
 
 def _check_agent(runtime: Runtime, agent: str, tools: tuple[str, ...] | None) -> None:
-    from jarvis.domain.errors import ConfigurationError
-
     registry = runtime.agents()
     key = registry.resolve(agent)
     if tools and not registry.get(key).accepts_tools:
@@ -394,8 +391,6 @@ def chat(
 
         choice = SessionChoice.of(continue_last=continue_last, name=session)
         if sys.stdin is None:  # started with fd 0 closed (`jarvis chat <&-`)
-            from jarvis.domain.errors import ConfigurationError
-
             raise ConfigurationError(
                 "Standard input is closed: the chat has nothing to read.",
                 hint='Pipe the messages in (printf "one\\ntwo\\n" | jarvis chat) or ask '

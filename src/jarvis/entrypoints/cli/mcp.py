@@ -55,7 +55,6 @@ app = command_group(
 
 def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
     """The configured servers (none started); a usage error when there are none."""
-    from jarvis.domain.errors import ConfigurationError
     from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_USAGE, guarded, write_stderr
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
@@ -108,8 +109,6 @@ def add(
 
     def body() -> None:
         nonlocal status
-        from jarvis.domain.errors import ConfigurationError
-
         if not paths and not url:
             raise ConfigurationError(
                 "Name files or folders to add, or --url URL.",
@@ -157,7 +156,6 @@ def search(
     """Search the knowledge base; each hit is cited as [source:line]."""
 
     def body() -> None:
-        from jarvis.domain.errors import ConfigurationError
         from jarvis.domain.knowledge import SEARCH_MODES
 
         chosen = next((m for m in SEARCH_MODES if m == mode), None)
@@ -228,8 +226,6 @@ def remove(
 
     def body() -> None:
         import os
-
-        from jarvis.domain.errors import ConfigurationError
 
         base = _base(ctx, config)
         removed = run_async(base.remove(source))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.render import is_tty
 
 MAX_CONTEXT_FILE_BYTES = 100 * 1024 * 1024
@@ -24,7 +25,6 @@ def read_context_file(path: Path) -> str:
     bytes actually read are counted, since ``/dev/zero`` reports a size of 0 and a FIFO
     would block the command before it starts.
     """
-    from jarvis.domain.errors import ConfigurationError
     from jarvis.entrypoints.bounded_files import read_regular_file
 
     try:
@@ -42,8 +42,6 @@ def read_context_file(path: Path) -> str:
 
 def read_question(question: str | None) -> str:
     """The question from the argument, or from stdin when it is ``-`` or absent (piped)."""
-    from jarvis.domain.errors import ConfigurationError
-
     usage = 'Usage: jarvis ask "question"  (or pipe it: echo "question" | jarvis ask)'
     if question is None or question == "-":
         stdin = sys.stdin
@@ -60,8 +58,6 @@ def read_question(question: str | None) -> str:
 
 def _read_stdin(stdin: TextIO) -> str:
     """At most :data:`MAX_QUESTION_BYTES` of stdin; bytes that are not UTF-8 become U+FFFD."""
-    from jarvis.domain.errors import ConfigurationError
-
     buffer = getattr(stdin, "buffer", None)
     if buffer is None:  # a text-only stream (an embedding app's)
         text = str(stdin.read(MAX_QUESTION_BYTES + 1))

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from jarvis.application.ask import AskQuestion
+from jarvis.domain.approvals import APPROVAL_MODES
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.run.contract import AgentContext
 
@@ -105,8 +107,6 @@ def approval_choice(approve: str | ApproveCallback | ApprovalChoice | None) -> A
         CallbackApprovals,
         DenyingApprovals,
     )
-    from jarvis.domain.approvals import APPROVAL_MODES
-    from jarvis.domain.errors import ConfigurationError
 
     if isinstance(approve, ApprovalChoice):
         return approve

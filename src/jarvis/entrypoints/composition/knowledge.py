@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.knowledge import RawDocument
+from jarvis.domain.knowledge import DocumentError, RawDocument
 from jarvis.domain.ports import MemoryPort
 from jarvis.entrypoints.composition.skip_optional_imports import import_httpx
 from jarvis.entrypoints.composition.stores import embeddings
@@ -45,7 +45,6 @@ def url_fetcher(*, allow_private_hosts: bool = False) -> UrlFetcher:
     async def fetch(url: str) -> RawDocument:
         import_httpx()
         from jarvis.adapters.httpx_web.page_fetch import FetchRefused, PageFetcher
-        from jarvis.domain.knowledge import DocumentError
 
         try:
             page = await PageFetcher(allow_private_hosts=allow_private_hosts).fetch(url)

@@ -28,6 +28,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from jarvis.application.managed_agents import MAX_PAGE
+from jarvis.domain.errors import JarvisError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions.records import SessionMessage
 from jarvis.entrypoints.http.managed_frames import ManagedRunFrames
@@ -167,8 +168,6 @@ async def _run_in_background(state: ServerState, agent_id: str, record: SessionM
     """An ``immediate`` message's run, after its 202: its answer is stored with the agent's
     messages (read with ``GET .../messages``); a run that fails leaves the message waiting
     for ``/run``, as a queued one."""
-    from jarvis.domain.errors import JarvisError
-
     with contextlib.suppress(JarvisError, TimeoutError):
         async with asyncio.timeout(state.limits.request_timeout):
             async for _ in state.managed.stream(agent_id, record):
