@@ -24,6 +24,7 @@ from typing import Final
 
 from jarvis.application.memory_chunks import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP, chunk_text
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.knowledge import SEARCH_MODES as SEARCH_MODES  # what search() takes
 from jarvis.domain.knowledge import (
     DocumentError,
     DocumentRefusal,

@@ -187,23 +187,16 @@ async def _turn(
             raise  # the chat itself is ending (SIGTERM), not just this answer
         _say("jarvis: stopped (this answer is not kept)")
     except Exception as exc:
+        from jarvis.entrypoints.cli.conversation import ends_the_conversation
         from jarvis.entrypoints.cli.errors import describe
 
         renderer.abort()
-        if not isinstance(exc, JarvisError) or _is_store_damage(exc):
+        if not isinstance(exc, JarvisError) or ends_the_conversation(exc):
             raise
         _say(f"jarvis: {describe(exc)}")
     finally:
         if stoppable:
             loop.remove_signal_handler(signal.SIGINT)
-
-
-def _is_store_damage(exc: BaseException) -> bool:
-    """A damaged session store ends the chat (its exit code says so); other errors of a
-    turn (an engine down, an unknown tool) are reported and the chat goes on."""
-    from jarvis.domain.sessions.records import SessionStoreCorruptError
-
-    return isinstance(exc, SessionStoreCorruptError)
 
 
 class _SigtermEnds:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from jarvis.application.conversation import without_history
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.sessions.ids import check_session_id
-from jarvis.domain.sessions.records import MAX_RECORD_BYTES
+from jarvis.domain.sessions.records import MAX_RECORD_BYTES, SessionStoreCorruptError
 
 if TYPE_CHECKING:
     from jarvis.application.ask import AskQuestion
@@ -100,3 +100,9 @@ async def conversation_updates(
         session_id = await resolve_session(service, choice, notice=notice)
         updates = service.stream(session_id, command)
     return session_id, without_history(updates, notice)
+
+
+def ends_the_conversation(exc: BaseException) -> bool:
+    """A damaged session store ends a chat (its exit code says so); other errors of a turn
+    (an engine down, an unknown tool) are reported and the chat goes on."""
+    return isinstance(exc, SessionStoreCorruptError)

@@ -179,8 +179,7 @@ def call(
     outcome: list[ToolResult] = []
 
     def body() -> None:
-        # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.tools.json_schema import validate
+        from jarvis.entrypoints.cli.mcp_call import call_checked
 
         server, _, name = tool.partition(".")
         if not server or not name:
@@ -194,22 +193,7 @@ def call(
                 f"No MCP server named '{server}'.",
                 hint="Configured: " + ", ".join(source.servers()),
             )
-
-        async def run() -> ToolResult:
-            try:
-                await source.prepare([tool])
-                [port] = source.build([tool])
-                errors = validate(values, port.spec.parameters)
-                if errors:
-                    raise ConfigurationError(
-                        f"Invalid arguments for {tool}: " + "; ".join(errors[:5]),
-                        hint="`jarvis mcp list --json` shows its schema.",
-                    )
-                return await port.execute(values)
-            finally:
-                await source.aclose()
-
-        outcome.append(run_async(run()))
+        outcome.append(run_async(call_checked(source, tool, values)))
 
     code = guarded(body, verbose=verbose)
     if code or not outcome:

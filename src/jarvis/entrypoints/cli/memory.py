@@ -156,7 +156,7 @@ def search(
     """Search the knowledge base; each hit is cited as [source:line]."""
 
     def body() -> None:
-        from jarvis.domain.knowledge import SEARCH_MODES
+        from jarvis.application.knowledge import SEARCH_MODES
 
         chosen = next((m for m in SEARCH_MODES if m == mode), None)
         if chosen is None:

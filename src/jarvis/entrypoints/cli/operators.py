@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import (
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
         OperatorStatus,
         TickOutcome,
     )
+    from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.composition import Runtime
 
 
@@ -53,12 +53,9 @@ def _runtime(ctx: typer.Context, config: Path | None) -> Runtime:
 
 
 def _time(micros: int | None) -> str:
-    if micros is None:
-        return "-"
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions.records import stored_time
+    from jarvis.entrypoints.cli.operator_records import tick_time
 
-    return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M:%S")
+    return tick_time(micros)
 
 
 @app.command("add")
@@ -99,22 +96,10 @@ def add(
     """Add an operator (--every or --cron; without either it ticks only by hand)."""
 
     def body() -> None:
-        # loaded on use: `jarvis --help` imports every command module
-        from jarvis.application.schedules import check_cron
-        from jarvis.application.schedules import every as interval
-        from jarvis.domain.json_types import JSONObject
-        from jarvis.domain.operators import Operator, Schedule
-
-        if every is not None and cron is not None:
-            raise ConfigurationError(
-                "Give --every or --cron, not both.", hint="Example: --every 30m"
-            )
-        schedule = Schedule()
-        if every is not None:
-            schedule = interval(every)
-        elif cron is not None:
-            schedule = check_cron(cron, tz)
         from jarvis.entrypoints.cli.agent_options import parse_agent_options
+        from jarvis.entrypoints.cli.operator_records import new_operator, schedule_of
+
+        schedule = schedule_of(every=every, cron=cron, tz=tz)
 
         options: JSONObject = parse_agent_options(agent_option or [])
         names = tuple(t.strip() for t in (tools or "").split(",") if t.strip())
@@ -128,8 +113,8 @@ def add(
                 names = catalogue.validate(names)
         stored = run_async(
             service.add(
-                Operator(
-                    id=name,
+                new_operator(
+                    name,
                     agent=agent,
                     prompt=prompt,
                     schedule=schedule,
@@ -271,30 +256,17 @@ def history(
     """The ticks of NAME: each prompt and answer, oldest first."""
 
     def body() -> None:
-        # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.llm.messages import Role
-        from jarvis.domain.sessions.records import to_micros
+        from jarvis.entrypoints.cli.operator_records import history_json, history_lines
 
         service = _runtime(ctx, config).operators()
         records = run_async(service.history(name, limit=None if last is None else 2 * last))
         if json_output:
-            write_json(
-                [
-                    {
-                        "role": r.message.role.value,
-                        "content": r.message.content,
-                        "model": r.model,
-                        "at_us": to_micros(r.created_at),
-                    }
-                    for r in records
-                ]
-            )
+            write_json(history_json(records))
             return
         if not records:
             write_line(f"operator {name} has not ticked yet")
-        for r in records:
-            who = "tick" if r.message.role is Role.USER else "answer"
-            write_line(f"[{_time(to_micros(r.created_at))}] {who}: {r.message.content}")
+        for line in history_lines(records):
+            write_line(line)
 
     exit_with(guarded(body, verbose=False))
 

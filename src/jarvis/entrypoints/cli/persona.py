@@ -8,10 +8,6 @@ is how that command shows file warnings (bad UTF-8, skipped files) with ``--verb
 from __future__ import annotations
 
 import logging
-import os
-import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
@@ -47,8 +42,6 @@ PersonaOption = Annotated[
         show_default=False,
     ),
 ]
-
-FALLBACK_EDITORS = ("vi", "nano")
 
 
 class FileKind(StrEnum):
@@ -158,33 +151,6 @@ def show(
         raise typer.Exit(code)
 
 
-def editor_command(env: dict[str, str] | None = None) -> list[str]:
-    """``$EDITOR``, else ``$VISUAL``, else the first of vi / nano on the PATH, as argv."""
-    env = dict(os.environ) if env is None else env
-    for variable in ("EDITOR", "VISUAL"):
-        value = env.get(variable, "").strip()
-        if not value:
-            continue
-        try:
-            argv = shlex.split(value)
-        except ValueError as exc:
-            raise ConfigurationError(f"${variable} cannot be parsed: {exc}.") from None
-        if shutil.which(argv[0], path=env.get("PATH")) is None:
-            raise ConfigurationError(
-                f"The editor '{argv[0]}' (from ${variable}) was not found.",
-                hint=f"Set ${variable} to an installed editor, e.g. export {variable}=nano",
-            )
-        return argv
-    for fallback in FALLBACK_EDITORS:
-        found = shutil.which(fallback, path=env.get("PATH"))
-        if found:
-            return [found]
-    raise ConfigurationError(
-        "No editor found: $EDITOR and $VISUAL are not set, and neither vi nor nano is installed.",
-        hint="Set $EDITOR, e.g. export EDITOR=nano",
-    )
-
-
 def edit(
     ctx: typer.Context,
     which: Annotated[FileKind, typer.Argument(help="Which default file to edit.")],
@@ -199,25 +165,10 @@ def edit(
 
     def body() -> None:
         nonlocal status
-        # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.ports import PersonaFile
+        from jarvis.entrypoints.cli.persona_edit import edit_default_file, editor_command
 
         argv = editor_command()
-        runtime = _configured(ctx, config)
-        path = runtime.persona_store().ensure(PersonaFile(which.value))
-        try:
-            status = subprocess.run([*argv, path], check=False).returncode
-        except OSError as exc:
-            raise JarvisError(f"Cannot start the editor {argv[0]}: {exc}.") from None
-        if status:
-            sys.stderr.write(f"jarvis: the editor exited with status {status}\n")
-            return
-        report = runtime.prompt_builder().report_for(None)
-        for section in report.sections:
-            if section.kind.value == which.value and section.source == path:
-                used = f"{section.used_chars:,}/{section.budget:,} chars"
-                cut = ", truncated in the prompt" if section.truncated else ""
-                sys.stderr.write(f"jarvis: {path}: {used}{cut}\n")
+        status = edit_default_file(_configured(ctx, config), which.value, argv)
 
     code = guarded(body, verbose=verbose)
     if code or status:

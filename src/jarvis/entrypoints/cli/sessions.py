@@ -12,7 +12,6 @@ lines the ``jsonl`` backend stores, so an exported session can be moved to anoth
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -27,14 +26,11 @@ from jarvis.entrypoints.cli.options import (
     open_store_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
-from jarvis.entrypoints.cli.streams import json_text
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from jarvis.application.conversation import Sessions
-    from jarvis.domain.json_types import JSONObject
-    from jarvis.domain.sessions.records import SessionMessage
 
 
 app = command_group("The stored conversations (jarvis ask -c / --session, jarvis chat).")
@@ -45,13 +41,6 @@ NameArgument = Annotated[str, typer.Argument(help="The session's id.", show_defa
 def _run(ctx: typer.Context, config: Path | None) -> Sessions:
     runtime = open_store_runtime(ctx, config)
     return runtime.session_list()
-
-
-def _time(micros: int) -> str:
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions.records import stored_time
-
-    return stored_time(micros, local=True).strftime("%Y-%m-%d %H:%M")
 
 
 @app.command("list")
@@ -75,6 +64,8 @@ def list_sessions(
     """List the sessions, most recently used first."""
 
     def body() -> None:
+        from jarvis.entrypoints.cli.session_output import listed_time
+
         store = _run(ctx, config)
         infos = run_async(store.list_sessions(limit=limit))
         if json_output:
@@ -97,90 +88,13 @@ def list_sessions(
         width = max(len("SESSION"), *(len(info.id) for info in infos))
         lines = [f"{'SESSION':<{width}}  MESSAGES  UPDATED           TITLE"]
         lines.extend(
-            f"{info.id:<{width}}  {info.message_count:>8}  {_time(info.updated_us)}  "
+            f"{info.id:<{width}}  {info.message_count:>8}  {listed_time(info.updated_us)}  "
             f"{info.title}".rstrip()
             for info in infos
         )
         write_line("\n".join(lines))
 
     exit_with(guarded(body, verbose=verbose))
-
-
-def record_json(record: SessionMessage) -> JSONObject:
-    """The canonical record of ``record``, with its time also as ISO 8601 (``time``)."""
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions.records import message_to_record, stored_time, to_micros
-
-    data = message_to_record(record)
-    data["time"] = stored_time(to_micros(record.created_at)).isoformat()
-    return data
-
-
-def _transcript_line(record: SessionMessage) -> str:
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions.records import stored_time, to_micros
-
-    message = record.message
-    moment = stored_time(to_micros(record.created_at), local=True)
-    when = moment.strftime("%Y-%m-%d %H:%M:%S")
-    role = message.role.value
-    if message.tool_calls:
-        calls = ", ".join(
-            f"{call.name}({call.arguments_json()}) [{call.id}]" for call in message.tool_calls
-        )
-        text = f"{message.content}\n  → {calls}" if message.content else f"→ {calls}"
-        return f"[{when}] {role}: {text}"
-    if message.tool_call_id is not None:
-        return f"[{when}] tool {message.name or ''} [{message.tool_call_id}]: {message.content}"
-    extra = ""
-    if record.model:
-        usage = record.usage
-        tokens = f", {usage.prompt_tokens}+{usage.completion_tokens} tokens" if usage else ""
-        extra = f" ({record.model}{tokens})"
-    return f"[{when}] {role}{extra}: {message.content}"
-
-
-def _collect_from_now() -> None:
-    """End the collector's start-up pause (``jarvis.entrypoints.cli.main``) now: a long
-    session's pages make cyclic garbage from the first one, and left for the pause's 0.5 s
-    a 100,000-message ``show --json`` peaked 50 MB higher, by how fast the machine was."""
-    import gc
-
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
-
-
-async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: bool) -> None:
-    """Write session ``name`` as it is read from the store, a page at a time: a transcript
-    (``show``), JSON lines (``export``), or one JSON document (``--json``, written piece by
-    piece; ``show`` ends it with the message count)."""
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.sessions.records import encode_record
-    from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
-
-    _collect_from_now()
-    await store.require(name)
-    terminal, write = is_terminal(sys.stdout), sys.stdout.write
-
-    def emit(text: str) -> None:  # write_raw, with the terminal asked once
-        write(terminal_safe(text) if terminal else text)
-
-    count = 0
-    records = store.iter_records(name)
-    if not json_output:
-        async for record in records:
-            emit((_transcript_line(record) if transcript else encode_record(record)) + "\n")
-        return
-    emit('{\n  "id": ' + json_text(name, stream=sys.stdout) + ',\n  "messages": [')
-    async for record in records:
-        item = json_text(record_json(record), stream=sys.stdout).replace("\n", "\n    ")
-        emit(("," if count else "") + "\n    " + item)
-        count += 1
-    ending = "\n  ]" if count else "]"
-    if transcript:
-        ending += f',\n  "message_count": {count}'
-    emit(ending + "\n}\n")
 
 
 def _write_session(
@@ -195,7 +109,10 @@ def _write_session(
     """``show`` (``transcript``) or ``export`` of session ``name``, then exit with its code."""
 
     def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=transcript))
+        from jarvis.entrypoints.cli.session_output import write_session
+
+        store = _run(ctx, config)
+        run_async(write_session(store, name, json_output=json_output, transcript=transcript))
 
     exit_with(guarded(body, verbose=verbose))
 

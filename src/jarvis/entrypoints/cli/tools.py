@@ -13,7 +13,6 @@ from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
 if TYPE_CHECKING:
     from jarvis.application.tools.catalogue import ToolCatalogue
-    from jarvis.domain.json_types import JSONObject
     from jarvis.domain.tools.specs import ToolSpec
 
 ToolsOption = Annotated[
@@ -42,43 +41,6 @@ def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
             "--tools names no tool.", hint="Example: --tools calculator,think (see `jarvis tools`)."
         )
     return tuple(names)
-
-
-def _parameters(spec: ToolSpec) -> list[JSONObject]:
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.tools.descriptions import describe_type
-
-    properties = spec.parameters.get("properties")
-    required = spec.parameters.get("required")
-    needed = set(required) if isinstance(required, list) else set()
-    rows: list[JSONObject] = []
-    if isinstance(properties, dict):
-        for name, schema in properties.items():
-            description = schema.get("description", "") if isinstance(schema, dict) else ""
-            rows.append(
-                {
-                    "name": name,
-                    "type": describe_type(schema),
-                    "required": name in needed,
-                    "description": description if isinstance(description, str) else "",
-                }
-            )
-    return rows
-
-
-def _describe(spec: ToolSpec) -> str:
-    heading = f"{spec.name} [{spec.category}]" if spec.category else spec.name
-    lines = [heading, f"  {spec.description.strip()}"]
-    rows = _parameters(spec)
-    for row in rows:
-        flag = ", required" if row["required"] else ""
-        line = f"  - {row['name']} ({row['type']}{flag})"
-        if row["description"]:
-            line += f": {row['description']}"
-        lines.append(line)
-    if not rows:
-        lines.append("  (no parameters)")
-    return "\n".join(lines)
 
 
 def _mcp_specs(catalogue: ToolCatalogue) -> tuple[list[ToolSpec], dict[str, str], list[str]]:
@@ -129,27 +91,15 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
         for problem in problems:
             sys.stderr.write(f"jarvis: {problem}\n")
         if json_output:
-            from jarvis.domain.approvals import effects_of
-
-            rows = [
-                {
-                    "name": spec.name,
-                    "server": servers.get(spec.name),
-                    "category": spec.category,
-                    "description": spec.description,
-                    "side_effects": spec.side_effects,
-                    "effects": effects_of(spec),
-                    "timeout_seconds": spec.timeout_seconds,
-                    "parameters": _parameters(spec),
-                    "schema": spec.parameters,
-                }
-                for spec in specs
-            ]
             from jarvis.entrypoints.cli.streams import json_text
+            from jarvis.entrypoints.cli.tool_descriptions import tool_json
 
+            rows = [tool_json(spec, servers.get(spec.name)) for spec in specs]
             sys.stdout.write(json_text(rows) + "\n")  # valid JSON on any stdout
         elif specs:
-            sys.stdout.write("\n\n".join(_describe(spec) for spec in specs) + "\n")
+            from jarvis.entrypoints.cli.tool_descriptions import describe_tool
+
+            sys.stdout.write("\n\n".join(describe_tool(spec) for spec in specs) + "\n")
         else:
             sys.stderr.write("jarvis: no tools are configured\n")
 

@@ -16,7 +16,6 @@ import typer
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.command_group import command_group
-from jarvis.entrypoints.cli.errors import EXIT_STORE_DAMAGED, guarded
 from jarvis.entrypoints.cli.options import (
     MAX_COUNT,
     ConfigOption,
@@ -78,24 +77,9 @@ def _open(ctx: typer.Context, config: Path | None) -> tuple[TraceStorePort, Jarv
 
 def _read(body: Callable[[], None], *, verbose: bool) -> int:
     """``guarded``, with a store that cannot be read reported as exit code 7."""
-    # loaded on use: `jarvis --help` imports every command module
-    from jarvis.domain.traces import TraceStoreError
+    from jarvis.entrypoints.cli.trace_reads import read_reported
 
-    unreadable: list[str] = []
-
-    def reading() -> None:
-        try:
-            body()
-        except TraceStoreError as exc:
-            unreadable.append(str(exc))
-
-    code = guarded(reading, verbose=verbose)
-    if unreadable:
-        from jarvis.entrypoints.cli.errors import write_stderr
-
-        write_stderr(f"jarvis: the trace store cannot be read: {unreadable[0]}\n")
-        return EXIT_STORE_DAMAGED
-    return code
+    return read_reported(body, verbose=verbose)
 
 
 def _when(epoch: float) -> str:
@@ -156,12 +140,11 @@ def list_traces(
     """List recorded runs, newest first."""
 
     def body() -> None:
-        # loaded on use: `jarvis --help` imports every command module
-        from jarvis.domain.traces import TraceQuery
+        from jarvis.entrypoints.cli.trace_reads import newest
 
         start = since_epoch(since)
         store, settings = _open(ctx, config)
-        traces = store.list(TraceQuery(since=start, agent=agent, failed_only=failed, limit=limit))
+        traces = newest(store, since=start, agent=agent, failed_only=failed, limit=limit)
         if json_output:
             write_json([_summary(t) for t in traces])
             return
@@ -261,12 +244,9 @@ def show_trace(
         store, _ = _open(ctx, config)
         trace = _get(store, trace_id)
         if json_output:
-            import json
+            from jarvis.entrypoints.cli.trace_reads import trace_json
 
-            # loaded on use: `jarvis --help` imports every command module
-            from jarvis.domain.traces import trace_to_record
-
-            write_json(json.loads(trace_to_record(trace)))
+            write_json(trace_json(trace))
             return
         for line in waterfall(trace):
             write_line(line)
@@ -302,13 +282,12 @@ def stats(
     """Runs, tokens, latency and errors per agent, engine, model and tool, from the traces."""
 
     def body() -> None:
-        # loaded on use: `jarvis --help` imports every command module
         from jarvis.application.trace_stats import summarize
-        from jarvis.domain.traces import TraceQuery
+        from jarvis.entrypoints.cli.trace_reads import newest
 
         start = since_epoch(since)
         store, settings = _open(ctx, config)
-        summary = summarize(store.list(TraceQuery(since=start, limit=1_000_000)))
+        summary = summarize(newest(store, since=start, limit=1_000_000))
         recording = _recording(settings)
         summary["recording"] = recording
         if json_output:
