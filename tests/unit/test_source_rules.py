@@ -261,3 +261,59 @@ def test_no_module_is_over_five_hundred_lines() -> None:
     assert {path: n for path, n in over.items() if path not in LONGER_MODULES} == {}
     fitting = sorted(path for path in LONGER_MODULES if lengths.get(path, 0) <= MAX_MODULE_LINES)
     assert fitting == [], "these fit now: remove them from LONGER_MODULES"
+
+
+# --- the domain is imported at the top of a module ------------------------------------------
+
+
+def _names_the_domain(node: ast.Import | ast.ImportFrom, path: str) -> bool:
+    if isinstance(node, ast.Import):
+        return any(
+            a.name == "jarvis.domain" or a.name.startswith("jarvis.domain.") for a in node.names
+        )
+    if node.level:  # relative: within the domain, it names a domain module
+        return path.startswith("domain/")
+    module = node.module or ""
+    if module == "jarvis":
+        return any(alias.name == "domain" for alias in node.names)
+    return module == "jarvis.domain" or module.startswith("jarvis.domain.")
+
+
+def _local_domain_imports(path: str, tree: ast.Module) -> Iterator[str]:
+    """Imports of domain modules inside a function (a method, a nested function)."""
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import | ast.ImportFrom) and _names_the_domain(node, path):
+                    yield f"{path} line {node.lineno} (in {function.name})"
+
+
+def test_no_function_imports_a_domain_module() -> None:
+    """The domain is small, pure and cheap to import: a module names the domain modules it
+    uses at its top, where its dependencies can be read. What must load late does so
+    through a module of its own (a command's work), or a table of module names (the agent
+    registry's built-in agents, the package's public names)."""
+    found = sorted({hit for path, tree in _modules() for hit in _local_domain_imports(path, tree)})
+    assert found == []
+
+
+def test_the_local_import_scan_finds_what_it_looks_for() -> None:
+    sample = ast.parse(
+        "from jarvis.domain.errors import JarvisError\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from jarvis.domain.ports import ToolPort\n"
+        "def a():\n    from jarvis.domain.errors import ConfigurationError\n"
+        "async def b():\n    import jarvis.domain.traces\n"
+        "class C:\n    def m(self):\n        def inner():\n            from jarvis import domain\n"
+        "def d():\n    from .records import x\n    from jarvis.domainish import y\n"
+        "    from jarvis.application.ask import Answer\n"
+    )
+    outside = list(_local_domain_imports("entrypoints/cli/x.py", sample))
+    assert outside == [
+        "entrypoints/cli/x.py line 6 (in a)",
+        "entrypoints/cli/x.py line 8 (in b)",
+        "entrypoints/cli/x.py line 12 (in m)",
+        "entrypoints/cli/x.py line 12 (in inner)",
+    ]
+    inside = list(_local_domain_imports("domain/sessions/x.py", sample))
+    assert "domain/sessions/x.py line 14 (in d)" in inside
