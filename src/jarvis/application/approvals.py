@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from jarvis.domain.approvals import (
     APPROVAL_MODES,
+    CODE_INTERPRETER,
     ApprovalAnswer,
     ApprovalMode,
     ApprovalPolicy,
     ApprovalPort,
     ApprovalRequest,
 )
+from jarvis.domain.loop.approval_gate import ApprovalGate
+from jarvis.domain.ports import ReplPort, ToolPort
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,3 +125,25 @@ class CallbackApprovals:
         if inspect.isawaitable(returned):
             return await returned
         return returned
+
+
+def approval_gate(
+    choice: ApprovalChoice,
+    policy: ApprovalPolicy | None,
+    tools: Sequence[ToolPort],
+    repl: ReplPort | None,
+) -> ApprovalGate:
+    """The gate of a run's tool calls: ``choice`` over ``policy`` (``[tools.approval]``;
+    ``None``: the built-in defaults), with the sandbox that verifiably confines
+    ``code_interpreter`` (``repl`` probed only when ``tools`` has that tool)."""
+    sandbox = ""
+    if repl is not None and any(t.spec.name == CODE_INTERPRETER for t in tools):
+        isolation = repl.isolation()
+        sandbox = isolation.sandbox if isolation.isolated else ""
+    chosen = replace(
+        policy or ApprovalPolicy(),
+        mode=choice.mode,
+        mode_source=choice.mode_source,
+        code_sandbox=sandbox,
+    )
+    return ApprovalGate(policy=chosen, port=choice.port)

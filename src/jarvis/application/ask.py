@@ -13,16 +13,12 @@ from jarvis.application.prompt_context import (
     uses_instructions,
 )
 from jarvis.application.registry import AgentRegistry
-from jarvis.domain.agents.simple import SimpleAgent
-from jarvis.domain.approvals import CODE_INTERPRETER, ApprovalPolicy
 from jarvis.domain.errors import ConfigurationError, EngineUnavailableError, SandboxError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.llm.completion import Usage
-from jarvis.domain.loop.approval_gate import ApprovalGate
 from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.loop.settings import PromptSettings
-from jarvis.domain.loop.typed_answer import StructuredAnswers, run_typed
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.domain.run.contract import AgentContext, AgentResult
 from jarvis.domain.run.events import EventBus
@@ -36,10 +32,12 @@ from jarvis.domain.run.updates import (
 )
 from jarvis.domain.tools.specs import ToolResult
 
-if TYPE_CHECKING:  # only named in annotations: a question that runs no operator or
-    # external runtime does not import them (start-up of `jarvis ask`)
+if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
+    # answer or external runtime does not import them (start-up of `jarvis ask`)
     from jarvis.application.approvals import ApprovalChoice
+    from jarvis.domain.approvals import ApprovalPolicy
     from jarvis.domain.external_runtime import ExternalRuntimesPort
+    from jarvis.domain.loop.approval_gate import ApprovalGate
     from jarvis.domain.operators import OperatorBinding
     from jarvis.domain.typed_output import OutputSpec
 
@@ -325,12 +323,9 @@ class AskService:
         strongest way it can (a plain agent's whole reply is constrained)."""
         if command.output is None:
             return self.inference
+        from jarvis.application.typed_questions import typed_inference  # typed only
 
-        return StructuredAnswers(
-            self.inference,
-            command.output.schema,
-            constrain_plain=issubclass(agent_cls, SimpleAgent),
-        )
+        return typed_inference(self.inference, command.output, agent_cls)
 
     async def build_agent(self, command: AskQuestion) -> tuple[BaseAgent, str]:
         """The agent instance for ``command`` and the model it will use."""
@@ -397,16 +392,9 @@ class AskService:
         choice = command.approval
         if choice is None or not tools:
             return None
+        from jarvis.application.approvals import approval_gate  # a run with tools only
 
-        policy = self.approval_policy or ApprovalPolicy()
-        sandbox = ""
-        if self.repl is not None and any(t.spec.name == CODE_INTERPRETER for t in tools):
-            isolation = self.repl.isolation()
-            sandbox = isolation.sandbox if isolation.isolated else ""
-        policy = replace(
-            policy, mode=choice.mode, mode_source=choice.mode_source, code_sandbox=sandbox
-        )
-        return ApprovalGate(policy=policy, port=choice.port)
+        return approval_gate(choice, self.approval_policy, tools, self.repl)
 
     def instruction_files(self, command: AskQuestion) -> tuple[str, ...]:
         """The ``AGENTS.md`` files ``command``'s prompt gets (``--verbose`` names them)."""
@@ -445,8 +433,10 @@ class AskService:
         self, agent: BaseAgent, model: str, command: AskQuestion, spec: OutputSpec[object]
     ) -> Answer:
         """A typed question: the answer checked against ``spec``, retried with its errors."""
+        from jarvis.application.typed_questions import answer_typed  # typed only
+
         engine = self.inference.engine_id
-        typed = await run_typed(agent, command.question, command.context, spec, engine=engine)
+        typed = await answer_typed(agent, command.question, command.context, spec, engine=engine)
         return Answer.from_result(typed.result, model=model, engine=engine, output=typed.output)
 
     async def stream(
