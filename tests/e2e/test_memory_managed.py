@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -179,3 +180,23 @@ def test_memory_on_a_queued_message_is_refused_and_nothing_is_stored(
         assert client.get("/v1/managed-agents/a/messages").json()["data"] == []
     assert reply.status_code == 400, reply.text
     assert "/run" in reply.json()["error"]["message"]
+
+
+def test_an_immediate_message_takes_memory_for_its_background_run(
+    travel: Path, engine: ScriptedEngine
+) -> None:
+    with serve(engine) as served, httpx.Client(base_url=served.url) as client:
+        client.post("/v1/managed-agents", json={"id": "now"}).raise_for_status()
+        reply = client.post(
+            "/v1/managed-agents/now/messages",
+            json={"content": QUESTION, "mode": "immediate", "memory": True},
+        )
+        assert reply.status_code == 202, reply.text
+        stored: list[dict[str, object]] = []
+        for _ in range(3000):  # the run goes on after the response: wait for its answer
+            stored = client.get("/v1/managed-agents/now/messages").json()["data"]
+            if len(stored) == 2:
+                break
+            threading.Event().wait(0.02)
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert f"[{travel}:1]\n> # Travel\n> {FERRY}" in system_text(engine, 0)
