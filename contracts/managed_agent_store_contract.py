@@ -26,6 +26,7 @@ def _agent(agent_id: str = "a1", **changes: object) -> ManagedAgent:
         "max_tokens": 512,
         "max_turns": 4,
         "agent_options": {"tool_choice": "auto", "nested": {"list": [1, 2.5, None, True]}},
+        "memory": True,
         "created_us": 1_700_000_000_000_000,
         "updated_us": 1_700_000_000_000_001,
     }
@@ -54,6 +55,17 @@ class ManagedAgentStoreContract(Generic[StoreT]):
         agent = ManagedAgent(id="plain")
         await store.put(agent)
         assert await store.get("plain") == agent
+
+    @pytest.mark.parametrize("memory", [True, False, None])
+    async def test_the_memory_switch_round_trips_in_all_three_states(
+        self, store: StoreT, memory: bool | None
+    ) -> None:
+        await store.put(_agent("m", memory=memory))
+        found = await store.get("m")
+        assert found is not None
+        assert found.memory is memory
+        [listed] = await store.list()
+        assert listed.memory is memory
 
     async def test_put_replaces(self, store: StoreT) -> None:
         await store.put(_agent())

@@ -194,3 +194,76 @@ def test_weights_of_another_shape_are_a_configuration_error(tmp_path: Path) -> N
     (tmp_path / "config.json").write_text(wider)
     with pytest.raises(ConfigurationError, match="expected"):
         MiniLMEmbeddings(tmp_path).embed_now(["snow"])
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize(("threads", "during"), [(1, {1}), (0, {2})])
+def test_the_encoder_runs_on_its_blas_threads_and_puts_them_back(
+    monkeypatch: pytest.MonkeyPatch, threads: int, during: set[int]
+) -> None:
+    """BLAS is at 2 threads around the call (whatever the environment said), so a limit of
+    1 shows only if the adapter sets it, and 0 leaves BLAS as it found it."""
+    from threadpoolctl import threadpool_limits
+
+    from jarvis.adapters.minilm_embeddings.bert import Encoder
+
+    _require_model()
+    seen: list[set[int]] = []
+    original = Encoder.sentence_vectors
+
+    def spy(self: Encoder, *args: object) -> object:
+        seen.append(_blas_threads())
+        return original(self, *args)  # type: ignore[arg-type]  # the encoder's own arrays
+
+    monkeypatch.setattr(Encoder, "sentence_vectors", spy)
+    embeddings = MiniLMEmbeddings(cache_size=0, threads=threads)
+    embeddings.embed_now(["warm up"])  # loads numpy and its BLAS
+    seen.clear()
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        embeddings.embed_now(["snow is cold", "a second batch item"])
+        assert _blas_threads() == {2}
+    assert seen == [during]
+
+
+def test_embedding_threads_comes_from_the_memory_settings(tmp_path: Path) -> None:
+    from jarvis.application.config import JarvisConfig, MemorySettings
+    from jarvis.entrypoints.composition.stores import embeddings
+
+    _require_model()
+    configured = embeddings(JarvisConfig(memory=MemorySettings(embedding_threads=3)))
+    assert isinstance(configured, MiniLMEmbeddings)
+    assert configured.threads == 3
+    default = embeddings(JarvisConfig())
+    assert isinstance(default, MiniLMEmbeddings)
+    assert default.threads == 1
+
+
+def test_importing_and_building_the_adapter_leaves_blas_alone() -> None:
+    """No import-time side effect: only a batch being encoded changes BLAS's threads."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy\n"
+        "from threadpoolctl import threadpool_info, threadpool_limits\n"
+        "threadpool_limits(limits=2, user_api='blas')\n"
+        "def threads(): return [i['num_threads'] for i in threadpool_info()]\n"
+        "before = threads()\n"
+        "from jarvis.adapters.minilm_embeddings import MiniLMEmbeddings\n"
+        "from jarvis.entrypoints.composition import Container\n"
+        "from jarvis.entrypoints.composition.stores import embeddings\n"
+        "from jarvis.application.config import JarvisConfig\n"
+        "MiniLMEmbeddings(); Container().embeddings(); embeddings(JarvisConfig())\n"
+        "print(before == threads() and 2 in before)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -281,6 +281,8 @@ class MemorySettings(_Section):
     """Larger files are refused."""
     embed: bool = True
     """Embed chunks with all-MiniLM-L6-v2 (when installed) for semantic and hybrid search."""
+    embedding_threads: Annotated[int, Bounds(ge=0, le=1024)] = 1
+    """BLAS threads the embedding model runs on (0: BLAS's own default, one per core)."""
     context_top_k: Annotated[int, Bounds(ge=1, le=50)] = 5
     """Chunks a question with ``--memory`` receives."""
     context_max_chars: Annotated[int, Bounds(ge=200, le=200_000)] = 6000

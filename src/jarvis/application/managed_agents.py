@@ -110,6 +110,7 @@ class ManagedAgentSpec:
     max_tokens: int | None = None
     max_turns: int | None = None
     agent_options: JSONObject = field(default_factory=dict)
+    memory: bool | None = None
 
 
 def _apply(agent: ManagedAgent, spec: ManagedAgentSpec, fields_set: Sequence[str]) -> ManagedAgent:
@@ -176,6 +177,7 @@ class ManagedAgentService:
             max_tokens=spec.max_tokens,
             max_turns=spec.max_turns,
             agent_options=spec.agent_options,
+            memory=spec.memory,
             created_us=now,
             updated_us=now,
         )
@@ -305,6 +307,7 @@ class ManagedAgentService:
             persona=agent.persona,
             context=AgentContext(conversation=history) if history else None,
             agent_options=options,
+            memory=agent.memory,
         )
 
     async def conversations(self) -> ConversationService:
@@ -333,16 +336,20 @@ class ManagedAgentService:
         return agent, turn
 
     async def stream(
-        self, agent_id: str, pending: SessionMessage | None = None
+        self, agent_id: str, pending: SessionMessage | None = None, *, memory: bool | None = None
     ) -> AsyncGenerator[AnswerUpdate, None]:
         """Run the agent on ``pending`` (else the waiting message): its updates, then the
-        :class:`Answer`, yielded once stored.
+        :class:`Answer`, yielded once stored. ``memory`` overrides the definition's
+        ``memory`` for this run (``None``: the definition's, else the server's setting); the
+        answer's ``metadata["memory_results"]`` names the chunks the run received.
 
         What the run produced is stored also when it fails or is cancelled (closing this
         generator cancels the run, and stores what it completed before it returns)."""
         agent, turn = await self.prepare(agent_id, pending)
         conversations = await self.conversations()
         command = self.question(agent, turn.question.message.content)
+        if memory is not None:
+            command = replace(command, memory=memory)
         if self.approvals is not None:
             command = replace(command, approval=self.approvals.choice_for(agent_id))
         turn_updates = conversations.answer(session_id_of(agent_id), turn, command)
@@ -350,11 +357,11 @@ class ManagedAgentService:
             async for update in updates:
                 yield update
 
-    async def run(self, agent_id: str) -> Answer:
+    async def run(self, agent_id: str, *, memory: bool | None = None) -> Answer:
         """:meth:`stream` to the end: the answer. Cancelling it closes the run at once
         (what it completed is stored, as when a stream is closed)."""
         answer: Answer | None = None
-        async with aclosing(self.stream(agent_id)) as updates:
+        async with aclosing(self.stream(agent_id, memory=memory)) as updates:
             async for update in updates:
                 found = answer_of(update)
                 if found is not None:

@@ -306,6 +306,7 @@ SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "chunk_overlap",
         "max_file_bytes",
         "embed",
+        "embedding_threads",
         "context_top_k",
         "context_max_chars",
     ),

@@ -60,6 +60,10 @@ class ManagedAgent:
     max_turns: int | None = None
     agent_options: JSONObject = field(default_factory=dict)
     """Further settings of the agent, as ``-O KEY=VALUE`` on the command line."""
+    memory: bool | None = None
+    """Whether each run receives its question's best chunks of the knowledge base
+    (``jarvis ask --memory``); ``None``: the server's ``[agent] context_from_memory``. A
+    definition stored before this field existed reads as ``None``."""
     created_us: int = 0
     updated_us: int = 0
 
@@ -78,6 +82,7 @@ def agent_to_record(agent: ManagedAgent) -> str:
         "max_tokens": agent.max_tokens,
         "max_turns": agent.max_turns,
         "agent_options": agent.agent_options,
+        "memory": agent.memory,
         "created_us": agent.created_us,
         "updated_us": agent.updated_us,
     }
@@ -110,6 +115,12 @@ def _opt_float(value: JSONValue) -> float | None:
     raise TypeError("expected a number or null")
 
 
+def _opt_bool(value: JSONValue) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError("expected true, false or null")
+
+
 def agent_from_record(text: str | bytes) -> ManagedAgent:
     """Parse what :func:`agent_to_record` wrote; ``ValueError`` when it is not one."""
     try:
@@ -134,6 +145,7 @@ def agent_from_record(text: str | bytes) -> ManagedAgent:
             max_tokens=_opt_int(data.get("max_tokens")),
             max_turns=_opt_int(data.get("max_turns")),
             agent_options=options,
+            memory=_opt_bool(data.get("memory")),
             created_us=_opt_int(data.get("created_us")) or 0,
             updated_us=_opt_int(data.get("updated_us")) or 0,
         )

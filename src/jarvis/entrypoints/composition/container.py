@@ -218,7 +218,8 @@ class Container(containers.DeclarativeContainer):
     )
     embeddings: providers.Provider[EmbeddingPort | None] = providers.Singleton(stores.embeddings)
     """The sentence-embedding model (``MiniLMEmbeddings``, loaded on first use, once per
-    process); tests override it with ``jarvis.testing.embeddings.WordHashEmbeddings``."""
+    process, on one BLAS thread); tests override it with
+    ``jarvis.testing.embeddings.WordHashEmbeddings``."""
 
     ask_service: providers.Provider[AskService] = providers.Factory(
         services.ask_service,

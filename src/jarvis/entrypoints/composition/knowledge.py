@@ -75,7 +75,7 @@ def knowledge_base(
     if not isinstance(memory, SqliteMemory):
         raise ConfigurationError("This memory backend cannot hold documents.")
     settings = config.memory
-    model = embeddings() if settings.embed else None
+    model = embeddings(config) if settings.embed else None
     memory.embedding_model = model.model_id if model is not None else ""
     return KnowledgeBase(
         memory,

@@ -105,10 +105,15 @@ def keyword_index() -> MemoryPort:
     return SqliteMemory(":memory:")
 
 
-def embeddings() -> EmbeddingPort | None:
+def embeddings(config: JarvisConfig | None = None) -> EmbeddingPort | None:
     """all-MiniLM-L6-v2 (``monitor_operative``'s semantic recall) when it and its libraries
-    are installed, else ``None`` (semantic retrieval then says how to install it). Nothing
-    heavy is imported here: the model and numpy load on its first use."""
+    are installed, else ``None`` (semantic retrieval then says how to install it), on
+    ``[memory] embedding_threads`` BLAS threads. Nothing heavy is imported here: the model
+    and numpy load on its first use."""
     from jarvis.adapters.minilm_embeddings import MiniLMEmbeddings, available
 
-    return MiniLMEmbeddings() if available() else None
+    if not available():
+        return None
+    if config is None:
+        return MiniLMEmbeddings()
+    return MiniLMEmbeddings(threads=config.memory.embedding_threads)

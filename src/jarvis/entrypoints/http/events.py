@@ -76,6 +76,17 @@ class ChunkUsage(_Event):
     total_tokens: int
 
 
+class MemoryChunk(_Event):
+    """One chunk of the knowledge base a run received as context (``memory``)."""
+
+    citation: str
+    """``[source:line]``, as the prompt quoted it."""
+    source: str
+    line: int
+    end_line: int
+    score: float
+
+
 class RunSummary(_Event):
     """What the agent's run ended with (a jarvis extension of the final chunk)."""
 
@@ -84,6 +95,8 @@ class RunSummary(_Event):
     ``loop_detected``, ``parse_error``, ``error``..."""
     turns: int
     tool_calls: int
+    memory_results: list[MemoryChunk] | None = None
+    """The knowledge base's chunks the run received (left out when it received none)."""
 
 
 class ChatChunk(_Event):

@@ -22,6 +22,15 @@ from jarvis.entrypoints.http.errors import ApiError
 from jarvis.entrypoints.http.openai_frames import AgentChunks, error_event, finish_for
 
 
+def memory_chunks(answer: Answer) -> list[ev.MemoryChunk]:
+    """The knowledge base's chunks ``answer``'s run received (``metadata.memory_results``,
+    which :class:`~jarvis.application.ask.AskService` writes)."""
+    found = answer.metadata.get("memory_results")
+    if not isinstance(found, list):
+        return []
+    return [ev.MemoryChunk.model_validate(chunk) for chunk in found]
+
+
 class ManagedRunFrames(AgentChunks):
     """An agent's run with its tool loop shown (``tool_calls``, ``approval_required``,
     ``approval`` and ``tool_result`` events); a failure is an ``error`` event and a final
@@ -85,7 +94,10 @@ class ManagedRunFrames(AgentChunks):
 
     def answer(self, update: Answer) -> Iterable[bytes]:
         summary = ev.RunSummary(
-            stop_reason=update.stop_reason, turns=update.turns, tool_calls=self.calls
+            stop_reason=update.stop_reason,
+            turns=update.turns,
+            tool_calls=self.calls,
+            memory_results=memory_chunks(update) or None,
         )
         return (self.chunk(ev.Delta(), finish_for(update), update.usage, summary),)
 

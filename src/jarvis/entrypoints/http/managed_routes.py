@@ -31,7 +31,7 @@ from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.errors import JarvisError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.sessions.records import SessionMessage
-from jarvis.entrypoints.http.managed_frames import ManagedRunFrames
+from jarvis.entrypoints.http.managed_frames import ManagedRunFrames, memory_chunks
 from jarvis.entrypoints.http.managed_wire import (
     ManagedAgentIn,
     ManagedAgentOut,
@@ -146,31 +146,41 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
             f"The message is longer than {state.limits.max_message_chars} characters.",
             code="message_too_large",
         )
+    if body.memory is not None and not body.stream and body.mode == "queued":
+        from jarvis.entrypoints.http.errors import ApiError
+
+        raise ApiError(
+            400,
+            "memory applies to a run: send it with stream or mode 'immediate', or to "
+            "POST /v1/managed-agents/{id}/run for a queued message.",
+        )
     if body.stream:
         await allowed_to_run(state, agent_id)
     record = await state.managed.post(agent_id, body.content)
     if body.stream:
-        return EventStream(run_frames(state, agent_id, record))
+        return EventStream(run_frames(state, agent_id, record, memory=body.memory))
     if body.mode == "immediate":
         from starlette.background import BackgroundTask
 
         return JSONResponse(
             {"status": "running", "message": MessageOut.of(record).model_dump()},
             status_code=202,
-            background=BackgroundTask(_run_in_background, state, agent_id, record),
+            background=BackgroundTask(_run_in_background, state, agent_id, record, body.memory),
         )
     return JSONResponse(
         {"status": "queued", "message": MessageOut.of(record).model_dump()}, status_code=202
     )
 
 
-async def _run_in_background(state: ServerState, agent_id: str, record: SessionMessage) -> None:
+async def _run_in_background(
+    state: ServerState, agent_id: str, record: SessionMessage, memory: bool | None
+) -> None:
     """An ``immediate`` message's run, after its 202: its answer is stored with the agent's
     messages (read with ``GET .../messages``); a run that fails leaves the message waiting
     for ``/run``, as a queued one."""
     with contextlib.suppress(JarvisError, TimeoutError):
         async with asyncio.timeout(state.limits.request_timeout):
-            async for _ in state.managed.stream(agent_id, record):
+            async for _ in state.managed.stream(agent_id, record, memory=memory):
                 pass
 
 
@@ -178,11 +188,13 @@ async def _run_in_background(state: ServerState, agent_id: str, record: SessionM
 async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Response:
     state = state_of(request)
     await allowed_to_run(state, agent_id)
+    memory = None if body is None else body.memory
     if body is not None and body.stream:
         await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
-        return EventStream(run_frames(state, agent_id))
+        return EventStream(run_frames(state, agent_id, memory=memory))
     async with asyncio.timeout(state.limits.request_timeout):
-        answer = await while_connected(state, request.receive, state.managed.run(agent_id))
+        ran = state.managed.run(agent_id, memory=memory)
+        answer = await while_connected(state, request.receive, ran)
     return JSONResponse(
         {
             "status": "completed",
@@ -200,18 +212,24 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
                 }
                 for r in answer.tool_results
             ],
+            "memory_results": [c.model_dump() for c in memory_chunks(answer)],
         }
     )
 
 
 def run_frames(
-    state: ServerState, agent_id: str, pending: SessionMessage | None = None
+    state: ServerState,
+    agent_id: str,
+    pending: SessionMessage | None = None,
+    *,
+    memory: bool | None = None,
 ) -> AsyncGenerator[bytes, None]:
-    """The run's SSE frames; ``[DONE]`` ends every stream that started."""
+    """The run's SSE frames; ``[DONE]`` ends every stream that started. ``memory``: this
+    run's override of the definition's ``memory``."""
     reply_id = "chatcmpl-" + secrets.token_hex(12)
     approvals = state.managed.approvals
     timeout = approvals.timeout if approvals is not None else 0.0
-    updates = state.managed.stream(agent_id, pending)
+    updates = state.managed.stream(agent_id, pending, memory=memory)
     return encoded(state, updates, ManagedRunFrames(agent_id, reply_id, approval_timeout=timeout))
 
 

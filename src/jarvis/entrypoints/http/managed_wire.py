@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
 
 from jarvis.application.managed_agents import ManagedAgentSpec
 from jarvis.domain.json_types import JSONObject
@@ -12,6 +12,9 @@ from jarvis.domain.managed_agents import ManagedAgent
 from jarvis.domain.sessions.records import SessionMessage
 
 MAX_PROMPT_CHARS = 100_000
+
+MemorySwitch = StrictBool | None
+"""``true``/``false``/``null`` only: ``"yes"`` or ``1`` is a 400, not read as a boolean."""
 
 
 class _Strict(BaseModel):
@@ -35,6 +38,9 @@ class ManagedAgentIn(_Strict):
     max_tokens: int | None = Field(default=None, ge=1, le=1 << 20)
     max_turns: int | None = Field(default=None, ge=1, le=10_000)
     agent_options: dict[str, JsonValue] = Field(default_factory=dict)
+    memory: MemorySwitch = None
+    """Whether runs receive their question's best chunks of the knowledge base; ``None``:
+    the server's ``[agent] context_from_memory``."""
 
     def spec(self) -> ManagedAgentSpec:
         options: JSONObject = dict(self.agent_options)
@@ -50,6 +56,7 @@ class ManagedAgentIn(_Strict):
             max_tokens=self.max_tokens,
             max_turns=self.max_turns,
             agent_options=options,
+            memory=self.memory,
         )
 
 
@@ -66,6 +73,7 @@ class ManagedAgentPatch(_Strict):
     max_tokens: int | None = Field(default=None, ge=1, le=1 << 20)
     max_turns: int | None = Field(default=None, ge=1, le=10_000)
     agent_options: dict[str, JsonValue] | None = None
+    memory: MemorySwitch = None
 
     def spec(self) -> tuple[ManagedAgentSpec, list[str]]:
         options: JSONObject = dict(self.agent_options or {})
@@ -80,6 +88,7 @@ class ManagedAgentPatch(_Strict):
             max_tokens=self.max_tokens,
             max_turns=self.max_turns,
             agent_options=options,
+            memory=self.memory,
         )
         return spec, sorted(self.model_fields_set)
 
@@ -97,6 +106,7 @@ class ManagedAgentOut(BaseModel):
     max_tokens: int | None
     max_turns: int | None
     agent_options: dict[str, JsonValue]
+    memory: bool | None
     created_at: int
     """Seconds since the epoch."""
     updated_at: int
@@ -115,6 +125,7 @@ class ManagedAgentOut(BaseModel):
             max_tokens=agent.max_tokens,
             max_turns=agent.max_turns,
             agent_options=agent.agent_options,
+            memory=agent.memory,
             created_at=agent.created_us // 1_000_000,
             updated_at=agent.updated_us // 1_000_000,
         )
@@ -126,10 +137,16 @@ class MessageIn(_Strict):
     mode: Literal["queued", "immediate"] = "queued"
     """Without ``stream``: ``queued`` keeps the message for ``/run``; ``immediate`` runs
     the agent on it at once, after answering 202 (the answer is stored)."""
+    memory: MemorySwitch = None
+    """This run only (``stream`` or ``immediate``): whether it receives the question's best
+    chunks of the knowledge base; ``None``: the definition's ``memory``."""
 
 
 class RunIn(_Strict):
     stream: bool = False
+    memory: MemorySwitch = None
+    """This run only: whether it receives the question's best chunks of the knowledge base;
+    ``None``: the definition's ``memory``."""
 
 
 class ToolCallOut(BaseModel):

@@ -55,3 +55,34 @@ async def test_a_damaged_definition_is_a_store_error_not_a_crash(tmp_path: Path)
     with pytest.raises(SessionStoreCorruptError):
         await store.get("bad")
     backend.close()
+
+
+async def test_a_definition_stored_before_the_memory_switch_follows_the_server(
+    tmp_path: Path,
+) -> None:
+    """Definitions are JSON records: one written without ``memory`` reads as ``None``
+    (the server's ``[agent] context_from_memory``), with no migration of the table."""
+    path = tmp_path / "sessions.db"
+    backend = sqlite_backend(path)
+    await backend.managed_agents.list()  # creates the schema
+    old = '{"id":"old","name":"","agent":"simple","tools":[],"created_us":1,"updated_us":1}'
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO operator_state VALUES ('managed_agent:old', ?, 0)", (old,))
+    found = await backend.managed_agents.get("old")
+    assert found == ManagedAgent(id="old", created_us=1, updated_us=1)
+    assert found.memory is None
+    backend.close()
+
+
+async def test_a_memory_switch_that_is_not_a_boolean_is_a_damaged_record(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    backend = sqlite_backend(path)
+    await backend.managed_agents.list()
+    bad = '{"id":"bad","agent":"simple","memory":"yes"}'
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO operator_state VALUES ('managed_agent:bad', ?, 0)", (bad,))
+    with pytest.raises(SessionStoreCorruptError, match="true, false or null"):
+        await backend.managed_agents.get("bad")
+    backend.close()
