@@ -9,7 +9,9 @@ are told apart by context: each asyncio task that starts a run records its own t
 :class:`TraceWriter` saves finished traces (and exports them to a collector, when one is
 configured) in one background thread, so that a slow, full, read-only, locked or damaged
 store, or a collector that is down, delays nothing and loses no answer: the first failure
-of each is reported once through ``notice`` and later ones are dropped silently.
+of each is reported once through ``notice`` and later ones are dropped silently. What the
+event loop pays for a run is the recording and one encoding of its trace (a few
+microseconds); the thread's share is one transaction per batch of runs.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from jarvis.domain.traces import (
     SpanKind,
     Trace,
     TraceParent,
+    TraceRecord,
     TraceStatus,
 )
 
@@ -312,11 +315,14 @@ BATCH_SECONDS = 0.5
 class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
-    ``save`` only appends to a buffer: the thread wakes at most every
-    :data:`BATCH_SECONDS` and writes what accumulated, so that a busy process pays one
-    thread wake-up per batch, not per run. ``flush`` writes what is buffered now and waits
-    for it; the process's exit flushes too (the thread is a daemon, so a store that hangs
-    cannot keep the process alive past ``flush``'s timeout).
+    ``save`` encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
+    tuple of strings and numbers, which the garbage collector does not walk while it waits)
+    and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
+    writes what accumulated, so that a busy process pays one thread wake-up per batch, not
+    per run. ``flush`` writes what is buffered now and waits for it; the process's exit
+    flushes too (the thread is a daemon, so a store that hangs cannot keep the process
+    alive past ``flush``'s timeout). The store object is made on the first ``save``, which
+    opens nothing (the store opens its file on its first write, in the thread).
     """
 
     def __init__(
@@ -337,7 +343,9 @@ class TraceWriter:
         self._max_days = max_days
         self._max_bytes = max_bytes
         self._clock = clock
-        self._buffer: list[Trace] = []
+        self._records: list[TraceRecord] = []
+        self._traces: list[Trace] = []
+        """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
         self._handed_in = 0
         self._wake = threading.Condition()
@@ -357,35 +365,54 @@ class TraceWriter:
         self.last = trace
         if self._failed:
             return
+        record = None if self._store_failed else self._encode(trace)
         with self._wake:
-            self._buffer.append(trace)
+            if record is not None:
+                self._records.append(record)
+            if not self._export_failed:
+                self._traces.append(trace)
             self._handed_in += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
                 self._thread.start()
                 atexit.register(self.flush)
 
+    def _encode(self, trace: Trace) -> TraceRecord | None:
+        try:
+            if self._store is None and self._store_factory is not None:
+                self._store = self._store_factory()
+            return None if self._store is None else self._store.encode(trace)
+        except Exception as exc:  # a trace is never worth a run: tell once, keep going
+            self._store_broke(exc)
+            return None
+
+    def _store_broke(self, exc: Exception) -> None:
+        with self._wake:
+            told, self._store_failed = self._store_failed, True
+        if not told:
+            self._notice(f"traces are not being recorded: {exc}")
+
     def _run(self) -> None:
         while True:
             with self._wake:
                 if not self._flushing:
                     self._wake.wait(BATCH_SECONDS)
-                batch, self._buffer = self._buffer, []
+                records, self._records = self._records, []
+                traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if batch:
-                self._write(batch)
+            if records and not self._store_failed:
+                try:
+                    self._save(records)
+                except Exception as exc:
+                    self._store_broke(exc)
+            if traces:
+                self._export(traces)
             with self._wake:
                 self._written_upto = upto
                 self._flushing = False
                 self._wake.notify_all()
 
-    def _write(self, batch: list[Trace]) -> None:
-        if not self._store_failed:
-            try:
-                self._save(batch)
-            except Exception as exc:  # a trace is never worth a run: tell once, keep going
-                self._store_failed = True
-                self._notice(f"traces are not being recorded: {exc}")
+    def _export(self, batch: list[Trace]) -> None:
         if not self._export_failed:
             try:
                 if self._exporter is None and self._exporter_factory is not None:
@@ -396,12 +423,10 @@ class TraceWriter:
                 self._export_failed = True
                 self._notice(f"traces are not being exported: {exc}")
 
-    def _save(self, batch: list[Trace]) -> None:
-        if self._store is None and self._store_factory is not None:
-            self._store = self._store_factory()
+    def _save(self, batch: list[TraceRecord]) -> None:
         if self._store is None:
             return
-        self._store.save_many(batch)
+        self._store.save_records(batch)
         if (
             self._written == 0
             or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
