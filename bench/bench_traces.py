@@ -9,13 +9,15 @@
 * ``jarvis ask`` start-up (wall and CPU of the whole process) with tracing on vs off.
 
 Goals: ≤ 3 % added CPU per tool run, ≤ 50 µs per span, start-up unchanged.
-Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``.
+Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``;
+``--breakdown`` shows where the added CPU goes (events, recorder, encoding, writer).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
@@ -124,6 +126,66 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
     ]
 
 
+async def breakdown_rows(ctx: BenchContext) -> list[Row]:
+    """Where the added CPU goes: the same run with only the events published (a subscriber
+    that does nothing), with the recorder (its trace dropped), with the recorder and the
+    store's encoding, and fully traced (the writer's thread included): one process, the
+    variants' blocks in rotating order."""
+    from jarvis import Jarvis
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.application.traces import TraceRecorder
+    from jarvis.domain.traces import Trace
+
+    n, blocks = (20, 4) if ctx.quick else (20, 60)
+    with tempfile.TemporaryDirectory() as folder:
+        off_config = _config(Path(folder), ctx.stub_url, traces=False)
+        on_config = _config(Path(folder), ctx.stub_url, traces=True)
+        encoder = SqliteTraceStore(Path(folder) / "unused.db")  # encodes; opens nothing
+
+        def encode(trace: Trace) -> None:
+            encoder.encode(trace)
+
+        listeners: dict[str, Callable[..., None] | None] = {
+            "tracing off": None,
+            "events only": lambda event: None,
+            "+ recorder": TraceRecorder(lambda trace: None),
+            "+ encoding": TraceRecorder(encode),
+        }
+        async with contextlib.AsyncExitStack() as stack:
+            runs: dict[str, tuple[Callable[[], Awaitable[object]], Callable[[], None]]] = {}
+            for name, listener in [*listeners.items(), ("+ writer (all)", None)]:
+                config = on_config if name == "+ writer (all)" else off_config
+                jarvis = await stack.enter_async_context(Jarvis(config_path=config))
+                if listener is not None:
+                    jarvis._runtime.bus().subscribe(listener)
+                writer = jarvis._runtime.trace_writer()
+
+                def ask(jarvis: Jarvis = jarvis) -> Awaitable[object]:
+                    return jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+
+                runs[name] = (ask, (lambda: None) if writer is None else writer.flush)
+            cpu: dict[str, list[float]] = {name: [] for name in runs}
+            names = list(runs)
+            for name in names:
+                await _per_run(runs[name][0], 30, runs[name][1])
+            for block in range(blocks):
+                order = names[block % len(names) :] + names[: block % len(names)]
+                for name in reversed(order) if (block // len(names)) % 2 else order:
+                    cpu[name].append(await _per_run(runs[name][0], n, runs[name][1]))
+    off = statistics.median(cpu["tracing off"])
+    return [
+        Row(
+            name=f"tracing breakdown: {name}",
+            value=(statistics.median(values) - off) * 1e6,
+            unit="µs",
+            note=f"{statistics.median(values) / off * 100 - 100:+.1f} % of the untraced run "
+            f"({off * 1e6:.0f} µs); median of {blocks} blocks of {n}",
+        )
+        for name, values in cpu.items()
+        if name != "tracing off"
+    ]
+
+
 def startup_rows(ctx: BenchContext) -> list[Row]:
     runs = 3 if ctx.quick else 15
     with tempfile.TemporaryDirectory() as folder:
@@ -167,9 +229,13 @@ async def run(ctx: BenchContext) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    quick = parser.parse_args().quick
+    parser.add_argument(
+        "--breakdown", action="store_true", help="where the added CPU goes, instead of the rows"
+    )
+    args = parser.parse_args()
     with stub_process() as url:
-        rows = asyncio.run(run(BenchContext(stub_url=url, quick=quick, env=dict(os.environ))))
+        ctx = BenchContext(stub_url=url, quick=args.quick, env=dict(os.environ))
+        rows = asyncio.run(breakdown_rows(ctx) if args.breakdown else run(ctx))
     for row in rows:
         ratio = "" if row.ratio is None else f"  ({row.ratio:.3f}x {row.baseline_name})"
         print(f"{row.name}: {row.value:.3f} {row.unit}{ratio}  {row.goal}  {row.note}")
