@@ -2,8 +2,8 @@
 
 * client CPU per two-call tool run (call → calculator → answer) through ``Jarvis.aask_full``
   against the loopback stub, with ``[traces] enabled`` vs without; the CPU of the thread
-  that writes the trace to SQLite is counted (``process_time`` covers every thread, and
-  each traced block waits for the thread to write its runs);
+  that writes the trace to SQLite is counted (read by that thread's own CPU clock and
+  charged to the traced runs, whichever block it happened to wake in);
 * the same difference per span (a two-call run is 4 spans: the run, two inferences, one
   tool call);
 * ``jarvis ask`` start-up (wall and CPU of the whole process) with tracing on vs off.
@@ -21,6 +21,7 @@ import contextlib
 import os
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,17 +43,35 @@ def _config(folder: Path, url: str, *, traces: bool) -> Path:
     return path
 
 
+class _WriterCpu:
+    """The CPU of the trace writer's thread (``jarvis-traces``), read by that thread's own
+    clock. The thread writes when its batch is due (every 0.5 s), in whichever block is
+    being timed then: the bench takes its CPU out of that block and charges all of it to
+    the traced runs, which it wrote for."""
+
+    def __init__(self) -> None:
+        self._clocks: list[int] = []
+
+    def find(self) -> None:
+        self._clocks = [
+            time.pthread_getcpuclockid(thread.ident)
+            for thread in threading.enumerate()
+            if thread.name == "jarvis-traces" and thread.ident is not None
+        ]
+        assert self._clocks, "no trace writer thread"
+
+    def __call__(self) -> float:
+        return sum(time.clock_gettime(clock) for clock in self._clocks)
+
+
 async def _per_run(
-    call: Callable[[], Awaitable[object]], n: int, flush: Callable[[], None] = lambda: None
+    call: Callable[[], Awaitable[object]], n: int, writer: Callable[[], float] = lambda: 0.0
 ) -> float:
-    """CPU per call of ``n`` calls, ``flush`` included (it waits for the writer's thread to
-    write what the calls recorded, so that its CPU is counted in the block that caused it,
-    not in whichever block the thread happened to wake in)."""
-    cpu = time.process_time()
+    """CPU per call of ``n`` calls (the process's, less what ``writer``'s thread used)."""
+    cpu, thread = time.process_time(), writer()
     for _ in range(n):
         await call()
-    flush()
-    return (time.process_time() - cpu) / n
+    return (time.process_time() - cpu - (writer() - thread)) / n
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -64,10 +83,9 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
     from jarvis import Jarvis
 
     # many short blocks, on and off in alternating order (ABBA): a machine loaded by other
-    # work slows blocks at random, and the median of many paired blocks stays put. Each
-    # traced block ends with a flush, so the writer thread's CPU for its runs is in it (a
-    # wake-up per 40 runs: more than the writer's own batching, which waits up to 0.5 s)
-    n, blocks = (40, 6) if ctx.quick else (40, 100)
+    # work slows blocks at random, and the median of many paired blocks stays put
+    n, blocks = (20, 6) if ctx.quick else (20, 150)
+    writer_cpu = _WriterCpu()
     with tempfile.TemporaryDirectory() as folder:
         off_config = _config(Path(folder), ctx.stub_url, traces=False)
         on_config = _config(Path(folder), ctx.stub_url, traces=True)
@@ -82,15 +100,20 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             writer = on._runtime.trace_writer()
             assert writer is not None
             await _per_run(untraced, 50)
-            await _per_run(traced, 50, writer.flush)
+            await _per_run(traced, 50)
+            writer.flush()
+            writer_cpu.find()
             off_cpu, on_cpu = [], []
+            written = writer_cpu()
             for block in range(blocks):
                 if block % 2:
-                    on_cpu.append(await _per_run(traced, n, writer.flush))
-                    off_cpu.append(await _per_run(untraced, n))
+                    on_cpu.append(await _per_run(traced, n, writer_cpu))
+                    off_cpu.append(await _per_run(untraced, n, writer_cpu))
                 else:
-                    off_cpu.append(await _per_run(untraced, n))
-                    on_cpu.append(await _per_run(traced, n, writer.flush))
+                    off_cpu.append(await _per_run(untraced, n, writer_cpu))
+                    on_cpu.append(await _per_run(traced, n, writer_cpu))
+            writer.flush()
+            per_trace = (writer_cpu() - written) / (n * blocks)
             from jarvis.adapters.sqlite_traces import SqliteTraceStore
             from jarvis.domain.traces import TraceQuery
 
@@ -98,6 +121,7 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
                 SqliteTraceStore(Path(folder) / "traces.db").list(TraceQuery(limit=10**6))
             )
     assert recorded >= n * blocks, recorded  # every traced run was written
+    on_cpu = [cpu + per_trace for cpu in on_cpu]
     cpu_off, cpu_on = statistics.median(off_cpu), statistics.median(on_cpu)
     low, added, high = _quartiles([b / a - 1 for a, b in zip(off_cpu, on_cpu, strict=True)])
     per_span = max(cpu_on - cpu_off, 0.0) / SPANS_PER_RUN
@@ -112,8 +136,8 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             goal="≤ 3 % added",
             ok=added <= 0.03,
             note=f"{added * 100:+.1f} % (quartiles {low * 100:+.1f} to {high * 100:+.1f} %), "
-            f"median of {blocks} paired blocks of {n} runs, alternating; the SQLite writer "
-            f"thread's CPU included; load average {load:.1f}",
+            f"median of {blocks} paired blocks of {n} runs, alternating; the writer thread's "
+            f"{per_trace * 1e6:.1f} µs a run included; load average {load:.1f}",
         ),
         Row(
             name="tracing, CPU per span",
@@ -129,14 +153,15 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
 async def breakdown_rows(ctx: BenchContext) -> list[Row]:
     """Where the added CPU goes: the same run with only the events published (a subscriber
     that does nothing), with the recorder (its trace dropped), with the recorder and the
-    store's encoding, and fully traced (the writer's thread included): one process, the
-    variants' blocks in rotating order."""
+    store's encoding, and fully traced (the writer's thread charged as in
+    :func:`tool_run_rows`): one process, the variants' blocks in rotating order."""
     from jarvis import Jarvis
     from jarvis.adapters.sqlite_traces import SqliteTraceStore
     from jarvis.application.traces import TraceRecorder
     from jarvis.domain.traces import Trace
 
-    n, blocks = (20, 4) if ctx.quick else (20, 60)
+    n, blocks = (20, 4) if ctx.quick else (20, 80)
+    writer_cpu = _WriterCpu()
     with tempfile.TemporaryDirectory() as folder:
         off_config = _config(Path(folder), ctx.stub_url, traces=False)
         on_config = _config(Path(folder), ctx.stub_url, traces=True)
@@ -150,28 +175,35 @@ async def breakdown_rows(ctx: BenchContext) -> list[Row]:
             "events only": lambda event: None,
             "+ recorder": TraceRecorder(lambda trace: None),
             "+ encoding": TraceRecorder(encode),
+            "+ writer (all)": None,
         }
         async with contextlib.AsyncExitStack() as stack:
-            runs: dict[str, tuple[Callable[[], Awaitable[object]], Callable[[], None]]] = {}
-            for name, listener in [*listeners.items(), ("+ writer (all)", None)]:
+            runs: dict[str, Callable[[], Awaitable[object]]] = {}
+            for name, listener in listeners.items():
                 config = on_config if name == "+ writer (all)" else off_config
                 jarvis = await stack.enter_async_context(Jarvis(config_path=config))
                 if listener is not None:
                     jarvis._runtime.bus().subscribe(listener)
-                writer = jarvis._runtime.trace_writer()
 
                 def ask(jarvis: Jarvis = jarvis) -> Awaitable[object]:
                     return jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
 
-                runs[name] = (ask, (lambda: None) if writer is None else writer.flush)
+                runs[name] = ask
+                await _per_run(ask, 30)
+            writer = jarvis._runtime.trace_writer()  # the last one's: tracing on
+            assert writer is not None
+            writer.flush()
+            writer_cpu.find()
+            written = writer_cpu()
             cpu: dict[str, list[float]] = {name: [] for name in runs}
             names = list(runs)
-            for name in names:
-                await _per_run(runs[name][0], 30, runs[name][1])
             for block in range(blocks):
                 order = names[block % len(names) :] + names[: block % len(names)]
                 for name in reversed(order) if (block // len(names)) % 2 else order:
-                    cpu[name].append(await _per_run(runs[name][0], n, runs[name][1]))
+                    cpu[name].append(await _per_run(runs[name], n, writer_cpu))
+            writer.flush()
+            per_trace = (writer_cpu() - written) / (n * blocks)
+    cpu["+ writer (all)"] = [c + per_trace for c in cpu["+ writer (all)"]]
     off = statistics.median(cpu["tracing off"])
     return [
         Row(
@@ -179,7 +211,8 @@ async def breakdown_rows(ctx: BenchContext) -> list[Row]:
             value=(statistics.median(values) - off) * 1e6,
             unit="µs",
             note=f"{statistics.median(values) / off * 100 - 100:+.1f} % of the untraced run "
-            f"({off * 1e6:.0f} µs); median of {blocks} blocks of {n}",
+            f"({off * 1e6:.0f} µs); median of {blocks} blocks of {n}"
+            + (f"; the writer thread {per_trace * 1e6:.1f} µs a run" if "writer" in name else ""),
         )
         for name, values in cpu.items()
         if name != "tracing off"

@@ -328,10 +328,11 @@ class TraceWriter:
     tuple of strings and numbers, which the garbage collector does not walk while it waits)
     and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
     writes what accumulated, so that a busy process pays one thread wake-up per batch, not
-    per run. ``flush`` writes what is buffered now and waits for it; the process's exit
-    flushes too (the thread is a daemon, so a store that hangs cannot keep the process
-    alive past ``flush``'s timeout). The store object is made on the first ``save``, which
-    opens nothing (the store opens its file on its first write, in the thread).
+    per run. The store is made, and opened, by the thread, on its first write: the traces
+    handed in before that (the first run's, for ``jarvis ask``) are encoded there.
+    ``flush`` writes what is buffered now and waits for it; the process's exit flushes too
+    (the thread is a daemon, so a store that hangs cannot keep the process alive past
+    ``flush``'s timeout).
     """
 
     def __init__(
@@ -353,6 +354,8 @@ class TraceWriter:
         self._max_bytes = max_bytes
         self._clock = clock
         self._records: list[TraceRecord] = []
+        self._unencoded: list[Trace] = []
+        """Handed in before the thread made the store: the thread encodes them."""
         self._traces: list[Trace] = []
         """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
@@ -374,10 +377,18 @@ class TraceWriter:
         self.last = trace
         if self._failed:
             return
-        record = None if self._store_failed else self._encode(trace)
+        store = self._store
+        record = None
+        if store is not None and not self._store_failed:
+            try:
+                record = store.encode(trace)
+            except Exception as exc:  # a trace is never worth a run: tell once, keep going
+                self._store_broke(exc)
         with self._wake:
             if record is not None:
                 self._records.append(record)
+            elif store is None and not self._store_failed:
+                self._unencoded.append(trace)
             if not self._export_failed:
                 self._traces.append(trace)
             self._handed_in += 1
@@ -385,15 +396,6 @@ class TraceWriter:
                 self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
                 self._thread.start()
                 atexit.register(self.flush)
-
-    def _encode(self, trace: Trace) -> TraceRecord | None:
-        try:
-            if self._store is None and self._store_factory is not None:
-                self._store = self._store_factory()
-            return None if self._store is None else self._store.encode(trace)
-        except Exception as exc:  # a trace is never worth a run: tell once, keep going
-            self._store_broke(exc)
-            return None
 
     def _store_broke(self, exc: Exception) -> None:
         with self._wake:
@@ -407,11 +409,12 @@ class TraceWriter:
                 if not self._flushing:
                     self._wake.wait(BATCH_SECONDS)
                 records, self._records = self._records, []
+                unencoded, self._unencoded = self._unencoded, []
                 traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if records and not self._store_failed:
+            if (records or unencoded) and not self._store_failed:
                 try:
-                    self._save(records)
+                    self._save(records, unencoded)
                 except Exception as exc:
                     self._store_broke(exc)
             if traces:
@@ -432,16 +435,21 @@ class TraceWriter:
                 self._export_failed = True
                 self._notice(f"traces are not being exported: {exc}")
 
-    def _save(self, batch: list[TraceRecord]) -> None:
-        if self._store is None:
+    def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+        store = self._store
+        if store is None and self._store_factory is not None:
+            store = self._store_factory()
+        if store is None:
             return
-        self._store.save_records(batch)
+        batch = records + [store.encode(trace) for trace in unencoded]
+        self._store = store  # from now on, ``save`` encodes
+        store.save_records(batch)
         if (
             self._written == 0
             or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
         ):
             older = None if self._max_days is None else self._clock() - self._max_days * 86_400
-            self._store.prune(older_than=older, max_bytes=self._max_bytes)
+            store.prune(older_than=older, max_bytes=self._max_bytes)
         self._written += len(batch)
 
     def flush(self, timeout: float | None = 10.0) -> None:

@@ -1,9 +1,13 @@
-"""The trace writer hands its thread each run's record, encoded once when the run ends, and
-never lets a trace that cannot be encoded cost the run."""
+"""The trace writer hands its thread each run's record, encoded once (when the run ends,
+once the thread has made the store), and never lets a trace that cannot be encoded cost
+the run."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+
+import pytest
 
 from jarvis.application.traces import TraceWriter
 from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
@@ -29,33 +33,42 @@ def _trace(trace_id: str, start: float = 1.0) -> Trace:
     return Trace(trace_id=trace_id, agent="a", start=start, duration=0.1, status="ok")
 
 
-def test_each_trace_is_encoded_once_as_it_is_handed_in_and_written_in_batches() -> None:
+def test_each_trace_is_encoded_once_and_written_in_batches() -> None:
     store = _CountingStore()
-    made: list[int] = []
+    made: list[str] = []
 
     def factory() -> InMemoryTraceStore:
-        made.append(1)
+        made.append(threading.current_thread().name)
         return store
 
     writer = TraceWriter(factory, notice=print)
-    assert made == []  # nothing is made before the first trace
     writer.save(_trace("a"))
-    assert store.encoded == ["a"]  # on the caller's side, before the thread writes
-    writer.save(_trace("b", start=2.0))
     writer.flush()
-    assert store.encoded == ["a", "b"]
-    assert sorted(trace_id for batch in store.batches for trace_id in batch) == ["a", "b"]
-    assert [t.trace_id for t in store.list(TraceQuery())] == ["b", "a"]
-    assert made == [1]
+    assert made == ["jarvis-traces"]  # the thread makes the store, on its first write
+    assert store.encoded == ["a"]
+    writer.save(_trace("b", start=2.0))
+    assert store.encoded == ["a", "b"]  # on the caller's side, before the thread writes
+    writer.save(_trace("c", start=3.0))
+    writer.flush()
+    assert store.encoded == ["a", "b", "c"]
+    assert store.batches[0] == ["a"]
+    assert [trace_id for batch in store.batches[1:] for trace_id in batch] == ["b", "c"]
+    assert [t.trace_id for t in store.list(TraceQuery())] == ["c", "b", "a"]
+    assert made == ["jarvis-traces"]
     assert writer.last is not None
-    assert writer.last.trace_id == "b"
+    assert writer.last.trace_id == "c"
     writer.close()
 
 
-def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else() -> None:
+@pytest.mark.parametrize("first", [False, True])
+def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else(first: bool) -> None:
+    """Encoded by the thread (the first trace) or on the caller's side (a later one)."""
     notices: list[str] = []
     store = InMemoryTraceStore()
     writer = TraceWriter(lambda: store, notice=notices.append)
+    if not first:
+        writer.save(_trace("fine"))
+        writer.flush()
     broken = Trace(trace_id="nan", agent="a", start=float("nan"), duration=1.0, status="ok")
     for _ in range(3):
         writer.save(broken)  # never raises into the run
@@ -65,7 +78,7 @@ def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else() ->
     assert writer.last is broken
     writer.save(_trace("later"))  # dropped silently, as after any store failure
     writer.flush()
-    assert store.list(TraceQuery()) == []
+    assert [t.trace_id for t in store.list(TraceQuery())] == ([] if first else ["fine"])
     writer.close()
 
 
