@@ -1,12 +1,13 @@
 """A trace as the SQLite store keeps it: one JSON record, encoded by orjson.
 
 The record is the one :func:`~jarvis.domain.traces.trace_to_record` writes (the same keys
-in the same order, read back by :func:`~jarvis.domain.traces.trace_from_record`); orjson
-writes it in about a fifteenth of the standard library's time, which is most of what the
-trace writer's thread spent on a run. Only the spelling of some numbers differs
-(``1e-5`` for ``1e-05``), not their value. A trace orjson refuses (an integer past 64
-bits) is encoded by the standard library instead; a start or duration that is not a
-finite number is refused, as the standard library refuses it.
+in the same order, read back by :func:`~jarvis.domain.traces.trace_from_record`); with
+orjson it takes about a sixth of the standard library's CPU (3 µs for a two-call run's
+trace, where ``json`` took 16-19 µs, the larger part of what the trace writer's thread
+spent). Only the spelling of some numbers differs (``1e-5`` for ``1e-05``), not their
+value. A trace orjson refuses (an integer past 64 bits) is encoded by the standard library
+instead; a start or duration that is not a finite number is refused, as the standard
+library refuses it.
 """
 
 from __future__ import annotations
