@@ -109,3 +109,36 @@ class TraceStoreContract(Generic[StoreT]):
         assert store.prune(older_than=None, max_bytes=2 * size + size // 2) == 3
         assert [t.trace_id for t in store.list(TraceQuery())] == ["t4", "t3"]
         assert store.prune(older_than=None, max_bytes=None) == 0
+
+    def test_encoded_records_are_kept_as_the_traces_were(self, store: StoreT) -> None:
+        old, new = make_trace("old", start=100.0), make_trace("new", start=300.0, ok=False)
+        records = [store.encode(old), store.encode(new)]
+        assert [r[:4] for r in records] == [
+            ("old", "simple", 100.0, 0),
+            ("new", "simple", 300.0, 1),
+        ]
+        store.save_records(records)
+        assert store.get("old") == old
+        assert store.list(TraceQuery()) == [new, old]
+        assert store.list(TraceQuery(failed_only=True)) == [new]
+        store.save_records([store.encode(make_trace("old", start=400.0))])  # replaced
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["old", "new"]
+
+    def test_a_record_is_plain_data_the_garbage_collector_does_not_walk(
+        self, store: StoreT
+    ) -> None:
+        """The writer holds a run's record until its thread writes the batch: a record that
+        the collector tracked would be walked, and promoted, while it waits."""
+        import gc
+
+        record = store.encode(make_trace("t"))
+        gc.collect()
+        assert type(record) is tuple
+        assert not gc.is_tracked(record)
+        assert record[4] == len(record[5].encode())
+
+    def test_a_trace_json_cannot_hold_is_refused_when_encoded(self, store: StoreT) -> None:
+        broken = Trace(trace_id="nan", agent="a", start=float("nan"), duration=1.0, status="ok")
+        with pytest.raises(ValueError, match=r"finite|not JSON compliant"):
+            store.encode(broken)
+        assert store.list(TraceQuery()) == []

@@ -9,7 +9,9 @@ are told apart by context: each asyncio task that starts a run records its own t
 :class:`TraceWriter` saves finished traces (and exports them to a collector, when one is
 configured) in one background thread, so that a slow, full, read-only, locked or damaged
 store, or a collector that is down, delays nothing and loses no answer: the first failure
-of each is reported once through ``notice`` and later ones are dropped silently.
+of each is reported once through ``notice`` and later ones are dropped silently. What the
+event loop pays for a run is the recording and one encoding of its trace (a few
+microseconds); the thread's share is one transaction per batch of runs.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from jarvis.domain.traces import (
     SpanKind,
     Trace,
     TraceParent,
+    TraceRecord,
     TraceStatus,
 )
 
@@ -57,10 +60,11 @@ class _OpenSpan:
     name: str
     at: float
     """Monotonic start (the events' clock)."""
+    attributes: JSONObject
     duration: float | None = None
     ok: bool = True
-    attributes: JSONObject = field(default_factory=dict)
-    content: JSONObject = field(default_factory=dict)
+    content: JSONObject | None = None
+    """Made when content is kept (``[traces] content = true``) and there is some."""
     outer: _OpenSpan | None = None
     """For a run: the run that was current in its task when it started."""
 
@@ -80,13 +84,16 @@ class _OpenTrace:
     next_id: int = 1
     dropped: int = 0
 
-    def add(self, kind: SpanKind, name: str, at: float, parent: _OpenSpan | None) -> _OpenSpan:
+    def add(
+        self, kind: SpanKind, name: str, at: float, parent: _OpenSpan | None, attributes: JSONObject
+    ) -> _OpenSpan:
         span = _OpenSpan(
-            span_id=f"{self.next_id:04x}",
-            parent_id=None if parent is None else parent.span_id,
-            kind=kind,
-            name=name,
-            at=at,
+            f"{self.next_id:04x}",
+            None if parent is None else parent.span_id,
+            kind,
+            name,
+            at,
+            attributes,
         )
         self.next_id += 1
         if len(self.spans) < MAX_SPANS:
@@ -95,13 +102,10 @@ class _OpenTrace:
             self.dropped += 1
         return span
 
-    def holds(self, span: _OpenSpan | None, spans: list[_OpenSpan]) -> bool:
-        return span is not None and span in spans  # open spans compare by identity
-
     def under(self, run: _OpenSpan | None) -> _OpenSpan | None:
         """Where a new run or inference hangs: ``run``'s one running tool, else ``run``."""
-        if run is None:
-            return None
+        if run is None or not self.tools:
+            return run
         running = [t for t in self.tools.values() if t.parent_id == run.span_id]
         return running[0] if len(running) == 1 else run
 
@@ -122,7 +126,11 @@ def _clip(text: str, mask: Callable[[str], str]) -> str:
 
 class TraceRecorder:
     """Subscribe it to a bus (``bus.subscribe(recorder)``); ``sink`` gets each finished
-    trace. ``content``: keep run inputs, tool arguments and results (masked by ``mask``)."""
+    trace. ``content``: keep run inputs, tool arguments and results (masked by ``mask``).
+
+    It runs inside every publish, on the event loop, so each event costs a few dict and
+    attribute operations: the spans' records (:class:`~jarvis.domain.traces.Span`) are
+    made once, when the run ends."""
 
     def __init__(
         self,
@@ -147,11 +155,6 @@ class TraceRecorder:
             f"jarvis-trace-run-{id(self)}", default=None
         )
 
-    def _run_of(self, trace: _OpenTrace) -> _OpenSpan:
-        """The innermost run of the calling task (concurrent sub-runs each have theirs)."""
-        run = self._run.get()
-        return run if run is not None and trace.holds(run, trace.runs) else trace.runs[-1]
-
     def __call__(self, event: Event) -> None:
         if isinstance(event, AgentRunStarted):
             self._run_started(event)
@@ -159,31 +162,42 @@ class TraceRecorder:
         trace = self._current.get()
         if trace is None or not trace.runs:
             return
-        run = self._run_of(trace)
-        if isinstance(event, AgentRunEnded):
-            self._run_ended(trace, run, event)
-        elif isinstance(event, InferenceStarted):
-            span = trace.add("inference", event.model, event.at, trace.under(run))
-            span.attributes.update({"engine": event.engine, "model": event.model})
+        # the innermost run of the calling task (concurrent sub-runs each have theirs)
+        run = self._run.get()
+        if run is None or run not in trace.runs:  # open spans compare by identity
+            run = trace.runs[-1]
+        if isinstance(event, InferenceStarted):
+            span = trace.add(
+                "inference",
+                event.model,
+                event.at,
+                trace.under(run),
+                {"engine": event.engine, "model": event.model},
+            )
             trace.inferences.append(span)
             self._inference.set(span)  # the task that made it ends it (``llm_batch``)
         elif isinstance(event, InferenceEnded):
             self._inference_ended(trace, event)
         elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
-            span = trace.add("tool", event.tool, event.at, run)
+            span = trace.add("tool", event.tool, event.at, run, {})
             trace.tools[(run.span_id, event.call_id)] = span
             enter_span(partial(_exported, trace, span))  # the task that runs the call sees it
             if self._content:
-                span.content["arguments"] = _clip(str(event.arguments), self._mask)
+                span.content = {"arguments": _clip(str(event.arguments), self._mask)}
         elif isinstance(event, ToolCallEnded):
             self._tool_ended(trace, run, event)
+        elif isinstance(event, AgentRunEnded):
+            self._run_ended(trace, run, event)
         elif isinstance(event, LoopGuardTriggered):
-            span = trace.add("tool", event.tool, event.at, run)
+            span = trace.add(
+                "tool",
+                event.tool,
+                event.at,
+                run,
+                {"loop_guard": event.action, "loop_guard_pattern": event.pattern},
+            )
             span.duration = 0.0
             span.ok = False
-            span.attributes.update(
-                {"loop_guard": event.action, "loop_guard_pattern": event.pattern}
-            )
 
     def _run_started(self, event: AgentRunStarted) -> None:
         trace = self._current.get()
@@ -197,12 +211,13 @@ class TraceRecorder:
             )
             self._current.set(trace)
         else:
-            outer = self._run_of(trace)
-        span = trace.add("run", event.agent, event.at, trace.under(outer))
+            outer = self._run.get()
+            if outer is None or outer not in trace.runs:
+                outer = trace.runs[-1]
+        span = trace.add("run", event.agent, event.at, trace.under(outer), {"agent": event.agent})
         span.outer = outer
-        span.attributes["agent"] = event.agent
         if self._content:
-            span.content["input"] = _clip(event.input, self._mask)
+            span.content = {"input": _clip(event.input, self._mask)}
         trace.runs.append(span)
         self._run.set(span)
         enter_span(partial(_exported, trace, span))
@@ -213,9 +228,11 @@ class TraceRecorder:
         enter_span(None if span.outer is None else partial(_exported, trace, span.outer))
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
-        span.attributes.update({"turns": event.turns, "stop_reason": event.stop_reason})
+        attributes = span.attributes
+        attributes["turns"] = event.turns
+        attributes["stop_reason"] = event.stop_reason
         if event.error:
-            span.attributes["error"] = event.error
+            attributes["error"] = event.error
         if trace.runs:
             return
         self._current.set(None)
@@ -223,23 +240,21 @@ class TraceRecorder:
 
     def _inference_ended(self, trace: _OpenTrace, event: InferenceEnded) -> None:
         span = self._inference.get()
-        if span is None or not trace.holds(span, trace.inferences):
-            span = trace.inferences[-1] if trace.inferences else None
-        if span is None:
-            return
-        trace.inferences = [i for i in trace.inferences if i is not span]
+        inferences = trace.inferences
+        if span is None or span not in inferences:
+            if not inferences:
+                return
+            span = inferences[-1]
+        inferences.remove(span)  # by identity: open spans have no __eq__
         self._inference.set(None)
         span.duration = event.at - span.at
-        span.attributes.update(
-            {
-                "tokens_in": event.usage.prompt_tokens,
-                "tokens_out": event.usage.completion_tokens,
-                "finish_reason": event.finish_reason,
-                "tool_calls": len(event.tool_calls),
-            }
-        )
+        attributes = span.attributes
+        attributes["tokens_in"] = event.usage.prompt_tokens
+        attributes["tokens_out"] = event.usage.completion_tokens
+        attributes["finish_reason"] = event.finish_reason
+        attributes["tool_calls"] = len(event.tool_calls)
         if event.first_token_seconds is not None:
-            span.attributes["first_token_seconds"] = round(event.first_token_seconds, 6)
+            attributes["first_token_seconds"] = round(event.first_token_seconds, 6)
         span.ok = event.finish_reason != "error"
 
     def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
@@ -249,14 +264,16 @@ class TraceRecorder:
             return
         span.duration = event.at - span.at
         span.ok = event.success
-        span.attributes.update({"result_chars": len(event.result), "success": event.success})
+        span.attributes["result_chars"] = len(event.result)
+        span.attributes["success"] = event.success
         if self._content:
-            span.content["result"] = _clip(event.result, self._mask)
+            content = span.content = span.content or {}
+            content["result"] = _clip(event.result, self._mask)
 
     def _finish(self, trace: _OpenTrace, root: _OpenSpan, event: AgentRunEnded) -> None:
         end = event.at
-        spans: list[Span] = []
         offset = trace.wall - trace.mono
+        spans: list[Span] = []
         for open_span in trace.spans:  # the open trace is dropped after: its dicts are handed on
             duration = open_span.duration
             if duration is None:
@@ -270,24 +287,19 @@ class TraceRecorder:
                     kind=open_span.kind,
                     name=open_span.name,
                     start=offset + open_span.at,
-                    duration=max(duration, 0.0),
+                    duration=duration if duration > 0.0 else 0.0,
                     ok=open_span.ok,
                     attributes=open_span.attributes,
-                    content=open_span.content,
+                    content={} if open_span.content is None else open_span.content,
                 )
             )
         if trace.dropped:
             spans[0].attributes["dropped_spans"] = trace.dropped
+        stop = event.stop_reason
         status: TraceStatus = (
-            "cancelled"
-            if event.stop_reason == "cancelled"
-            else "error"
-            if event.stop_reason == "error"
-            else "ok"
+            "cancelled" if stop == "cancelled" else "error" if stop == "error" else "ok"
         )
-        error = ""
-        if status == "error":
-            error = event.error or "error"
+        parent = trace.parent
         self._sink(
             Trace(
                 trace_id=trace.trace_id,
@@ -295,10 +307,10 @@ class TraceRecorder:
                 start=spans[0].start,
                 duration=spans[0].duration,
                 status=status,
-                error=error,
+                error=(event.error or "error") if status == "error" else "",
                 spans=tuple(spans),
-                remote_trace_id="" if trace.parent is None else trace.parent.trace_id,
-                remote_parent_id="" if trace.parent is None else trace.parent.span_id,
+                remote_trace_id="" if parent is None else parent.trace_id,
+                remote_parent_id="" if parent is None else parent.span_id,
             )
         )
 
@@ -312,11 +324,15 @@ BATCH_SECONDS = 0.5
 class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
-    ``save`` only appends to a buffer: the thread wakes at most every
-    :data:`BATCH_SECONDS` and writes what accumulated, so that a busy process pays one
-    thread wake-up per batch, not per run. ``flush`` writes what is buffered now and waits
-    for it; the process's exit flushes too (the thread is a daemon, so a store that hangs
-    cannot keep the process alive past ``flush``'s timeout).
+    ``save`` encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
+    tuple of strings and numbers, which the garbage collector does not walk while it waits)
+    and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
+    writes what accumulated, so that a busy process pays one thread wake-up per batch, not
+    per run. The store is made, and opened, by the thread, on its first write: the traces
+    handed in before that (the first run's, for ``jarvis ask``) are encoded there.
+    ``flush`` writes what is buffered now and waits for it; the process's exit flushes too
+    (the thread is a daemon, so a store that hangs cannot keep the process alive past
+    ``flush``'s timeout).
     """
 
     def __init__(
@@ -337,7 +353,11 @@ class TraceWriter:
         self._max_days = max_days
         self._max_bytes = max_bytes
         self._clock = clock
-        self._buffer: list[Trace] = []
+        self._records: list[TraceRecord] = []
+        self._unencoded: list[Trace] = []
+        """Handed in before the thread made the store: the thread encodes them."""
+        self._traces: list[Trace] = []
+        """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
         self._handed_in = 0
         self._wake = threading.Condition()
@@ -357,35 +377,54 @@ class TraceWriter:
         self.last = trace
         if self._failed:
             return
+        store = self._store
+        record = None
+        if store is not None and not self._store_failed:
+            try:
+                record = store.encode(trace)
+            except Exception as exc:  # a trace is never worth a run: tell once, keep going
+                self._store_broke(exc)
         with self._wake:
-            self._buffer.append(trace)
+            if record is not None:
+                self._records.append(record)
+            elif store is None and not self._store_failed:
+                self._unencoded.append(trace)
+            if not self._export_failed:
+                self._traces.append(trace)
             self._handed_in += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
                 self._thread.start()
                 atexit.register(self.flush)
 
+    def _store_broke(self, exc: Exception) -> None:
+        with self._wake:
+            told, self._store_failed = self._store_failed, True
+        if not told:
+            self._notice(f"traces are not being recorded: {exc}")
+
     def _run(self) -> None:
         while True:
             with self._wake:
                 if not self._flushing:
                     self._wake.wait(BATCH_SECONDS)
-                batch, self._buffer = self._buffer, []
+                records, self._records = self._records, []
+                unencoded, self._unencoded = self._unencoded, []
+                traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if batch:
-                self._write(batch)
+            if (records or unencoded) and not self._store_failed:
+                try:
+                    self._save(records, unencoded)
+                except Exception as exc:
+                    self._store_broke(exc)
+            if traces:
+                self._export(traces)
             with self._wake:
                 self._written_upto = upto
                 self._flushing = False
                 self._wake.notify_all()
 
-    def _write(self, batch: list[Trace]) -> None:
-        if not self._store_failed:
-            try:
-                self._save(batch)
-            except Exception as exc:  # a trace is never worth a run: tell once, keep going
-                self._store_failed = True
-                self._notice(f"traces are not being recorded: {exc}")
+    def _export(self, batch: list[Trace]) -> None:
         if not self._export_failed:
             try:
                 if self._exporter is None and self._exporter_factory is not None:
@@ -396,18 +435,21 @@ class TraceWriter:
                 self._export_failed = True
                 self._notice(f"traces are not being exported: {exc}")
 
-    def _save(self, batch: list[Trace]) -> None:
-        if self._store is None and self._store_factory is not None:
-            self._store = self._store_factory()
-        if self._store is None:
+    def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+        store = self._store
+        if store is None and self._store_factory is not None:
+            store = self._store_factory()
+        if store is None:
             return
-        self._store.save_many(batch)
+        batch = records + [store.encode(trace) for trace in unencoded]
+        self._store = store  # from now on, ``save`` encodes
+        store.save_records(batch)
         if (
             self._written == 0
             or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
         ):
             older = None if self._max_days is None else self._clock() - self._max_days * 86_400
-            self._store.prune(older_than=older, max_bytes=self._max_bytes)
+            store.prune(older_than=older, max_bytes=self._max_bytes)
         self._written += len(batch)
 
     def flush(self, timeout: float | None = 10.0) -> None:

@@ -77,6 +77,15 @@ class TraceQuery:
     limit: int = 100
 
 
+TraceRecord: TypeAlias = tuple[str, str, float, int, int, str]
+"""A trace as a store keeps it: ``(trace_id, agent, start, failed, size, record)``, where
+``record`` is the trace as JSON (what :func:`trace_from_record` reads), ``size`` its length
+in UTF-8 bytes and ``failed`` 1 or 0. A plain tuple of strings and numbers, which Python's
+garbage collector stops walking: the trace writer holds each finished run's record until
+its thread writes the batch, and a collector that walked the run's objects meanwhile (and
+promoted them to its oldest generation) cost more than recording the run."""
+
+
 class TraceStoreError(Exception):
     """The trace store cannot be read or written (full or read-only disk, locked or damaged
     database). A run never fails because of it."""
@@ -118,6 +127,19 @@ def trace_to_record(trace: Trace) -> str:
         ensure_ascii=False,
         separators=(",", ":"),
         allow_nan=False,
+    )
+
+
+def trace_to_row(trace: Trace) -> TraceRecord:
+    """``trace`` as a :data:`TraceRecord`, its record written by :func:`trace_to_record`."""
+    record = trace_to_record(trace)
+    return (
+        trace.trace_id,
+        trace.agent,
+        trace.start,
+        int(trace.failed),
+        len(record.encode()),
+        record,
     )
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from jarvis.domain.traces import Trace, TraceQuery, TraceStoreError, trace_to_record
+from jarvis.domain.traces import (
+    Trace,
+    TraceQuery,
+    TraceRecord,
+    TraceStoreError,
+    trace_from_record,
+    trace_to_row,
+)
 
 
 def matches(trace: Trace, query: TraceQuery) -> bool:
@@ -31,13 +38,22 @@ class InMemoryTraceStore:
 
     def save(self, trace: Trace) -> None:
         self._check()
-        size = len(trace_to_record(trace).encode())
+        size = trace_to_row(trace)[4]
         with self._lock:
             self._traces[trace.trace_id] = (trace, size)
 
     def save_many(self, traces: Sequence[Trace]) -> None:
         for trace in traces:
             self.save(trace)
+
+    def encode(self, trace: Trace) -> TraceRecord:
+        return trace_to_row(trace)
+
+    def save_records(self, records: Sequence[TraceRecord]) -> None:
+        self._check()
+        with self._lock:
+            for trace_id, _, _, _, size, record in records:
+                self._traces[trace_id] = (trace_from_record(record), size)
 
     def get(self, trace_id: str) -> Trace | None:
         self._check()

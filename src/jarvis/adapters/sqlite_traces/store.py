@@ -1,4 +1,5 @@
-"""The trace store in SQLite: one row per trace, its spans as one JSON record.
+"""The trace store in SQLite: one row per trace, its spans as one JSON record
+(:mod:`.record`).
 
 The database is opened on first use (``jarvis ask`` pays nothing for tracing before its
 run ends), created with mode 0600 (a trace shows what a user asked their tools to do), in
@@ -19,12 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from jarvis.adapters.sqlite_traces.record import encode_trace
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
+    TraceRecord,
     TraceStoreError,
     trace_from_record,
-    trace_to_record,
 )
 
 T = TypeVar("T")
@@ -111,20 +113,12 @@ class SqliteTraceStore:
         self.save_many((trace,))
 
     def save_many(self, traces: Sequence[Trace]) -> None:
-        rows = []
-        for trace in traces:
-            record = trace_to_record(trace)
-            rows.append(
-                (
-                    trace.trace_id,
-                    trace.agent,
-                    trace.start,
-                    int(trace.failed),
-                    len(record.encode()),
-                    record,
-                )
-            )
+        self.save_records([encode_trace(trace) for trace in traces])
 
+    def encode(self, trace: Trace) -> TraceRecord:
+        return encode_trace(trace)
+
+    def save_records(self, records: Sequence[TraceRecord]) -> None:
         def work(db: sqlite3.Connection) -> None:
             with db:  # one transaction
                 db.execute("BEGIN")
@@ -134,10 +128,10 @@ class SqliteTraceStore:
                     " ON CONFLICT (trace_id) DO UPDATE SET agent = excluded.agent,"
                     " start = excluded.start, failed = excluded.failed, size = excluded.size,"
                     " record = excluded.record",
-                    rows,
+                    records,
                 )
 
-        if rows:
+        if records:
             self._call(work)
 
     def _decode(self, record: str) -> Trace:

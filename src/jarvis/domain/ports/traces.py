@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from jarvis.domain.traces import Trace, TraceQuery
+from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
 
 
 class TraceStorePort(Protocol):
@@ -17,6 +17,18 @@ class TraceStorePort(Protocol):
 
     def save_many(self, traces: Sequence[Trace]) -> None:
         """Keep every trace of ``traces`` (at once, when the store can: one transaction)."""
+        ...
+
+    def encode(self, trace: Trace) -> TraceRecord:
+        """``trace`` as :meth:`save_records` keeps it. Pure and cheap: no I/O, nothing
+        opened, callable from any thread (the trace writer encodes on the event loop, as
+        each run ends, and hands its thread only records); raises ``ValueError`` for a
+        trace that cannot be encoded (a number JSON has no place for)."""
+        ...
+
+    def save_records(self, records: Sequence[TraceRecord]) -> None:
+        """Keep every record of ``records`` (made by :meth:`encode`; at once, when the
+        store can: one transaction), replacing traces with the same ids."""
         ...
 
     def get(self, trace_id: str) -> Trace | None:

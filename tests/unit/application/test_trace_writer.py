@@ -1,0 +1,96 @@
+"""The trace writer hands its thread each run's record, encoded once (when the run ends,
+once the thread has made the store), and never lets a trace that cannot be encoded cost
+the run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from jarvis.application.traces import TraceWriter
+from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
+from jarvis.testing.traces import InMemoryTraceStore
+
+
+class _CountingStore(InMemoryTraceStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded: list[str] = []
+        self.batches: list[list[str]] = []
+
+    def encode(self, trace: Trace) -> TraceRecord:
+        self.encoded.append(trace.trace_id)
+        return super().encode(trace)
+
+    def save_records(self, records: Sequence[TraceRecord]) -> None:
+        self.batches.append([r[0] for r in records])
+        super().save_records(records)
+
+
+def _trace(trace_id: str, start: float = 1.0) -> Trace:
+    return Trace(trace_id=trace_id, agent="a", start=start, duration=0.1, status="ok")
+
+
+def test_each_trace_is_encoded_once_and_written_in_batches() -> None:
+    store = _CountingStore()
+    made: list[str] = []
+
+    def factory() -> InMemoryTraceStore:
+        made.append(threading.current_thread().name)
+        return store
+
+    writer = TraceWriter(factory, notice=print)
+    writer.save(_trace("a"))
+    writer.flush()
+    assert made == ["jarvis-traces"]  # the thread makes the store, on its first write
+    assert store.encoded == ["a"]
+    writer.save(_trace("b", start=2.0))
+    assert store.encoded == ["a", "b"]  # on the caller's side, before the thread writes
+    writer.save(_trace("c", start=3.0))
+    writer.flush()
+    assert store.encoded == ["a", "b", "c"]
+    assert store.batches[0] == ["a"]
+    assert [trace_id for batch in store.batches[1:] for trace_id in batch] == ["b", "c"]
+    assert [t.trace_id for t in store.list(TraceQuery())] == ["c", "b", "a"]
+    assert made == ["jarvis-traces"]
+    assert writer.last is not None
+    assert writer.last.trace_id == "c"
+    writer.close()
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else(first: bool) -> None:
+    """Encoded by the thread (the first trace) or on the caller's side (a later one)."""
+    notices: list[str] = []
+    store = InMemoryTraceStore()
+    writer = TraceWriter(lambda: store, notice=notices.append)
+    if not first:
+        writer.save(_trace("fine"))
+        writer.flush()
+    broken = Trace(trace_id="nan", agent="a", start=float("nan"), duration=1.0, status="ok")
+    for _ in range(3):
+        writer.save(broken)  # never raises into the run
+        writer.flush()
+    assert len(notices) == 1
+    assert "traces are not being recorded" in notices[0]
+    assert writer.last is broken
+    writer.save(_trace("later"))  # dropped silently, as after any store failure
+    writer.flush()
+    assert [t.trace_id for t in store.list(TraceQuery())] == ([] if first else ["fine"])
+    writer.close()
+
+
+def test_a_store_that_cannot_be_made_is_told_once() -> None:
+    notices: list[str] = []
+
+    def factory() -> InMemoryTraceStore:
+        raise OSError("no such folder")
+
+    writer = TraceWriter(factory, notice=notices.append)
+    for _ in range(2):
+        writer.save(_trace("t"))
+        writer.flush()
+    assert notices == ["traces are not being recorded: no such folder"]
+    writer.close()
