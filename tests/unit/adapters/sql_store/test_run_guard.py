@@ -9,6 +9,7 @@ the test instead of hanging the suite; a passing run never waits on it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from jarvis.adapters.sql_store.driver import Connection
@@ -18,8 +19,7 @@ from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 DEADLOCK_BOUND = 60.0
 
 
-def _in_thread(work: object) -> None:
-    assert callable(work)
+def _in_thread(work: Callable[[], object]) -> None:
     errors: list[BaseException] = []
 
     def target() -> None:
@@ -54,7 +54,13 @@ def test_a_close_inside_a_run_is_deferred_to_its_end(tmp_path: Path) -> None:
 def test_a_close_from_another_thread_waits_for_the_run(tmp_path: Path) -> None:
     driver = SqliteDriver(tmp_path / "sessions.db")
     inside, closing = threading.Event(), threading.Event()
-    closer = threading.Thread(target=lambda: (inside.wait(), closing.set(), driver.close()))
+
+    def close_when_inside() -> None:
+        inside.wait()
+        closing.set()
+        driver.close()
+
+    closer = threading.Thread(target=close_when_inside)
     closer.start()
 
     def work(db: Connection) -> list[tuple[object, ...]]:
