@@ -373,7 +373,9 @@ async def test_an_unreadable_subfolder_and_working_directory_do_not_stay(
 
 _HOST_SCRIPT = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, signal, sys
+    # a host as a terminal starts it: a suite run under nohup would pass SIGHUP on ignored
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     sys.path[:0] = {paths!r}
     from jarvis.adapters.subprocess_repl import SubprocessRepl
     from jarvis.domain.repl import ReplLimits

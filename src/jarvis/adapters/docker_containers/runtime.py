@@ -49,7 +49,9 @@ class DockerContainerRuntime:
         self.settings = settings or ContainerSettings()
         self._image = image or SandboxImage()
         self._gate = SlotGate(self.settings.max_concurrent)
-        self._lock = threading.Lock()
+        # re-entrant: the container resource's ``finally`` calls close(), and the garbage
+        # collector may run it inside _connect() on the same thread
+        self._lock = threading.RLock()
         self._api: DockerApi | None = None
         self._owner = owner_id()
         self._image_ready = ""

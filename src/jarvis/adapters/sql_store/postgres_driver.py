@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
@@ -19,6 +18,7 @@ from urllib.parse import unquote
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.postgres_schema import migrate
+from jarvis.adapters.sql_store.run_guard import RunGuard
 from jarvis.adapters.sql_store.urls import password_of, redact_url
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.sessions.records import (
@@ -103,7 +103,7 @@ class PostgresDriver:
         self.connect_timeout = connect_timeout
         self.statement_timeout = statement_timeout
         self._connection: _PostgresConnection | None = None
-        self._lock = threading.Lock()
+        self._guard = RunGuard(self._close_now)
         secret = password_of(url)
         self._secrets = {s for s in (secret, unquote(secret)) if s}
 
@@ -160,7 +160,7 @@ class PostgresDriver:
         _require_psycopg()
         import psycopg
 
-        with self._lock:
+        def body() -> T:
             try:
                 if self._connection is None or self._connection.raw.closed:
                     self._connection = self._open()
@@ -171,8 +171,12 @@ class PostgresDriver:
                     self._connection = None
                 raise self._translate(exc) from None
 
+        return self._guard.run(body)
+
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.raw.close()
-                self._connection = None
+        self._guard.close()
+
+    def _close_now(self) -> None:
+        if self._connection is not None:
+            self._connection.raw.close()
+            self._connection = None

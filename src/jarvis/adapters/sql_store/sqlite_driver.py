@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
+from jarvis.adapters.sql_store.run_guard import RunGuard
 from jarvis.adapters.sql_store.sqlite_schema import migrate
 from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
@@ -123,7 +123,7 @@ class SqliteDriver:
         self.busy_timeout = busy_timeout
         self.durable = durable
         self._connection: _SqliteConnection | None = None
-        self._lock = threading.Lock()
+        self._guard = RunGuard(self._close_now)
 
     @property
     def location(self) -> str:
@@ -174,21 +174,25 @@ class SqliteDriver:
         )
 
     def run(self, work: Callable[[Connection], T]) -> T:
-        with self._lock:
-            try:
-                if self._connection is None:
-                    self._connection = self._open()
-                return work(self._connection)
-            except sqlite3.Error as exc:
-                raise self._translate(exc) from exc
-            except OSError as exc:
-                raise SessionStoreUnavailableError(
-                    f"Cannot open the session database {self.path}: {exc.strerror}.",
-                    location=self.location,
-                ) from exc
+        return self._guard.run(lambda: self._run(work))
+
+    def _run(self, work: Callable[[Connection], T]) -> T:
+        try:
+            if self._connection is None:
+                self._connection = self._open()
+            return work(self._connection)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+        except OSError as exc:
+            raise SessionStoreUnavailableError(
+                f"Cannot open the session database {self.path}: {exc.strerror}.",
+                location=self.location,
+            ) from exc
 
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.raw.close()
-                self._connection = None
+        self._guard.close()
+
+    def _close_now(self) -> None:
+        if self._connection is not None:
+            self._connection.raw.close()
+            self._connection = None

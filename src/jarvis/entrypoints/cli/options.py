@@ -149,8 +149,14 @@ def open_runtime(
 
 def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
     """The runtime for a command that only reads or edits a store: no engine is chosen
-    from options, and configuration notices stay quiet."""
-    return open_runtime(ctx, config=config, engine=None, base_url=None, model=None, verbose=False)
+    from options, and configuration notices stay quiet. The command's context keeps the
+    runtime: a command holds only the store it asked for, and a runtime left to the garbage
+    collector closes that store's connection (its resource's ``finally``) mid-command."""
+    runtime = open_runtime(
+        ctx, config=config, engine=None, base_url=None, model=None, verbose=False
+    )
+    ctx.meta["jarvis.store_runtime"] = runtime
+    return runtime
 
 
 def config_notice(notes: Sequence[ConfigNote]) -> str:
