@@ -42,11 +42,11 @@ from collections.abc import (
 )
 from dataclasses import replace
 from os import PathLike
-from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, Unpack, overload
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
+from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, bootstrap
 from jarvis.entrypoints.sdk_loop import LoopThread
 from jarvis.entrypoints.sdk_output_types import OutputSpecs
@@ -67,7 +67,7 @@ T = TypeVar("T")
 _END = object()
 
 
-class Jarvis:
+class Jarvis(CloseOnExit, AcloseOnExit):
     """Ask questions through jarvis agents from Python.
 
     ``engine`` (auto, ollama, vllm, openai, llamacpp), ``model`` and ``base_url`` override
@@ -368,14 +368,6 @@ class Jarvis:
     def __enter__(self) -> Jarvis:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- asynchronous API --------------------------------------------------------------------
 
     @overload
@@ -466,14 +458,6 @@ class Jarvis:
 
     async def __aenter__(self) -> Jarvis:
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _as_tools(tools: Sequence[ToolPort | Callable[..., object]]) -> list[ToolPort]:

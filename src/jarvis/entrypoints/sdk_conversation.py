@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
+from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, Runtime
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class _Turns:
         return await self._jarvis._runtime.sessions().load_records(self.session_id)
 
 
-class Conversation(_Turns):
+class Conversation(_Turns, CloseOnExit):
     """A conversation for synchronous code (``Jarvis.conversation``)."""
 
     def ask(self, question: str, **options: Unpack[AskOptions]) -> str:
@@ -130,16 +130,11 @@ class Conversation(_Turns):
     def __enter__(self) -> Conversation:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         """Nothing to close: the session is stored after each answer."""
 
 
-class AsyncConversation(_Turns):
+class AsyncConversation(_Turns, AcloseOnExit):
     """A conversation for ``async`` code (``Jarvis.aconversation``), on the caller's loop."""
 
     async def aask(self, question: str, **options: Unpack[AskOptions]) -> str:
@@ -160,10 +155,5 @@ class AsyncConversation(_Turns):
     async def __aenter__(self) -> AsyncConversation:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
         """Nothing to close: the session is stored after each answer."""
