@@ -103,19 +103,6 @@ def tick_lease(operator_id: str, tick_us: int) -> str:
     return f"tick:{check_operator_id(operator_id)}:{tick_us:020d}"
 
 
-class TicksClaimedByLeases:
-    """``claim_tick`` of the operator store port, the same in every store: a tick is
-    claimed by acquiring its lease (:func:`tick_lease`)."""
-
-    async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
-        raise NotImplementedError
-
-    async def claim_tick(
-        self, operator_id: str, tick_us: int, holder: str, ttl_seconds: float
-    ) -> bool:
-        return await self.acquire_lease(tick_lease(operator_id, tick_us), holder, ttl_seconds)
-
-
 def run_lease(operator_id: str) -> str:
     """The lease held while one of the operator's ticks runs (ticks never overlap)."""
     return f"operator-run:{check_operator_id(operator_id)}"

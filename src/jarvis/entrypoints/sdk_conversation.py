@@ -24,12 +24,12 @@ A question that fails, or a stream closed early, stores nothing. Options given t
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
 from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, Runtime
+from jarvis.entrypoints.sdk_loop import blocking_pieces
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from jarvis.domain.sessions.records import SessionMessage
 
 T = TypeVar("T")
-_END = object()
 
 
 class _Owner(Protocol):
@@ -107,21 +106,9 @@ class Conversation(_Turns, CloseOnExit):
     ) -> Generator[str, None, None]:
         """The answer's text as it is generated; stored once it is complete (stopping
         early stores nothing)."""
-        stream = self._pieces(self._command(question, options))
-
-        async def next_piece() -> object:
-            try:
-                return await anext(stream)
-            except StopAsyncIteration:
-                return _END
-
-        try:
-            while (piece := self._jarvis._call(next_piece())) is not _END:
-                assert isinstance(piece, str)
-                yield piece
-        finally:
-            with contextlib.suppress(RuntimeError):
-                self._jarvis._call(stream.aclose())
+        yield from blocking_pieces(
+            self._jarvis._call, self._pieces(self._command(question, options))
+        )
 
     def messages(self) -> tuple[SessionMessage, ...]:
         """Every stored message of the session, oldest first, with model, usage, time."""

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
     COMPLETED_US,
-    TicksClaimedByLeases,
     check_prefix,
     check_state_key,
     decode_state,

@@ -66,9 +66,7 @@ MAX_ENVIRON = 1_048_576
 async def _lines(stream: asyncio.StreamReader | None) -> AsyncIterator[str]:
     """A pipe of the runner's, line by line until it ends; a line over :data:`MAX_LINE`
     is skipped (asyncio dropped it)."""
-    if stream is None:
-        return
-    while True:
+    while stream is not None:
         try:
             chunk = await stream.readline()
         except ValueError:

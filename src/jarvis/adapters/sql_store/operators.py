@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
     COMPLETED_US,
-    TicksClaimedByLeases,
     check_prefix,
     check_state_key,
     decode_state,

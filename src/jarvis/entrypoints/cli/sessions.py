@@ -78,18 +78,7 @@ def list_sessions(
         store = _run(ctx, config)
         infos = run_async(store.list_sessions(limit=limit))
         if json_output:
-            write_json(
-                [
-                    {
-                        "id": info.id,
-                        "message_count": info.message_count,
-                        "created_at": info.created_at.isoformat(),
-                        "updated_at": info.updated_at.isoformat(),
-                        "title": info.title,
-                    }
-                    for info in infos
-                ]
-            )
+            write_json([info.as_json() for info in infos])
             return
         if not infos:
             write_line("No sessions yet (start one with `jarvis chat` or `jarvis ask -c`).")
