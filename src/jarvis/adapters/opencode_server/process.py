@@ -251,6 +251,13 @@ class ServerProcess:
         lines = [line for line in self.tail if line]
         return "Its last output:\n" + "\n".join(lines[-10:]) if lines else ""
 
+    def _disown(self) -> None:
+        """The tree is gone and the private dir removed: nothing left for the finalizer
+        or the reaper to do."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        forget_removed(self.janitor, self.private)
+
     def stop_now(self) -> None:
         """Kills the process group and removes the private dir without an event loop (a
         synchronous shutdown); the child is reaped by the loop's watcher or at exit."""
@@ -282,10 +289,3 @@ class ServerProcess:
         await release_child_pipes(proc, self._drain)
         shutil.rmtree(self.private, ignore_errors=True)
         self._disown()
-
-    def _disown(self) -> None:
-        """The tree is gone and the private dir removed: nothing left for the finalizer
-        or the reaper to do."""
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        forget_removed(self.janitor, self.private)
