@@ -30,6 +30,7 @@ from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, writ
 from jarvis.entrypoints.cli.streams import json_text
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from jarvis.application.conversation import Sessions
@@ -172,62 +173,49 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     emit(ending + "\n}\n")
 
 
-def _write_session(
-    ctx: typer.Context,
-    config: Path | None,
-    name: str,
-    *,
-    json_output: bool,
-    verbose: bool,
-    transcript: bool,
-) -> None:
-    """``show`` (``transcript``) or ``export`` of session ``name``, then exit with its code."""
-
-    def body() -> None:
-        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=transcript))
-
-    exit_with(guarded(body, verbose=verbose))
+def _show(store: Sessions, name: str, json_output: bool) -> None:
+    run_async(_stream(store, name, json_output=json_output, transcript=True))
 
 
-@app.command("show")
-def show(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
-) -> None:
-    """Print a session's messages: tool calls with their ids, tool results, models, usage."""
-    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=True)
+def _export(store: Sessions, name: str, json_output: bool) -> None:
+    run_async(_stream(store, name, json_output=json_output, transcript=False))
 
 
-@app.command("delete")
-def delete(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
-) -> None:
-    """Delete a session and all its messages."""
-
-    def body() -> None:
-        run_async(_run(ctx, config).delete(name))
-        if json_output:
-            write_json({"deleted": name})
-        else:
-            write_line(f"Deleted session {name}.")
-
-    exit_with(guarded(body, verbose=verbose))
+def _delete(store: Sessions, name: str, json_output: bool) -> None:
+    run_async(store.delete(name))
+    if json_output:
+        write_json({"deleted": name})
+    else:
+        write_line(f"Deleted session {name}.")
 
 
-@app.command("export")
-def export(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
-) -> None:
-    """Write a session as JSON lines, one canonical record a line (--json: one document)."""
-    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)
+def _on_session(action: Callable[[Sessions, str, bool], None], summary: str) -> Callable[..., None]:
+    """A command over one session NAME (``show``, ``delete``, ``export``): the same
+    options, written once; ``action(store, name, json_output)`` runs guarded, and its
+    error's code is the exit code."""
+
+    def command(
+        ctx: typer.Context,
+        name: NameArgument,
+        json_output: JsonOption = False,
+        verbose: VerboseOption = False,
+        config: ConfigOption = None,
+    ) -> None:
+        exit_with(guarded(lambda: action(_run(ctx, config), name, json_output), verbose=verbose))
+
+    command.__doc__ = summary
+    return command
+
+
+app.command("show")(
+    _on_session(
+        _show, "Print a session's messages: tool calls with their ids, tool results, models, usage."
+    )
+)
+app.command("delete")(_on_session(_delete, "Delete a session and all its messages."))
+app.command("export")(
+    _on_session(
+        _export,
+        "Write a session as JSON lines, one canonical record a line (--json: one document).",
+    )
+)
