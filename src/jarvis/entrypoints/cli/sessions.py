@@ -173,26 +173,55 @@ async def _stream(store: Sessions, name: str, *, json_output: bool, transcript: 
     emit(ending + "\n}\n")
 
 
-def _show(store: Sessions, name: str, json_output: bool) -> None:
-    run_async(_stream(store, name, json_output=json_output, transcript=True))
+def _write_session(
+    ctx: typer.Context,
+    config: Path | None,
+    name: str,
+    *,
+    json_output: bool,
+    verbose: bool,
+    transcript: bool,
+) -> None:
+    """``show`` (``transcript``) or ``export`` of session ``name``, then exit with its code."""
+
+    def body() -> None:
+        run_async(_stream(_run(ctx, config), name, json_output=json_output, transcript=transcript))
+
+    exit_with(guarded(body, verbose=verbose))
 
 
-def _export(store: Sessions, name: str, json_output: bool) -> None:
-    run_async(_stream(store, name, json_output=json_output, transcript=False))
+def _show_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
+) -> None:
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=True)
 
 
-def _delete(store: Sessions, name: str, json_output: bool) -> None:
-    run_async(store.delete(name))
-    if json_output:
-        write_json({"deleted": name})
-    else:
-        write_line(f"Deleted session {name}.")
+def _export_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
+) -> None:
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)
 
 
-def _on_session(action: Callable[[Sessions, str, bool], None], summary: str) -> Callable[..., None]:
-    """A command over one session NAME (``show``, ``delete``, ``export``): the same
-    options, written once; ``action(store, name, json_output)`` runs guarded, and its
-    error's code is the exit code."""
+def _delete_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
+) -> None:
+    """``delete`` of session ``name``, then exit with its code."""
+
+    def body() -> None:
+        run_async(_run(ctx, config).delete(name))
+        if json_output:
+            write_json({"deleted": name})
+        else:
+            write_line(f"Deleted session {name}.")
+
+    exit_with(guarded(body, verbose=verbose))
+
+
+def _on_session(
+    run: Callable[[typer.Context, Path | None, str, bool, bool], None], summary: str
+) -> Callable[..., None]:
+    """A command over one session NAME (``show``, ``delete``, ``export``): their options,
+    written once, handed to ``run``; ``summary`` is the command's help."""
 
     def command(
         ctx: typer.Context,
@@ -201,7 +230,7 @@ def _on_session(action: Callable[[Sessions, str, bool], None], summary: str) -> 
         verbose: VerboseOption = False,
         config: ConfigOption = None,
     ) -> None:
-        exit_with(guarded(lambda: action(_run(ctx, config), name, json_output), verbose=verbose))
+        run(ctx, config, name, json_output, verbose)
 
     command.__doc__ = summary
     return command
@@ -209,13 +238,14 @@ def _on_session(action: Callable[[Sessions, str, bool], None], summary: str) -> 
 
 app.command("show")(
     _on_session(
-        _show, "Print a session's messages: tool calls with their ids, tool results, models, usage."
+        _show_session,
+        "Print a session's messages: tool calls with their ids, tool results, models, usage.",
     )
 )
-app.command("delete")(_on_session(_delete, "Delete a session and all its messages."))
+app.command("delete")(_on_session(_delete_session, "Delete a session and all its messages."))
 app.command("export")(
     _on_session(
-        _export,
+        _export_session,
         "Write a session as JSON lines, one canonical record a line (--json: one document).",
     )
 )
