@@ -19,7 +19,7 @@ import asyncio
 import secrets
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from jarvis.application.ask import Answer, AskQuestion, AskService
@@ -36,6 +36,7 @@ from jarvis.domain.json_types import JSONObject
 from jarvis.domain.llm.messages import Message, Role
 from jarvis.domain.managed_agents import (
     ManagedAgent,
+    ManagedAgentFields,
     ManagedAgentStorePort,
     Position,
     check_agent_id,
@@ -96,21 +97,10 @@ def position_from(cursor: str) -> Position:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ManagedAgentSpec:
+class ManagedAgentSpec(ManagedAgentFields):
     """The fields of a definition a client sets (``id`` only at creation)."""
 
     id: str | None = None
-    name: str = ""
-    agent: str = "simple"
-    model: str | None = None
-    system_prompt: str | None = None
-    tools: tuple[str, ...] = ()
-    persona: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_turns: int | None = None
-    agent_options: JSONObject = field(default_factory=dict)
-    memory: bool | None = None
 
 
 def _apply(agent: ManagedAgent, spec: ManagedAgentSpec, fields_set: Sequence[str]) -> ManagedAgent:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.mcp import McpServerSpec
+from jarvis.domain.mcp import McpEndpoint, McpServerSpec
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """A server's name: what ``--tools NAME`` and ``NAME.tool`` use (no dot, no space)."""
@@ -47,15 +47,9 @@ class _Strict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class McpServerSettings(_Strict):
+class McpServerSettings(_Strict, McpEndpoint):
     """One ``[mcp.servers.NAME]`` table."""
 
-    command: str = ""
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str = ""
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
     enabled_tools: tuple[str, ...] = ()
     """Only these tools of the server are offered (empty: all of them)."""
     disabled_tools: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from jarvis.application.ask import Answer, AskQuestion
+from jarvis.application.no_engine import NoInference
 from jarvis.application.registry import AgentRegistry
 from jarvis.application.schedules import (
     ScheduleError,
@@ -32,8 +33,6 @@ from jarvis.application.schedules import (
 )
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.llm.completion import Completion, StreamChunk
-from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.loop.options import AgentParts
 from jarvis.domain.operators import (
     DEFINITION_PREFIX,
@@ -141,26 +140,11 @@ def new_holder() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
-class _Unused:
+class _Unused(NoInference):
     """An engine for checking options only: building an agent makes no inference."""
 
-    engine_id = "none"
-    base_url = ""
-
-    async def generate(self, request: InferenceRequest) -> Completion:
-        raise RuntimeError("no inference while checking options")
-
-    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        raise RuntimeError("no inference while checking options")
-
-    async def list_models(self) -> list[str]:
-        return []
-
-    async def health(self) -> bool:
-        return False
-
-    async def aclose(self) -> None:
-        return None
+    def refusal(self) -> Exception:
+        return RuntimeError("no inference while checking options")
 
 
 class OperatorService:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Self
 
+from jarvis.application.no_engine import NoInference
 from jarvis.compat.tool_stubs import BaseTool, as_tools
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.llm.completion import Completion, StreamChunk
-from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.loop.base import BaseAgent as JarvisAgent
 from jarvis.domain.loop.options import AgentOptions, AgentParts
 from jarvis.domain.loop.settings import PromptSettings, SamplingSettings
@@ -37,26 +36,11 @@ if TYPE_CHECKING:
     from jarvis.entrypoints.composition import Runtime
 
 
-class NoEngine:
+class NoEngine(NoInference):
     """The engine of an agent given ``engine=None`` (external runtimes bring their own)."""
 
-    engine_id = "none"
-    base_url = ""
-
-    async def generate(self, request: InferenceRequest) -> Completion:
-        raise ConfigurationError("This agent was built without an engine (engine=None).")
-
-    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        raise ConfigurationError("This agent was built without an engine (engine=None).")
-
-    async def list_models(self) -> list[str]:
-        return []
-
-    async def health(self) -> bool:
-        return False
-
-    async def aclose(self) -> None:
-        return None
+    def refusal(self) -> Exception:
+        return ConfigurationError("This agent was built without an engine (engine=None).")
 
 
 class BaseAgent(JarvisAgent):
@@ -180,6 +164,17 @@ def _real_tools(tools: Sequence[object] | None) -> tuple[ToolPort, ...]:
     return as_tools(tools)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Given:
+    """The constructor arguments every built agent takes (``None``: the agent's default)."""
+
+    tools: Sequence[ToolPort | BaseTool] | None = None
+    bus: EventBus | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system_prompt: str | None = None
+
+
 class BuiltAgent(JarvisAgent):
     """An OpenJarvis-style constructor over jarvis's agent ``key`` of the registry."""
 
@@ -197,39 +192,21 @@ class BuiltAgent(JarvisAgent):
         system_prompt: str | None = None,
         **options: JSONValue,
     ) -> None:
-        self._setup(
-            engine,
-            model,
+        given = _Given(
             tools=tools,
             bus=bus,
             temperature=temperature,
             max_tokens=max_tokens,
             system_prompt=system_prompt,
-            options=options,
         )
+        self._setup(engine, model, given, options)
 
     def _setup(
-        self,
-        engine: InferencePort | None,
-        model: str,
-        *,
-        tools: Sequence[ToolPort | BaseTool] | None = None,
-        bus: EventBus | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        system_prompt: str | None = None,
-        options: dict[str, JSONValue],
+        self, engine: InferencePort | None, model: str, given: _Given, options: dict[str, JSONValue]
     ) -> None:
         self._services = _Services()
         self.inner = self._build(
-            engine if engine is not None else NoEngine(),
-            model,
-            tools=tools,
-            bus=bus,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            system_prompt=system_prompt,
-            options=_options(options),
+            engine if engine is not None else NoEngine(), model, given, _options(options)
         )
         JarvisAgent.__init__(
             self,
@@ -237,7 +214,7 @@ class BuiltAgent(JarvisAgent):
             self.inner.model,
             sampling=self.inner.sampling,
             prompts=self.inner.prompts,
-            bus=bus,
+            bus=given.bus,
         )
         self.engine = self.inference
 
@@ -246,35 +223,27 @@ class BuiltAgent(JarvisAgent):
         return None
 
     def _build(
-        self,
-        engine: InferencePort,
-        model: str,
-        *,
-        tools: Sequence[ToolPort | BaseTool] | None,
-        bus: EventBus | None,
-        temperature: float | None,
-        max_tokens: int | None,
-        system_prompt: str | None,
-        options: JSONObject,
+        self, engine: InferencePort, model: str, given: _Given, options: JSONObject
     ) -> JarvisAgent:
         from jarvis.application.registry import builtin_agents
 
         registry = builtin_agents()
         agent_cls = registry.get(self.key)
         sampling = agent_cls.default_sampling
-        if temperature is not None:
-            sampling = replace(sampling, temperature=temperature)
-        if max_tokens is not None:
-            sampling = replace(sampling, max_tokens=max_tokens)
-        if _real_tools(tools) and not agent_cls.accepts_tools:
+        if given.temperature is not None:
+            sampling = replace(sampling, temperature=given.temperature)
+        if given.max_tokens is not None:
+            sampling = replace(sampling, max_tokens=given.max_tokens)
+        tools = _real_tools(given.tools)
+        if tools and not agent_cls.accepts_tools:
             raise ConfigurationError(f"The {self.key} agent takes no tools.")
         parts = AgentParts(
             inference=engine,
             model=model,
-            bus=bus,
+            bus=given.bus,
             sampling=sampling,
-            prompts=PromptSettings(system_prompt=system_prompt),
-            tools=_real_tools(tools),
+            prompts=PromptSettings(system_prompt=given.system_prompt),
+            tools=tools,
             repl=self._services.runtime().repl() if agent_cls.uses_repl else None,
             operator=self.operator_binding(),
             runtimes=_LazyRuntimes(self._services),
@@ -345,7 +314,7 @@ class ClaudeCodeAgent(BuiltAgent):
         system_prompt: str | None = None,
         **options: JSONValue,
     ) -> None:
-        self._setup(engine, model, system_prompt=system_prompt, options=options)
+        self._setup(engine, model, _Given(system_prompt=system_prompt), options)
 
 
 class OpenCodeAgent(BuiltAgent):
@@ -376,28 +345,29 @@ class OperativeAgent(BuiltAgent):
         engine: InferencePort | None,
         model: str = "",
         *,
+        operator_id: str | None = None,
+        session_store: SessionStorePort | None = None,
+        memory_backend: MemoryPort | None = None,
+        system_prompt: str | None = None,
         tools: Sequence[ToolPort | BaseTool] | None = None,
         bus: EventBus | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        system_prompt: str | None = None,
-        operator_id: str | None = None,
-        session_store: SessionStorePort | None = None,
-        memory_backend: MemoryPort | None = None,
         **options: JSONValue,
     ) -> None:
+        # its own arguments first, in the order OpenJarvis documents them
         self.operator_id = operator_id or "adhoc"
         self.session_store = session_store
         self.memory_backend = memory_backend
-        self._setup(
+        super().__init__(
             engine,
             model,
+            system_prompt=system_prompt,
             tools=tools,
             bus=bus,
             temperature=temperature,
             max_tokens=max_tokens,
-            system_prompt=system_prompt,
-            options=options,
+            **options,
         )
 
     def operator_binding(self) -> OperatorBinding | None:

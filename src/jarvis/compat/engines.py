@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import ClassVar
 
 from jarvis.application.config import (
@@ -21,12 +21,11 @@ from jarvis.application.config import (
     OpenAISettings,
     VllmSettings,
 )
-from jarvis.domain.llm.completion import Completion, StreamChunk
-from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.loop.wrapped_engine import WrappedEngine
 from jarvis.domain.ports import InferencePort
 
 
-class CompatEngine:
+class CompatEngine(WrappedEngine):
     """An :class:`InferencePort` that delegates every call to a jarvis engine.
 
     OpenJarvis's agents are called synchronously (``agent.run(...)``), each call on an event
@@ -58,29 +57,9 @@ class CompatEngine:
             found = self._engines[id(loop)] = (loop, engine)
         return found[1]
 
-    @property
-    def engine_id(self) -> str:
-        return self.inner.engine_id
-
-    @property
-    def base_url(self) -> str:
-        return self.inner.base_url
-
-    async def generate(self, request: InferenceRequest) -> Completion:
-        return await self.inner.generate(request)
-
-    def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
-        return self.inner.stream(request)
-
-    async def list_models(self) -> list[str]:
-        return await self.inner.list_models()
-
-    async def health(self) -> bool:
-        return await self.inner.health()
-
-    async def aclose(self) -> None:
-        """Close the engine of the running loop."""
-        await self.inner.aclose()
+    def wrapped(self) -> InferencePort:
+        """The engine of the running loop (closing closes that one)."""
+        return self.inner
 
 
 def _built(name: str, config: JarvisConfig) -> InferencePort:

@@ -20,19 +20,7 @@ from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.loop.tool_executor import ToolExecutor as JarvisToolExecutor
 from jarvis.domain.ports import ToolPort
 from jarvis.domain.run.events import EventBus
-from jarvis.domain.tools.specs import ToolResult, ToolSpec
-
-
-def openai_function(spec: ToolSpec) -> JSONObject:
-    """A tool spec in OpenAI's function-calling format."""
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
-        },
-    }
+from jarvis.domain.tools.specs import ToolResult, ToolSpec, openai_function
 
 
 class BaseTool(ABC):

@@ -8,8 +8,9 @@ hash of its bytes: a source added again with the same fingerprint costs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from jarvis.domain.errors import ConfigurationError, JarvisError
 
@@ -26,6 +27,17 @@ class Chunk:
     end_line: int
     content_hash: str
     """The SHA-256 of ``text`` (hex)."""
+
+
+ChunkVectors: TypeAlias = Sequence[Sequence[float]]
+"""A source's embedding vectors: one per chunk, in the chunks' order."""
+
+
+def check_vectors(chunks: Sequence[Chunk], vectors: ChunkVectors | None) -> None:
+    """Refuse vectors that are not one per chunk (a ``ValueError``: the caller's bug),
+    before a store changes anything."""
+    if vectors is not None and len(vectors) != len(chunks):
+        raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

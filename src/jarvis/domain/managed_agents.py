@@ -42,11 +42,10 @@ def session_id_of(agent_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ManagedAgent:
-    """One managed agent's definition. ``None`` fields fall back to the server's
-    configuration, as ``jarvis ask`` does without the matching option."""
+class ManagedAgentFields:
+    """The fields of a definition a client sets: written once for the stored definition
+    (:class:`ManagedAgent`) and for what a client sends (the application's spec)."""
 
-    id: str
     name: str = ""
     agent: str = "simple"
     """The registry key (or alias) of the agent that answers."""
@@ -64,6 +63,14 @@ class ManagedAgent:
     """Whether each run receives its question's best chunks of the knowledge base
     (``jarvis ask --memory``); ``None``: the server's ``[agent] context_from_memory``. A
     definition stored before this field existed reads as ``None``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManagedAgent(ManagedAgentFields):
+    """One managed agent's definition. ``None`` fields fall back to the server's
+    configuration, as ``jarvis ask`` does without the matching option."""
+
+    id: str
     created_us: int = 0
     updated_us: int = 0
 

@@ -21,21 +21,31 @@ the host reaches a server unless its configuration names it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class McpServerSpec:
-    """How to reach one server: ``command`` (stdio) or ``url`` (streamable HTTP).
+class McpEndpoint:
+    """Where a server is: ``command`` (stdio) or ``url`` (streamable HTTP). Written once for
+    the spec a client connects with and for the configuration table it comes from.
 
     ``env`` is added to :data:`MCP_SAFE_ENVIRONMENT`; ``headers`` go with every HTTP
-    request. ``startup_timeout`` bounds the start and the first listing of tools,
-    ``timeout`` every call.
+    request.
     """
 
-    name: str
     command: str = ""
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = ""
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpServerSpec(McpEndpoint):
+    """How to reach one server, and how long it may take.
+
+    ``startup_timeout`` bounds the start and the first listing of tools, ``timeout`` every
+    call.
+    """
+
+    name: str
     startup_timeout: float = 30.0
     timeout: float = 60.0
 

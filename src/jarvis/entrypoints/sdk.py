@@ -28,7 +28,6 @@ providers can be overridden before the first question.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import threading
 from collections.abc import (
@@ -42,13 +41,13 @@ from collections.abc import (
 )
 from dataclasses import replace
 from os import PathLike
-from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar, Unpack, overload
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
+from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, bootstrap
-from jarvis.entrypoints.sdk_loop import LoopThread
+from jarvis.entrypoints.sdk_loop import LoopThread, blocking_pieces
 from jarvis.entrypoints.sdk_output_types import OutputSpecs
 from jarvis.entrypoints.sdk_output_types import OutputType as OutputType
 from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -64,10 +63,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_END = object()
 
-
-class Jarvis:
+class Jarvis(CloseOnExit, AcloseOnExit):
     """Ask questions through jarvis agents from Python.
 
     ``engine`` (auto, ollama, vllm, openai, llamacpp), ``model`` and ``base_url`` override
@@ -318,25 +315,7 @@ class Jarvis:
         """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel.
         With ``output_type``, the checked answer's JSON arrives whole, as one piece."""
         command = self._question(question, output_type, output_retries, **options)
-        stream = self._stream(command)
-
-        async def next_piece() -> object:
-            try:
-                return await anext(stream)
-            except StopAsyncIteration:
-                return _END
-
-        try:
-            while True:
-                piece = self._call(next_piece())
-                if piece is _END:
-                    return
-                assert isinstance(piece, str)
-                yield piece
-        finally:
-            if not self._closed:
-                with contextlib.suppress(RuntimeError):
-                    self._call(stream.aclose())
+        yield from blocking_pieces(self._call, self._stream(command))
 
     def _mark_closed(self) -> tuple[bool, LoopThread | None]:
         """Mark the instance closed: whether it was open, and its loop thread if it had one."""
@@ -367,14 +346,6 @@ class Jarvis:
 
     def __enter__(self) -> Jarvis:
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- asynchronous API --------------------------------------------------------------------
 
@@ -466,14 +437,6 @@ class Jarvis:
 
     async def __aenter__(self) -> Jarvis:
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _as_tools(tools: Sequence[ToolPort | Callable[..., object]]) -> list[ToolPort]:

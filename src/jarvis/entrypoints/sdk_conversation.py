@@ -24,13 +24,13 @@ A question that fails, or a stream closed early, stores nothing. Options given t
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
 from jarvis.domain.sessions.ids import check_session_id
+from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, Runtime
+from jarvis.entrypoints.sdk_loop import blocking_pieces
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from jarvis.domain.sessions.records import SessionMessage
 
 T = TypeVar("T")
-_END = object()
 
 
 class _Owner(Protocol):
@@ -91,7 +90,7 @@ class _Turns:
         return await self._jarvis._runtime.sessions().load_records(self.session_id)
 
 
-class Conversation(_Turns):
+class Conversation(_Turns, CloseOnExit):
     """A conversation for synchronous code (``Jarvis.conversation``)."""
 
     def ask(self, question: str, **options: Unpack[AskOptions]) -> str:
@@ -107,21 +106,9 @@ class Conversation(_Turns):
     ) -> Generator[str, None, None]:
         """The answer's text as it is generated; stored once it is complete (stopping
         early stores nothing)."""
-        stream = self._pieces(self._command(question, options))
-
-        async def next_piece() -> object:
-            try:
-                return await anext(stream)
-            except StopAsyncIteration:
-                return _END
-
-        try:
-            while (piece := self._jarvis._call(next_piece())) is not _END:
-                assert isinstance(piece, str)
-                yield piece
-        finally:
-            with contextlib.suppress(RuntimeError):
-                self._jarvis._call(stream.aclose())
+        yield from blocking_pieces(
+            self._jarvis._call, self._pieces(self._command(question, options))
+        )
 
     def messages(self) -> tuple[SessionMessage, ...]:
         """Every stored message of the session, oldest first, with model, usage, time."""
@@ -130,16 +117,11 @@ class Conversation(_Turns):
     def __enter__(self) -> Conversation:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         """Nothing to close: the session is stored after each answer."""
 
 
-class AsyncConversation(_Turns):
+class AsyncConversation(_Turns, AcloseOnExit):
     """A conversation for ``async`` code (``Jarvis.aconversation``), on the caller's loop."""
 
     async def aask(self, question: str, **options: Unpack[AskOptions]) -> str:
@@ -160,10 +142,5 @@ class AsyncConversation(_Turns):
     async def __aenter__(self) -> AsyncConversation:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
         """Nothing to close: the session is stored after each answer."""

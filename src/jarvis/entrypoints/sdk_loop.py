@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from concurrent.futures import Future
 from typing import TypeVar
 
 T = TypeVar("T")
+
+_END = object()
 
 
 class LoopThread:
@@ -43,3 +45,26 @@ class LoopThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
+
+
+def blocking_pieces(
+    call: Callable[[Coroutine[object, object, object]], object],
+    stream: AsyncGenerator[str, None],
+) -> Generator[str, None, None]:
+    """``stream`` for a synchronous caller: each piece is awaited on the loop that ``call``
+    runs coroutines on; stopping early (or ``close()``) closes the stream there too, unless
+    that loop is gone (then ``call`` raises ``RuntimeError``, and there is nothing to close)."""
+
+    async def next_piece() -> object:
+        try:
+            return await anext(stream)
+        except StopAsyncIteration:
+            return _END
+
+    try:
+        while (piece := call(next_piece())) is not _END:
+            assert isinstance(piece, str)
+            yield piece
+    finally:
+        with contextlib.suppress(RuntimeError):
+            call(stream.aclose())

@@ -4,9 +4,9 @@ plain ones run on the instance's loop thread, like :meth:`Jarvis.ask`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from os import PathLike, fspath
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from jarvis.entrypoints.composition import Runtime
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _Owner(Protocol):
@@ -25,6 +26,19 @@ class _Owner(Protocol):
     _runtime: Runtime
 
     def _call(self, coro: Coroutine[object, object, T]) -> T: ...
+
+
+def _blocking(
+    method: Callable[Concatenate[Memory, P], Coroutine[object, object, T]],
+) -> Callable[Concatenate[Memory, P], T]:
+    """The synchronous twin of a coroutine method: the same arguments, run on the
+    ``Jarvis`` instance's loop thread (written once for every method of :class:`Memory`)."""
+
+    def run(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._owner._call(method(self, *args, **kwargs))
+
+    run.__doc__ = method.__doc__
+    return run
 
 
 class Memory:
@@ -80,27 +94,9 @@ class Memory:
         """Forget deleted files, re-index changed ones (``async`` is a keyword: hence the name)."""
         return await self._knowledge().sync()
 
-    def add(
-        self,
-        paths: str | PathLike[str] | Sequence[str | PathLike[str]] = (),
-        *,
-        glob: str = "*",
-        recursive: bool = False,
-        url: str | None = None,
-    ) -> AddReport:
-        return self._owner._call(self.aadd(paths, glob=glob, recursive=recursive, url=url))
-
-    def search(self, query: str, *, top_k: int = 5, mode: SearchMode = "hybrid") -> list[MemoryHit]:
-        return self._owner._call(self.asearch(query, top_k=top_k, mode=mode))
-
-    def remove(self, source: str) -> bool:
-        return self._owner._call(self.aremove(source))
-
-    def stats(self) -> KnowledgeStats:
-        return self._owner._call(self.astats())
-
-    def sources(self) -> list[SourceInfo]:
-        return self._owner._call(self.asources())
-
-    def sync(self) -> AddReport:
-        return self._owner._call(self.async_sync())
+    add = _blocking(aadd)
+    search = _blocking(asearch)
+    remove = _blocking(aremove)
+    stats = _blocking(astats)
+    sources = _blocking(asources)
+    sync = _blocking(async_sync)

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from jarvis.application.tools.secret_paths import secret_rule
 from jarvis.domain.knowledge import (
     Chunk,
+    ChunkVectors,
     DocumentBatch,
     DocumentError,
     DocumentRefusal,
     KnowledgeStats,
     RawDocument,
     SourceInfo,
+    check_vectors,
     kind_of,
     looks_binary,
 )
@@ -43,13 +45,9 @@ class InMemoryKnowledgeStore:
         return None if entry is None else entry.info.fingerprint
 
     async def replace_source(
-        self,
-        info: SourceInfo,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]] | None,
+        self, info: SourceInfo, chunks: Sequence[Chunk], vectors: ChunkVectors | None
     ) -> None:
-        if vectors is not None and len(vectors) != len(chunks):
-            raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+        check_vectors(chunks, vectors)
         kept = None if vectors is None else tuple(tuple(v) for v in vectors)
         self.entries[info.source] = _Entry(replace_chunks(info, len(chunks)), tuple(chunks), kept)
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
     COMPLETED_US,
     check_prefix,
@@ -17,7 +18,7 @@ from jarvis.domain.operators import (
 )
 
 
-class InMemoryOperatorStore:
+class InMemoryOperatorStore(TicksClaimedByLeases):
     """Behaves like the real stores (same key rules, same size bound), without a database.
 
     ``clock`` (seconds since the epoch) is the store's clock for lease expiry, so tests can
@@ -75,11 +76,6 @@ class InMemoryOperatorStore:
         current = self._leases.get(check_state_key(name))
         if current is not None and current[0] == holder and current[1] != COMPLETED_US:
             del self._leases[name]
-
-    async def claim_tick(
-        self, operator_id: str, tick_us: int, holder: str, ttl_seconds: float
-    ) -> bool:
-        return await self.acquire_lease(tick_lease(operator_id, tick_us), holder, ttl_seconds)
 
     async def complete_tick(self, operator_id: str, tick_us: int, holder: str) -> bool:
         name = tick_lease(operator_id, tick_us)

@@ -6,8 +6,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -22,6 +20,7 @@ from jarvis.domain.sessions.records import (
     to_micros,
     utc_now,
 )
+from jarvis.domain.sessions.store_defaults import MessagesFromRecords, check_limit, newest
 
 
 @dataclass(slots=True)
@@ -33,12 +32,7 @@ class _Session:
     records: list[SessionMessage] = field(default_factory=list)
 
 
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and limit < 0:
-        raise ConfigurationError(f"limit must be >= 0, got {limit}.")
-
-
-class InMemorySessionStore:
+class InMemorySessionStore(MessagesFromRecords):
     """Behaves like the real stores, without touching the disk.
 
     Each call runs without awaiting, so an append is one unit for every other task.
@@ -48,19 +42,14 @@ class InMemorySessionStore:
         self._sessions: dict[str, _Session] = {}
         self._clock = 0
 
-    async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
-        return tuple(r.message for r in await self.load_records(session_id, limit=limit))
-
     async def load_records(
         self, session_id: str, *, limit: int | None = None
     ) -> tuple[SessionMessage, ...]:
         check_session_id(session_id)
-        _check_limit(limit)
+        check_limit(limit)
         session = self._sessions.get(session_id)
         records = session.records if session else []
-        if limit is not None:
-            records = records[len(records) - limit :] if limit else []
-        return tuple(records)
+        return tuple(newest(records, limit))
 
     async def iter_records(
         self, session_id: str, *, page_size: int = PAGE_SIZE
@@ -85,9 +74,6 @@ class InMemorySessionStore:
         session = self._sessions.get(session_id)
         return page_of(session.records if session else [], limit=limit, before=before)
 
-    async def append(self, session_id: str, messages: Sequence[Message]) -> None:
-        await self.append_records(session_id, [SessionMessage(message=m) for m in messages])
-
     async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
         check_session_id(session_id)
         if not records:
@@ -109,7 +95,7 @@ class InMemorySessionStore:
         return sorted(self._sessions)
 
     async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        _check_limit(limit)
+        check_limit(limit)
         items = sorted(self._sessions.items(), key=lambda item: -item[1].order)
         if limit is not None:
             items = items[:limit]

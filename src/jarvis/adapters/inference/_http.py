@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import TypedDict, Unpack
 
 import httpx
 
@@ -92,6 +93,17 @@ that the server closed while it sat idle (the close was still on its way)."""
 DRAIN_SECONDS = 0.2
 """How long the rest of a finished stream (normally only the end of the body, already on its
 way) may take to arrive before its connection is given up instead of reused."""
+
+
+class Send(TypedDict, total=False):
+    """How :meth:`EngineHttp.open` and :meth:`EngineHttp.request` send a request: ``json``,
+    its body (none: no body); ``deadline``, the ``loop.time()`` it must end by (default:
+    the engine timeout from now); ``retries``, whether a failure worth another try gets
+    one (default: yes)."""
+
+    json: JSONObject | None
+    deadline: float | None
+    retries: bool
 
 
 class EngineHttp:
@@ -161,58 +173,34 @@ class EngineHttp:
             hint="Raise the engine timeout, lower max_tokens, or use a smaller model.",
         )
 
-    async def open(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: JSONObject | None = None,
-        deadline: float | None = None,
-        retries: bool = True,
-    ) -> Streamed:
+    async def open(self, method: str, path: str, **send: Unpack[Send]) -> Streamed:
         """Send a request; return its streaming response, with a success status.
 
         The body is not read yet: read it with :meth:`lines` under the same ``deadline``
         and give the response back with :meth:`release`. Raises :class:`EngineStatusError`
         for an error status that is not retried.
         """
-        response, _ = await self._exchange(
-            method, path, json=json, deadline=deadline, retries=retries, max_bytes=None
-        )
+        response, _ = await self._exchange(method, path, send, max_bytes=None)
         return response
 
     async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: JSONObject | None = None,
-        deadline: float | None = None,
-        retries: bool = True,
-        max_bytes: int = LIST_BYTES,
+        self, method: str, path: str, *, max_bytes: int = LIST_BYTES, **send: Unpack[Send]
     ) -> Reply:
         """Send a request and read its whole body, at most ``max_bytes`` of it.
 
         A body that breaks off is retried like a connection that broke (nothing of it was
         delivered). Raises :class:`EngineStatusError` for an error status not retried.
         """
-        response, body = await self._exchange(
-            method, path, json=json, deadline=deadline, retries=retries, max_bytes=max_bytes
-        )
+        response, body = await self._exchange(method, path, send, max_bytes=max_bytes)
         return Reply(status=response.status_code, url=response.url, body=body or b"")
 
     async def _exchange(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: JSONObject | None,
-        deadline: float | None,
-        retries: bool,
-        max_bytes: int | None,
+        self, method: str, path: str, send: Send, *, max_bytes: int | None
     ) -> tuple[Streamed, bytes | None]:
         """The retry loop under the request's deadline; reads the body unless streaming."""
         url = self.url(path)
+        json, retries = send.get("json"), send.get("retries", True)
+        deadline = send.get("deadline")
         if deadline is None:
             deadline = self.deadline()
         # encoded here: text carrying a lone surrogate (a model may send one back in a

@@ -37,7 +37,7 @@ from jarvis.domain.llm.completion import (
 )
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import Message, Role, ToolCall
-from jarvis.domain.tools.specs import ToolSpec
+from jarvis.domain.tools.specs import ToolSpec, openai_function
 
 T = TypeVar("T")
 
@@ -117,14 +117,7 @@ def messages_to_openai(messages: Iterable[Message]) -> list[JSONValue]:
 
 def tool_to_openai(spec: ToolSpec) -> JSONObject:
     """The OpenAI function-calling rendering of a tool spec (Ollama's ``tools`` too)."""
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
-        },
-    }
+    return openai_function(spec)
 
 
 def tools_to_openai(tools: Iterable[ToolSpec]) -> list[JSONValue]:

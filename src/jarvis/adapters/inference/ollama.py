@@ -66,12 +66,12 @@ from jarvis.adapters.inference._json import (
     get_str,
     loads,
 )
+from jarvis.adapters.inference._missing_model import model_not_found
 from jarvis.adapters.inference._openai_wire import tools_to_openai
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
     InferenceError,
-    ModelNotFoundError,
     ToolsNotSupportedError,
 )
 from jarvis.domain.json_types import JSONObject, JSONValue
@@ -229,9 +229,7 @@ class OllamaEngine:
                 hint="Shorten the conversation or raise num_ctx ([engine.ollama] num_ctx).",
             )
         if mentions_missing_model(message) or (status == 404 and "model" in lowered):
-            return ModelNotFoundError(
-                request.model, available=await self._models_or_empty(), engine="ollama", url=url
-            )
+            return await model_not_found(self, request.model, url)
         if status == 404:
             return InferenceError(
                 f"There is no Ollama API at {url} (HTTP 404).",
@@ -241,12 +239,6 @@ class OllamaEngine:
                 "without /api or /v1.",
             )
         return default_status_error("ollama", status, body, url)
-
-    async def _models_or_empty(self) -> list[str]:
-        try:
-            return await self.list_models()
-        except InferenceError:
-            return []
 
     # --- the port ------------------------------------------------------------------------
 

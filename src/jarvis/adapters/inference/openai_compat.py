@@ -58,6 +58,7 @@ from jarvis.adapters.inference._http import (
     default_status_error,
 )
 from jarvis.adapters.inference._json import as_object, loads
+from jarvis.adapters.inference._missing_model import model_not_found
 from jarvis.adapters.inference._openai_wire import (
     OPENAI_OPTION_KEYS,
     ChunkReader,
@@ -74,7 +75,6 @@ from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
     InferenceError,
-    ModelNotFoundError,
     StructuredOutputNotSupportedError,
     ToolsNotSupportedError,
 )
@@ -220,9 +220,7 @@ class OpenAICompatibleEngine:
                 "context size.",
             )
         if mentions_missing_model(message) or (exc.status == 404 and "model" in message.lower()):
-            return ModelNotFoundError(
-                request.model, available=await self._models_or_empty(), engine=engine, url=url
-            )
+            return await model_not_found(self, request.model, url)
         if exc.status == 404:
             return InferenceError(
                 f"The {engine} engine has no chat endpoint at {url} (HTTP 404).",
@@ -240,12 +238,6 @@ class OpenAICompatibleEngine:
                 "--enable-auto-tool-choice and --tool-call-parser), or an agent without tools.",
             )
         return default_status_error(engine, exc.status, exc.body, url)
-
-    async def _models_or_empty(self) -> list[str]:
-        try:
-            return await self.list_models()
-        except InferenceError:
-            return []
 
     # --- the port ------------------------------------------------------------------------
 

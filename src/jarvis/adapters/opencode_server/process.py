@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 
 from jarvis.adapters.subprocess_repl.child_pipes import release_child_pipes
-from jarvis.adapters.subprocess_repl.janitor import Janitor
+from jarvis.adapters.subprocess_repl.janitor import Janitor, forget_removed
 from jarvis.adapters.subprocess_repl.process_jail import (
     Confinement,
     ProcessJail,
@@ -251,6 +251,13 @@ class ServerProcess:
         lines = [line for line in self.tail if line]
         return "Its last output:\n" + "\n".join(lines[-10:]) if lines else ""
 
+    def _disown(self) -> None:
+        """The tree is gone and the private dir removed: nothing left for the finalizer
+        or the reaper to do."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        forget_removed(self.janitor, self.private)
+
     def stop_now(self) -> None:
         """Kills the process group and removes the private dir without an event loop (a
         synchronous shutdown); the child is reaped by the loop's watcher or at exit."""
@@ -258,13 +265,7 @@ class ServerProcess:
             _kill_group(self._proc.pid, self.private)
         else:
             shutil.rmtree(self.private, ignore_errors=True)
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._forget()
-
-    def _forget(self) -> None:
-        if self.janitor is not None and not os.path.lexists(self.private):
-            self.janitor.remove_directory(self.private)
+        self._disown()
 
     async def stop(self) -> None:
         """SIGTERM to the process group, SIGKILL after 5 s, then SIGKILL to whatever is
@@ -286,7 +287,5 @@ class ServerProcess:
                 os.killpg(proc.pid, signal.SIGKILL)
         await asyncio.to_thread(kill_tree, tree - ({proc.pid} if proc is not None else set()))
         await release_child_pipes(proc, self._drain)
-        if self._finalizer is not None:
-            self._finalizer.detach()
         shutil.rmtree(self.private, ignore_errors=True)
-        self._forget()
+        self._disown()

@@ -30,7 +30,6 @@ import os
 import shutil
 import signal
 import tempfile
-import time
 import weakref
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
@@ -39,8 +38,14 @@ from pathlib import Path
 from jarvis.adapters.openhands_sdk.wire import MAX_LINE
 from jarvis.adapters.subprocess_repl.bwrap import interpreter_root
 from jarvis.adapters.subprocess_repl.child_pipes import release_child_pipes
-from jarvis.adapters.subprocess_repl.janitor import Janitor
-from jarvis.adapters.subprocess_repl.process_jail import Confinement, ProcessJail
+from jarvis.adapters.subprocess_repl.janitor import Janitor, forget_removed
+from jarvis.adapters.subprocess_repl.process_jail import (
+    Confinement,
+    ProcessJail,
+    kill_tree,
+    parent_of,
+    with_descendants,
+)
 
 RUNNER = Path(__file__).with_name("runner_script.py")
 OUTPUT_TAIL_LINES = 40
@@ -56,17 +61,19 @@ def _die_with_parent() -> None:
 
 
 MAX_ENVIRON = 1_048_576
-KILL_WAIT = 5.0
-"""The longest a stop waits for the killed tree to exit (it takes milliseconds)."""
 
 
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read(4096)
-        return int(stat[stat.rindex(b")") + 2 :].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+async def _lines(stream: asyncio.StreamReader | None) -> AsyncIterator[str]:
+    """A pipe of the runner's, line by line until it ends; a line over :data:`MAX_LINE`
+    is skipped (asyncio dropped it)."""
+    while stream is not None:
+        try:
+            chunk = await stream.readline()
+        except ValueError:
+            continue
+        if not chunk:
+            return
+        yield chunk.decode("utf-8", "replace")
 
 
 def _has_home(pid: int, marker: bytes) -> bool:
@@ -89,41 +96,14 @@ def runner_tree(root: int | None, private: str) -> set[int]:
             if not entry.name.isdigit():
                 continue
             pid = int(entry.name)
-            parent = _parent(pid)
+            parent = parent_of(pid)
             if parent is not None:
                 children[parent].append(pid)
             if _has_home(pid, marker):
                 pending.append(pid)
-    tree: set[int] = set()
-    while pending:
-        pid = pending.pop()
-        if pid not in tree:
-            tree.add(pid)
-            pending.extend(children.get(pid, ()))
+    tree = with_descendants(pending, children)
     tree.discard(os.getpid())
     return tree
-
-
-def _gone(pid: int) -> bool:
-    """Exited (a zombie has no memory, environment or children left to worry about)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read(4096)
-    except OSError:
-        return True
-    state = stat[stat.rindex(b")") + 2 :][:1] if b")" in stat else b""
-    return state in (b"Z", b"X")
-
-
-def _wait_gone(tree: set[int], seconds: float = KILL_WAIT) -> None:
-    """SIGKILL is delivered asynchronously: wait (bounded) until the tree has exited, so
-    the caller can say "nothing is left" and mean it."""
-    deadline = time.monotonic() + seconds
-    pending = set(tree)
-    while pending and time.monotonic() < deadline:
-        pending = {pid for pid in pending if not _gone(pid)}
-        if pending:
-            time.sleep(0.01)
 
 
 def _kill_tree(root: int | None, private: str) -> None:
@@ -137,10 +117,7 @@ def _kill_tree(root: int | None, private: str) -> None:
     if root is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(root, signal.SIGKILL)
-    for member in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(member, signal.SIGKILL)
-    _wait_gone(tree)
+    kill_tree(tree)
 
 
 def remove_private(private: str) -> None:
@@ -260,32 +237,14 @@ class RunnerProcess:
 
     async def lines(self) -> AsyncIterator[str]:
         """The runner's stdout, line by line; a line over :data:`MAX_LINE` is skipped."""
-        stream = None if self._proc is None else self._proc.stdout
-        if stream is None:
-            return
-        while True:
-            try:
-                chunk = await stream.readline()
-            except ValueError:  # over the limit: asyncio dropped it, go on with the next
-                continue
-            if not chunk:
-                return
-            yield chunk.decode("utf-8", "replace")
+        async for line in _lines(None if self._proc is None else self._proc.stdout):
+            yield line
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         """Drains stderr for the whole run (a full pipe would stall the SDK), keeping only
         the last lines for error messages."""
-        stream = proc.stderr
-        if stream is None:
-            return
-        while True:
-            try:
-                chunk = await stream.readline()
-            except ValueError:
-                continue
-            if not chunk:
-                return
-            self.tail.append(chunk.decode("utf-8", "replace").rstrip()[:MAX_STDERR_LINE])
+        async for line in _lines(proc.stderr):
+            self.tail.append(line.rstrip()[:MAX_STDERR_LINE])
 
     async def wait(self) -> int:
         """The exit status, once the runner and its stderr are done."""
@@ -312,13 +271,7 @@ class RunnerProcess:
     def stop_now(self) -> None:
         """Kills the group and removes the private dir, without an event loop."""
         _kill_group(self._live_pid(), self.private)
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._forget()
-
-    def _forget(self) -> None:
-        if self.janitor is not None and not os.path.lexists(self.private):
-            self.janitor.remove_directory(self.private)
+        self._disown()
 
     async def stop(self) -> None:
         """Kills the whole tree (see the module's docstring) and reaps the runner; the
@@ -329,7 +282,12 @@ class RunnerProcess:
         if proc is not None:
             await proc.wait()
         await release_child_pipes(proc, self._drain)
+        await asyncio.to_thread(remove_private, self.private)
+        self._disown()
+
+    def _disown(self) -> None:
+        """The tree is gone and the private dir removed: nothing left for the finalizer
+        or the reaper to do."""
         if self._finalizer is not None:
             self._finalizer.detach()
-        await asyncio.to_thread(remove_private, self.private)
-        self._forget()
+        forget_removed(self.janitor, self.private)

@@ -15,8 +15,6 @@ from typing import BinaryIO
 
 from filelock import FileLock
 
-from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -32,6 +30,7 @@ from jarvis.domain.sessions.records import (
     title_of,
     to_micros,
 )
+from jarvis.domain.sessions.store_defaults import MessagesFromRecords, check_limit, newest
 
 
 def _decode(line: str) -> SessionMessage | None:
@@ -41,12 +40,7 @@ def _decode(line: str) -> SessionMessage | None:
         return None
 
 
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and limit < 0:
-        raise ConfigurationError(f"limit must be >= 0, got {limit}.")
-
-
-class JsonlSessionStore:
+class JsonlSessionStore(MessagesFromRecords):
     """Sessions under ``root`` (created on first write)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -83,18 +77,13 @@ class JsonlSessionStore:
                 f"Cannot write the session file {path}: {exc.strerror}.", location=str(path)
             ) from exc
 
-    async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
-        return tuple(r.message for r in await self.load_records(session_id, limit=limit))
-
     async def load_records(
         self, session_id: str, *, limit: int | None = None
     ) -> tuple[SessionMessage, ...]:
         path = self._path(session_id)
-        _check_limit(limit)
+        check_limit(limit)
         records = await asyncio.to_thread(self._read, path)
-        if limit is not None:
-            records = records[len(records) - limit :] if limit else []
-        return tuple(records)
+        return tuple(newest(records, limit))
 
     async def iter_records(
         self, session_id: str, *, page_size: int = PAGE_SIZE
@@ -146,9 +135,6 @@ class JsonlSessionStore:
         records = await asyncio.to_thread(self._read, path)
         return page_of(records, limit=limit, before=before)
 
-    async def append(self, session_id: str, messages: Sequence[Message]) -> None:
-        await self.append_records(session_id, [SessionMessage(message=m) for m in messages])
-
     async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
         path = self._path(session_id)
         if not records:
@@ -190,7 +176,7 @@ class JsonlSessionStore:
         return await asyncio.to_thread(self._list)
 
     async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        _check_limit(limit)
+        check_limit(limit)
         infos = await asyncio.to_thread(self._infos)
         return infos if limit is None else infos[:limit]
 

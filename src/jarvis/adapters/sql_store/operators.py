@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
 from jarvis.domain.json_types import JSONValue
+from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
     COMPLETED_US,
     check_prefix,
@@ -41,7 +42,7 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_us = excluded.up
 """Writes one ``operator_state`` row (operator state and managed agents alike)."""
 
 
-class SqlOperatorStore:
+class SqlOperatorStore(TicksClaimedByLeases):
     """Operator state and leases in ``driver``'s database (opened and migrated by it)."""
 
     def __init__(self, driver: SqlDriver) -> None:
@@ -129,11 +130,6 @@ class SqlOperatorStore:
             )
 
         await call(self.driver, work)
-
-    async def claim_tick(
-        self, operator_id: str, tick_us: int, holder: str, ttl_seconds: float
-    ) -> bool:
-        return await self.acquire_lease(tick_lease(operator_id, tick_us), holder, ttl_seconds)
 
     async def complete_tick(self, operator_id: str, tick_us: int, holder: str) -> bool:
         name = tick_lease(operator_id, tick_us)

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from jarvis.adapters.sql_store.driver import Connection, Row, SqlDriver, call
-from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -32,6 +30,7 @@ from jarvis.domain.sessions.records import (
     to_micros,
     utc_now,
 )
+from jarvis.domain.sessions.store_defaults import MessagesFromRecords, check_limit
 
 _UPSERT = """
 INSERT INTO {sessions} (id, created_us, updated_us, touched, message_count, title)
@@ -48,12 +47,7 @@ ON CONFLICT (id) DO UPDATE SET
 back (``RETURNING``) where the dialect has it cheaper than a ``SELECT``."""
 
 
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and limit < 0:
-        raise ConfigurationError(f"limit must be >= 0, got {limit}.")
-
-
-class SqlSessionStore:
+class SqlSessionStore(MessagesFromRecords):
     """Sessions in ``driver``'s database (opened and migrated by it on first use)."""
 
     def __init__(self, driver: SqlDriver) -> None:
@@ -73,14 +67,11 @@ class SqlSessionStore:
                 location=location,
             ) from exc
 
-    async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:
-        return tuple(r.message for r in await self.load_records(session_id, limit=limit))
-
     async def load_records(
         self, session_id: str, *, limit: int | None = None
     ) -> tuple[SessionMessage, ...]:
         check_session_id(session_id)
-        _check_limit(limit)
+        check_limit(limit)
         if limit == 0:
             return ()
 
@@ -142,9 +133,6 @@ class SqlSessionStore:
         records = self._decode(session_id, [str(text) for _, text in rows])
         return SessionPage(start=int(rows[0][0]) if rows else 0, records=records)
 
-    async def append(self, session_id: str, messages: Sequence[Message]) -> None:
-        await self.append_records(session_id, [SessionMessage(message=m) for m in messages])
-
     async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
         check_session_id(session_id)
         if not records:
@@ -182,7 +170,7 @@ class SqlSessionStore:
         return await call(self.driver, work)
 
     async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        _check_limit(limit)
+        check_limit(limit)
         bound = self.driver.dialect.unlimited if limit is None else limit
 
         def work(db: Connection) -> list[Row]:

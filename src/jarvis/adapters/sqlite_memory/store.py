@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.knowledge import Chunk, KnowledgeStats, MemoryStoreDamagedError, SourceInfo
+from jarvis.domain.knowledge import (
+    Chunk,
+    ChunkVectors,
+    KnowledgeStats,
+    MemoryStoreDamagedError,
+    SourceInfo,
+    check_vectors,
+)
 from jarvis.domain.run.contract import MemoryHit
 
 if TYPE_CHECKING:
@@ -255,13 +262,9 @@ class SqliteMemory:
         db.execute("DELETE FROM memories WHERE source_id = ?", (source_id,))
 
     def _replace(
-        self,
-        info: SourceInfo,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]] | None,
+        self, info: SourceInfo, chunks: Sequence[Chunk], vectors: ChunkVectors | None
     ) -> None:
-        if vectors is not None and len(vectors) != len(chunks):
-            raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+        check_vectors(chunks, vectors)
         blobs: list[bytes] | None = None
         if vectors is not None and vectors:
             from jarvis.adapters.sqlite_memory.vectors import to_blobs
@@ -421,10 +424,7 @@ class SqliteMemory:
         return await asyncio.to_thread(self._fingerprint, source)
 
     async def replace_source(
-        self,
-        info: SourceInfo,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]] | None,
+        self, info: SourceInfo, chunks: Sequence[Chunk], vectors: ChunkVectors | None
     ) -> None:
         await asyncio.to_thread(self._replace, info, list(chunks), vectors)
 

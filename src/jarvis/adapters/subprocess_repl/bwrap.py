@@ -46,6 +46,22 @@ def bwrap_candidates() -> list[str]:
     return found
 
 
+ISOLATION = (
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
+"""What every bubblewrap jail here starts with (the REPL's and the external runtimes'):
+namespaces of its own, no capabilities, a session of its own, gone with its parent. The
+network namespace is the REPL's alone (a runtime reaches its engine on loopback)."""
+
+
 def interpreter_root(python: str) -> str | None:
     """The installation the interpreter ``python`` needs besides ``/usr``, or ``None``."""
     real = Path(os.path.realpath(python))
@@ -59,21 +75,7 @@ def view_arguments(
     *, python: str, workdir: str, tmp_bytes: int, worker_fd: int, seccomp_fd: int | None
 ) -> list[str]:
     """Everything between ``bwrap`` and the interpreter's command line."""
-    arguments = [
-        "--unshare-user",
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
+    arguments = [*ISOLATION, "--unshare-net", "--ro-bind", "/usr", "/usr"]
     for link in _USR_LINKS:
         if os.path.islink(link):
             arguments += ["--symlink", os.readlink(link), link]

@@ -81,3 +81,10 @@ class Janitor:
             process, self._process = self._process, None
         if process is not None:
             _close(process.stdin, process)
+
+
+def forget_removed(janitor: Janitor | None, path: str) -> None:
+    """Tell ``janitor`` (if any) that ``path`` needs no cleaning once it is removed; a
+    path still there stays registered, for the reaper to remove when jarvis dies."""
+    if janitor is not None and not os.path.lexists(path):
+        janitor.remove_directory(path)

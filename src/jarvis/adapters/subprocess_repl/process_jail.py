@@ -33,11 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jarvis.adapters.subprocess_repl.bwrap import bwrap_candidates
+from jarvis.adapters.subprocess_repl.bwrap import ISOLATION, bwrap_candidates
 from jarvis.domain.errors import SandboxError
 
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run")
@@ -121,15 +121,7 @@ def jail_arguments(
     hide = hidden_places(hidden)
     mounts += [(_depth(path), 0, "--tmpfs", path) for path in hide]
     arguments = [
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
+        *ISOLATION,
         "--ro-bind",
         "/",
         "/",
@@ -247,7 +239,8 @@ class Confinement:
         )
 
 
-def _parent_of(pid: int) -> int | None:
+def parent_of(pid: int) -> int | None:
+    """The parent of process ``pid`` (``None``: it is gone, or not readable)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read(4096)
@@ -263,11 +256,17 @@ def process_tree(root: int) -> set[int]:
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
             if entry.name.isdigit():
-                parent = _parent_of(int(entry.name))
+                parent = parent_of(int(entry.name))
                 if parent is not None:
                     children.setdefault(parent, []).append(int(entry.name))
+    return with_descendants([root], children)
+
+
+def with_descendants(roots: Iterable[int], children: Mapping[int, Sequence[int]]) -> set[int]:
+    """``roots`` and every process below them in ``children`` (a parent's pid: its
+    children's)."""
     tree: set[int] = set()
-    pending = [root]
+    pending = list(roots)
     while pending:
         pid = pending.pop()
         if pid not in tree:
@@ -276,7 +275,8 @@ def process_tree(root: int) -> set[int]:
     return tree
 
 
-def _gone(pid: int) -> bool:
+def gone(pid: int) -> bool:
+    """Exited (a zombie has no memory, environment or children left to worry about)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read(4096)
@@ -295,6 +295,6 @@ def kill_tree(tree: Iterable[int], seconds: float = KILL_WAIT) -> None:
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + seconds
     while pending and time.monotonic() < deadline:
-        pending = {pid for pid in pending if not _gone(pid)}
+        pending = {pid for pid in pending if not gone(pid)}
         if pending:
             time.sleep(0.01)

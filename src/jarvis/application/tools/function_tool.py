@@ -36,7 +36,7 @@ import json
 import re
 import typing
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypedDict, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -176,34 +176,29 @@ class FunctionTool(Generic[P, R]):
         return ToolResult(tool_name=name, content=render_result(value))
 
 
+class ToolSettings(TypedDict, total=False):
+    """The keyword arguments of :func:`tool`: those of :meth:`FunctionTool.from_function`,
+    where their defaults are."""
+
+    name: str | None
+    description: str | None
+    category: str
+    timeout_seconds: float
+    side_effects: bool
+    blocking: bool
+    destructive: bool
+
+
 @overload
 def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    category: str = "",
-    timeout_seconds: float = 30.0,
-    side_effects: bool = False,
-    blocking: bool = True,
-    destructive: bool = False,
-) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+def tool(**settings: Unpack[ToolSettings]) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
-    fn: Callable[P, R] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    category: str = "",
-    timeout_seconds: float = 30.0,
-    side_effects: bool = False,
-    blocking: bool = True,
-    destructive: bool = False,
+    fn: Callable[P, R] | None = None, /, **settings: Unpack[ToolSettings]
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Turn a typed function into a tool: ``@tool`` or ``@tool(name=..., category=...)``.
 
@@ -213,17 +208,12 @@ def tool(
     ``destructive=True`` (it may delete or overwrite) make approval policies ask before it
     runs; a tool that declares neither is read-only and runs without asking."""
 
+    unknown = sorted(settings.keys() - ToolSettings.__optional_keys__)
+    if unknown:  # refused here, as a signature that named them would
+        raise TypeError(f"tool() got an unexpected keyword argument {unknown[0]!r}")
+
     def wrap(function: Callable[P, R]) -> FunctionTool[P, R]:
-        return FunctionTool.from_function(
-            function,
-            name=name,
-            description=description,
-            category=category,
-            timeout_seconds=timeout_seconds,
-            side_effects=side_effects,
-            blocking=blocking,
-            destructive=destructive,
-        )
+        return FunctionTool.from_function(function, **settings)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -123,27 +123,36 @@ class ExternalRuntimeAgent(BaseAgent):
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
+        return cls(
+            parts,
+            run=cls.delegated_run(options, choose_mode=True),
+            endpoint=EngineEndpoint(
+                base_url=options.text("base_url", None) or openai_base_url(parts.inference),
+                api_key=options.text("api_key", None) or "",
+            ),
+        )
+
+    @classmethod
+    def delegated_run(cls, options: AgentOptions, *, choose_mode: bool) -> DelegatedRun:
+        """The run's settings from ``-O`` options, read once for every runtime: ``agent``
+        (the mode) only where ``choose_mode``, ``max_turns`` only where
+        :attr:`takes_max_turns` (elsewhere the option is refused as unknown)."""
         timeout = options.number("timeout", cls.default_timeout)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         max_turns = options.integer("max_turns", 0) if cls.takes_max_turns else 0
         if max_turns < 0:
             raise ValueError("max_turns must not be negative")
-        return cls(
-            parts,
-            run=DelegatedRun(
-                workspace=options.text("workspace", None) or "",
-                mode=options.choice("agent", cls.modes, cls.modes[0], what="mode"),
-                session_id=options.text("session", None) or "",
-                new_session=options.flag("new_session", False),
-                timeout=timeout,
-                max_turns=max_turns,
-                confine=options.flag("confine", True),
-            ),
-            endpoint=EngineEndpoint(
-                base_url=options.text("base_url", None) or openai_base_url(parts.inference),
-                api_key=options.text("api_key", None) or "",
-            ),
+        return DelegatedRun(
+            workspace=options.text("workspace", None) or "",
+            mode=options.choice("agent", cls.modes, cls.modes[0], what="mode")
+            if choose_mode
+            else "build",
+            session_id=options.text("session", None) or "",
+            new_session=options.flag("new_session", False),
+            timeout=timeout,
+            max_turns=max_turns,
+            confine=options.flag("confine", True),
         )
 
     def _host(self) -> WorkspaceHostPort:
@@ -177,12 +186,20 @@ class ExternalRuntimeAgent(BaseAgent):
                 f"or pass -O base_url=http://HOST:PORT/v1. The embedded engine is not "
                 f"supported by {self.runtime_id} yet.",
             )
+        endpoint = EngineEndpoint(base_url=self.base_url, api_key=self.api_key)
+        return self._run_request(input, self.resolved_workspace(), endpoint, self.model)
+
+    def _run_request(
+        self, input: str, workspace: str, endpoint: EngineEndpoint, model: str
+    ) -> ExternalRunRequest:
+        """The request with this agent's run settings, for the engine a runtime reaches
+        at ``endpoint`` with ``model``."""
         return ExternalRunRequest(
             prompt=input,
-            workspace=self.resolved_workspace(),
-            model=self.model,
-            base_url=self.base_url,
-            api_key=self.api_key,
+            workspace=workspace,
+            model=model,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
             mode=self.mode,
             session_id=self.session_id,
             new_session=self.new_session,
@@ -308,6 +325,7 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
     agent_id: ClassVar[str] = "claude_code"
     runtime_id: ClassVar[str] = "claude_code"
     default_timeout: ClassVar[float] = 300.0
+    takes_max_turns: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -324,23 +342,11 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
 
     @classmethod
     def from_options(cls, parts: AgentParts, options: AgentOptions) -> Self:
-        timeout = options.number("timeout", cls.default_timeout)
-        if timeout <= 0:
-            raise ValueError("timeout must be positive")
-        max_turns = options.integer("max_turns", 0)
-        if max_turns < 0:
-            raise ValueError("max_turns must not be negative")
+        run = cls.delegated_run(options, choose_mode=False)
         tools = options.text("allowed_tools", None) or ""
         return cls(
             parts,
-            run=DelegatedRun(
-                workspace=options.text("workspace", None) or "",
-                session_id=options.text("session", None) or "",
-                new_session=options.flag("new_session", False),
-                timeout=timeout,
-                max_turns=max_turns,
-                confine=options.flag("confine", True),
-            ),
+            run=run,
             endpoint=EngineEndpoint(
                 base_url=options.text("base_url", None) or "",
                 api_key=options.text("api_key", None) or "",
@@ -371,21 +377,11 @@ class ClaudeCodeAgent(ExternalRuntimeAgent):
             engine, base_url, model = None, "", ""
         elif base_url:
             engine = None
-        return ExternalRunRequest(
-            prompt=input,
-            workspace=workspace,
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            session_id=self.session_id,
-            new_session=self.new_session,
-            system_prompt=self.effective_system_prompt()
-            if self.prompts.system_prompt or self.prompts.persona_prompt
-            else "",
-            timeout=self.timeout,
+        endpoint = EngineEndpoint(base_url=base_url, api_key=api_key)
+        request = self._run_request(input, workspace, endpoint, model)
+        return replace(
+            request,
             allowed_tools=self.allowed_tools,
-            max_turns=self.max_turns,
             permission_mode=self.permission_mode,
             engine=engine,
-            confine=self.confine,
         )

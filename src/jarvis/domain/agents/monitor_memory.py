@@ -69,9 +69,9 @@ class Observations:
     extraction_calls: int = 0
 
 
-def relations_from_reply(text: str) -> list[JSONObject]:
-    """The relations in a model's reply: the outermost JSON array (a code fence around it
-    is fine), entries with a text cause and effect; bounded, never raises."""
+def outermost_json_array(text: str) -> list[JSONValue]:
+    """The outermost JSON array in a model's reply (prose or a code fence around it is
+    fine); ``[]`` when there is none. Never raises."""
     start, end = text.find("["), text.rfind("]")
     if start < 0 or end <= start:
         return []
@@ -79,8 +79,13 @@ def relations_from_reply(text: str) -> list[JSONObject]:
         data = json.loads(text[start : end + 1])
     except (ValueError, RecursionError):
         return []
-    if not isinstance(data, list):
-        return []
+    return data if isinstance(data, list) else []
+
+
+def relations_from_reply(text: str) -> list[JSONObject]:
+    """The relations in a model's reply: the outermost JSON array (a code fence around it
+    is fine), entries with a text cause and effect; bounded, never raises."""
+    data = outermost_json_array(text)
     out: list[JSONObject] = []
     for item in data:
         if len(out) == MAX_RELATIONS_PER_OUTPUT:

@@ -22,7 +22,6 @@ An invalid value is refused when the agent is built, naming the accepted ones.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal, Self, Unpack
@@ -34,6 +33,7 @@ from jarvis.domain.agents.monitor_memory import (
     ObservationCompression,
     Observations,
     ObservedTool,
+    outermost_json_array,
 )
 from jarvis.domain.agents.monitor_recall import (
     MAX_NOTES,
@@ -118,15 +118,7 @@ class MonitorLoop(OperatorLoop):
 
 def subtasks_from_reply(text: str) -> list[str]:
     """The sub-tasks in a reply: the outermost JSON array of strings, bounded; [] otherwise."""
-    start, end = text.find("["), text.rfind("]")
-    if start < 0 or end <= start:
-        return []
-    try:
-        data = json.loads(text[start : end + 1])
-    except (ValueError, RecursionError):
-        return []
-    if not isinstance(data, list):
-        return []
+    data = outermost_json_array(text)
     tasks = [item.strip()[:NOTE_CHARS] for item in data if isinstance(item, str) and item.strip()]
     return tasks[:MAX_SUBTASKS]
 

@@ -29,6 +29,7 @@ from jarvis.domain.llm.completion import Completion, StreamChunk, Usage
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.loop.base import BaseAgent
+from jarvis.domain.loop.wrapped_engine import WrappedEngine
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.run.contract import AgentContext, AgentResult
 from jarvis.domain.tools.specs import ToolResult, ToolSpec
@@ -46,7 +47,7 @@ T = TypeVar("T")
 FINAL_ANSWER_TOOL = "final_answer"
 
 
-class StructuredAnswers:
+class StructuredAnswers(WrappedEngine):
     """An ``InferencePort`` that asks the engine for answers shaped by ``schema``.
 
     ``constrain_plain``: a request without tools is the run's answer (the ``simple`` agent),
@@ -63,19 +64,8 @@ class StructuredAnswers:
         self.refused = False
         """Set once the engine refused structured output: the rest of the run prompts only."""
 
-    @property
-    def engine_id(self) -> str:
-        return self.inner.engine_id
-
-    @property
-    def base_url(self) -> str:
-        return self.inner.base_url
-
-    async def list_models(self) -> list[str]:
-        return await self.inner.list_models()
-
-    async def health(self) -> bool:
-        return await self.inner.health()
+    def wrapped(self) -> InferencePort:
+        return self.inner
 
     async def aclose(self) -> None:
         """The wrapped engine belongs to whoever built it: nothing to close here."""

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from jarvis.domain.knowledge import (
     Chunk,
+    ChunkVectors,
     DocumentBatch,
     KnowledgeStats,
     RawDocument,
@@ -26,10 +27,7 @@ class KnowledgeStorePort(Protocol):
         ...
 
     async def replace_source(
-        self,
-        info: SourceInfo,
-        chunks: Sequence[Chunk],
-        vectors: Sequence[Sequence[float]] | None,
+        self, info: SourceInfo, chunks: Sequence[Chunk], vectors: ChunkVectors | None
     ) -> None:
         """Make ``chunks`` (with ``vectors``, one per chunk, or none) the only chunks of
         ``info.source``, in one transaction: a reader sees the old chunks or the new."""

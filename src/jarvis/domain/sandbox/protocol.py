@@ -188,16 +188,8 @@ class ToolResultUpdate(_Message):
     result: ToolResultModel
 
 
-StopName = Literal[
-    "final_answer",
-    "max_turns",
-    "max_seconds",
-    "max_total_tokens",
-    "loop_detected",
-    "parse_error",
-    "cancelled",
-    "error",
-]
+StopName: TypeAlias = StopReason
+"""The run's own stop reasons: the wire names them as the run does."""
 
 
 class ResultMessage(_Message):

@@ -65,6 +65,17 @@ class SessionInfo(NamedTuple):
     def updated_at(self) -> datetime:
         return stored_time(self.updated_us)
 
+    def as_json(self) -> JSONObject:
+        """The session as every listing shows it in JSON (``jarvis sessions list --json``,
+        the MCP server's ``sessions_list``): times as ISO 8601."""
+        return {
+            "id": self.id,
+            "message_count": self.message_count,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "title": self.title,
+        }
+
 
 # --- errors -------------------------------------------------------------------------------
 

@@ -56,6 +56,19 @@ TRUNCATION_MARKER = "\n…[output truncated: {shown} of {total} characters shown
 missing."""
 
 
+def openai_function(spec: ToolSpec) -> JSONObject:
+    """``spec`` in the function-calling format OpenAI defined, which OpenAI-compatible
+    servers, Ollama and OpenJarvis's tools (``to_openai_function``) all take."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
 def truncate(text: str, limit: int) -> tuple[str, bool]:
     """``text`` cut to ``limit`` characters with a visible marker, and whether it was cut
     (``limit`` 0 or less: no limit). The one rule for every output a model is shown."""

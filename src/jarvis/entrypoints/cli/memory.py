@@ -20,9 +20,11 @@ from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOpti
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from jarvis.application.knowledge import AddReport, KnowledgeBase
+    from jarvis.domain.knowledge import KnowledgeStats, SourceInfo
     from jarvis.domain.run.contract import MemoryHit
 
 app = command_group(
@@ -182,6 +184,44 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
+def _on_base(
+    ctx: typer.Context,
+    config: Path | None,
+    action: Callable[[KnowledgeBase], int | None],
+    verbose: bool,
+) -> None:
+    """Run ``action`` on the knowledge base, guarded: an error's code, else the status
+    ``action`` returned (``None``: 0), is the command's exit code."""
+    status = 0
+
+    def body() -> None:
+        nonlocal status
+        status = action(_base(ctx, config)) or 0
+
+    exit_with(guarded(body, verbose=verbose) or status)
+
+
+def _write_sources(sources: list[SourceInfo], json_output: bool) -> None:
+    if json_output:
+        write_json(
+            [
+                {
+                    "source": s.source,
+                    "kind": s.kind,
+                    "chunks": s.chunks,
+                    "size_bytes": s.size_bytes,
+                    "added_at": s.added_at,
+                }
+                for s in sources
+            ]
+        )
+        return
+    if not sources:
+        write_line("The knowledge base is empty. Add files with `jarvis memory add PATH`.")
+        return
+    write_line("\n".join(f"{s.chunks:>6}  {s.kind:<8}  {s.source}" for s in sources))
+
+
 @app.command("list")
 def list_sources(
     ctx: typer.Context,
@@ -190,29 +230,7 @@ def list_sources(
     verbose: VerboseOption = False,
 ) -> None:
     """List the indexed sources with their chunk counts."""
-
-    def body() -> None:
-        sources = run_async(_base(ctx, config).sources())
-        if json_output:
-            write_json(
-                [
-                    {
-                        "source": s.source,
-                        "kind": s.kind,
-                        "chunks": s.chunks,
-                        "size_bytes": s.size_bytes,
-                        "added_at": s.added_at,
-                    }
-                    for s in sources
-                ]
-            )
-            return
-        if not sources:
-            write_line("The knowledge base is empty. Add files with `jarvis memory add PATH`.")
-            return
-        write_line("\n".join(f"{s.chunks:>6}  {s.kind:<8}  {s.source}" for s in sources))
-
-    exit_with(guarded(body, verbose=verbose))
+    _on_base(ctx, config, lambda b: _write_sources(run_async(b.sources()), json_output), verbose)
 
 
 @app.command("remove")
@@ -240,6 +258,22 @@ def remove(
     exit_with(guarded(body, verbose=verbose))
 
 
+def _write_stats(figures: KnowledgeStats, json_output: bool) -> None:
+    data = {
+        "sources": figures.sources,
+        "chunks": figures.chunks,
+        "embedded_chunks": figures.embedded_chunks,
+        "text_bytes": figures.text_bytes,
+        "database_bytes": figures.database_bytes,
+        "location": figures.location,
+        "embedding_model": figures.embedding_model,
+    }
+    if json_output:
+        write_json(data)
+        return
+    write_line("\n".join(f"{key}: {value}" for key, value in data.items()))
+
+
 @app.command("stats")
 def stats(
     ctx: typer.Context,
@@ -248,24 +282,7 @@ def stats(
     verbose: VerboseOption = False,
 ) -> None:
     """How many sources and chunks are indexed, and where."""
-
-    def body() -> None:
-        figures = run_async(_base(ctx, config).stats())
-        data = {
-            "sources": figures.sources,
-            "chunks": figures.chunks,
-            "embedded_chunks": figures.embedded_chunks,
-            "text_bytes": figures.text_bytes,
-            "database_bytes": figures.database_bytes,
-            "location": figures.location,
-            "embedding_model": figures.embedding_model,
-        }
-        if json_output:
-            write_json(data)
-            return
-        write_line("\n".join(f"{key}: {value}" for key, value in data.items()))
-
-    exit_with(guarded(body, verbose=verbose))
+    _on_base(ctx, config, lambda b: _write_stats(run_async(b.stats()), json_output), verbose)
 
 
 @app.command("sync")
@@ -276,11 +293,8 @@ def sync(
     verbose: VerboseOption = False,
 ) -> None:
     """Forget deleted files and re-index changed ones."""
-    status = 0
 
-    def body() -> None:
-        nonlocal status
-        report = run_async(_base(ctx, config).sync())
-        status = _summary(report, json_output=json_output, verbose=verbose)
+    def synced(base: KnowledgeBase) -> int:
+        return _summary(run_async(base.sync()), json_output=json_output, verbose=verbose)
 
-    exit_with(guarded(body, verbose=verbose) or status)
+    _on_base(ctx, config, synced, verbose)

@@ -211,6 +211,18 @@ def _answer_json(answer: Answer) -> dict[str, object]:
     return data
 
 
+async def _tick_now(runtime: Runtime, name: str) -> Answer:
+    """One tick of operator ``name``, the engine started only for a known operator; the
+    runtime closed after."""
+    service = runtime.operators()
+    try:
+        await service.get(name)  # an unknown name: no engine is started
+        await runtime.service()  # the engine, started now: a missing one fails here
+        return await service.tick(name)
+    finally:
+        await runtime.aclose()
+
+
 @app.command("tick")
 def tick(
     ctx: typer.Context,
@@ -222,18 +234,7 @@ def tick(
     """Run one tick of NAME now (outside its schedule) and print its answer."""
 
     def body() -> None:
-        runtime = _runtime(ctx, config)
-        service = runtime.operators()
-
-        async def go() -> Answer:
-            try:
-                await service.get(name)  # an unknown name: no engine is started
-                await runtime.service()  # the engine, started now: a missing one fails here
-                return await service.tick(name)
-            finally:
-                await runtime.aclose()
-
-        answer = run_async(go())
+        answer = run_async(_tick_now(_runtime(ctx, config), name))
         if json_output:
             write_json(_answer_json(answer))
         else:

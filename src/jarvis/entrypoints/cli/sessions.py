@@ -28,6 +28,7 @@ from jarvis.entrypoints.cli.options import (
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from jarvis.application.conversation import Sessions
@@ -69,18 +70,7 @@ def list_sessions(
         store = _run(ctx, config)
         infos = run_async(store.list_sessions(limit=limit))
         if json_output:
-            write_json(
-                [
-                    {
-                        "id": info.id,
-                        "message_count": info.message_count,
-                        "created_at": info.created_at.isoformat(),
-                        "updated_at": info.updated_at.isoformat(),
-                        "title": info.title,
-                    }
-                    for info in infos
-                ]
-            )
+            write_json([info.as_json() for info in infos])
             return
         if not infos:
             write_line("No sessions yet (start one with `jarvis chat` or `jarvis ask -c`).")
@@ -117,27 +107,22 @@ def _write_session(
     exit_with(guarded(body, verbose=verbose))
 
 
-@app.command("show")
-def show(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
+def _show_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
 ) -> None:
-    """Print a session's messages: tool calls with their ids, tool results, models, usage."""
     _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=True)
 
 
-@app.command("delete")
-def delete(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
+def _export_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
 ) -> None:
-    """Delete a session and all its messages."""
+    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)
+
+
+def _delete_session(
+    ctx: typer.Context, config: Path | None, name: str, json_output: bool, verbose: bool
+) -> None:
+    """``delete`` of session ``name``, then exit with its code."""
 
     def body() -> None:
         run_async(_run(ctx, config).delete(name))
@@ -149,13 +134,35 @@ def delete(
     exit_with(guarded(body, verbose=verbose))
 
 
-@app.command("export")
-def export(
-    ctx: typer.Context,
-    name: NameArgument,
-    json_output: JsonOption = False,
-    verbose: VerboseOption = False,
-    config: ConfigOption = None,
-) -> None:
-    """Write a session as JSON lines, one canonical record a line (--json: one document)."""
-    _write_session(ctx, config, name, json_output=json_output, verbose=verbose, transcript=False)
+def _on_session(
+    run: Callable[[typer.Context, Path | None, str, bool, bool], None], summary: str
+) -> Callable[..., None]:
+    """A command over one session NAME (``show``, ``delete``, ``export``): their options,
+    written once, handed to ``run``; ``summary`` is the command's help."""
+
+    def command(
+        ctx: typer.Context,
+        name: NameArgument,
+        json_output: JsonOption = False,
+        verbose: VerboseOption = False,
+        config: ConfigOption = None,
+    ) -> None:
+        run(ctx, config, name, json_output, verbose)
+
+    command.__doc__ = summary
+    return command
+
+
+app.command("show")(
+    _on_session(
+        _show_session,
+        "Print a session's messages: tool calls with their ids, tool results, models, usage.",
+    )
+)
+app.command("delete")(_on_session(_delete_session, "Delete a session and all its messages."))
+app.command("export")(
+    _on_session(
+        _export_session,
+        "Write a session as JSON lines, one canonical record a line (--json: one document).",
+    )
+)

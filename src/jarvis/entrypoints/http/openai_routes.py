@@ -72,8 +72,37 @@ async def command_for(
 ) -> AskQuestion:
     """The question for the agent ``body.model`` names (404 when none), its output capped
     at the server's ``max_output_tokens`` (see :func:`capped`)."""
-    command = await _command_for(state, service, body, question, history)
-    return capped(service, command, state.limits.max_output_tokens)
+    cap = state.limits.max_output_tokens
+    max_tokens = body.max_completion_tokens or body.max_tokens
+    managed = state.managed
+    context = AgentContext(conversation=history) if history else None
+    if body.model.startswith("jarvis/"):
+        key = body.model.removeprefix("jarvis/")
+        if not service.registry.contains(key):
+            raise _unknown_model(body.model)
+        state.policy.check(service.registry, key, {})
+        command = AskQuestion(
+            question=question,
+            agent=key,
+            temperature=body.temperature,  # unset: AskService applies the [agent] defaults
+            max_tokens=max_tokens,
+            context=context,
+        )
+        return capped(service, command, cap)
+    try:
+        agent_id = check_agent_id(body.model)
+    except ConfigurationError:
+        raise _unknown_model(body.model) from None
+    agent = await managed.agents.get(agent_id)
+    if agent is None:
+        raise _unknown_model(body.model)
+    state.policy.check(service.registry, agent.agent, agent.agent_options)
+    command = managed.question(agent, question, history)
+    if body.temperature is not None:
+        command = replace(command, temperature=body.temperature)
+    if max_tokens is not None:
+        command = replace(command, max_tokens=max_tokens)
+    return capped(service, command, cap)
 
 
 def capped(service: AskService, command: AskQuestion, cap: int) -> AskQuestion:
@@ -90,44 +119,6 @@ def capped(service: AskService, command: AskQuestion, cap: int) -> AskQuestion:
     if wanted is not None and wanted <= cap:
         return command
     return replace(command, max_tokens=cap)
-
-
-async def _command_for(
-    state: ServerState,
-    service: AskService,
-    body: ChatRequest,
-    question: str,
-    history: tuple[Message, ...],
-) -> AskQuestion:
-    max_tokens = body.max_completion_tokens or body.max_tokens
-    managed = state.managed
-    context = AgentContext(conversation=history) if history else None
-    if body.model.startswith("jarvis/"):
-        key = body.model.removeprefix("jarvis/")
-        if not service.registry.contains(key):
-            raise _unknown_model(body.model)
-        state.policy.check(service.registry, key, {})
-        return AskQuestion(
-            question=question,
-            agent=key,
-            temperature=body.temperature,  # unset: AskService applies the [agent] defaults
-            max_tokens=max_tokens,
-            context=context,
-        )
-    try:
-        agent_id = check_agent_id(body.model)
-    except ConfigurationError:
-        raise _unknown_model(body.model) from None
-    agent = await managed.agents.get(agent_id)
-    if agent is None:
-        raise _unknown_model(body.model)
-    state.policy.check(service.registry, agent.agent, agent.agent_options)
-    command = managed.question(agent, question, history)
-    if body.temperature is not None:
-        command = replace(command, temperature=body.temperature)
-    if max_tokens is not None:
-        command = replace(command, max_tokens=max_tokens)
-    return command
 
 
 def _unknown_model(model: str) -> ApiError:

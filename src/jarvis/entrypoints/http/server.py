@@ -12,12 +12,12 @@ import ipaddress
 import threading
 import time
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Literal, TypedDict
 
 import uvicorn
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.entrypoints.closing import CloseOnExit
 from jarvis.entrypoints.http.protocol import JarvisHttpProtocol
 from jarvis.entrypoints.http.security import App
 
@@ -92,7 +92,7 @@ class Address:
         return f"http://{self.host}:{self.port}"
 
 
-class ServerThread:
+class ServerThread(CloseOnExit):
     """``with ServerThread(app) as address:`` serves on a free loopback port (or ``port``)
     in a thread of its own, returning only once the server listens; leaving the block
     stops it. For tests, benchmarks and applications embedding the server."""
@@ -116,12 +116,8 @@ class ServerThread:
         port = int(sockets[0].getsockname()[1])
         return Address(self.host, port)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop serving, and wait (bounded) for the thread to end."""
         self.server.should_exit = True
         self.thread.join(STARTUP_TIMEOUT)
 

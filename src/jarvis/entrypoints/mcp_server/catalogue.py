@@ -367,16 +367,7 @@ class JarvisTools:
     async def _sessions_list(self, arguments: Mapping[str, JSONValue]) -> ToolOutcome:
         limit = _limit(arguments, MAX_LISTED_SESSIONS)
         infos = await self.runtime.session_list().list_sessions(limit=limit)
-        rows: list[JSONValue] = [
-            {
-                "id": info.id,
-                "message_count": info.message_count,
-                "created_at": info.created_at.isoformat(),
-                "updated_at": info.updated_at.isoformat(),
-                "title": info.title,
-            }
-            for info in infos
-        ]
+        rows: list[JSONValue] = [info.as_json() for info in infos]
         text = "\n".join(
             f"{info.id}  {info.message_count} messages  {info.updated_at.isoformat()}  "
             f"{info.title}".rstrip()
