@@ -91,42 +91,41 @@ class TraceStoreError(Exception):
     database). A run never fails because of it."""
 
 
+def trace_fields(trace: Trace) -> dict[str, object]:
+    """``trace`` as the JSON object a store keeps (its keys in their order), for any encoder
+    (built by hand: a dataclass walk by the encoder takes three times as long)."""
+    head: dict[str, object] = {
+        "trace_id": trace.trace_id,
+        "agent": trace.agent,
+        "start": trace.start,
+        "duration": trace.duration,
+        "status": trace.status,
+        "error": trace.error,
+    }
+    if trace.remote_trace_id:
+        head["remote_trace_id"] = trace.remote_trace_id
+        head["remote_parent_id"] = trace.remote_parent_id
+    head["spans"] = [
+        {
+            "span_id": s.span_id,
+            "parent_id": s.parent_id,
+            "kind": s.kind,
+            "name": s.name,
+            "start": s.start,
+            "duration": s.duration,
+            "ok": s.ok,
+            "attributes": s.attributes,
+            "content": s.content,
+        }
+        for s in trace.spans
+    ]
+    return head
+
+
 def trace_to_record(trace: Trace) -> str:
     """``trace`` as one line of JSON (what a store keeps)."""
     return json.dumps(
-        {
-            "trace_id": trace.trace_id,
-            "agent": trace.agent,
-            "start": trace.start,
-            "duration": trace.duration,
-            "status": trace.status,
-            "error": trace.error,
-            **(
-                {
-                    "remote_trace_id": trace.remote_trace_id,
-                    "remote_parent_id": trace.remote_parent_id,
-                }
-                if trace.remote_trace_id
-                else {}
-            ),
-            "spans": [
-                {
-                    "span_id": s.span_id,
-                    "parent_id": s.parent_id,
-                    "kind": s.kind,
-                    "name": s.name,
-                    "start": s.start,
-                    "duration": s.duration,
-                    "ok": s.ok,
-                    "attributes": s.attributes,
-                    "content": s.content,
-                }
-                for s in trace.spans
-            ],
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-        allow_nan=False,
+        trace_fields(trace), ensure_ascii=False, separators=(",", ":"), allow_nan=False
     )
 
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.postgres_schema import migrate
-from jarvis.adapters.sql_store.run_guard import RunGuard
+from jarvis.adapters.sql_store.run_guard import GuardedDriver, RunGuard
 from jarvis.adapters.sql_store.urls import password_of, redact_url
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.sessions.records import (
@@ -90,7 +90,7 @@ class _PostgresConnection:
             yield
 
 
-class PostgresDriver:
+class PostgresDriver(GuardedDriver):
     """The database at ``url`` (``postgresql://user:password@host:port/db``)."""
 
     dialect = POSTGRES
@@ -172,11 +172,3 @@ class PostgresDriver:
                 raise self._translate(exc) from None
 
         return self._guard.run(body)
-
-    def close(self) -> None:
-        self._guard.close()
-
-    def _close_now(self) -> None:
-        if self._connection is not None:
-            self._connection.raw.close()
-            self._connection = None

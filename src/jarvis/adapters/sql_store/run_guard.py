@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -46,3 +46,28 @@ class RunGuard:
                 self._close_pending = True
             else:
                 self._close_now()
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class _Holding(Protocol):
+    @property
+    def raw(self) -> _Closable: ...
+
+
+class GuardedDriver:
+    """A driver's ``close()``: its connection's library object closed through its guard."""
+
+    _guard: RunGuard
+    _connection: _Holding | None
+
+    def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        self._guard.close()
+
+    def _close_now(self) -> None:
+        if self._connection is not None:
+            self._connection.raw.close()
+            self._connection = None

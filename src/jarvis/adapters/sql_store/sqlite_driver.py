@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
-from jarvis.adapters.sql_store.run_guard import RunGuard
+from jarvis.adapters.sql_store.run_guard import GuardedDriver, RunGuard
 from jarvis.adapters.sql_store.sqlite_schema import migrate
 from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
@@ -111,7 +111,7 @@ class _Immediate:
             self.raw.execute("ROLLBACK")
 
 
-class SqliteDriver:
+class SqliteDriver(GuardedDriver):
     """The SQLite database at ``path`` (created, mode 0600, on first use)."""
 
     dialect = SQLITE
@@ -188,11 +188,3 @@ class SqliteDriver:
                 f"Cannot open the session database {self.path}: {exc.strerror}.",
                 location=self.location,
             ) from exc
-
-    def close(self) -> None:
-        self._guard.close()
-
-    def _close_now(self) -> None:
-        if self._connection is not None:
-            self._connection.raw.close()
-            self._connection = None

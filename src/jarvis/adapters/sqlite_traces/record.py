@@ -16,7 +16,7 @@ from math import isfinite
 
 import orjson
 
-from jarvis.domain.traces import Trace, TraceRecord, trace_to_row
+from jarvis.domain.traces import Trace, TraceRecord, trace_fields, trace_to_row
 
 
 def _finite(trace: Trace) -> bool:
@@ -29,31 +29,7 @@ def encode_trace(trace: Trace) -> TraceRecord:
     """``trace`` as a row of ``jarvis_traces``; ``ValueError`` when it cannot be encoded."""
     if not _finite(trace):
         raise ValueError(f"trace {trace.trace_id}: a start or duration is not a finite number")
-    head: dict[str, object] = {
-        "trace_id": trace.trace_id,
-        "agent": trace.agent,
-        "start": trace.start,
-        "duration": trace.duration,
-        "status": trace.status,
-        "error": trace.error,
-    }
-    if trace.remote_trace_id:
-        head["remote_trace_id"] = trace.remote_trace_id
-        head["remote_parent_id"] = trace.remote_parent_id
-    head["spans"] = [
-        {
-            "span_id": s.span_id,
-            "parent_id": s.parent_id,
-            "kind": s.kind,
-            "name": s.name,
-            "start": s.start,
-            "duration": s.duration,
-            "ok": s.ok,
-            "attributes": s.attributes,
-            "content": s.content,
-        }
-        for s in trace.spans
-    ]  # (orjson's own dataclass encoding takes three times as long)
+    head = trace_fields(trace)
     try:
         data = orjson.dumps(head)
     except orjson.JSONEncodeError:

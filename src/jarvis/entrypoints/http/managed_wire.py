@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool
 
@@ -21,6 +22,45 @@ class _Strict(BaseModel):
     """Definitions are the server's own API: a misspelt field is an error, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class _Fields(Protocol):
+    """The fields a create and a patch body share under the same names."""
+
+    model: str | None
+    system_prompt: str | None
+    persona: str | None
+    temperature: float | None
+    max_tokens: int | None
+    max_turns: int | None
+    memory: bool | None
+
+
+def _spec(
+    body: _Fields,
+    *,
+    id: str | None,
+    name: str,
+    agent: str,
+    tools: Sequence[str],
+    options: Mapping[str, JsonValue],
+) -> ManagedAgentSpec:
+    """The spec a body describes; the fields each body defaults its own way are passed."""
+    agent_options: JSONObject = dict(options)
+    return ManagedAgentSpec(
+        id=id,
+        name=name,
+        agent=agent,
+        model=body.model,
+        system_prompt=body.system_prompt,
+        tools=tuple(tools),
+        persona=body.persona,
+        temperature=body.temperature,
+        max_tokens=body.max_tokens,
+        max_turns=body.max_turns,
+        agent_options=agent_options,
+        memory=body.memory,
+    )
 
 
 class ManagedAgentIn(_Strict):
@@ -43,21 +83,10 @@ class ManagedAgentIn(_Strict):
     the server's ``[agent] context_from_memory``."""
 
     def spec(self) -> ManagedAgentSpec:
-        options: JSONObject = dict(self.agent_options)
-        return ManagedAgentSpec(
-            id=self.id,
-            name=self.name,
-            agent=self.agent,
-            model=self.model,
-            system_prompt=self.system_prompt,
-            tools=tuple(self.tools),
-            persona=self.persona,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            max_turns=self.max_turns,
-            agent_options=options,
-            memory=self.memory,
-        )
+        return _spec(
+            self, id=self.id, name=self.name, agent=self.agent, tools=self.tools,
+            options=self.agent_options,
+        )  # fmt: skip
 
 
 class ManagedAgentPatch(_Strict):
@@ -76,20 +105,10 @@ class ManagedAgentPatch(_Strict):
     memory: MemorySwitch = None
 
     def spec(self) -> tuple[ManagedAgentSpec, list[str]]:
-        options: JSONObject = dict(self.agent_options or {})
-        spec = ManagedAgentSpec(
-            name=self.name or "",
-            agent=self.agent or "simple",
-            model=self.model,
-            system_prompt=self.system_prompt,
-            tools=tuple(self.tools or ()),
-            persona=self.persona,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            max_turns=self.max_turns,
-            agent_options=options,
-            memory=self.memory,
-        )
+        spec = _spec(
+            self, id=None, name=self.name or "", agent=self.agent or "simple",
+            tools=self.tools or (), options=self.agent_options or {},
+        )  # fmt: skip
         return spec, sorted(self.model_fields_set)
 
 
