@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -211,6 +211,37 @@ async def test_vllm_falls_back_to_guided_json_and_forwards_its_sampling_options(
     assert "response_format" not in bodies[-1]
     assert (bodies[-1]["top_k"], bodies[-1]["min_p"]) == (5, 0.1)
     assert "num_ctx" not in bodies[-1]
+
+
+WITH_TOOLS = InferenceRequest(messages=(Message.user("x"),), model="m", tools=(SEARCH,))
+
+
+@pytest.mark.parametrize(
+    ("make", "whole"),
+    [
+        # any OpenAI-compatible server: not known to stop at max_tokens with tools
+        (lambda t: OpenAICompatibleEngine("http://e.test/v1", transport=t), False),
+        (lambda t: OpenAICompatibleEngine("https://api.openai.com/v1", transport=t), True),
+        (lambda t: VllmEngine("http://v.test/v1", transport=t), True),
+        (
+            lambda t: OpenAICompatibleEngine(
+                "http://e.test/v1", transport=t, honours_max_tokens=True
+            ),
+            True,
+        ),
+        (lambda t: VllmEngine("http://v.test/v1", transport=t, honours_max_tokens=False), False),
+    ],
+)
+async def test_a_tool_turn_is_asked_whole_only_of_a_server_that_honours_max_tokens(
+    make: Callable[[httpx.MockTransport], OpenAICompatibleEngine], whole: bool
+) -> None:
+    capture = Capture()
+    engine = make(httpx.MockTransport(capture))
+    completion = await engine.generate(WITH_TOOLS)
+    assert completion.content == "ok"
+    [body] = capture.bodies
+    assert body["stream"] is not whole
+    assert ("stream_options" in body) is not whole
 
 
 async def test_the_ollama_request_is_the_native_shape() -> None:
