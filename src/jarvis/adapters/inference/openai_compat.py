@@ -72,7 +72,7 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_to_openai,
     response_format_with_inline_schema,
 )
-from jarvis.adapters.inference._sse import server_sent_events
+from jarvis.adapters.inference._sse import sse_data
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -317,14 +317,14 @@ class OpenAICompatibleEngine:
 
         response = await self._post_chat(request, stream=True, send=send)
         url = str(response.url)
-        lines = self._http.lines(response, deadline=deadline, max_bytes=bounds.max_bytes)
-        events = server_sent_events(lines)
+        events = self._http.lines(
+            response, deadline=deadline, max_bytes=bounds.max_bytes, split=sse_data
+        )
         reader = ChunkReader(request.model, meter=ReplyMeter(bounds))
         received = done = reusable = cut = False
         generated = 0
         try:
-            async for event in events:
-                data = event.data
+            async for data in events:
                 if data == "[DONE]" or data.strip() == "[DONE]":
                     done = True
                     reusable = await self._http.drain(events)
@@ -358,7 +358,6 @@ class OpenAICompatibleEngine:
                     yield piece
         finally:
             await events.aclose()
-            await lines.aclose()
             await self._http.release(response, reusable=reusable)
         if cut:
             reader.finish = "length"
