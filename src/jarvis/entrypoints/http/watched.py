@@ -12,6 +12,7 @@ engine's answer, a tool), so its engine request is closed too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -33,43 +34,22 @@ def client_gone() -> ApiError:
 
 async def while_connected(state: ServerState, receive: Receive, work: Awaitable[T]) -> T:
     """``work``'s result; cancelled with :func:`client_gone` raised when the client leaves.
-    The run counts in ``state.active_runs`` until it has ended (cancelled runs included).
-
-    ``work`` runs in the caller's task (a task of its own, and a wait on both, cost the
-    server more per request than the rest of this module); the watcher is the one task
-    beside it, and it cancels the caller's task when the client has gone."""
-    current = asyncio.current_task()
-    assert current is not None
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
-        await _disconnected(receive)
-        gone = True
-        current.cancel()
-
-    watcher = asyncio.ensure_future(watch())
-    watcher.add_done_callback(_retrieved)
+    The run counts in ``state.active_runs`` until it has ended (cancelled runs included)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
     state.active_runs += 1
     try:
-        result = await work
-    except asyncio.CancelledError:
-        if gone and current.uncancel() == 0:
-            raise client_gone() from None
-        raise
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        watcher.cancel()
+        for pending in (task, watcher):
+            pending.cancel()
+        for pending in (task, watcher):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pending
         state.active_runs -= 1
-    if gone and current.uncancel() == 0:  # the work swallowed the cancellation
+    if task.cancelled():
         raise client_gone()
-    return result
-
-
-def _retrieved(task: asyncio.Future[None]) -> None:
-    """Take the watcher's outcome, so that a failed ``receive`` is never logged as an
-    exception nobody retrieved (the run's own outcome is what counts)."""
-    if not task.cancelled():
-        task.exception()
+    return task.result()
 
 
 async def _disconnected(receive: Receive) -> None:
