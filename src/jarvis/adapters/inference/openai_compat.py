@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Literal, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -403,8 +404,6 @@ OPENAI_API_HOSTS = frozenset({"api.openai.com"})
 
 def _known_to_honour_max_tokens(base_url: str, default: bool) -> bool:
     """Whether the server at ``base_url`` is known to stop at ``max_tokens`` with tools."""
-    from urllib.parse import urlsplit
-
     return default or (urlsplit(base_url).hostname or "") in OPENAI_API_HOSTS
 
 
