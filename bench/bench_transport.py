@@ -7,7 +7,12 @@ that sends the very request jarvis sends, measured in interleaved blocks so that
 elsewhere hits every side alike:
 
 * client CPU per two-call tool run (call → calculator → answer) through ``Jarvis.aask``,
-  on each transport, vs the bare aiohttp loop (goal <= 1.6x) and the bare httpx loop;
+  on each transport, vs the bare aiohttp loop (goal <= 1.6x) and the bare httpx loop.
+  The engine is configured as one that stops at ``max_tokens`` (``[engine]
+  honours_max_tokens = true``, what vLLM and the OpenAI API get by default), so a
+  tool-using turn is asked for whole, as the bare loops ask; the side "tool turns
+  streamed" is the same without it (any other OpenAI-compatible server: each tool-using
+  turn read as a stream, so that it can be cut at ``max_tokens``);
 * 50 concurrent two-call tool runs, runs per second (goal >= 0.6x the bare aiohttp loop);
 * the wall time of a plain (tool-less) turn, median of every call (goal <= 1.5x);
 * ``jarvis ask`` end to end (start-up included) on each transport, interleaved runs.
@@ -37,6 +42,13 @@ from bench.common import BenchContext, Row, stub_process, time_processes
 
 Call = Callable[[], Awaitable[object]]
 TRANSPORTS = ("aiohttp", "httpx")
+STREAMED = "jarvis on aiohttp, tool turns streamed"
+JARVIS_SIDES = (
+    ("jarvis on aiohttp", "aiohttp", True),
+    (STREAMED, "aiohttp", False),
+    ("jarvis on httpx", "httpx", True),
+)
+"""(side, transport, whether a tool-using turn is asked for whole)."""
 
 
 async def bare_aiohttp_tool_run(
@@ -70,11 +82,13 @@ async def bare_aiohttp_tool_run(
             messages.append({"role": "tool", "content": result, "tool_call_id": call["id"]})
 
 
-def _config_home(root: Path, transport: str) -> Path:
-    home = root / transport
+def _config_home(root: Path, transport: str, *, whole_tool_turns: bool = True) -> Path:
+    home = root / (transport if whole_tool_turns else transport + "-streamed")
     home.mkdir()
+    honours = "honours_max_tokens = true\n" if whole_tool_turns else ""
     (home / "config.toml").write_text(
-        f'[engine]\ntimeout = 60\ntransport = "{transport}"\n[agent]\ndefault = "simple"\n',
+        f'[engine]\ntimeout = 60\ntransport = "{transport}"\n{honours}'
+        '[agent]\ndefault = "simple"\n',
         encoding="utf-8",
     )
     return home
@@ -117,12 +131,12 @@ async def _sides(ctx: BenchContext, root: Path) -> AsyncIterator[dict[str, tuple
         sides["bare aiohttp"] = (bare_tool, bare_plain)
         sides["bare httpx"] = (httpx_tool, httpx_plain)
         opened = []
-        for transport in TRANSPORTS:
-            config = _config_home(root, transport) / "config.toml"
+        for side, transport, whole in JARVIS_SIDES:
+            config = _config_home(root, transport, whole_tool_turns=whole) / "config.toml"
             j = Jarvis(engine="openai", base_url=url, model="stub-model", config_path=config)
             await j.__aenter__()
             opened.append(j)
-            sides[f"jarvis on {transport}"] = _jarvis_calls(j)
+            sides[side] = _jarvis_calls(j)
         try:
             yield sides
         finally:
@@ -199,7 +213,7 @@ def _rows(
 ) -> list[Row]:
     bare = "bare aiohttp"
     rows: list[Row] = []
-    for side in ("jarvis on aiohttp", "jarvis on httpx", "bare httpx"):
+    for side in ("jarvis on aiohttp", STREAMED, "jarvis on httpx", "bare httpx"):
         judged = side == "jarvis on aiohttp"
         rows += [
             Row(

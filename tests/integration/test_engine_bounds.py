@@ -49,13 +49,30 @@ async def server() -> AsyncIterator[HostileEngine]:
 
 
 def make(
-    kind: Kind, server: HostileEngine, wire: EngineTransport, *, timeout: float = GUARD
+    kind: Kind,
+    server: HostileEngine,
+    wire: EngineTransport,
+    *,
+    timeout: float = GUARD,
+    honours_max_tokens: bool | None = None,
 ) -> InferencePort:
     if kind == "ollama":
         return OllamaEngine(server.root_url, timeout=timeout, max_retries=0, wire=wire)
     if kind == "vllm":
-        return VllmEngine(server.openai_url, timeout=timeout, max_retries=0, wire=wire)
-    return OpenAICompatibleEngine(server.openai_url, timeout=timeout, max_retries=0, wire=wire)
+        return VllmEngine(
+            server.openai_url,
+            timeout=timeout,
+            max_retries=0,
+            wire=wire,
+            honours_max_tokens=honours_max_tokens,
+        )
+    return OpenAICompatibleEngine(
+        server.openai_url,
+        timeout=timeout,
+        max_retries=0,
+        wire=wire,
+        honours_max_tokens=honours_max_tokens,
+    )
 
 
 def ask(model: str, *, max_tokens: int = 16) -> InferenceRequest:
@@ -172,6 +189,26 @@ async def test_a_whole_answer_far_beyond_max_tokens_is_a_protocol_error(
         assert len(await whole(engine, ask("long-content", max_tokens=4096))) == 200_000
     finally:
         await engine.aclose()
+
+
+@pytest.mark.parametrize("kind", ["openai", "vllm"])
+async def test_a_whole_tool_turn_of_a_server_said_to_honour_max_tokens_keeps_its_bounds(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind
+) -> None:
+    """A tool-using turn asked for whole (the server is said to stop at ``max_tokens``)
+    is bounded all the same: a body past the byte cap and an answer past ``max_tokens``
+    are protocol errors."""
+    tool = ToolSpec(name="search", description="Search.", parameters={"type": "object"})
+    engine = make(kind, server, engine_wire, honours_max_tokens=True)
+    try:
+        with pytest.raises(EngineProtocolError, match="body larger than"):
+            await whole(engine, replace(ask("huge-body", max_tokens=16), tools=(tool,)))
+        with pytest.raises(EngineProtocolError, match="max_tokens allows"):
+            await whole(engine, replace(ask("long-content", max_tokens=8), tools=(tool,)))
+    finally:
+        await engine.aclose()
+    await server.wait_finished()
+    assert server.sent < HUGE_BODY / 2
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -380,8 +417,9 @@ async def test_a_reply_past_max_tokens_is_cut_there_and_the_engine_stopped(
 ) -> None:
     """An engine that ignores ``max_tokens`` (llama-cpp-python's server does when tools
     are offered) sends tokens forever: the reply ends after ``max_tokens`` of them with
-    the finish reason ``length``, and the connection is closed, so the engine stops."""
-    engine = make(kind, server, engine_wire)
+    the finish reason ``length``, and the connection is closed, so the engine stops.
+    (vLLM honours max_tokens and is asked whole by default: here it is told otherwise.)"""
+    engine = make(kind, server, engine_wire, honours_max_tokens=False)
     request = ask("endless-tokens", max_tokens=5)
     try:
         if how == "stream":

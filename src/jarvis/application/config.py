@@ -156,6 +156,12 @@ class EngineSettings(_Section):
     a third of httpx's client CPU per request) or httpx. Both enforce the same bounds.
     ``auto``: httpx for ``jarvis ask`` (one question a process: importing aiohttp costs
     more than it saves there), aiohttp everywhere else."""
+    honours_max_tokens: bool | None = None
+    """Whether the vLLM or OpenAI-compatible server stops at ``max_tokens`` when tools are
+    offered. Then a tool-using turn is asked for whole, which costs less client CPU than
+    reading it as a stream; otherwise it is streamed and cut at ``max_tokens`` from
+    jarvis's side. Unset: yes for vLLM and the OpenAI API, no for any other server
+    (llama-cpp-python's ignores ``max_tokens`` with tools)."""
     ollama: OllamaSettings = field(default_factory=OllamaSettings)
     vllm: VllmSettings = field(default_factory=VllmSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)

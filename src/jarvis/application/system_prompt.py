@@ -207,6 +207,9 @@ class SystemPromptBuilder:
         self.store = store
         self.settings = settings or SystemPromptSettings()
         self.default_persona = (memory_files or MemoryFilesSettings()).persona_name
+        self._last: tuple[tuple[object, ...], PersonaPromptReport] | None = None
+        """The last report and what it was built from: the files are read again for every
+        run (an edit counts at once), but a report is built again only when they changed."""
 
     def __call__(self, selection: str | None) -> str:
         """The persona prompt for ``selection``; file warnings go to the ``jarvis.persona``
@@ -240,6 +243,17 @@ class SystemPromptBuilder:
         if persona == NO_PERSONA:
             return PersonaPromptReport(persona=NO_PERSONA, prompt="", sections=())
         documents = self._load(persona, from_config=from_config)
+        key = (persona, catalogue, documents)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        report = self._build_report(persona, catalogue, documents)
+        self._last = (key, report)
+        return report
+
+    def _build_report(
+        self, persona: str | None, catalogue: str, documents: tuple[PersonaDocument, ...]
+    ) -> PersonaPromptReport:
         by_kind = {document.kind: document for document in documents}
         sections: list[SectionReport] = []
         parts: list[str] = []

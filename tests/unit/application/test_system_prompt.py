@@ -138,6 +138,22 @@ def test_edits_apply_to_the_next_build_without_a_new_builder() -> None:
     assert "- new" in prompts(None)
 
 
+def test_a_report_is_built_again_only_when_what_it_is_built_from_changed() -> None:
+    store = InMemoryPersonaStore()
+    store.put(MEMORY, "- old")
+    prompts = builder(store)
+    first = prompts.report(None)
+    assert prompts.report(None) is first  # the files were read again, and had not changed
+    assert prompts.report(None, catalogue="## Skills") is not first
+    assert "- old" in prompts.report(None).prompt
+    store.put(MEMORY, "- new")
+    edited = prompts.report(None)
+    assert "- new" in edited.prompt
+    assert edited is not first
+    assert prompts.report("none").prompt == ""
+    assert prompts.report(None) == edited
+
+
 def test_file_warnings_are_logged_and_reported(caplog: pytest.LogCaptureFixture) -> None:
     store = InMemoryPersonaStore()
     store.put(SOUL, b"caf\xe9")

@@ -216,6 +216,26 @@ class TestSelector:
         assert engine._http.wire_kind == (transport or "aiohttp")  # type: ignore[attr-defined]
         await aclose_engines(container)
 
+    @pytest.mark.parametrize(
+        ("name", "url", "honours", "whole"),
+        [
+            ("openai", "http://127.0.0.1:9/v1", None, False),  # any server: not known
+            ("openai", "https://api.openai.com/v1", None, True),
+            ("vllm", "http://127.0.0.1:9/v1", None, True),
+            ("openai", "http://127.0.0.1:9/v1", True, True),
+            ("vllm", "http://127.0.0.1:9/v1", False, False),
+        ],
+    )
+    async def test_tool_turns_are_asked_whole_of_an_engine_that_honours_max_tokens(
+        self, name: str, url: str, honours: bool | None, whole: bool
+    ) -> None:
+        said = {} if honours is None else {"honours_max_tokens": honours}
+        config = config_with(name=name, **{name: {"base_url": url}}, **said)
+        container = configured(config, engine=name)
+        engine: InferencePort = await resolved(container.inference)
+        assert engine._whole_tool_turns is whole  # type: ignore[attr-defined]
+        await aclose_engines(container)
+
     def test_an_unknown_transport_is_refused_with_the_choices(self) -> None:
         with pytest.raises(ValueError, match="aiohttp' or 'httpx"):
             config_with(transport="curl")

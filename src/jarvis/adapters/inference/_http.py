@@ -44,7 +44,7 @@ is closed, so the next request never inherits a connection in an unknown state.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TypedDict, Unpack
 
 import httpx
@@ -90,6 +90,8 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 """Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
 that the server closed while it sat idle (the close was still on its way)."""
+Splitter = Callable[[AsyncIterator[bytes], float, int], AsyncGenerator[str, None]]
+"""Cuts a body's chunks into pieces, each read before a deadline, under a cap in bytes."""
 DRAIN_SECONDS = 0.2
 """How long the rest of a finished stream (normally only the end of the body, already on its
 way) may take to arrive before its connection is given up instead of reused."""
@@ -300,16 +302,23 @@ class EngineHttp:
         return 200 <= response.status_code < 300
 
     async def lines(
-        self, response: Streamed, *, deadline: float, max_bytes: int
+        self,
+        response: Streamed,
+        *,
+        deadline: float,
+        max_bytes: int,
+        split: Splitter = split_lines,
     ) -> AsyncGenerator[str, None]:
         """The response body line by line (UTF-8, bad bytes replaced), every read before
         ``deadline`` and at most ``max_bytes`` in all; a cut connection, a stall, the
-        deadline or the cap is a typed error."""
+        deadline or the cap is a typed error. ``split`` cuts the body into its pieces
+        (lines; :func:`~._sse.sse_data` cuts a stream of server-sent events into their
+        data), under those bounds."""
         url = response.url
         raw = response.chunks()
         try:
             check_identity(response)
-            async for line in split_lines(raw, deadline, max_bytes):
+            async for line in split(raw, deadline, max_bytes):
                 yield line
         except TimeoutError:
             raise self.timed_out(url) from None

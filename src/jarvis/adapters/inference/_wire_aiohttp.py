@@ -6,7 +6,9 @@ its pool keeps its cost per request flat however many connections it holds. This
 imported only when the first engine request is sent.
 
 What the engines enforce stays enforced here: a connect timeout of ``min(timeout, 10)`` s
-and ``timeout`` per read (the caller adds the request's deadline and the byte caps); TLS
+(the caller adds the request's deadline, ``timeout`` after it started, which every read of
+the answer is made under, and the byte caps; aiohttp's own per-read timer, re-armed on
+every piece of data that arrives, would add nothing the deadline does not bound); TLS
 verified against the system's CA store; the proxy the environment names for the engine's
 URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, with ``NO_PROXY`` honoured), looked up
 once per URL rather than per request as aiohttp's own ``trust_env`` would (two thread
@@ -111,7 +113,7 @@ class AiohttpWire:
     def __init__(self, *, headers: Mapping[str, str], timeout: float) -> None:
         self._headers = dict(headers)
         self._timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=min(timeout, 10.0), sock_read=timeout
+            total=None, sock_connect=min(timeout, 10.0), sock_read=None
         )
         self._session: aiohttp.ClientSession | None = None
         self._proxies: dict[str, str | None] = {}

@@ -15,7 +15,10 @@ What this adapter guarantees beyond the wire format:
   or fewer) and then closed, which makes the server stop generating, and the answer so far
   ends with the finish reason ``length``. A whole request with tools is made as a stream
   for that reason (llama-cpp-python's server ignores ``max_tokens`` when tools are
-  offered), and gathered into one completion;
+  offered), and gathered into one completion, unless the server is known to honour
+  ``max_tokens`` (``honours_max_tokens``: vLLM and the OpenAI API do), when it is asked
+  for whole, which costs the client less than reading a stream; a whole reply is bounded
+  all the same, in bytes, in length and in time;
 * streams request ``stream_options.include_usage``; tool-call fragments are assembled and
   delivered, complete, in the one final chunk with the finish reason and the usage. A
   stream that is accepted and then ends without a single event (llama.cpp's server cannot
@@ -37,6 +40,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Literal, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -70,7 +74,7 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_to_openai,
     response_format_with_inline_schema,
 )
-from jarvis.adapters.inference._sse import server_sent_events
+from jarvis.adapters.inference._sse import sse_data
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -109,6 +113,10 @@ class OpenAICompatibleEngine:
 
     option_keys: frozenset[str] = OPENAI_OPTION_KEYS
 
+    honours_max_tokens_by_default: bool = False
+    """Whether a server of this kind stops at ``max_tokens`` with tools offered, when the
+    caller does not say (any OpenAI-compatible server: not known; the OpenAI API: yes)."""
+
     def __init__(
         self,
         base_url: str,
@@ -122,6 +130,7 @@ class OpenAICompatibleEngine:
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
         start_hint: str = _OPENAI_HINT,
+        honours_max_tokens: bool | None = None,
     ) -> None:
         self._engine_id = engine_id
         self._http = EngineHttp(
@@ -136,6 +145,13 @@ class OpenAICompatibleEngine:
         )
         self._dialect: StructuredDialect = self.structured_dialects[0]
         self._renderer = WireRenderer()
+        self._whole_tool_turns = (
+            _known_to_honour_max_tokens(self._http.base_url, self.honours_max_tokens_by_default)
+            if honours_max_tokens is None
+            else honours_max_tokens
+        )
+        """Whether a whole request with tools is sent whole (the server stops at
+        ``max_tokens``) rather than as a stream read up to that bound."""
 
     @property
     def engine_id(self) -> str:
@@ -243,7 +259,7 @@ class OpenAICompatibleEngine:
 
     async def generate(self, request: InferenceRequest) -> Completion:
         deadline = self._http.deadline()
-        if not request.tools:
+        if not request.tools or self._whole_tool_turns:
             return await self._generate(request, deadline)
         # Tools offered: some servers stop honouring max_tokens then (llama-cpp-python's
         # function-calling handler generates to the end of its context), and a whole reply
@@ -294,14 +310,14 @@ class OpenAICompatibleEngine:
 
         response = await self._post_chat(request, stream=True, send=send)
         url = str(response.url)
-        lines = self._http.lines(response, deadline=deadline, max_bytes=bounds.max_bytes)
-        events = server_sent_events(lines)
+        events = self._http.lines(
+            response, deadline=deadline, max_bytes=bounds.max_bytes, split=sse_data
+        )
         reader = ChunkReader(request.model, meter=ReplyMeter(bounds))
         received = done = reusable = cut = False
         generated = 0
         try:
-            async for event in events:
-                data = event.data
+            async for data in events:
                 if data == "[DONE]" or data.strip() == "[DONE]":
                     done = True
                     reusable = await self._http.drain(events)
@@ -335,7 +351,6 @@ class OpenAICompatibleEngine:
                     yield piece
         finally:
             await events.aclose()
-            await lines.aclose()
             await self._http.release(response, reusable=reusable)
         if cut:
             reader.finish = "length"
@@ -373,6 +388,15 @@ class OpenAICompatibleEngine:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+OPENAI_API_HOSTS = frozenset({"api.openai.com"})
+"""Hosts of servers known to stop at ``max_tokens`` whatever else the request asks."""
+
+
+def _known_to_honour_max_tokens(base_url: str, default: bool) -> bool:
+    """Whether the server at ``base_url`` is known to stop at ``max_tokens`` with tools."""
+    return default or (urlsplit(base_url).hostname or "") in OPENAI_API_HOSTS
 
 
 def _rejects_structured_output(exc: EngineStatusError) -> bool:

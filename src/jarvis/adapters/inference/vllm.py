@@ -10,6 +10,8 @@
   and the schema is never silently ignored). The form that worked is remembered.
 * vLLM's extra sampling options (``top_k``, ``min_p``, ``repetition_penalty``,
   ``min_tokens``) are forwarded from ``InferenceRequest.options``.
+* vLLM stops at ``max_tokens`` whether tools are offered or not, so a whole request with
+  tools is sent whole (``honours_max_tokens=False`` reads it as a stream instead).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class VllmEngine(OpenAICompatibleEngine):
         "guided_json",
     )
     option_keys = OPENAI_OPTION_KEYS | {"top_k", "min_p", "repetition_penalty", "min_tokens"}
+    honours_max_tokens_by_default = True
 
     def __init__(
         self,
@@ -51,6 +54,7 @@ class VllmEngine(OpenAICompatibleEngine):
         wire: EngineTransport = "aiohttp",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
+        honours_max_tokens: bool | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -63,6 +67,7 @@ class VllmEngine(OpenAICompatibleEngine):
             backoff=backoff,
             backoff_cap=backoff_cap,
             start_hint=_VLLM_HINT,
+            honours_max_tokens=honours_max_tokens,
         )
 
     @property

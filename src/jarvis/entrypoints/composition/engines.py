@@ -62,6 +62,7 @@ def vllm_engine(config: JarvisConfig) -> InferencePort:
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         wire=wire_of(config),
+        honours_max_tokens=engine.honours_max_tokens,
     )
 
 
@@ -77,6 +78,7 @@ def openai_engine(config: JarvisConfig) -> InferencePort:
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         wire=wire_of(config),
+        honours_max_tokens=engine.honours_max_tokens,
     )
 
 

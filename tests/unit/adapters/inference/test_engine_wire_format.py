@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from jarvis.adapters.inference._bodies import BodyTooLarge
 from jarvis.adapters.inference._openai_wire import (
     WireRenderer,
     messages_to_openai,
     tool_to_openai,
 )
-from jarvis.adapters.inference._sse import ServerSentEvent, server_sent_events
+from jarvis.adapters.inference._sse import ServerSentEvent, server_sent_events, sse_data
 from jarvis.adapters.inference._tool_assembly import ToolCallAssembler
 from jarvis.adapters.inference.ollama import OllamaEngine
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
@@ -213,6 +217,37 @@ async def test_vllm_falls_back_to_guided_json_and_forwards_its_sampling_options(
     assert "num_ctx" not in bodies[-1]
 
 
+WITH_TOOLS = InferenceRequest(messages=(Message.user("x"),), model="m", tools=(SEARCH,))
+
+
+@pytest.mark.parametrize(
+    ("make", "whole"),
+    [
+        # any OpenAI-compatible server: not known to stop at max_tokens with tools
+        (lambda t: OpenAICompatibleEngine("http://e.test/v1", transport=t), False),
+        (lambda t: OpenAICompatibleEngine("https://api.openai.com/v1", transport=t), True),
+        (lambda t: VllmEngine("http://v.test/v1", transport=t), True),
+        (
+            lambda t: OpenAICompatibleEngine(
+                "http://e.test/v1", transport=t, honours_max_tokens=True
+            ),
+            True,
+        ),
+        (lambda t: VllmEngine("http://v.test/v1", transport=t, honours_max_tokens=False), False),
+    ],
+)
+async def test_a_tool_turn_is_asked_whole_only_of_a_server_that_honours_max_tokens(
+    make: Callable[[httpx.MockTransport], OpenAICompatibleEngine], whole: bool
+) -> None:
+    capture = Capture()
+    engine = make(httpx.MockTransport(capture))
+    completion = await engine.generate(WITH_TOOLS)
+    assert completion.content == "ok"
+    [body] = capture.bodies
+    assert body["stream"] is not whole
+    assert ("stream_options" in body) is not whole
+
+
 async def test_the_ollama_request_is_the_native_shape() -> None:
     reply = {
         "model": "m",
@@ -329,6 +364,69 @@ async def test_server_sent_events_join_data_lines_and_skip_comments() -> None:
         )
     ]
     assert events == [ServerSentEvent(data="a\nb", event="tool_calls"), ServerSentEvent("[DONE]")]
+
+
+SSE_PIECES = [
+    ": ping\n",
+    "event: tool_calls\n",
+    "data: a\n",
+    "data:b\n",
+    "data\n",
+    "data: caf\u00e9 \u00e9\n",
+    "data:  two spaces\n",
+    "dataX: not data\n",
+    "id: 7\n",
+    "\n",
+    "\r\n",
+    "data: c\r\n",
+    "data: [DONE]\n",
+    "data: tail",
+]
+
+
+async def _chunks(body: bytes, cuts: list[int]) -> AsyncIterator[bytes]:
+    start = 0
+    for cut in sorted({c for c in cuts if 0 < c < len(body)}):
+        yield body[start:cut]
+        start = cut
+    yield body[start:]
+
+
+def _sse_data(body: bytes, cuts: list[int], max_bytes: int = 1 << 20) -> list[str]:
+    async def read() -> list[str]:
+        deadline = asyncio.get_running_loop().time() + 60
+        return [data async for data in sse_data(_chunks(body, cuts), deadline, max_bytes)]
+
+    return asyncio.run(read())
+
+
+def _reference(text: str) -> list[str]:
+    async def read() -> list[str]:
+        lines = _lines(*text.split("\n"))
+        return [event.data async for event in server_sent_events(lines)]
+
+    return asyncio.run(read())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(SSE_PIECES), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+)
+def test_events_read_from_bytes_are_the_events_read_from_lines(
+    pieces: list[str], cuts: list[int]
+) -> None:
+    """However the body is cut into chunks, reading it straight from its bytes gives the
+    data the line-by-line reader gives."""
+    text = "".join(pieces)
+    assert _sse_data(text.encode(), cuts) == _reference(text)
+
+
+def test_events_read_from_bytes_keep_the_byte_cap_and_replace_bad_bytes() -> None:
+    body = b"data: caf\xe9\n\ndata: " + b"x" * 100 + b"\n\n"
+    assert _sse_data(body[:14], []) == ["caf\ufffd"]
+    with pytest.raises(BodyTooLarge):
+        _sse_data(body, [20, 40], max_bytes=60)
 
 
 # --- rendering a growing conversation once ------------------------------------------------------
