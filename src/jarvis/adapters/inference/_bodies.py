@@ -21,10 +21,13 @@ class Compressed(Exception):
     """A body came compressed although it was asked for uncompressed."""
 
 
-async def split_lines(
+async def line_blocks(
     raw: AsyncIterator[bytes], deadline: float, max_bytes: int
-) -> AsyncGenerator[str, None]:
-    """``raw`` cut at newlines, each read before ``deadline``, at most ``max_bytes`` in all."""
+) -> AsyncGenerator[bytes, None]:
+    """``raw``'s bytes in blocks that each end with a line end (the last one: whatever
+    follows the last line end), each read before ``deadline``, at most ``max_bytes`` in all
+    (past it: ``BodyTooLarge``). Linear in the body's length: a chunk without a line end is
+    only kept, and the kept pieces are joined once, when a line end arrives."""
     total = 0
     pending: list[bytes] = []
     while True:
@@ -36,20 +39,33 @@ async def split_lines(
         total += len(chunk)
         if total > max_bytes:
             raise BodyTooLarge
-        if b"\n" not in chunk:
+        end = chunk.rfind(b"\n") + 1
+        if not end:
             pending.append(chunk)
             continue
         if pending:
-            pending.append(chunk)
-            chunk = b"".join(pending)
+            pending.append(chunk[:end])
+            block = b"".join(pending)
             pending.clear()
-        *complete, rest = chunk.split(b"\n")
-        if rest:
-            pending.append(rest)
-        for line in complete:
-            yield line.decode("utf-8", "replace")
+        else:
+            block = chunk if end == len(chunk) else chunk[:end]
+        if end < len(chunk):
+            pending.append(chunk[end:])
+        yield block
     if pending:
-        yield b"".join(pending).decode("utf-8", "replace")
+        yield b"".join(pending)
+
+
+async def split_lines(
+    raw: AsyncIterator[bytes], deadline: float, max_bytes: int
+) -> AsyncGenerator[str, None]:
+    """``raw`` cut at newlines, each read before ``deadline``, at most ``max_bytes`` in all."""
+    async for block in line_blocks(raw, deadline, max_bytes):
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        for line in lines:
+            yield line.decode("utf-8", "replace")
 
 
 def check_identity(response: Streamed) -> None:

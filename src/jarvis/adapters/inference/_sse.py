@@ -12,11 +12,10 @@ without a generator for the lines between the body and the events.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
-from jarvis.adapters.inference._bodies import BodyTooLarge
+from jarvis.adapters.inference._bodies import line_blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,38 +56,19 @@ async def sse_data(
 
     Linear in the stream's length: a chunk without a line end is only kept, and the kept
     pieces are joined once, when a line end arrives."""
-    total = 0
-    pending: list[bytes] = []
     data: list[bytes] = []
-    while True:
-        try:
-            async with asyncio.timeout_at(deadline):
-                chunk = await anext(raw)
-        except StopAsyncIteration:
-            break
-        total += len(chunk)
-        if total > max_bytes:
-            raise BodyTooLarge
-        if b"\n" not in chunk:
-            pending.append(chunk)
-            continue
-        if pending:
-            pending.append(chunk)
-            chunk = b"".join(pending)
-            pending.clear()
+    async for block in line_blocks(raw, deadline, max_bytes):
         start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            line = chunk[start:end].rstrip(b"\r")
+        while (end := block.find(b"\n", start)) >= 0:
+            line = block[start:end].rstrip(b"\r")
             start = end + 1
             if line:
                 _take(line, data)
             elif data:
                 yield b"\n".join(data).decode("utf-8", "replace")
                 data = []
-        if start < len(chunk):
-            pending.append(chunk[start:])
-    if pending:
-        _take(b"".join(pending).rstrip(b"\r"), data)
+        if start < len(block):  # the body's end, after its last line end
+            _take(block[start:].rstrip(b"\r"), data)
     if data:
         yield b"\n".join(data).decode("utf-8", "replace")
 
