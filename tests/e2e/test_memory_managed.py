@@ -5,9 +5,6 @@ application over the scripted engine, whose request log shows what each run was 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -17,6 +14,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from tests.support.cli import run_jarvis
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 from tests.support.serve import Served, serving
 
@@ -26,16 +24,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 CONTEXT = "## Retrieved Context"
 
 
-def jarvis(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jarvis", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=os.environ.copy(),
-    )
-
-
 @pytest.fixture
 def travel(jarvis_home: Path, tmp_path: Path) -> Path:
     """The knowledge base: the project's README and a travel note (keyword search)."""
@@ -43,7 +31,7 @@ def travel(jarvis_home: Path, tmp_path: Path) -> Path:
     note = tmp_path / "docs" / "travel.md"
     note.parent.mkdir()
     note.write_text(f"# Travel\n\n{FERRY}\n", encoding="utf-8")
-    added = jarvis("memory", "add", str(README), str(note.parent), "--json")
+    added = run_jarvis("memory", "add", str(README), str(note.parent), "--json")
     assert added.returncode == 0, added.stderr
     assert str(note) in json.loads(added.stdout)["added"]
     return note
