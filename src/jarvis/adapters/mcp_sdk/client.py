@@ -38,6 +38,7 @@ from jarvis.adapters.mcp_sdk.process_group import (
     group_alive,
     kill_group,
     stop_process_group,
+    wait_killed,
 )
 from jarvis.adapters.mcp_sdk.sdk_results import call_result, list_tools
 from jarvis.application.trace_context import running_span
@@ -231,6 +232,7 @@ class McpSdkClient:
         process = self._process
         if process is not None:
             kill_group(process, signal.SIGKILL)
+            wait_killed(process.pid)  # so no server outlives a close that returned
         self._runner = None  # its loop ends it, or is gone with it
 
     def _stderr_hint(self) -> str:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 
 STOP_GRACE_SECONDS = 2.0
 """How long a server may take to exit after its stdin closes, then after SIGTERM."""
@@ -54,3 +55,19 @@ async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
 def kill_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
+
+
+def wait_killed(pid: int, seconds: float = 1.0) -> None:
+    """Block until the killed process ``pid`` has died (gone, or a zombie its parent's
+    watcher reaps), at most ``seconds``: a signal is delivered when the process next runs,
+    and on a busy machine a stop that returned at once left it running for a moment."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in (b"Z", b"X") or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
