@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,10 +34,9 @@ from mcp.shared.message import SessionMessage
 
 from jarvis.adapters.mcp_sdk.process_group import (
     STOP_GRACE_SECONDS,
-    group_alive,
-    kill_group,
+    kill_group_and_wait,
+    kill_now,
     stop_process_group,
-    wait_killed,
 )
 from jarvis.adapters.mcp_sdk.sdk_results import call_result, list_tools
 from jarvis.application.trace_context import running_span
@@ -219,11 +217,7 @@ class McpSdkClient:
         self._runner = None
         process = self._process
         if process is not None:  # the runner could not stop it (cancelled twice): kill now
-            kill_group(process, signal.SIGKILL)
-            for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
-                if not group_alive(process):
-                    break
-                await asyncio.sleep(0.01)
+            await kill_group_and_wait(process)
             self._process = None
 
     def close_now(self) -> None:
@@ -231,8 +225,7 @@ class McpSdkClient:
         self._down = self._down or "it was stopped"
         process = self._process
         if process is not None:
-            kill_group(process, signal.SIGKILL)
-            wait_killed(process.pid)  # so no server outlives a close that returned
+            kill_now(process)  # returns once it died: no server outlives a close that returned
         self._runner = None  # its loop ends it, or is gone with it
 
     def _stderr_hint(self) -> str:

@@ -24,16 +24,29 @@ async def stop_process_group(process: asyncio.subprocess.Process) -> None:
         if not await _exited(process, STOP_GRACE_SECONDS):
             kill_group(process, signal.SIGKILL)
             await _exited(process, STOP_GRACE_SECONDS)
-    kill_group(process, signal.SIGKILL)  # whatever of its group is left
-    for _ in range(100):  # until the kernel has taken them (bounded: 1 s)
-        if not group_alive(process):
-            break
-        await asyncio.sleep(0.01)
+    await kill_group_and_wait(process)  # whatever of its group is left
     # Close the pipes now: a stdout left unread (a frame refused mid-stream) would keep
     # the transport open until the garbage collector finds it, after its loop closed.
     transport = getattr(process, "_transport", None)
     if isinstance(transport, asyncio.SubprocessTransport):
         transport.close()
+
+
+async def kill_group_and_wait(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process group of ``process``, then wait until the kernel has taken its
+    members (bounded: 1 s)."""
+    kill_group(process, signal.SIGKILL)
+    for _ in range(100):
+        if not group_alive(process):
+            break
+        await asyncio.sleep(0.01)
+
+
+def kill_now(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process group of ``process`` from outside its event loop, and return once
+    its leader has died (see :func:`wait_killed`)."""
+    kill_group(process, signal.SIGKILL)
+    wait_killed(process.pid)
 
 
 def group_alive(process: asyncio.subprocess.Process) -> bool:
