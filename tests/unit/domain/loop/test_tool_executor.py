@@ -21,6 +21,7 @@ from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
 from jarvis.entrypoints.composition import Container
 from jarvis.testing import InMemoryTool, ScriptedInference
+from tests.support.barrier_tool import barrier_sleeper
 
 ADD_SCHEMA: JSONObject = {
     "type": "object",
@@ -150,21 +151,7 @@ async def test_output_is_bounded_with_a_visible_marker() -> None:
 
 
 async def test_parallel_calls_run_concurrently_and_keep_call_order() -> None:
-    running = 0
-    all_running = asyncio.Event()
-
-    async def sleepy(arguments: JSONObject) -> str:
-        nonlocal running
-        delay = arguments["delay"]
-        assert isinstance(delay, float)
-        running += 1
-        if running == 3:
-            all_running.set()
-        # no call ends before all three have started: run one after the other, the first
-        # would wait here until its tool timeout and come back failed
-        await asyncio.wait_for(all_running.wait(), 60)
-        await asyncio.sleep(delay)  # they end in another order than they were called
-        return f"slept {delay}"
+    sleepy = barrier_sleeper(3, "slept")
 
     executor = ToolExecutor([tool("sleep", sleepy)])
     calls = [

@@ -29,6 +29,7 @@ from jarvis.domain.run.updates import (
 )
 from jarvis.domain.tools.specs import ToolSpec
 from jarvis.testing import InMemoryTool, ScriptedInference
+from tests.support.barrier_tool import barrier_sleeper
 
 CALC_SCHEMA: JSONObject = {
     "type": "object",
@@ -76,21 +77,7 @@ async def collect(agent: ToolUsingAgent, question: str = "q") -> list[RunUpdate]
 
 
 async def test_parallel_calls_run_and_results_come_back_in_call_order() -> None:
-    running = 0
-    all_running = asyncio.Event()
-
-    async def sleepy(arguments: JSONObject) -> str:
-        nonlocal running
-        delay = arguments["delay"]
-        assert isinstance(delay, float)
-        running += 1
-        if running == 3:
-            all_running.set()
-        # none ends before all three have started: run one after the other, the first
-        # would wait here until its tool timeout and come back failed
-        await asyncio.wait_for(all_running.wait(), 60)
-        await asyncio.sleep(delay)  # they end in another order than they were called
-        return f"done {delay}"
+    sleepy = barrier_sleeper(3, "done")
 
     sleep = InMemoryTool(ToolSpec(name="sleep", description="Sleep."), sleepy)
     engine = ScriptedInference(
