@@ -345,7 +345,9 @@ class MemoryWatch:
     The watch holds its own pidfds on both, so a kill never reaches a reused pid.
     ``mounts`` are the tmpfs mounts counted, relative to the init's root; ``workdir`` the
     host's path of the sandbox's working directory, walked every :data:`WORKDIR_EVERY`
-    samples.
+    samples. ``socket_bytes`` is what each socket of the init's network namespace is
+    charged (``None``: :func:`socket_allowance`; ``0``: sockets are not counted, for a tree
+    that shares the host's namespace, whose sockets are not its own).
     """
 
     def __init__(
@@ -358,6 +360,7 @@ class MemoryWatch:
         interval: float = INTERVAL,
         mounts: tuple[str, ...] = MOUNTS,
         workdir: str | None = None,
+        socket_bytes: int | None = None,
     ) -> None:
         self.limit_bytes = limit_bytes
         self._workdir = workdir
@@ -366,7 +369,7 @@ class MemoryWatch:
         self._max_processes = max_processes + 4  # bwrap, its init, slack for a dying one
         self._interval = interval
         self._mounts = mounts
-        self._socket_bytes = socket_allowance()
+        self._socket_bytes = socket_allowance() if socket_bytes is None else socket_bytes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.exceeded_bytes: int | None = None

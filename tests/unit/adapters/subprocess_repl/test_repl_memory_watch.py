@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,7 @@ from jarvis.adapters.subprocess_repl.memory_watch import (
     resident_bytes,
     session_bytes,
     session_pids,
+    socket_allowance,
 )
 
 if not sys.platform.startswith("linux"):
@@ -123,7 +125,12 @@ def test_shared_pages_after_a_fork_are_counted_once(
 def test_past_the_limit_the_tree_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
     trees.append(tree := _start(4, 40))
     watch = MemoryWatch(
-        root=tree.pid, init=tree.pid, limit_bytes=100 * MB, max_processes=16, mounts=()
+        root=tree.pid,
+        init=tree.pid,
+        limit_bytes=100 * MB,
+        max_processes=16,
+        mounts=(),
+        socket_bytes=0,  # the host's sockets are not the tree's: see the test below
     )
     watch.start()
     try:
@@ -160,7 +167,12 @@ def test_orphans_in_a_subreaper_tree_stay_counted(trees: list[subprocess.Popen[b
 def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
     trees.append(tree := _start(2, 40))
     watch = MemoryWatch(
-        root=tree.pid, init=tree.pid, limit_bytes=200 * MB, max_processes=16, mounts=()
+        root=tree.pid,
+        init=tree.pid,
+        limit_bytes=200 * MB,
+        max_processes=16,
+        mounts=(),
+        socket_bytes=0,  # the host's sockets are not the tree's: see the test below
     )
     watch.start()
     try:
@@ -172,6 +184,55 @@ def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]])
     finally:
         watch.stop()
     assert watch.exceeded_bytes is None
+
+
+def test_the_sockets_of_the_namespace_are_charged_only_when_asked(
+    trees: list[subprocess.Popen[bytes]],
+) -> None:
+    """A tree in the host's network namespace is charged every socket of the host (what
+    else runs on the machine) unless ``socket_bytes=0``: the tests above watch such trees,
+    and 400 sockets opened elsewhere pushed one of them over its limit."""
+    trees.append(tree := _start(2, 40))
+    held = used = session_bytes(
+        tree.pid, tree.pid, max_processes=16, limit_bytes=1 << 40, mounts=()
+    )
+    pairs = [socket.socketpair() for _ in range(200)]
+    try:
+        used = session_bytes(
+            tree.pid,
+            tree.pid,
+            max_processes=16,
+            limit_bytes=1 << 40,
+            mounts=(),
+            socket_bytes=socket_allowance(),
+        )
+        for socket_bytes, killed in ((0, False), (None, True)):
+            watch = MemoryWatch(
+                root=tree.pid,
+                init=tree.pid,
+                limit_bytes=held + 100 * MB,
+                max_processes=16,
+                mounts=(),
+                socket_bytes=socket_bytes,
+            )
+            watch.start()
+            try:
+                if killed:
+                    assert tree.wait(timeout=30) == -signal.SIGKILL
+                else:
+                    deadline = time.monotonic() + 60
+                    while watch.samples < 5 and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    assert watch.samples >= 5
+                    assert tree.poll() is None
+            finally:
+                watch.stop()
+            assert (watch.exceeded_bytes is not None) is killed
+    finally:
+        for left, right in pairs:
+            left.close()
+            right.close()
+    assert used - held >= 400 * socket_allowance()
 
 
 def test_the_working_directory_walk_counts_blocks_once_and_follows_no_link(
