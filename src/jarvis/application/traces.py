@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
 
 from jarvis.application.trace_context import enter_span, trace_parent
 from jarvis.application.trace_export import exported_span_id
@@ -54,6 +53,13 @@ from jarvis.domain.traces import (
 
 @dataclass(slots=True, eq=False)  # compared by identity
 class _OpenSpan:
+    """A span being recorded. Called, it is its W3C parent (the ids it is exported under):
+    what :func:`~.trace_context.enter_span` keeps for the task that runs it, computed only
+    when an adapter asks."""
+
+    trace_id: str
+    remote: TraceParent | None
+    """The caller's span the trace continues (its ids, not the trace: no reference cycle)."""
     span_id: str
     parent_id: str | None
     kind: SpanKind
@@ -67,6 +73,14 @@ class _OpenSpan:
     """Made when content is kept (``[traces] content = true``) and there is some."""
     outer: _OpenSpan | None = None
     """For a run: the run that was current in its task when it started."""
+
+    def __call__(self) -> TraceParent:
+        parent = self.remote
+        return TraceParent(
+            trace_id=self.trace_id if parent is None else parent.trace_id,
+            span_id=exported_span_id(self.trace_id, self.span_id),
+            flags="01" if parent is None else parent.flags,
+        )
 
 
 @dataclass(slots=True)
@@ -88,6 +102,8 @@ class _OpenTrace:
         self, kind: SpanKind, name: str, at: float, parent: _OpenSpan | None, attributes: JSONObject
     ) -> _OpenSpan:
         span = _OpenSpan(
+            self.trace_id,
+            self.parent,
             f"{self.next_id:04x}",
             None if parent is None else parent.span_id,
             kind,
@@ -108,16 +124,6 @@ class _OpenTrace:
             return run
         running = [t for t in self.tools.values() if t.parent_id == run.span_id]
         return running[0] if len(running) == 1 else run
-
-
-def _exported(trace: _OpenTrace, span: _OpenSpan) -> TraceParent:
-    """``span`` as a W3C parent, with the ids it is exported under."""
-    parent = trace.parent
-    return TraceParent(
-        trace_id=trace.trace_id if parent is None else parent.trace_id,
-        span_id=exported_span_id(trace.trace_id, span.span_id),
-        flags="01" if parent is None else parent.flags,
-    )
 
 
 def _clip(text: str, mask: Callable[[str], str]) -> str:
@@ -154,10 +160,20 @@ class TraceRecorder:
         self._run: ContextVar[_OpenSpan | None] = ContextVar(
             f"jarvis-trace-run-{id(self)}", default=None
         )
+        self._handlers: dict[type, Callable[[_OpenTrace, _OpenSpan, Event], None]] = {
+            InferenceStarted: self._inference_started,
+            InferenceEnded: self._inference_ended,
+            ToolCallStarted: self._tool_started,
+            ToolCallEnded: self._tool_ended,
+            AgentRunEnded: self._run_ended,
+            LoopGuardTriggered: self._loop_guard,
+        }
+        """Each event's handler, by its exact type (one lookup, not a chain of checks)."""
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, AgentRunStarted):
-            self._run_started(event)
+        kind = type(event)
+        if kind is AgentRunStarted:
+            self._run_started(event)  # type: ignore[arg-type]  # checked by its exact type
             return
         trace = self._current.get()
         if trace is None or not trace.runs:
@@ -166,38 +182,41 @@ class TraceRecorder:
         run = self._run.get()
         if run is None or run not in trace.runs:  # open spans compare by identity
             run = trace.runs[-1]
-        if isinstance(event, InferenceStarted):
-            span = trace.add(
-                "inference",
-                event.model,
-                event.at,
-                trace.under(run),
-                {"engine": event.engine, "model": event.model},
-            )
-            trace.inferences.append(span)
-            self._inference.set(span)  # the task that made it ends it (``llm_batch``)
-        elif isinstance(event, InferenceEnded):
-            self._inference_ended(trace, event)
-        elif isinstance(event, ToolCallStarted):  # parallel calls are siblings
-            span = trace.add("tool", event.tool, event.at, run, {})
-            trace.tools[(run.span_id, event.call_id)] = span
-            enter_span(partial(_exported, trace, span))  # the task that runs the call sees it
-            if self._content:
-                span.content = {"arguments": _clip(str(event.arguments), self._mask)}
-        elif isinstance(event, ToolCallEnded):
-            self._tool_ended(trace, run, event)
-        elif isinstance(event, AgentRunEnded):
-            self._run_ended(trace, run, event)
-        elif isinstance(event, LoopGuardTriggered):
-            span = trace.add(
-                "tool",
-                event.tool,
-                event.at,
-                run,
-                {"loop_guard": event.action, "loop_guard_pattern": event.pattern},
-            )
-            span.duration = 0.0
-            span.ok = False
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(trace, run, event)
+
+    def _inference_started(self, trace: _OpenTrace, run: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, InferenceStarted)
+        span = trace.add(
+            "inference",
+            event.model,
+            event.at,
+            trace.under(run),
+            {"engine": event.engine, "model": event.model},
+        )
+        trace.inferences.append(span)
+        self._inference.set(span)  # the task that made it ends it (``llm_batch``)
+
+    def _tool_started(self, trace: _OpenTrace, run: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, ToolCallStarted)
+        span = trace.add("tool", event.tool, event.at, run, {})  # parallel calls are siblings
+        trace.tools[(run.span_id, event.call_id)] = span
+        enter_span(span)  # the task that runs the call sees it
+        if self._content:
+            span.content = {"arguments": _clip(str(event.arguments), self._mask)}
+
+    def _loop_guard(self, trace: _OpenTrace, run: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, LoopGuardTriggered)
+        span = trace.add(
+            "tool",
+            event.tool,
+            event.at,
+            run,
+            {"loop_guard": event.action, "loop_guard_pattern": event.pattern},
+        )
+        span.duration = 0.0
+        span.ok = False
 
     def _run_started(self, event: AgentRunStarted) -> None:
         trace = self._current.get()
@@ -220,12 +239,13 @@ class TraceRecorder:
             span.content = {"input": _clip(event.input, self._mask)}
         trace.runs.append(span)
         self._run.set(span)
-        enter_span(partial(_exported, trace, span))
+        enter_span(span)
 
-    def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: AgentRunEnded) -> None:
+    def _run_ended(self, trace: _OpenTrace, span: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, AgentRunEnded)
         trace.runs = [run for run in trace.runs if run is not span]
         self._run.set(span.outer)
-        enter_span(None if span.outer is None else partial(_exported, trace, span.outer))
+        enter_span(span.outer)
         span.duration = event.at - span.at
         span.ok = event.stop_reason not in ("error", "cancelled")
         attributes = span.attributes
@@ -238,7 +258,8 @@ class TraceRecorder:
         self._current.set(None)
         self._finish(trace, trace.spans[0], event)
 
-    def _inference_ended(self, trace: _OpenTrace, event: InferenceEnded) -> None:
+    def _inference_ended(self, trace: _OpenTrace, run: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, InferenceEnded)
         span = self._inference.get()
         inferences = trace.inferences
         if span is None or span not in inferences:
@@ -257,8 +278,9 @@ class TraceRecorder:
             attributes["first_token_seconds"] = round(event.first_token_seconds, 6)
         span.ok = event.finish_reason != "error"
 
-    def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: ToolCallEnded) -> None:
-        enter_span(partial(_exported, trace, run))
+    def _tool_ended(self, trace: _OpenTrace, run: _OpenSpan, event: Event) -> None:
+        assert isinstance(event, ToolCallEnded)
+        enter_span(run)
         span = trace.tools.pop((run.span_id, event.call_id), None)
         if span is None:
             return
