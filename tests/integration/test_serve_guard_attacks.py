@@ -367,7 +367,7 @@ def test_the_key_flag_still_works_and_warns(stub_server: StubServer) -> None:
         served.process.send_signal(signal.SIGTERM)
         served.process.wait(30)
         assert served.process.stderr is not None
-        warning = served.process.stderr.read().decode()
+        warning = served.startup + served.process.stderr.read().decode()
     assert "/proc/PID/cmdline" in warning
     assert "JARVIS_API_KEY" in warning
 

@@ -5,54 +5,35 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 from bench.stub_server import StubServer
-from tests.support.ports import free_port
 from tests.support.serve import API_KEY
+from tests.support.serve_process import start_serve
 
 pytestmark = pytest.mark.integration
-
-STARTUP = 60.0
 
 
 @contextmanager
 def _jarvis_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jarvis", "serve", "--port", str(port), *args],
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
+    served = start_serve(*args, env=env, stdout=subprocess.PIPE)
+    process = served.process
     try:
-        deadline = time.monotonic() + STARTUP
-        while True:  # until it listens (or dies)
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("jarvis serve did not start")
-            time.sleep(0.05)
-        yield url
+        yield served.url
         process.send_signal(signal.SIGTERM)
         # a graceful shutdown, then uvicorn re-raises the signal it handled
         assert process.wait(30) in (0, -signal.SIGTERM)
         assert process.stderr is not None
-        assert "Traceback" not in process.stderr.read().decode()
+        assert "Traceback" not in served.startup + process.stderr.read().decode()
     finally:
         if process.poll() is None:
             process.kill()
@@ -100,3 +81,23 @@ def test_beyond_loopback_it_needs_a_key_and_then_asks_for_it(stub_server: StubSe
         with_key = httpx.get(url + "/v1/models", headers={"x-api-key": API_KEY})
     assert without.status_code == 401
     assert with_key.status_code == 200
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    """Exit 2 with what to do (uvicorn alone exits 3, the code of an unreachable engine),
+    and no line saying it serves."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "jarvis", "serve", "--port", str(port)],
+            env={**os.environ, "OPENJARVIS_HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"Could not listen on 127.0.0.1:{port}." in done.stderr
+    assert "serving on" not in done.stderr
+    assert "Traceback" not in done.stderr

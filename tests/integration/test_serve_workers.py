@@ -3,18 +3,20 @@ conversations through the session store."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.stub_server import StubServer
-from tests.support.ports import free_port
+from tests.support.serve_process import start_serve
 
 pytestmark = pytest.mark.integration
 
@@ -28,60 +30,75 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _worker_pids(pid: int, expected: int) -> list[int]:
-    """The worker processes under the supervisor (uvicorn's spawn start method puts a
-    resource tracker beside them: the workers are the ones that listen)."""
+@dataclass(frozen=True, slots=True)
+class _Child:
+    """A child of the supervisor, with a pidfd opened while it surely existed: its pid may
+    be another process's once it has ended and been reaped, its pidfd never is."""
+
+    pid: int
+    fd: int
+
+
+def _hold(pids: list[int]) -> list[_Child]:
+    held = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            held.append(_Child(pid, os.pidfd_open(pid)))
+    return held
+
+
+def _workers(children: list[_Child], expected: int) -> list[_Child]:
+    """The worker processes among the supervisor's ``children`` (uvicorn's spawn start
+    method puts a resource tracker beside them: the workers are the ones that listen)."""
     workers = []
-    for child in _children(pid):
-        cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+    for child in children:
+        cmdline = Path(f"/proc/{child.pid}/cmdline").read_bytes()
         if b"resource_tracker" not in cmdline:
             workers.append(child)
     assert len(workers) == expected, workers
     return workers
 
 
+def _wait_for_a_worker(process: subprocess.Popen[bytes], url: str, deadline: float) -> None:
+    """The supervisor says where it serves once it has bound the socket; a worker answers
+    once it has started."""
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(process.stderr.read().decode() if process.stderr else "")
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "jarvis serve did not start"
+        time.sleep(0.05)
+
+
 def test_workers_share_managed_agents_and_conversations(
     stub_server: StubServer, tmp_path: Path
 ) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jarvis",
-            "serve",
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-            "--engine",
-            "openai",
-            "--base-url",
-            stub_server.url,
-            "--model",
-            "stub",
-        ],
-        env={**os.environ, "OPENJARVIS_HOME": str(tmp_path)},
+    served = start_serve(
+        "--workers",
+        "2",
+        "--engine",
+        "openai",
+        "--base-url",
+        stub_server.url,
+        "--model",
+        "stub",
+        env={"OPENJARVIS_HOME": str(tmp_path)},
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}"
+    process, url = served.process, served.url
+    children: list[_Child] = []
     try:
         deadline = time.monotonic() + STARTUP
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "jarvis serve did not start"
-            time.sleep(0.05)
+        _wait_for_a_worker(process, url, deadline)
         # both workers up: each answers /health once it is listening
         while len(_children(process.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        workers = _worker_pids(process.pid, 2)
+        children = _hold(_children(process.pid))
+        workers = _workers(children, 2)
 
         created = httpx.post(url + "/v1/managed-agents", json={"id": "shared"})
         assert created.status_code == 201
@@ -103,13 +120,10 @@ def test_workers_share_managed_agents_and_conversations(
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) in (0, -signal.SIGTERM)
         assert process.stderr is not None
-        assert "Traceback" not in process.stderr.read().decode()
-        for worker in workers:
-            assert not Path(f"/proc/{worker}").exists()
+        assert "Traceback" not in served.startup + process.stderr.read().decode()
+        assert not any(_alive(worker) for worker in workers)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        _end(process, children)
 
 
 def test_a_port_in_use_is_a_clear_error_with_workers(tmp_path: Path) -> None:
@@ -124,82 +138,62 @@ def test_a_port_in_use_is_a_clear_error_with_workers(tmp_path: Path) -> None:
             text=True,
             timeout=120,
         )
-    assert done.returncode != 0
+    assert done.returncode == 2, done.stderr
     assert "Could not listen" in done.stderr
+    assert "serving on" not in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def _alive(pid: int) -> bool:
-    """A process that runs (a zombie waiting for its reaper has ended)."""
+def _alive(child: _Child) -> bool:
+    """``child`` runs (a zombie waiting for its reaper has ended; a reaped one is gone even
+    when its pid is another process's now)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        signal.pidfd_send_signal(child.fd, 0)
+        stat = Path(f"/proc/{child.pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def _listening(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 def test_the_workers_end_with_a_killed_supervisor(stub_server: StubServer, tmp_path: Path) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jarvis",
-            "serve",
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-            "--engine",
-            "openai",
-            "--base-url",
-            stub_server.url,
-            "--model",
-            "stub",
-        ],
-        env={**os.environ, "OPENJARVIS_HOME": str(tmp_path)},
+    served = start_serve(
+        "--workers",
+        "2",
+        "--engine",
+        "openai",
+        "--base-url",
+        stub_server.url,
+        "--model",
+        "stub",
+        env={"OPENJARVIS_HOME": str(tmp_path)},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}"
-    children: list[int] = []
+    process, url = served.process, served.url
+    children: list[_Child] = []
     try:
         deadline = time.monotonic() + STARTUP
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "jarvis serve did not start"
-            time.sleep(0.05)
+        _wait_for_a_worker(process, url, deadline)
         while len(_children(process.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        children = _children(process.pid)
-        workers = _worker_pids(process.pid, 2)
+        children = _hold(_children(process.pid))
+        workers = _workers(children, 2)
 
         process.kill()  # SIGKILL: the supervisor gets no chance to stop its workers
         process.wait(30)
         deadline = time.monotonic() + 60
-        while any(_alive(w) for w in workers) or _listening(port):
+        while any(_alive(w) for w in workers):  # then nothing serves the port: they held it
             assert time.monotonic() < deadline, [w for w in workers if _alive(w)]
             time.sleep(0.05)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for child in children:  # what this test started, should it have outlived the test
-            if _alive(child):
-                os.kill(child, signal.SIGKILL)
+        _end(process, children)
+
+
+def _end(process: subprocess.Popen[bytes], children: list[_Child]) -> None:
+    """Kill what the test started, should it have outlived the test, through the pidfds."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(child.fd, signal.SIGKILL)
+        os.close(child.fd)

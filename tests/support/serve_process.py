@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 import pytest
 
-from tests.support.ports import free_port
-
 STARTUP = 60.0
+_SERVING = re.compile(rb"jarvis: serving on (http://\S+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,45 +33,90 @@ class ServeProcess:
     url: str
     port: int
     process: subprocess.Popen[bytes]
+    startup: str
+    """What the server wrote on stderr up to the line saying where it serves (the rest is
+    left in ``process.stderr``)."""
+
+
+def start_serve(
+    *args: str, env: dict[str, str] | None = None, stdout: int = subprocess.DEVNULL
+) -> ServeProcess:
+    """``jarvis serve --port 0 ARGS...`` once it listens: the URL is the one it says it
+    serves on. The system picks the port as the server binds it, so no other process can
+    take it between a probe and the bind, and no other server answers in its place."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jarvis", "serve", "--port", "0", *args],
+        env={**os.environ, **(env or {})},
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    lines: queue.Queue[bytes] = queue.Queue()
+
+    def read(stream: IO[bytes]) -> None:  # up to the announcement, or the end
+        for line in iter(stream.readline, b""):
+            lines.put(line)
+            if _SERVING.search(line):
+                return
+        lines.put(b"")
+
+    threading.Thread(target=read, args=(process.stderr,), daemon=True).start()
+    seen: list[bytes] = []
+    deadline = time.monotonic() + STARTUP
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                raise AssertionError("jarvis serve did not start") from None
+            if not line:
+                process.wait(30)
+                raise AssertionError(b"".join(seen).decode(errors="replace"))
+            seen.append(line)
+            found = _SERVING.search(line)
+            if found:
+                port = int(found.group(1).decode().rsplit(":", 1)[1])
+                url = f"http://127.0.0.1:{port}"  # bound to 0.0.0.0 too: reached on loopback
+                return ServeProcess(url, port, process, b"".join(seen).decode(errors="replace"))
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        raise
+
+
+def stop_serve(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL past 30 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @contextmanager
 def jarvis_serve(
     *args: str, env: dict[str, str] | None = None, key: str | None = None
 ) -> Iterator[ServeProcess]:
-    """``jarvis serve --port FREE ARGS...``, once it answers ``/health`` (``key``: the API
-    key it was given, for the readiness probe)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jarvis", "serve", "--port", str(port), *args],
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    headers = {"x-api-key": key} if key else {}
+    """``jarvis serve --port 0 ARGS...``, once it listens (:func:`start_serve`) and answers
+    ``/health`` (``key``: the API key it was given)."""
+    served = start_serve(*args, env=env)
     try:
+        headers = {"x-api-key": key} if key else {}
         deadline = time.monotonic() + STARTUP
-        while True:  # until it listens (or dies)
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode() if process.stderr else "")
+        while True:  # with --workers, the supervisor listens before a worker answers
             try:
-                if httpx.get(url + "/health", headers=headers, timeout=1).status_code == 200:
-                    break
+                health = httpx.get(served.url + "/health", headers=headers, timeout=5)
+                break
             except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("jarvis serve did not start")
-            time.sleep(0.05)
-        yield ServeProcess(url, port, process)
+                assert time.monotonic() < deadline, "no worker of jarvis serve answered"
+                time.sleep(0.05)
+        assert health.status_code == 200, health.text
+        yield served
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_serve(served.process)
 
 
 @dataclass(frozen=True, slots=True)

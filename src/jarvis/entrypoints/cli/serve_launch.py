@@ -150,15 +150,11 @@ def run_workers(
     """Serve with ``workers`` processes (uvicorn's supervisor; each builds its application
     from ``spec``, see :func:`app_from_environment`) until interrupted."""
     import os
-    import sys
 
     from jarvis.entrypoints.http.server import run_factory
 
     os.environ[SPEC_VARIABLE] = spec.to_json()
     os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())
-    sys.stderr.write(
-        f"jarvis: serving on http://{host}:{port} with {workers} workers (Ctrl-C to stop)\n"
-    )
     try:
         run_factory(
             "jarvis.entrypoints.cli.serve_launch:app_from_environment",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -122,14 +124,38 @@ class ServerThread(CloseOnExit):
         self.thread.join(STARTUP_TIMEOUT)
 
 
+def listening_url(host: str, sock: socket.socket) -> str:
+    """The URL of the TCP socket ``sock`` bound for ``host``, with the port it really has
+    (the one the system chose for ``--port 0``)."""
+    port = int(sock.getsockname()[1])
+    return f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """Says where it serves once it listens, not before: with ``--port 0`` the port in the
+    line is the one the system chose, so whoever started the server (a script, a test)
+    reads it there instead of guessing a free port that someone else may take first."""
+
+    def __init__(self, config: uvicorn.Config, host: str) -> None:
+        super().__init__(config)
+        self._host = host
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        listeners = [sock for server in self.servers for sock in server.sockets]
+        if self.started and listeners:
+            url = listening_url(self._host, listeners[0])
+            sys.stderr.write(f"jarvis: serving on {url} (Ctrl-C to stop)\n")
+            sys.stderr.flush()
+
+
 def run(
     app: App, *, host: str, port: int, log_level: str = "warning", unix: str | None = None
 ) -> None:
     """Serve ``app`` until interrupted (Ctrl-C or SIGTERM end it cleanly); on the Unix
-    socket ``unix`` (mode 0600) instead of ``host:port`` when given."""
-    import sys
-
-    server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level))
+    socket ``unix`` (mode 0600) instead of ``host:port`` when given. Once it listens, it
+    says where on stderr (``jarvis: serving on http://HOST:PORT``)."""
+    config = uvicorn_config(app, host=host, port=port, log_level=log_level)
     if unix is not None:
         from pathlib import Path
 
@@ -138,35 +164,53 @@ def run(
         sock = owner_only_socket(Path(unix))
         sys.stderr.write(f"jarvis: serving on unix:{unix} (Ctrl-C to stop)\n")
         try:
-            server.run(sockets=[sock])
+            uvicorn.Server(config).run(sockets=[sock])
         finally:
             sock.close()
             Path(unix).unlink(missing_ok=True)
         return
-    sys.stderr.write(f"jarvis: serving on http://{host}:{port} (Ctrl-C to stop)\n")
-    server.run()
+    server = _AnnouncingServer(config, host)
+    try:
+        server.run()
+    except SystemExit as exc:  # uvicorn exits (status 3) when it cannot bind
+        if exc.code not in (0, None):
+            raise _cannot_listen(host, port) from None
+        raise
     if not server.started:
-        raise ConfigurationError(
-            f"Could not listen on {host}:{port}.",
-            hint="Is another server using that port? Choose one with --port.",
-        )
+        raise _cannot_listen(host, port)
+
+
+def _cannot_listen(host: str, port: int) -> ConfigurationError:
+    """Exit 2, with what to do, where uvicorn would exit 3 (the code of an unreachable
+    engine)."""
+    return ConfigurationError(
+        f"Could not listen on {host}:{port}.",
+        hint="Is another server using that port? Choose one with --port.",
+    )
 
 
 def run_factory(factory: str, *, host: str, port: int, workers: int, log_level: str) -> None:
     """Serve with ``workers`` processes until interrupted: uvicorn's supervisor starts them,
-    and each calls ``factory`` (``"module:function"``) for its application."""
+    and each calls ``factory`` (``"module:function"``) for its application. The supervisor
+    binds the socket the workers share (as ``uvicorn.run`` does), then says where it
+    serves, with the port the system chose for ``--port 0``."""
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
+        factory, factory=True, host=host, port=port, workers=workers, **uvicorn_options(log_level)
+    )
     try:
-        uvicorn.run(
-            factory,
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            **uvicorn_options(log_level),
-        )
+        sock = config.bind_socket()
+        sock.listen(config.backlog)  # connections wait for the first worker, not refused
+        url = listening_url(host, sock)
+        sys.stderr.write(f"jarvis: serving on {url} with {workers} workers (Ctrl-C to stop)\n")
+        sys.stderr.flush()
+        try:
+            Multiprocess(config, sockets=[sock]).run()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sock.close()
     except SystemExit as exc:  # uvicorn exits when it cannot bind
         if exc.code not in (0, None):
-            raise ConfigurationError(
-                f"Could not listen on {host}:{port}.",
-                hint="Is another server using that port? Choose one with --port.",
-            ) from None
+            raise _cannot_listen(host, port) from None
