@@ -6,10 +6,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from bench.stub_server import StubServer
 from tests.support.llama_server import LlamaServer, missing_requirement, running_llama_server
 from tests.support.ollama_server import OllamaProtocolServer, running_ollama_server
+from tests.support.ports import closed_port
+
+# Hypothesis's defaults fail an example that takes over 200 ms, and a test whose examples
+# are generated slowly: on a machine loaded by the rest of the suite (or a CPU burner) a
+# stall can do either, whatever the code under test. What is tested is the property; the
+# tests that bound time do it themselves, by CPU time.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 _ENGINE_ENV = (
     "OLLAMA_HOST",
@@ -29,6 +38,13 @@ def jarvis_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     for name in _ENGINE_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture
+def closed() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test (see ``closed_port``)."""
+    with closed_port() as port:
+        yield port
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.ports import InferencePort
 from tests.support.llama_server import LlamaServer
 from tests.support.ollama_server import OllamaProtocolServer
-from tests.support.ports import free_port
+from tests.support.ports import closed_port
 
 pytestmark = pytest.mark.integration
 
@@ -218,11 +218,12 @@ async def test_the_probe_finds_ollama_and_nothing_else(
     assert await ollama_reachable(ollama_server.url) is True
     assert await ollama_reachable(ollama_server.url.removeprefix("http://")) is True
     assert await ollama_reachable(llama_server.root_url) is False  # some other server
-    assert await ollama_reachable(f"127.0.0.1:{free_port()}") is False
+    with closed_port() as closed:
+        assert await ollama_reachable(f"127.0.0.1:{closed}") is False
 
 
-async def test_a_closed_port_is_engine_unavailable_with_the_start_command() -> None:
-    host = f"127.0.0.1:{free_port()}"
+async def test_a_closed_port_is_engine_unavailable_with_the_start_command(closed: int) -> None:
+    host = f"127.0.0.1:{closed}"
     engine = OllamaEngine(host, max_retries=1, backoff=0.01)
     try:
         with pytest.raises(EngineUnavailableError) as raised:

@@ -23,7 +23,6 @@ from jarvis.domain.loop.settings import SamplingSettings
 from jarvis.domain.ports import InferencePort
 from jarvis.domain.run.updates import RunFinished
 from tests.support.llama_server import LlamaServer
-from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -189,8 +188,10 @@ async def test_a_base_url_without_the_api_prefix_is_explained(llama_server: Llam
         await engine.aclose()
 
 
-async def test_a_closed_port_is_engine_unavailable_naming_engine_url_and_fix() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+async def test_a_closed_port_is_engine_unavailable_naming_engine_url_and_fix(
+    closed: int,
+) -> None:
+    url = f"http://127.0.0.1:{closed}/v1"
     engine = OpenAICompatibleEngine(url, max_retries=1, backoff=0.01)
     try:
         with pytest.raises(EngineUnavailableError) as raised:

@@ -20,7 +20,6 @@ from jarvis.adapters.sql_store.urls import redact_url
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.records import SessionStoreCorruptError, SessionStoreUnavailableError
-from tests.support.ports import free_port
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.sql_stores import (
     postgres_backend,
@@ -154,8 +153,8 @@ def test_a_newer_schema_is_refused(server: PostgresServer) -> None:
         asyncio.run(postgres_sessions(url).sessions())
 
 
-def test_an_unreachable_server_names_the_url_without_the_password() -> None:
-    url = f"postgresql://jarvis:hunter2-secret@127.0.0.1:{free_port()}/sessions"
+def test_an_unreachable_server_names_the_url_without_the_password(closed: int) -> None:
+    url = f"postgresql://jarvis:hunter2-secret@127.0.0.1:{closed}/sessions"
     store = postgres_sessions(url, connect_timeout=2)
     with pytest.raises(SessionStoreUnavailableError) as info:
         asyncio.run(store.append("s", [Message.user("x")]))

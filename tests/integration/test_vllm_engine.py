@@ -20,7 +20,6 @@ from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.ports import InferencePort
 from tests.support.llama_server import LlamaServer
-from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -55,8 +54,8 @@ async def test_health_falls_back_to_models_without_a_health_route(
         await engine.aclose()
 
 
-async def test_an_unreachable_vllm_says_how_to_start_it() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+async def test_an_unreachable_vllm_says_how_to_start_it(closed: int) -> None:
+    url = f"http://127.0.0.1:{closed}/v1"
     engine = VllmEngine(url, max_retries=0)
     request = InferenceRequest(messages=(Message.user("hi"),), model="m")
     try:

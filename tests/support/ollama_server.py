@@ -63,8 +63,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.support.ports import free_port
-
 JSONDict = dict[str, object]
 OLLAMA_VERSION = "0.12.0"
 _FORWARDED_OPTIONS = ("seed", "top_p", "top_k", "stop")
@@ -434,9 +432,8 @@ def running_ollama_server(
         models=models,
         no_tools_models=no_tools_models,
     )
-    port = free_port()
-    config = uvicorn.Config(
-        server.app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+    config = uvicorn.Config(  # port 0: the system picks it as the server binds
+        server.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
     )
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, name="ollama-protocol-server", daemon=True)
@@ -446,6 +443,7 @@ def running_ollama_server(
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the Ollama protocol server did not start")
         time.sleep(0.02)
+    port = int(runner.servers[0].sockets[0].getsockname()[1])
     server.url = f"http://127.0.0.1:{port}"
     try:
         yield server
