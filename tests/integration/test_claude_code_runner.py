@@ -419,8 +419,9 @@ def test_a_signal_mid_run_aborts_and_leaves_no_process(
     assert final["subtype"] == "error_runtime"
     assert sig.name in str(final["error"])
     assert [e["type"] for e in events][:1] == ["session"]
-    # neither the CLI child nor anything else of the runner's process group is left
-    deadline = time.monotonic() + 5
+    # neither the CLI child nor anything else of the runner's process group is left (a wait
+    # that ends as soon as they are gone: its bound is for a loaded machine)
+    deadline = time.monotonic() + 30
     while (processes_in_group(proc.pid) or any(map(alive, cli))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_in_group(proc.pid) == []
