@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -51,24 +52,43 @@ CHAT = {"model": "jarvis/simple", "messages": [{"role": "user", "content": QUEST
 STARTUP = 60.0
 
 
-def _free_port() -> int:
-    import socket
+def _serving_url(process: subprocess.Popen[bytes]) -> str:
+    """The URL ``jarvis serve --port 0`` says it serves on, read from its stderr (which a
+    thread then drains, so that the server never blocks writing to it)."""
+    import queue
+    import re
+    import threading
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    assert process.stderr is not None
+    found: queue.Queue[str] = queue.Queue()
+
+    def read(stream: IO[bytes]) -> None:
+        told = False
+        for line in iter(stream.readline, b""):
+            match = None if told else re.search(rb"serving on http://\S+:(\d+)", line)
+            if match:
+                told = True
+                found.put(f"http://127.0.0.1:{int(match.group(1))}")
+        found.put("")
+
+    threading.Thread(target=read, args=(process.stderr,), daemon=True).start()
+    try:
+        url = found.get(timeout=STARTUP)
+    except queue.Empty:
+        raise RuntimeError("jarvis serve did not start") from None
+    if not url:
+        raise RuntimeError("jarvis serve exited at start")
+    return url
 
 
 @contextmanager
 def _server(ctx: BenchContext, home: str, *options: str) -> Iterator[tuple[str, int]]:
-    port = _free_port()
     env = {**os.environ, **ctx.env, "OPENJARVIS_HOME": home}
     process = subprocess.Popen(
         ctx.jarvis_command(
             "serve",
             "--port",
-            str(port),
+            "0",  # the server binds a port the system picks, and says which
             "--engine",
             "openai",
             "--base-url",
@@ -79,12 +99,12 @@ def _server(ctx: BenchContext, home: str, *options: str) -> Iterator[tuple[str, 
         ),
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}"
     try:
+        url = _serving_url(process)
         deadline = time.monotonic() + STARTUP
-        while True:
+        while True:  # with --workers, the supervisor listens before a worker answers
             if process.poll() is not None:
                 raise RuntimeError("jarvis serve exited at start")
             try:
