@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from bench.stub_server import StubServer
-from tests.support.serve_process import start_serve
+from tests.support.serve_process import ServeProcess, start_serve
 
 pytestmark = pytest.mark.integration
 
@@ -74,21 +74,16 @@ def _wait_for_a_worker(process: subprocess.Popen[bytes], url: str, deadline: flo
         time.sleep(0.05)
 
 
+def _two_workers(stub_server: StubServer, home: Path, *, stdout: int) -> ServeProcess:
+    """``jarvis serve --workers 2`` on the stub engine, ``home`` its config folder."""
+    engine = ("--engine", "openai", "--base-url", stub_server.url, "--model", "stub")
+    return start_serve("--workers", "2", *engine, env={"OPENJARVIS_HOME": str(home)}, stdout=stdout)
+
+
 def test_workers_share_managed_agents_and_conversations(
     stub_server: StubServer, tmp_path: Path
 ) -> None:
-    served = start_serve(
-        "--workers",
-        "2",
-        "--engine",
-        "openai",
-        "--base-url",
-        stub_server.url,
-        "--model",
-        "stub",
-        env={"OPENJARVIS_HOME": str(tmp_path)},
-        stdout=subprocess.PIPE,
-    )
+    served = _two_workers(stub_server, tmp_path, stdout=subprocess.PIPE)
     process, url = served.process, served.url
     children: list[_Child] = []
     try:
@@ -156,18 +151,7 @@ def _alive(child: _Child) -> bool:
 
 
 def test_the_workers_end_with_a_killed_supervisor(stub_server: StubServer, tmp_path: Path) -> None:
-    served = start_serve(
-        "--workers",
-        "2",
-        "--engine",
-        "openai",
-        "--base-url",
-        stub_server.url,
-        "--model",
-        "stub",
-        env={"OPENJARVIS_HOME": str(tmp_path)},
-        stdout=subprocess.DEVNULL,
-    )
+    served = _two_workers(stub_server, tmp_path, stdout=subprocess.DEVNULL)
     process, url = served.process, served.url
     children: list[_Child] = []
     try:

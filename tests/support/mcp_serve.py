@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -16,6 +15,8 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.support.serve_process import stop_serve
 
 JARVIS = [sys.executable, "-m", "jarvis"]
 STARTUP_SECONDS = 60.0
@@ -68,13 +69,7 @@ def http_server(*args: str, env: Mapping[str, str] | None = None) -> Iterator[Ht
                 yield HttpServer(found.group(1).decode(), process)
                 break
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_serve(process)
         if process.stderr is not None:
             process.stderr.close()
 
