@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from bench.stub_server import StubServer
-from tests.support.serve_process import ServeProcess, start_serve
+from tests.support.serve_process import ServeProcess, start_serve, wait_until_healthy
 
 pytestmark = pytest.mark.integration
 
@@ -59,21 +59,6 @@ def _workers(children: list[_Child], expected: int) -> list[_Child]:
     return workers
 
 
-def _wait_for_a_worker(process: subprocess.Popen[bytes], url: str, deadline: float) -> None:
-    """The supervisor says where it serves once it has bound the socket; a worker answers
-    once it has started."""
-    while True:
-        if process.poll() is not None:
-            raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "jarvis serve did not start"
-        time.sleep(0.05)
-
-
 def _two_workers(stub_server: StubServer, home: Path, *, stdout: int) -> ServeProcess:
     """``jarvis serve --workers 2`` on the stub engine, ``home`` its config folder."""
     engine = ("--engine", "openai", "--base-url", stub_server.url, "--model", "stub")
@@ -88,7 +73,7 @@ def test_workers_share_managed_agents_and_conversations(
     children: list[_Child] = []
     try:
         deadline = time.monotonic() + STARTUP
-        _wait_for_a_worker(process, url, deadline)
+        wait_until_healthy(served, timeout=STARTUP)
         # both workers up: each answers /health once it is listening
         while len(_children(process.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -152,11 +137,11 @@ def _alive(child: _Child) -> bool:
 
 def test_the_workers_end_with_a_killed_supervisor(stub_server: StubServer, tmp_path: Path) -> None:
     served = _two_workers(stub_server, tmp_path, stdout=subprocess.DEVNULL)
-    process, url = served.process, served.url
+    process = served.process
     children: list[_Child] = []
     try:
         deadline = time.monotonic() + STARTUP
-        _wait_for_a_worker(process, url, deadline)
+        wait_until_healthy(served, timeout=STARTUP)
         while len(_children(process.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         children = _hold(_children(process.pid))

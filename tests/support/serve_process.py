@@ -104,19 +104,31 @@ def jarvis_serve(
     ``/health`` (``key``: the API key it was given)."""
     served = start_serve(*args, env=env)
     try:
-        headers = {"x-api-key": key} if key else {}
-        deadline = time.monotonic() + STARTUP
-        while True:  # with --workers, the supervisor listens before a worker answers
-            try:
-                health = httpx.get(served.url + "/health", headers=headers, timeout=5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "no worker of jarvis serve answered"
-                time.sleep(0.05)
-        assert health.status_code == 200, health.text
+        wait_until_healthy(served, key=key)
         yield served
     finally:
         stop_serve(served.process)
+
+
+def wait_until_healthy(
+    served: ServeProcess, *, key: str | None = None, timeout: float = STARTUP
+) -> None:
+    """Until ``/health`` answers 200: with ``--workers``, the supervisor listens (and says
+    so) before a worker has started to answer. A server that ends meanwhile fails the wait
+    with what it wrote."""
+    headers = {"x-api-key": key} if key else {}
+    deadline = time.monotonic() + timeout
+    while True:
+        if served.process.poll() is not None:
+            rest = served.process.stderr.read().decode() if served.process.stderr else ""
+            raise AssertionError(served.startup + rest)
+        try:
+            health = httpx.get(served.url + "/health", headers=headers, timeout=5)
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "no worker of jarvis serve answered"
+            time.sleep(0.05)
+    assert health.status_code == 200, health.text
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,21 @@ def _start(kids: int, mb: int) -> subprocess.Popen[bytes]:
     return process
 
 
+def _watch(
+    tree: subprocess.Popen[bytes], limit_bytes: int, *, socket_bytes: int | None = 0
+) -> MemoryWatch:
+    """A watch on ``tree``, which runs in the host's network namespace: by default the
+    host's sockets, which are not the tree's, are not counted (see the sockets test)."""
+    return MemoryWatch(
+        root=tree.pid,
+        init=tree.pid,
+        limit_bytes=limit_bytes,
+        max_processes=16,
+        mounts=(),
+        socket_bytes=socket_bytes,
+    )
+
+
 @pytest.fixture
 def trees() -> Iterator[list[subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
@@ -124,14 +139,7 @@ def test_shared_pages_after_a_fork_are_counted_once(
 
 def test_past_the_limit_the_tree_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
     trees.append(tree := _start(4, 40))
-    watch = MemoryWatch(
-        root=tree.pid,
-        init=tree.pid,
-        limit_bytes=100 * MB,
-        max_processes=16,
-        mounts=(),
-        socket_bytes=0,  # the host's sockets are not the tree's: see the test below
-    )
+    watch = _watch(tree, 100 * MB)
     watch.start()
     try:
         assert tree.wait(timeout=30) == -signal.SIGKILL
@@ -166,14 +174,7 @@ def test_orphans_in_a_subreaper_tree_stay_counted(trees: list[subprocess.Popen[b
 
 def test_under_the_limit_nothing_is_killed(trees: list[subprocess.Popen[bytes]]) -> None:
     trees.append(tree := _start(2, 40))
-    watch = MemoryWatch(
-        root=tree.pid,
-        init=tree.pid,
-        limit_bytes=200 * MB,
-        max_processes=16,
-        mounts=(),
-        socket_bytes=0,  # the host's sockets are not the tree's: see the test below
-    )
+    watch = _watch(tree, 200 * MB)
     watch.start()
     try:
         deadline = time.monotonic() + 60
@@ -193,9 +194,7 @@ def test_the_sockets_of_the_namespace_are_charged_only_when_asked(
     else runs on the machine) unless ``socket_bytes=0``: the tests above watch such trees,
     and 400 sockets opened elsewhere pushed one of them over its limit."""
     trees.append(tree := _start(2, 40))
-    held = used = session_bytes(
-        tree.pid, tree.pid, max_processes=16, limit_bytes=1 << 40, mounts=()
-    )
+    held = session_bytes(tree.pid, tree.pid, max_processes=16, limit_bytes=1 << 40, mounts=())
     pairs = [socket.socketpair() for _ in range(200)]
     try:
         used = session_bytes(
@@ -207,14 +206,7 @@ def test_the_sockets_of_the_namespace_are_charged_only_when_asked(
             socket_bytes=socket_allowance(),
         )
         for socket_bytes, killed in ((0, False), (None, True)):
-            watch = MemoryWatch(
-                root=tree.pid,
-                init=tree.pid,
-                limit_bytes=held + 100 * MB,
-                max_processes=16,
-                mounts=(),
-                socket_bytes=socket_bytes,
-            )
+            watch = _watch(tree, held + 100 * MB, socket_bytes=socket_bytes)
             watch.start()
             try:
                 if killed:
