@@ -27,6 +27,7 @@ from typing import TypeVar
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.run_guard import GuardedDriver, RunGuard
 from jarvis.adapters.sql_store.sqlite_schema import migrate
+from jarvis.adapters.sqlite_wal import enter_wal, is_busy
 from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
     SessionStoreError,
@@ -137,7 +138,7 @@ class SqliteDriver(GuardedDriver):
             self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = enter_wal(connection, self.busy_timeout)
             if str(mode).lower() != "wal":
                 raise SessionStoreUnavailableError(
                     f"The session database {location} cannot use WAL (it is in {mode} mode).",
@@ -156,7 +157,7 @@ class SqliteDriver(GuardedDriver):
     def _translate(self, exc: sqlite3.Error) -> SessionStoreError:
         location = self.location
         text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        if is_busy(exc):
             return SessionStoreLockedError(
                 f"The session database {location} stayed locked by another process for "
                 f"{self.busy_timeout:g} s.",

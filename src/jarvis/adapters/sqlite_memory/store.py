@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from jarvis.adapters.sqlite_wal import enter_wal
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.knowledge import (
     Chunk,
@@ -89,6 +90,34 @@ _CHUNK_COLUMNS = (
 )
 
 
+def _is_current(connection: sqlite3.Connection) -> bool:
+    present = {row[1] for row in connection.execute("PRAGMA table_info(memories)")}
+    (index,) = connection.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'memories_by_source'"
+    ).fetchone()
+    return index == 1 and all(name in present for name, _ in _CHUNK_COLUMNS)
+
+
+def _bring_up_to_date(connection: sqlite3.Connection) -> None:
+    """Create or extend the schema in one ``BEGIN IMMEDIATE`` transaction: processes opening
+    one file at once take turns, so a column is never added twice."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                connection.execute(statement)
+        present = {row[1] for row in connection.execute("PRAGMA table_info(memories)")}
+        for name, declaration in _CHUNK_COLUMNS:
+            if name not in present:
+                connection.execute(f"ALTER TABLE memories ADD COLUMN {name} {declaration}")
+        connection.execute("CREATE INDEX IF NOT EXISTS memories_by_source ON memories (source_id)")
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+
+
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression that matches any word of ``text``, with no operators."""
     seen: list[str] = []
@@ -138,18 +167,12 @@ class SqliteMemory:
         except sqlite3.Error as exc:
             raise self._damaged(exc) from None
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
+            enter_wal(connection, 10.0)
             # WAL with NORMAL: a crash never damages the file; a power cut may lose the
             # last transactions, which the next `memory add` or `sync` redoes
             connection.execute("PRAGMA synchronous=NORMAL")
-            connection.executescript(_SCHEMA)
-            present = {row[1] for row in connection.execute("PRAGMA table_info(memories)")}
-            for name, declaration in _CHUNK_COLUMNS:
-                if name not in present:
-                    connection.execute(f"ALTER TABLE memories ADD COLUMN {name} {declaration}")
-            connection.execute(
-                "CREATE INDEX IF NOT EXISTS memories_by_source ON memories (source_id)"
-            )
+            if not _is_current(connection):  # a reader of a current file takes no lock
+                _bring_up_to_date(connection)
         except sqlite3.Error as exc:
             connection.close()
             raise self._damaged(exc) from None

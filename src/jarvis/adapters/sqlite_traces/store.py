@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from jarvis.adapters.sqlite_traces.record import encode_trace
+from jarvis.adapters.sqlite_wal import enter_wal
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
@@ -89,7 +90,7 @@ class SqliteTraceStore:
             self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None
         )
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            enter_wal(db, self.busy_timeout)
             db.execute("PRAGMA synchronous=NORMAL")
             (present,) = db.execute(
                 "SELECT count(*) FROM sqlite_master WHERE name IN (?, ?, ?, ?)", _SIZE_OBJECTS
