@@ -6,20 +6,12 @@ Runs nested in a tool call (``llm_query``, a sub-agent) and inferences made whil
 runs become children of that tool's span. Concurrent runs on one bus (``jarvis serve``)
 are told apart by context: each asyncio task that starts a run records its own trace.
 
-:class:`TraceWriter` saves finished traces (and exports them to a collector, when one is
-configured) in one background thread, so that a slow, full, read-only, locked or damaged
-store, or a collector that is down, delays nothing and loses no answer: the first failure
-of each is reported once through ``notice`` and later ones are dropped silently. What the
-event loop pays for a run is the recording and one encoding of its trace (a few
-microseconds); the thread's share is one transaction per batch of runs.
+:class:`~.trace_writer.TraceWriter` saves the finished traces, off the event loop.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import random
-import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -28,7 +20,6 @@ from dataclasses import dataclass, field
 from jarvis.application.trace_context import enter_span, trace_parent
 from jarvis.application.trace_export import exported_span_id
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.ports import TraceExportPort, TraceStorePort
 from jarvis.domain.run.events import (
     AgentRunEnded,
     AgentRunStarted,
@@ -46,7 +37,6 @@ from jarvis.domain.traces import (
     SpanKind,
     Trace,
     TraceParent,
-    TraceRecord,
     TraceStatus,
 )
 
@@ -335,162 +325,3 @@ class TraceRecorder:
                 remote_parent_id="" if parent is None else parent.span_id,
             )
         )
-
-
-PRUNE_EVERY = 64
-"""The writer prunes with its first trace, then every this many (a prune scans the store)."""
-BATCH_SECONDS = 0.5
-"""Traces handed in within this long are written together (one wake-up of the thread)."""
-
-
-class TraceWriter:
-    """Saves traces in one background thread, then prunes by age and size.
-
-    ``save`` encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
-    tuple of strings and numbers, which the garbage collector does not walk while it waits)
-    and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
-    writes what accumulated, so that a busy process pays one thread wake-up per batch, not
-    per run. The store is made, and opened, by the thread, on its first write: the traces
-    handed in before that (the first run's, for ``jarvis ask``) are encoded there.
-    ``flush`` writes what is buffered now and waits for it; the process's exit flushes too
-    (the thread is a daemon, so a store that hangs cannot keep the process alive past
-    ``flush``'s timeout).
-    """
-
-    def __init__(
-        self,
-        store: Callable[[], TraceStorePort] | None,
-        *,
-        notice: Callable[[str], None],
-        max_days: float | None = None,
-        max_bytes: int | None = None,
-        clock: Callable[[], float] = time.time,
-        exporter: Callable[[], TraceExportPort] | None = None,
-    ) -> None:
-        self._store_factory = store
-        self._store: TraceStorePort | None = None
-        self._exporter_factory = exporter
-        self._exporter: TraceExportPort | None = None
-        self._notice = notice
-        self._max_days = max_days
-        self._max_bytes = max_bytes
-        self._clock = clock
-        self._records: list[TraceRecord] = []
-        self._unencoded: list[Trace] = []
-        """Handed in before the thread made the store: the thread encodes them."""
-        self._traces: list[Trace] = []
-        """Kept for the exporter only (it needs the spans, not the store's record)."""
-        self._written_upto = 0
-        self._handed_in = 0
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._flushing = False
-        self._store_failed = store is None
-        self._export_failed = exporter is None
-        self._written = 0
-        self.last: Trace | None = None
-        """The last trace handed in (``jarvis ask --profile`` prints it)."""
-
-    @property
-    def _failed(self) -> bool:
-        return self._store_failed and self._export_failed
-
-    def save(self, trace: Trace) -> None:
-        self.last = trace
-        if self._failed:
-            return
-        store = self._store
-        record = None
-        if store is not None and not self._store_failed:
-            try:
-                record = store.encode(trace)
-            except Exception as exc:  # a trace is never worth a run: tell once, keep going
-                self._store_broke(exc)
-        with self._wake:
-            if record is not None:
-                self._records.append(record)
-            elif store is None and not self._store_failed:
-                self._unencoded.append(trace)
-            if not self._export_failed:
-                self._traces.append(trace)
-            self._handed_in += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
-                self._thread.start()
-                atexit.register(self.flush)
-
-    def _store_broke(self, exc: Exception) -> None:
-        with self._wake:
-            told, self._store_failed = self._store_failed, True
-        if not told:
-            self._notice(f"traces are not being recorded: {exc}")
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                if not self._flushing:
-                    self._wake.wait(BATCH_SECONDS)
-                records, self._records = self._records, []
-                unencoded, self._unencoded = self._unencoded, []
-                traces, self._traces = self._traces, []
-                upto = self._handed_in
-            if (records or unencoded) and not self._store_failed:
-                try:
-                    self._save(records, unencoded)
-                except Exception as exc:
-                    self._store_broke(exc)
-            if traces:
-                self._export(traces)
-            with self._wake:
-                self._written_upto = upto
-                self._flushing = False
-                self._wake.notify_all()
-
-    def _export(self, batch: list[Trace]) -> None:
-        if not self._export_failed:
-            try:
-                if self._exporter is None and self._exporter_factory is not None:
-                    self._exporter = self._exporter_factory()
-                if self._exporter is not None:
-                    self._exporter.export(batch)
-            except Exception as exc:
-                self._export_failed = True
-                self._notice(f"traces are not being exported: {exc}")
-
-    def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
-        store = self._store
-        if store is None and self._store_factory is not None:
-            store = self._store_factory()
-        if store is None:
-            return
-        batch = records + [store.encode(trace) for trace in unencoded]
-        self._store = store  # from now on, ``save`` encodes
-        store.save_records(batch)
-        if (
-            self._written == 0
-            or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
-        ):
-            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
-            store.prune(older_than=older, max_bytes=self._max_bytes)
-        self._written += len(batch)
-
-    def flush(self, timeout: float | None = 10.0) -> None:
-        """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._wake:
-            target = self._handed_in
-            while self._thread is not None and self._written_upto < target:
-                self._flushing = True
-                self._wake.notify_all()
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return
-                self._wake.wait(left)
-
-    def close(self) -> None:
-        self.flush()
-        atexit.unregister(self.flush)
-        for closing in (self._store, self._exporter):
-            if closing is not None:
-                with contextlib.suppress(Exception):
-                    closing.close()

@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from jarvis.application.traces import TraceRecorder, TraceWriter
+from jarvis.application.trace_writer import TraceWriter
+from jarvis.application.traces import TraceRecorder
 from jarvis.domain.agents.simple import SimpleAgent
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.json_types import JSONObject
@@ -214,7 +215,7 @@ async def test_content_is_recorded_only_when_asked_and_masked() -> None:
     assert "1+1" in str(tool.content["arguments"])
 
 
-def test_the_writer_reports_a_broken_store_once_and_drops_later_traces() -> None:
+def test_the_writer_reports_a_broken_store_once() -> None:
     store = InMemoryTraceStore()
     store.broken = True
     notices: list[str] = []

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from jarvis.application.traces import TraceWriter
+from jarvis.application.trace_writer import TraceWriter
 from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
 from jarvis.testing.traces import InMemoryTraceStore
 
@@ -61,7 +61,7 @@ def test_each_trace_is_encoded_once_and_written_in_batches() -> None:
 
 
 @pytest.mark.parametrize("first", [False, True])
-def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else(first: bool) -> None:
+def test_a_trace_that_cannot_be_encoded_is_left_out_alone_and_told_once(first: bool) -> None:
     """Encoded by the thread (the first trace) or on the caller's side (a later one)."""
     notices: list[str] = []
     store = InMemoryTraceStore()
@@ -74,11 +74,13 @@ def test_a_trace_that_cannot_be_encoded_is_told_once_and_costs_nothing_else(firs
         writer.save(broken)  # never raises into the run
         writer.flush()
     assert len(notices) == 1
-    assert "traces are not being recorded" in notices[0]
+    assert "a trace could not be recorded (it was left out)" in notices[0]
     assert writer.last is broken
-    writer.save(_trace("later"))  # dropped silently, as after any store failure
+    writer.save(_trace("later", start=2.0))  # the next ones are recorded
     writer.flush()
-    assert [t.trace_id for t in store.list(TraceQuery())] == ([] if first else ["fine"])
+    expected = ["later"] if first else ["later", "fine"]
+    assert [t.trace_id for t in store.list(TraceQuery())] == expected
+    assert len(notices) == 1
     writer.close()
 
 
@@ -93,4 +95,60 @@ def test_a_store_that_cannot_be_made_is_told_once() -> None:
         writer.save(_trace("t"))
         writer.flush()
     assert notices == ["traces are not being recorded: no such folder"]
+    writer.close()
+
+
+def test_a_store_that_failed_rests_then_records_again_and_says_so() -> None:
+    """``jarvis serve`` met a locked or full store once: the traces of the outage are lost,
+    told once, and the store is tried again after its rest (none here, so the next batch)."""
+    notices: list[str] = []
+    store = InMemoryTraceStore()
+    store.broken = True
+    writer = TraceWriter(lambda: store, notice=notices.append, retry_seconds=0.0)
+    for name in ("lost", "also lost"):
+        writer.save(_trace(name))
+        writer.flush()
+    assert notices == ["traces are not being recorded: the in-memory trace store is broken"]
+    store.broken = False
+    writer.save(_trace("kept", start=2.0))
+    writer.flush()
+    assert notices[1:] == ["traces are being recorded again"]
+    assert [t.trace_id for t in store.list(TraceQuery())] == ["kept"]
+    writer.close()
+
+
+def test_a_store_that_failed_is_not_tried_while_it_rests() -> None:
+    notices: list[str] = []
+    store = _CountingStore()
+    store.broken = True
+    writer = TraceWriter(lambda: store, notice=notices.append, retry_seconds=3600.0)
+    writer.save(_trace("first"))
+    writer.flush()
+    store.broken = False
+    for name in ("a", "b"):
+        writer.save(_trace(name))
+        writer.flush()
+    assert store.batches == [["first"]]  # the one try, which failed
+    assert store.list(TraceQuery()) == []
+    assert len(notices) == 1
+    writer.close()
+
+
+def test_a_collector_that_was_down_gets_the_traces_after_it() -> None:
+    from jarvis.testing.traces import InMemoryTraceExporter
+
+    notices: list[str] = []
+    exporter = InMemoryTraceExporter()
+    exporter.broken = True
+    writer = TraceWriter(None, notice=notices.append, exporter=lambda: exporter, retry_seconds=0.0)
+    writer.save(_trace("lost"))
+    writer.flush()
+    exporter.broken = False
+    writer.save(_trace("sent"))
+    writer.flush()
+    assert [t.trace_id for t in exporter.exported] == ["sent"]
+    assert notices == [
+        "traces are not being exported: the in-memory exporter is broken",
+        "traces are being exported again",
+    ]
     writer.close()

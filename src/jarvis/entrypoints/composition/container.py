@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.mcp_tools import McpToolSource
     from jarvis.application.tools.retrieval import MemorySearch
-    from jarvis.application.traces import TraceWriter
+    from jarvis.application.trace_writer import TraceWriter
     from jarvis.domain.external_runtime import ExternalRuntimesPort
     from jarvis.domain.managed_agents import ManagedAgentStorePort
     from jarvis.domain.ports import (

@@ -16,7 +16,7 @@ from jarvis.entrypoints.redact import redact_urls
 from jarvis.entrypoints.settings import config_dir
 
 if TYPE_CHECKING:
-    from jarvis.application.traces import TraceWriter
+    from jarvis.application.trace_writer import TraceWriter
 
 
 def trace_store(config: JarvisConfig) -> TraceStorePort:
@@ -46,7 +46,7 @@ def trace_writer(config: JarvisConfig) -> TraceWriter | None:
     url = _otlp_url(config)
     if not (keep or url):
         return None
-    from jarvis.application.traces import TraceWriter
+    from jarvis.application.trace_writer import TraceWriter
 
     def exporter() -> TraceExportPort:
         from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_protocol

@@ -1,0 +1,225 @@
+"""Saves finished traces (and exports them to a collector, when one is configured) in one
+background thread, so that a slow, full, read-only, locked or damaged store, or a collector
+that is down, delays nothing and loses no answer.
+
+A failure is told once through ``notice``; the store (or the collector) then rests for
+:data:`RETRY_SECONDS`, the traces of that time are dropped, and the next one tries it
+again: a ``jarvis serve`` that met a locked file or a full disk once records again when it
+is over, and says so. A trace that cannot be encoded (a value JSON cannot hold) is left out
+alone, told once. What the event loop pays for a run is the recording and one encoding of
+its trace (a few microseconds); the thread's share is one transaction per batch of runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from jarvis.domain.ports import TraceExportPort, TraceStorePort
+from jarvis.domain.traces import Trace, TraceRecord
+
+PRUNE_EVERY = 64
+"""The writer prunes with its first trace, then every this many (a prune scans the store)."""
+BATCH_SECONDS = 0.5
+"""Traces handed in within this long are written together (one wake-up of the thread)."""
+RETRY_SECONDS = 30.0
+"""How long a store or collector that failed rests before the next trace tries it again."""
+
+
+class _Destination:
+    """Whether the store (or the collector) is to be used now: after a failure it rests
+    ``retry_seconds``, then is tried again. Its changes are made by the writer's thread."""
+
+    __slots__ = ("retry_at", "retry_seconds")
+
+    def __init__(self, present: bool, retry_seconds: float) -> None:
+        self.retry_at = 0.0 if present else math.inf
+        """0: in use; else the monotonic time of the next try (``inf``: none configured)."""
+        self.retry_seconds = retry_seconds
+
+    def usable(self) -> bool:
+        retry_at = self.retry_at
+        return retry_at == 0.0 or time.monotonic() >= retry_at
+
+    def failed(self) -> bool:
+        """Rest it; whether it was in use until now (a new outage, to be told)."""
+        was_in_use = self.retry_at == 0.0
+        self.retry_at = time.monotonic() + self.retry_seconds
+        return was_in_use
+
+    def worked(self) -> bool:
+        """Use it again; whether it had failed (its return, to be told)."""
+        had_failed = self.retry_at != 0.0
+        self.retry_at = 0.0
+        return had_failed
+
+
+class TraceWriter:
+    """Saves traces in one background thread, then prunes by age and size.
+
+    ``save`` encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
+    tuple of strings and numbers, which the garbage collector does not walk while it waits)
+    and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
+    writes what accumulated, so that a busy process pays one thread wake-up per batch, not
+    per run. The store is made, and opened, by the thread, on its first write: the traces
+    handed in before that (the first run's, for ``jarvis ask``) are encoded there.
+    ``flush`` writes what is buffered now and waits for it; the process's exit flushes too
+    (the thread is a daemon, so a store that hangs cannot keep the process alive past
+    ``flush``'s timeout).
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], TraceStorePort] | None,
+        *,
+        notice: Callable[[str], None],
+        max_days: float | None = None,
+        max_bytes: int | None = None,
+        clock: Callable[[], float] = time.time,
+        exporter: Callable[[], TraceExportPort] | None = None,
+        retry_seconds: float = RETRY_SECONDS,
+    ) -> None:
+        self._store_factory = store
+        self._store: TraceStorePort | None = None
+        self._exporter_factory = exporter
+        self._exporter: TraceExportPort | None = None
+        self._notice = notice
+        self._max_days = max_days
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._records: list[TraceRecord] = []
+        self._unencoded: list[Trace] = []
+        """Handed in before the thread made the store: the thread encodes them."""
+        self._traces: list[Trace] = []
+        """Kept for the exporter only (it needs the spans, not the store's record)."""
+        self._written_upto = 0
+        self._handed_in = 0
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._flushing = False
+        self._storing = _Destination(store is not None, retry_seconds)
+        self._exporting = _Destination(exporter is not None, retry_seconds)
+        self._refusal_told = False
+        self._written = 0
+        self.last: Trace | None = None
+        """The last trace handed in (``jarvis ask --profile`` prints it)."""
+
+    def save(self, trace: Trace) -> None:
+        self.last = trace
+        storing, exporting = self._storing.usable(), self._exporting.usable()
+        if not (storing or exporting):
+            return
+        store = self._store
+        record = None
+        if storing and store is not None:
+            try:
+                record = store.encode(trace)
+            except Exception as exc:  # a trace is never worth a run: tell once, keep going
+                self._refused(exc)
+                storing = False
+        with self._wake:
+            if record is not None:
+                self._records.append(record)
+            elif storing and store is None:
+                self._unencoded.append(trace)
+            if exporting:
+                self._traces.append(trace)
+            self._handed_in += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
+                self._thread.start()
+                atexit.register(self.flush)
+
+    def _refused(self, exc: Exception) -> None:
+        with self._wake:
+            told, self._refusal_told = self._refusal_told, True
+        if not told:
+            self._notice(f"a trace could not be recorded (it was left out): {exc}")
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if not self._flushing:
+                    self._wake.wait(BATCH_SECONDS)
+                records, self._records = self._records, []
+                unencoded, self._unencoded = self._unencoded, []
+                traces, self._traces = self._traces, []
+                upto = self._handed_in
+            if records or unencoded:
+                self._store_batch(records, unencoded)
+            if traces:
+                self._export(traces)
+            with self._wake:
+                self._written_upto = upto
+                self._flushing = False
+                self._wake.notify_all()
+
+    def _store_batch(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+        try:
+            self._save(records, unencoded)
+        except Exception as exc:
+            if self._storing.failed():
+                self._notice(f"traces are not being recorded: {exc}")
+        else:
+            if self._storing.worked():
+                self._notice("traces are being recorded again")
+
+    def _export(self, batch: list[Trace]) -> None:
+        try:
+            if self._exporter is None and self._exporter_factory is not None:
+                self._exporter = self._exporter_factory()
+            if self._exporter is not None:
+                self._exporter.export(batch)
+        except Exception as exc:
+            if self._exporting.failed():
+                self._notice(f"traces are not being exported: {exc}")
+        else:
+            if self._exporting.worked():
+                self._notice("traces are being exported again")
+
+    def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+        store = self._store
+        if store is None and self._store_factory is not None:
+            store = self._store_factory()
+        if store is None:
+            return
+        batch = records
+        for trace in unencoded:
+            try:
+                batch.append(store.encode(trace))
+            except Exception as exc:
+                self._refused(exc)
+        self._store = store  # from now on, ``save`` encodes
+        store.save_records(batch)
+        if (
+            self._written == 0
+            or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
+        ):
+            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+            store.prune(older_than=older, max_bytes=self._max_bytes)
+        self._written += len(batch)
+
+    def flush(self, timeout: float | None = 10.0) -> None:
+        """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._wake:
+            target = self._handed_in
+            while self._thread is not None and self._written_upto < target:
+                self._flushing = True
+                self._wake.notify_all()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return
+                self._wake.wait(left)
+
+    def close(self) -> None:
+        self.flush()
+        atexit.unregister(self.flush)
+        for closing in (self._store, self._exporter):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    closing.close()
