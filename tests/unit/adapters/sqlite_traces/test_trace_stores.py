@@ -11,6 +11,7 @@ import pytest
 
 from contracts.trace_store_contract import TraceStoreContract, make_trace
 from jarvis.adapters.sqlite_traces import SqliteTraceStore
+from jarvis.application.trace_writer import TraceWriter
 from jarvis.domain.traces import TraceQuery, TraceStoreError
 from jarvis.testing.traces import InMemoryTraceStore
 
@@ -105,3 +106,31 @@ def test_a_file_written_before_the_kept_size_is_counted_once(tmp_path: Path) -> 
     kept, true = _sizes(path)
     assert kept == true > 0
     assert SqliteTraceStore(path).prune(older_than=None, max_bytes=true - 1) == 1
+
+
+def test_the_writer_records_again_once_another_process_lets_go_of_the_file(
+    tmp_path: Path,
+) -> None:
+    """A real lock held by another connection: the batch of that time fails (told once), the
+    next one is written, and the writer says it is recording again."""
+    path = tmp_path / "traces.db"
+    SqliteTraceStore(path).save(make_trace("before"))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    notices: list[str] = []
+    writer = TraceWriter(
+        lambda: SqliteTraceStore(path, busy_timeout=0.01), notice=notices.append, retry_seconds=0
+    )
+    writer.save(make_trace("during"))
+    writer.flush()
+    holder.execute("COMMIT")
+    holder.close()
+    writer.save(make_trace("after"))
+    writer.flush()
+    writer.close()
+    assert len(notices) == 2, notices
+    assert notices[0].startswith("traces are not being recorded:")
+    assert "locked" in notices[0]
+    assert notices[1] == "traces are being recorded again"
+    kept = {t.trace_id for t in SqliteTraceStore(path).list(TraceQuery(limit=10))}
+    assert kept == {"before", "after"}
