@@ -18,6 +18,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
 from jarvis.domain.traces import Trace, TraceRecord
@@ -150,36 +151,30 @@ class TraceWriter:
                 traces, self._traces = self._traces, []
                 upto = self._handed_in
             if records or unencoded:
-                self._store_batch(records, unencoded)
+                self._attempt(self._storing, "recorded", partial(self._save, records, unencoded))
             if traces:
-                self._export(traces)
+                self._attempt(self._exporting, "exported", partial(self._export, traces))
             with self._wake:
                 self._written_upto = upto
                 self._flushing = False
                 self._wake.notify_all()
 
-    def _store_batch(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+    def _attempt(self, destination: _Destination, verb: str, work: Callable[[], None]) -> None:
+        """Run ``work``; a failure rests ``destination``, told when it starts and ends."""
         try:
-            self._save(records, unencoded)
+            work()
         except Exception as exc:
-            if self._storing.failed():
-                self._notice(f"traces are not being recorded: {exc}")
+            if destination.failed():
+                self._notice(f"traces are not being {verb}: {exc}")
         else:
-            if self._storing.worked():
-                self._notice("traces are being recorded again")
+            if destination.worked():
+                self._notice(f"traces are being {verb} again")
 
     def _export(self, batch: list[Trace]) -> None:
-        try:
-            if self._exporter is None and self._exporter_factory is not None:
-                self._exporter = self._exporter_factory()
-            if self._exporter is not None:
-                self._exporter.export(batch)
-        except Exception as exc:
-            if self._exporting.failed():
-                self._notice(f"traces are not being exported: {exc}")
-        else:
-            if self._exporting.worked():
-                self._notice("traces are being exported again")
+        if self._exporter is None and self._exporter_factory is not None:
+            self._exporter = self._exporter_factory()
+        if self._exporter is not None:
+            self._exporter.export(batch)
 
     def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
         store = self._store
