@@ -36,6 +36,34 @@ async def test_entries_survive_reopening(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "dropped",
+    ["DROP TABLE memory_vectors", "DROP TABLE memory_sources", "DROP INDEX memories_by_source"],
+)
+async def test_a_file_missing_part_of_the_schema_gets_it_back_and_keeps_its_entries(
+    tmp_path: Path, dropped: str
+) -> None:
+    """As a file written by an earlier jarvis: opening adds what is missing (one
+    transaction), and a file that has everything is opened without a write."""
+    import sqlite3
+
+    path = str(tmp_path / "memory.db")
+    first = SqliteMemory(path)
+    await first.store("The staging database is called atlas.", source="notes")
+    await first.aclose()
+    with sqlite3.connect(path) as raw:
+        raw.execute(dropped)
+    second = SqliteMemory(path)
+    hits = await second.search("staging database")
+    stats = await second.stats()
+    await second.aclose()
+    assert [h.content for h in hits] == ["The staging database is called atlas."]
+    assert stats is not None
+    with sqlite3.connect(path) as raw:
+        names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
+    assert {"memory_vectors", "memory_sources", "memories_by_source"} <= names
+
+
 async def test_nothing_is_opened_until_first_use(tmp_path: Path) -> None:
     SqliteMemory(str(tmp_path / "never" / "memory.db"))
     assert not (tmp_path / "never").exists()

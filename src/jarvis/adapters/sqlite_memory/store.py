@@ -90,12 +90,18 @@ _CHUNK_COLUMNS = (
 )
 
 
+_OBJECTS = ("memories", "memories_fts", "memory_sources", "memory_vectors", "memories_by_source")
+"""What :data:`_SCHEMA` and :func:`_bring_up_to_date` make, by name."""
+
+
 def _is_current(connection: sqlite3.Connection) -> bool:
+    """Whether every table, column and index is there (then opening takes no write lock)."""
     present = {row[1] for row in connection.execute("PRAGMA table_info(memories)")}
-    (index,) = connection.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name = 'memories_by_source'"
+    (objects,) = connection.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({', '.join('?' * len(_OBJECTS))})",
+        _OBJECTS,
     ).fetchone()
-    return index == 1 and all(name in present for name, _ in _CHUNK_COLUMNS)
+    return objects == len(_OBJECTS) and all(name in present for name, _ in _CHUNK_COLUMNS)
 
 
 def _bring_up_to_date(connection: sqlite3.Connection) -> None:
