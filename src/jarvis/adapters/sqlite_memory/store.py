@@ -51,6 +51,8 @@ MAX_QUERY_WORDS: Final = 64
 COMMON_ABOVE: Final = 10_000
 """Chunks from which a query leaves out its most common words (see ``_selective``)."""
 COMMON_FRACTION: Final = 0.1
+BUSY_TIMEOUT: Final = 10.0
+"""Seconds to wait for another process holding the file (its lock, or its switch to WAL)."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 T = TypeVar("T")
 
@@ -168,12 +170,12 @@ class SqliteMemory:
                 os.chmod(file, 0o600)
         try:
             connection = sqlite3.connect(
-                self.path, check_same_thread=False, timeout=10.0, isolation_level=None
+                self.path, check_same_thread=False, timeout=BUSY_TIMEOUT, isolation_level=None
             )
         except sqlite3.Error as exc:
             raise self._damaged(exc) from None
         try:
-            enter_wal(connection, 10.0)
+            enter_wal(connection, BUSY_TIMEOUT)
             # WAL with NORMAL: a crash never damages the file; a power cut may lose the
             # last transactions, which the next `memory add` or `sync` redoes
             connection.execute("PRAGMA synchronous=NORMAL")
