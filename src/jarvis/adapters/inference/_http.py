@@ -58,7 +58,7 @@ from jarvis.adapters.inference._bodies import (
     split_lines,
 )
 from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
-from jarvis.adapters.inference._json import dumps, loads, names_in
+from jarvis.adapters.inference._json import encode, loads, names_in
 from jarvis.adapters.inference._replies import EngineStatusError, Reply, default_status_error
 from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
 from jarvis.adapters.inference._wire import EngineTransport, HttpxWire, Streamed, Wire
@@ -205,9 +205,7 @@ class EngineHttp:
         deadline = send.get("deadline")
         if deadline is None:
             deadline = self.deadline()
-        # encoded here: text carrying a lone surrogate (a model may send one back in a
-        # later turn) would make the strict UTF-8 encoder refuse the whole request
-        content = None if json is None else dumps(json).encode("utf-8", "replace")
+        content = None if json is None else encode(json)
         attempt = _Attempts(self, url, deadline, retries)
         try:
             async with asyncio.timeout_at(deadline):

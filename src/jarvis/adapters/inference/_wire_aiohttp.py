@@ -18,9 +18,8 @@ raised as the httpx exceptions the caller maps, the most specific first.
 
 from __future__ import annotations
 
-import contextlib
 import urllib.request
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -44,15 +43,12 @@ _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
 )
 
 
-@contextlib.contextmanager
-def _mapped() -> Iterator[None]:
-    try:
-        yield
-    except aiohttp.ClientError as exc:
-        for theirs, ours in _ERRORS:
-            if isinstance(exc, theirs):
-                raise ours(str(exc) or type(exc).__name__) from exc
-        raise  # pragma: no cover - the last entry catches every ClientError
+def _ours(exc: aiohttp.ClientError) -> httpx.TransportError:
+    """aiohttp's error as the httpx exception the caller maps, the most specific first."""
+    for theirs, ours in _ERRORS:
+        if isinstance(exc, theirs):
+            return ours(str(exc) or type(exc).__name__)
+    return httpx.TransportError(str(exc))  # pragma: no cover - ClientError is the last entry
 
 
 class _HeldResponse(aiohttp.ClientResponse):
@@ -83,9 +79,11 @@ class _AiohttpStreamed:
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         content = self._response.content
-        with _mapped():
+        try:
             while chunk := await content.readany():
                 yield chunk
+        except aiohttp.ClientError as exc:
+            raise _ours(exc) from exc
 
     async def close(self, *, reusable: bool) -> None:
         # release() returns the connection to the pool (and closes it all the same when
@@ -143,7 +141,7 @@ class AiohttpWire:
         self, method: str, url: str, *, content: bytes | None, headers: Mapping[str, str] | None
     ) -> Streamed:
         session = self._get_session()
-        with _mapped():
+        try:
             response = await session.request(
                 method,
                 url,
@@ -152,6 +150,8 @@ class AiohttpWire:
                 allow_redirects=False,
                 proxy=self._proxy(url),
             )
+        except aiohttp.ClientError as exc:
+            raise _ours(exc) from exc
         return _AiohttpStreamed(response, url)
 
     async def aclose(self) -> None:
