@@ -11,22 +11,34 @@ from __future__ import annotations
 import sqlite3
 import time
 
+_BUSY = sqlite3.SQLITE_BUSY
+
 
 def is_busy(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says another connection holds the lock (worth waiting for)."""
-    text = str(exc)
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+    """Whether ``exc`` is ``SQLITE_BUSY``: another connection holds the lock, worth waiting
+    for. (``SQLITE_LOCKED``, a conflict inside one connection, is not: waiting cannot end it.)"""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _BUSY
 
 
 def enter_wal(connection: sqlite3.Connection, timeout: float) -> str:
-    """``PRAGMA journal_mode = WAL``, retried for up to ``timeout`` seconds; the mode set."""
+    """``PRAGMA journal_mode = WAL``, retried for up to ``timeout`` seconds in all; the
+    mode set. While it retries, the connection's own busy handler is given only the time
+    left (it applies to some of the locks the pragma meets), then its own again."""
     deadline = time.monotonic() + timeout
     pause = 0.001
-    while True:
-        try:
-            return str(connection.execute("PRAGMA journal_mode = WAL").fetchone()[0])
-        except sqlite3.Error as exc:
-            if not is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    own = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            connection.execute(f"PRAGMA busy_timeout = {max(0, int(left * 1000))}")
+            try:
+                return str(connection.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.Error as exc:
+                left = deadline - time.monotonic()
+                if not is_busy(exc) or left <= 0:
+                    raise
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {own}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 from jarvis.adapters.sqlite_memory.store import SqliteMemory
 from jarvis.adapters.sqlite_traces.store import SqliteTraceStore
-from jarvis.adapters.sqlite_wal import enter_wal
+from jarvis.adapters.sqlite_wal import enter_wal, is_busy
 from jarvis.domain.sessions.records import SessionStoreLockedError
 
 
@@ -38,7 +39,12 @@ def test_enter_wal_waits_for_the_lock_and_then_enters(
 ) -> None:
     tried = threading.Event()
     opener = sqlite3.connect(tmp_path / "shared.db", isolation_level=None, check_same_thread=False)
-    opener.set_trace_callback(lambda statement: tried.set())
+
+    def traced(statement: str) -> None:
+        if "journal_mode" in statement:
+            tried.set()
+
+    opener.set_trace_callback(traced)
     with ThreadPoolExecutor(1) as pool:
         entered = pool.submit(enter_wal, opener, 60.0)
         assert tried.wait(60)  # it has met the lock at least once
@@ -51,6 +57,37 @@ def test_enter_wal_gives_up_at_its_timeout(tmp_path: Path, holder: sqlite3.Conne
     opener = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         enter_wal(opener, 0.0)
+    opener.close()
+
+
+def test_enter_wal_keeps_to_its_timeout_where_the_busy_handler_would_wait_longer(
+    tmp_path: Path,
+) -> None:
+    """A reader of a rollback-journal file makes the pragma wait in SQLite's busy handler;
+    that wait is held to the time ``enter_wal`` has left, not the connection's timeout."""
+    reader = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
+    reader.execute("CREATE TABLE other (x)")
+    reader.execute("BEGIN")
+    reader.execute("SELECT * FROM other").fetchall()  # a shared lock, held
+    opener = sqlite3.connect(tmp_path / "shared.db", isolation_level=None, timeout=30.0)
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        enter_wal(opener, 0.2)
+    assert time.monotonic() - started < 10  # not the connection's 30 s
+    assert opener.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # its own again
+    reader.close()
+    opener.close()
+
+
+def test_only_sqlite_busy_counts_as_busy(tmp_path: Path, holder: sqlite3.Connection) -> None:
+    opener = sqlite3.connect(tmp_path / "shared.db", isolation_level=None, timeout=0)
+    with pytest.raises(sqlite3.OperationalError) as busy:
+        opener.execute("BEGIN IMMEDIATE")
+    assert is_busy(busy.value)
+    with pytest.raises(sqlite3.OperationalError) as missing:
+        opener.execute("SELECT * FROM locked")  # "no such table: locked"
+    assert not is_busy(missing.value)
+    assert not is_busy(sqlite3.OperationalError("database is locked"))  # not from SQLite
     opener.close()
 
 
