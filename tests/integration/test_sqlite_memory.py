@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 
 from contracts.memory_contract import MemoryContract
 from jarvis.adapters.sqlite_memory import SqliteMemory
+from jarvis.adapters.sqlite_memory import store as memory_store
 from jarvis.adapters.sqlite_memory.store import fts_query
+from jarvis.domain.knowledge import MemoryStoreBusyError
 
 
 class TestSqliteMemory(MemoryContract[SqliteMemory]):
@@ -45,8 +48,6 @@ async def test_a_file_missing_part_of_the_schema_gets_it_back_and_keeps_its_entr
 ) -> None:
     """As a file written by an earlier jarvis: opening adds what is missing (one
     transaction), and a file that has everything is opened without a write."""
-    import sqlite3
-
     path = str(tmp_path / "memory.db")
     first = SqliteMemory(path)
     await first.store("The staging database is called atlas.", source="notes")
@@ -62,6 +63,40 @@ async def test_a_file_missing_part_of_the_schema_gets_it_back_and_keeps_its_entr
     with sqlite3.connect(path) as raw:
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
     assert {"memory_vectors", "memory_sources", "memories_by_source"} <= names
+
+
+@pytest.fixture
+def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory_store, "BUSY_TIMEOUT", 0.2)
+
+
+@pytest.mark.usefixtures("short_wait")
+async def test_a_lock_held_past_the_wait_is_busy_not_damage(tmp_path: Path) -> None:
+    """Another process holding the file (bringing it up to date, or writing) past the wait:
+    "try again", never "damaged, move it aside"; the entries are kept."""
+    path = str(tmp_path / "memory.db")
+    first = SqliteMemory(path)
+    await first.store("The staging database is called atlas.", source="notes")
+    await first.aclose()
+    with sqlite3.connect(path) as raw:
+        raw.execute("DROP INDEX memories_by_source")  # an earlier jarvis's file
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    opening = SqliteMemory(path)
+    with pytest.raises(MemoryStoreBusyError, match="stayed locked by another process"):
+        await opening.search("staging")
+    holder.execute("COMMIT")
+    assert [h.content for h in await opening.search("staging")] == [
+        "The staging database is called atlas."
+    ]
+    holder.execute("BEGIN IMMEDIATE")
+    with pytest.raises(MemoryStoreBusyError, match="try again"):
+        await opening.store("Another note.", source="notes")
+    holder.execute("COMMIT")
+    await opening.store("Another note.", source="notes")
+    assert len(await opening.search("note")) == 1
+    await opening.aclose()
+    holder.close()
 
 
 async def test_nothing_is_opened_until_first_use(tmp_path: Path) -> None:

@@ -48,6 +48,8 @@ class drawn under one of them lives in the same module unless it names another).
     │   └── SessionStoreUnavailableError  retryable: cannot be reached or opened now
     │       └── SessionStoreLockedError   another process held it past the busy timeout
     ├── MemoryStoreDamagedError   the memory database cannot be read       [domain.knowledge]
+    ├── MemoryStoreBusyError      retryable: another process held it past the wait
+    │                                                                  [domain.knowledge]
     ├── OperatorBusyError         another tick of the operator is running
     │                                                                [application.operators]
     ├── ManagedAgentNotFoundError no managed agent has this id    [application.managed_agents]

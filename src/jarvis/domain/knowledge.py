@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 from jarvis.domain.errors import ConfigurationError, JarvisError
 
@@ -164,6 +164,12 @@ def looks_binary(data: bytes) -> bool:
 
 class MemoryStoreDamagedError(JarvisError):
     """The memory database cannot be read as one (not SQLite, or damaged); left untouched."""
+
+
+class MemoryStoreBusyError(JarvisError):
+    """Another process held the memory database's lock past the wait; nothing was changed."""
+
+    retryable: ClassVar[bool] = True
 
 
 class DocumentError(ConfigurationError):

@@ -32,12 +32,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from jarvis.adapters.sqlite_wal import enter_wal
+from jarvis.adapters.sqlite_wal import enter_wal, is_busy
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.knowledge import (
     Chunk,
     ChunkVectors,
     KnowledgeStats,
+    MemoryStoreBusyError,
     MemoryStoreDamagedError,
     SourceInfo,
     check_vectors,
@@ -157,6 +158,13 @@ class SqliteMemory:
             "point [tools.retrieval] db_path at another file.",
         )
 
+    def _busy(self) -> MemoryStoreBusyError:
+        return MemoryStoreBusyError(
+            f"The memory database {self.path} stayed locked by another process for "
+            f"{BUSY_TIMEOUT:g} s.",
+            hint="Nothing was changed; try again when the other jarvis is done.",
+        )
+
     def _connect(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
@@ -183,7 +191,7 @@ class SqliteMemory:
                 _bring_up_to_date(connection)
         except sqlite3.Error as exc:
             connection.close()
-            raise self._damaged(exc) from None
+            raise (self._busy() if is_busy(exc) else self._damaged(exc)) from None
         self._connection = connection
         return connection
 
@@ -195,9 +203,7 @@ class SqliteMemory:
             except sqlite3.DatabaseError as exc:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                    raise
-                raise self._damaged(exc) from None
+                raise (self._busy() if is_busy(exc) else self._damaged(exc)) from None
 
     # --- MemoryPort ------------------------------------------------------------------
 

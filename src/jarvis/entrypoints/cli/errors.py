@@ -68,7 +68,10 @@ def _is_store_unavailable(exc: BaseException) -> bool:
     """A session store that cannot be reached; its module is loaded only by a command that
     uses sessions (an error of its classes cannot exist before), so start-up skips it."""
     sessions = sys.modules.get("jarvis.domain.sessions.records")
-    return sessions is not None and isinstance(exc, sessions.SessionStoreUnavailableError)
+    knowledge = sys.modules.get("jarvis.domain.knowledge")
+    return (sessions is not None and isinstance(exc, sessions.SessionStoreUnavailableError)) or (
+        knowledge is not None and isinstance(exc, knowledge.MemoryStoreBusyError)
+    )
 
 
 def _is_store_damaged(exc: BaseException) -> bool:

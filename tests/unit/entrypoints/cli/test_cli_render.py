@@ -20,6 +20,7 @@ from jarvis.domain.errors import (
     ToolError,
     UnknownAgentError,
 )
+from jarvis.domain.knowledge import MemoryStoreBusyError, MemoryStoreDamagedError
 from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
     SessionStoreLockedError,
@@ -136,6 +137,8 @@ def test_notices_go_to_stderr_on_their_own_line() -> None:
         (SessionStoreUnavailableError("x", location="postgresql://u:***@h/db"), 3),
         (SessionStoreLockedError("x"), EXIT_ENGINE_UNAVAILABLE),
         (SessionStoreCorruptError("x"), EXIT_STORE_DAMAGED),
+        (MemoryStoreBusyError("x"), EXIT_ENGINE_UNAVAILABLE),
+        (MemoryStoreDamagedError("x"), EXIT_STORE_DAMAGED),
         (RunCancelledError("x"), EXIT_INTERRUPTED),
         (KeyboardInterrupt(), EXIT_INTERRUPTED),
         (ValueError("x"), EXIT_UNEXPECTED),
