@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Generic, TypeVar
 
 import pytest
@@ -34,6 +36,32 @@ class TraceExportContract(Generic[ExporterT]):
         names, requests = self.received(exporter)
         assert requests == 1
         assert names == ["one", "m", "two", "m"]
+
+    def test_a_trace_that_cannot_be_sent_is_left_out_alone(self, exporter: ExporterT) -> None:
+        """A start or duration that is not a number costs that trace, not its batch."""
+        bad = replace(make_trace("e" * 32, agent="bad"), duration=math.nan)
+        left_out = exporter.export(
+            [make_trace("a" * 32, agent="one"), bad, make_trace("b" * 32, agent="two")]
+        )
+        assert self.received(exporter) == (["one", "m", "two", "m"], 1)
+        assert len(left_out) == 1
+        assert "e" * 32 in left_out[0]
+        assert "not a finite number" in left_out[0]
+
+    def test_a_batch_of_traces_that_cannot_be_sent_sends_nothing(self, exporter: ExporterT) -> None:
+        bad = replace(make_trace("f" * 32), start=math.inf)
+        assert len(exporter.export([bad])) == 1
+        assert self.received(exporter) == ([], 0)
+
+    def test_a_value_that_is_not_a_finite_number_does_not_cost_the_batch(
+        self, exporter: ExporterT
+    ) -> None:
+        """A ``NaN`` among a span's values is sent as OTLP writes it (no JSON number can
+        hold it): the batch is received whole."""
+        trace = make_trace("a" * 32, agent="one")
+        inference = replace(trace.spans[1], attributes={"score": math.nan})
+        assert exporter.export([replace(trace, spans=(trace.spans[0], inference))]) == []
+        assert self.received(exporter) == (["one", "m"], 1)
 
     def test_nothing_is_sent_for_no_traces(self, exporter: ExporterT) -> None:
         exporter.export([])

@@ -1,7 +1,8 @@
 """An OTLP/HTTP receiver on 127.0.0.1 (a free port) that keeps every ``POST /v1/traces``
 body for the tests to read, decoded from JSON, or, for ``application/x-protobuf``, by the
 official ``opentelemetry-proto`` messages (then shown in OTLP's JSON form: hex ids);
-``status`` is what it answers."""
+``status`` is what it answers. Like a collector, it refuses (HTTP 400, nothing kept) a
+body that is not strict JSON: ``NaN`` and ``Infinity`` are not JSON."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from http.server import BaseHTTPRequestHandler
 from tests.support.loopback_engine import LoopbackEngine
 
 
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def decoded(body: bytes, content_type: str) -> dict[str, object]:
     if content_type != "application/x-protobuf":
-        loaded: dict[str, object] = json.loads(body)
+        loaded: dict[str, object] = json.loads(body, parse_constant=_not_json)
         return loaded
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -54,11 +59,16 @@ class OtlpReceiver(LoopbackEngine):
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                content_type = self.headers.get("content-type", "")
+                status = receiver.status
                 with receiver._lock:
                     receiver.paths.append(self.path)
-                    receiver.content_types.append(self.headers.get("content-type", ""))
-                    receiver.requests.append(decoded(body, self.headers.get("content-type", "")))
-                self.send_response(receiver.status)
+                    receiver.content_types.append(content_type)
+                    try:
+                        receiver.requests.append(decoded(body, content_type))
+                    except ValueError:
+                        status = 400
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", "2")
                 self.end_headers()

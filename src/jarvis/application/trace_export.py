@@ -5,6 +5,7 @@ on ``/v1/traces``, with the GenAI semantic conventions' attribute names, written
 from __future__ import annotations
 
 import hashlib
+from math import isfinite, isnan
 
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.traces import Span, Trace
@@ -43,6 +44,8 @@ def _value(value: JSONValue) -> JSONObject:
     if isinstance(value, int):
         return {"intValue": str(value)}
     if isinstance(value, float):
+        if not isfinite(value):  # as OTLP's JSON writes them: NaN is no JSON number
+            return {"doubleValue": "NaN" if isnan(value) else f"{'-' if value < 0 else ''}Infinity"}
         return {"doubleValue": value}
     if isinstance(value, str):
         return {"stringValue": value}

@@ -6,8 +6,10 @@ A failure is told once through ``notice``; the store (or the collector) then res
 :data:`RETRY_SECONDS`, the traces of that time are dropped, and the next one tries it
 again: a ``jarvis serve`` that met a locked file or a full disk once records again when it
 is over, and says so. A trace that cannot be encoded (a value JSON cannot hold) is left out
-alone, told once. What the event loop pays for a run is the recording and one encoding of
-its trace (a few microseconds); the thread's share is one transaction per batch of runs.
+alone, by the store and by the collector, told once. Pruning that fails (the batch was
+written) rests nothing: it is told, and the next batch prunes again. What the event loop
+pays for a run is the recording and one encoding of its trace (a few microseconds); the
+thread's share is one transaction per batch of runs.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ class TraceWriter:
         self._storing = _Destination(store is not None, retry_seconds)
         self._exporting = _Destination(exporter is not None, retry_seconds)
         self._refusal_told = False
+        self._prune_failed = False
+        """Written by the thread only: the last prune failed (retried with the next batch)."""
         self._written = 0
         self.last: Trace | None = None
         """The last trace handed in (``jarvis ask --profile`` prints it)."""
@@ -120,7 +124,7 @@ class TraceWriter:
             try:
                 record = store.encode(trace)
             except Exception as exc:  # a trace is never worth a run: tell once, keep going
-                self._refused(exc)
+                self._refused(str(exc))
                 storing = False
         with self._wake:
             if record is not None:
@@ -135,11 +139,11 @@ class TraceWriter:
                 self._thread.start()
                 atexit.register(self.flush)
 
-    def _refused(self, exc: Exception) -> None:
+    def _refused(self, reason: str) -> None:
         with self._wake:
             told, self._refusal_told = self._refusal_told, True
         if not told:
-            self._notice(f"a trace could not be recorded (it was left out): {exc}")
+            self._notice(f"a trace could not be recorded (it was left out): {reason}")
 
     def _run(self) -> None:
         while True:
@@ -174,7 +178,8 @@ class TraceWriter:
         if self._exporter is None and self._exporter_factory is not None:
             self._exporter = self._exporter_factory()
         if self._exporter is not None:
-            self._exporter.export(batch)
+            for reason in self._exporter.export(batch):
+                self._refused(reason)
 
     def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
         store = self._store
@@ -187,16 +192,31 @@ class TraceWriter:
             try:
                 batch.append(store.encode(trace))
             except Exception as exc:
-                self._refused(exc)
+                self._refused(str(exc))
         self._store = store  # from now on, ``save`` encodes
         store.save_records(batch)
+        before, self._written = self._written, self._written + len(batch)
         if (
-            self._written == 0
-            or self._written // PRUNE_EVERY != (self._written + len(batch)) // PRUNE_EVERY
+            before == 0
+            or before // PRUNE_EVERY != self._written // PRUNE_EVERY
+            or self._prune_failed
         ):
-            older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+            self._prune(store)
+
+    def _prune(self, store: TraceStorePort) -> None:
+        """Drop what retention says; a failure leaves the traces kept (they were written),
+        is told once, and the next batch prunes again."""
+        older = None if self._max_days is None else self._clock() - self._max_days * 86_400
+        try:
             store.prune(older_than=older, max_bytes=self._max_bytes)
-        self._written += len(batch)
+        except Exception as exc:
+            if not self._prune_failed:
+                self._notice(f"old traces could not be pruned (the next batch tries again): {exc}")
+            self._prune_failed = True
+        else:
+            if self._prune_failed:
+                self._notice("old traces are being pruned again")
+            self._prune_failed = False
 
     def flush(self, timeout: float | None = 10.0) -> None:
         """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Literal, TypeAlias
 
 from jarvis.domain.json_types import JSONObject
@@ -89,6 +90,18 @@ promoted them to its oldest generation) cost more than recording the run."""
 class TraceStoreError(Exception):
     """The trace store cannot be read or written (full or read-only disk, locked or damaged
     database). A run never fails because of it."""
+
+
+def times_problem(trace: Trace) -> str:
+    """Why ``trace`` cannot be kept or sent (a start or duration that is not a finite
+    number: no record or span has a place for it), or ``""``. The store and the exporter
+    leave such a trace out alone."""
+    times = [trace.start, trace.duration]
+    for span in trace.spans:
+        times += (span.start, span.duration)
+    if all(isfinite(value) for value in times):
+        return ""
+    return f"trace {trace.trace_id}: a start or duration is not a finite number"
 
 
 def trace_fields(trace: Trace) -> dict[str, object]:

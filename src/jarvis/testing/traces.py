@@ -10,6 +10,7 @@ from jarvis.domain.traces import (
     TraceQuery,
     TraceRecord,
     TraceStoreError,
+    times_problem,
     trace_from_record,
     trace_to_row,
 )
@@ -47,6 +48,9 @@ class InMemoryTraceStore:
             self.save(trace)
 
     def encode(self, trace: Trace) -> TraceRecord:
+        problem = times_problem(trace)
+        if problem:  # refused as the SQLite store refuses it
+            raise ValueError(problem)
         return trace_to_row(trace)
 
     def save_records(self, records: Sequence[TraceRecord]) -> None:
@@ -99,12 +103,15 @@ class InMemoryTraceExporter:
         self.calls = 0
         self.broken = False
 
-    def export(self, traces: Sequence[Trace]) -> None:
+    def export(self, traces: Sequence[Trace]) -> list[str]:
         if self.broken:
             raise TraceStoreError("the in-memory exporter is broken")
-        if traces:
+        left_out = [problem for trace in traces if (problem := times_problem(trace))]
+        sent = [trace for trace in traces if not times_problem(trace)]
+        if sent:
             self.calls += 1
-            self.exported.extend(traces)
+            self.exported.extend(sent)
+        return left_out
 
     def close(self) -> None:
         return

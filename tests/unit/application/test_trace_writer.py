@@ -152,3 +152,65 @@ def test_a_collector_that_was_down_gets_the_traces_after_it() -> None:
         "traces are being exported again",
     ]
     writer.close()
+
+
+def test_a_trace_that_cannot_be_sent_costs_the_collector_nothing_else() -> None:
+    """Refused by the store and by the collector alike: the rest of its batch is exported,
+    one notice is given, and the collector is not rested."""
+    from jarvis.testing.traces import InMemoryTraceExporter
+
+    notices: list[str] = []
+    exporter = InMemoryTraceExporter()
+    store = InMemoryTraceStore()
+    writer = TraceWriter(lambda: store, notice=notices.append, exporter=lambda: exporter)
+    writer.save(_trace("first"))
+    writer.flush()  # the thread has made the store: later traces are encoded on save
+    writer.save(_trace("before", start=2.0))
+    writer.save(Trace(trace_id="nan", agent="a", start=float("nan"), duration=1.0, status="ok"))
+    writer.save(_trace("after", start=3.0))
+    writer.flush()
+    writer.save(_trace("later", start=4.0))
+    writer.flush()
+    assert [t.trace_id for t in exporter.exported] == ["first", "before", "after", "later"]
+    assert [t.trace_id for t in store.list(TraceQuery())] == ["later", "after", "before", "first"]
+    assert len(notices) == 1
+    assert notices[0].startswith("a trace could not be recorded (it was left out): trace nan")
+    writer.close()
+
+
+class _PruneFailingStore(_CountingStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prunes = 0
+        self.prune_broken = True
+
+    def prune(self, *, older_than: float | None, max_bytes: int | None) -> int:
+        self.prunes += 1
+        if self.prune_broken:
+            raise OSError("database is locked")
+        return super().prune(older_than=older_than, max_bytes=max_bytes)
+
+
+def test_a_prune_that_fails_keeps_the_traces_and_tries_again_with_the_next_batch() -> None:
+    """The batch was written: recording goes on (no rest), the failure is told once and
+    the next batch prunes again, until it works (told too)."""
+    notices: list[str] = []
+    store = _PruneFailingStore()
+    writer = TraceWriter(lambda: store, notice=notices.append)
+    for index, name in enumerate(("a", "b", "c")):
+        writer.save(_trace(name, start=float(index)))
+        writer.flush()
+    assert store.prunes == 3  # the first batch's prune failed, so each next batch tries
+    assert [t.trace_id for t in store.list(TraceQuery())] == ["c", "b", "a"]
+    assert notices == [
+        "old traces could not be pruned (the next batch tries again): database is locked"
+    ]
+    store.prune_broken = False
+    writer.save(_trace("d", start=3.0))
+    writer.flush()
+    writer.save(_trace("e", start=4.0))
+    writer.flush()
+    assert store.prunes == 4  # worked once, then back to every PRUNE_EVERY traces
+    assert notices[1:] == ["old traces are being pruned again"]
+    assert len(store.list(TraceQuery())) == 5
+    writer.close()

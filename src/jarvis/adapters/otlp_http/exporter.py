@@ -5,7 +5,7 @@ No OpenTelemetry package is needed (nor imported) for JSON: the request body is 
 collectors accept as ``application/json``. ``http/protobuf`` encodes that same request
 with the official ``opentelemetry-proto`` messages (:mod:`.protobuf`, the ``otel`` extra).
 Each call has a bounded timeout and reads a bounded reply; a receiver that is down, slow
-or refuses is a ``TraceStoreError``.
+or refuses is a ``TraceStoreError``. A trace that cannot be sent is left out alone.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import httpx
 
 from jarvis.application.trace_export import otlp_request, otlp_spans
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.traces import Trace, TraceStoreError
+from jarvis.domain.traces import Trace, TraceStoreError, times_problem
 
 MAX_REPLY_BYTES = 64 * 1024
 
@@ -65,12 +65,17 @@ class OtlpHttpExporter:
         self._headers = {"content-type": content_type, **(headers or {})}
         self._timeout = timeout
 
-    def export(self, traces: Sequence[Trace]) -> None:
-        if not traces:
-            return
+    def export(self, traces: Sequence[Trace]) -> list[str]:
         spans: list[JSONValue] = []
+        left_out: list[str] = []
         for trace in traces:
-            spans.extend(otlp_spans(trace))
+            problem = times_problem(trace)
+            if problem:
+                left_out.append(problem)
+            else:
+                spans.extend(otlp_spans(trace))
+        if not spans:
+            return left_out
         body = otlp_request(spans)
         if self._protobuf:
             from jarvis.adapters.otlp_http.protobuf import encode
@@ -95,6 +100,7 @@ class OtlpHttpExporter:
             raise TraceStoreError(
                 f"the OTLP receiver at {self.url} refused the traces (HTTP {response.status_code})"
             )
+        return left_out
 
     def close(self) -> None:
         client, self._client = self._client, None

@@ -12,23 +12,16 @@ library refuses it.
 
 from __future__ import annotations
 
-from math import isfinite
-
 import orjson
 
-from jarvis.domain.traces import Trace, TraceRecord, trace_fields, trace_to_row
-
-
-def _finite(trace: Trace) -> bool:
-    if not (isfinite(trace.start) and isfinite(trace.duration)):
-        return False
-    return all(isfinite(span.start) and isfinite(span.duration) for span in trace.spans)
+from jarvis.domain.traces import Trace, TraceRecord, times_problem, trace_fields, trace_to_row
 
 
 def encode_trace(trace: Trace) -> TraceRecord:
     """``trace`` as a row of ``jarvis_traces``; ``ValueError`` when it cannot be encoded."""
-    if not _finite(trace):
-        raise ValueError(f"trace {trace.trace_id}: a start or duration is not a finite number")
+    problem = times_problem(trace)
+    if problem:
+        raise ValueError(problem)
     head = trace_fields(trace)
     try:
         data = orjson.dumps(head)

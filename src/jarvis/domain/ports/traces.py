@@ -51,9 +51,11 @@ class TraceExportPort(Protocol):
     """Sends finished traces to an OpenTelemetry collector. Synchronous: the trace writer
     calls it from its own thread, never from the event loop."""
 
-    def export(self, traces: Sequence[Trace]) -> None:
-        """Send ``traces`` (nothing for none); raises ``TraceStoreError`` when the receiver
-        cannot be reached in time or refuses them."""
+    def export(self, traces: Sequence[Trace]) -> list[str]:
+        """Send ``traces`` in one request (nothing for none); raises ``TraceStoreError``
+        when the receiver cannot be reached in time or refuses them. A trace that cannot be
+        sent (:func:`~jarvis.domain.traces.times_problem`) is left out alone: the rest are
+        sent, and the reason of each one left out is returned."""
         ...
 
     def close(self) -> None: ...
