@@ -15,7 +15,11 @@ elsewhere hits every side alike:
   turn read as a stream, so that it can be cut at ``max_tokens``);
 * 50 concurrent two-call tool runs, runs per second (goal >= 0.6x the bare aiohttp loop);
 * the wall time of a plain (tool-less) turn, median of every call (goal <= 1.5x);
-* ``jarvis ask`` end to end (start-up included) on each transport, interleaved runs.
+* ``jarvis ask`` end to end (start-up included) on each transport, interleaved runs;
+* where the CPU ratio comes from (no goals): jarvis's own work per tool run with the
+  engine scripted in the process (no HTTP), and the bare aiohttp loop with that very run
+  between its two calls, against the two measured apart; and the same with a fixed piece
+  of unrelated standard-library work in place of the jarvis run, as a control.
 
 ``jarvis serve``'s own path against ``Jarvis.aask`` on the same transport is in
 :mod:`bench.bench_serve`. Run alone with ``python -m bench.bench_transport [--quick]``.
@@ -24,11 +28,16 @@ elsewhere hits every side alike:
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
+import difflib
+import fractions
 import json
 import os
 import statistics
+import string
 import tempfile
+import textwrap
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -52,9 +61,10 @@ JARVIS_SIDES = (
 
 
 async def bare_aiohttp_tool_run(
-    session: aiohttp.ClientSession, url: str, payload: RawPayload
+    session: aiohttp.ClientSession, url: str, payload: RawPayload, between: Call | None = None
 ) -> str:
-    """:func:`bench.bench_tool_loop.raw_tool_run`, over aiohttp."""
+    """:func:`bench.bench_tool_loop.raw_tool_run`, over aiohttp; ``between`` is awaited
+    after each tool-using turn (the control rows put other work there)."""
     messages: list[dict[str, object]] = [
         {"role": "system", "content": payload.system},
         {"role": "user", "content": QUESTION},
@@ -80,6 +90,8 @@ async def bare_aiohttp_tool_run(
             counter += 1
             result = "4" if arguments.get("expression") == "2+2" else str(counter)
             messages.append({"role": "tool", "content": result, "tool_call_id": call["id"]})
+        if between is not None:
+            await between()
 
 
 def _config_home(root: Path, transport: str, *, whole_tool_turns: bool = True) -> Path:
@@ -142,6 +154,114 @@ async def _sides(ctx: BenchContext, root: Path) -> AsyncIterator[dict[str, tuple
         finally:
             for j in opened:
                 await j.__aexit__(None, None, None)
+
+
+def _stdlib_work() -> None:
+    """A fixed piece of pure-Python standard-library work, unrelated to jarvis: parsing,
+    text wrapping, a diff, exact arithmetic (the control of :func:`control_rows`)."""
+    ast.dump(ast.parse("def f(a, b=1):\n    return [x * a for x in range(b) if x % 2]\n"))
+    textwrap.fill("the quick brown fox jumps over the lazy dog " * 8, 40)
+    list(difflib.unified_diff(["a", "b", "c", "d"], ["a", "c", "d", "e"]))
+    fractions.Fraction(3, 7) + fractions.Fraction(5, 11)
+    string.Template("$a and $b").substitute(a=1, b=2)
+
+
+@asynccontextmanager
+async def _scripted_run(root: Path) -> AsyncIterator[Call]:
+    """One two-call tool run through ``Jarvis.aask`` with the engine's two answers scripted
+    in the process: jarvis's own work, no HTTP."""
+    from jarvis import Jarvis
+    from jarvis.domain.llm.completion import Completion
+    from jarvis.domain.llm.messages import ToolCall
+    from jarvis.testing import ScriptedInference
+
+    engine = ScriptedInference((), models=("stub-model",))
+    call = ToolCall(id="call_1", name="calculator", arguments={"expression": "2+2"})
+    replies = (
+        Completion(content="", tool_calls=(call,), finish_reason="tool_calls"),
+        Completion(content="4"),
+    )
+    config = root / "scripted.toml"
+    config.write_text('[agent]\ndefault = "simple"\n', encoding="utf-8")
+    async with Jarvis(inference=engine, model="stub-model", config_path=config) as j:
+
+        async def run() -> object:
+            engine.add(*replies)
+            engine.requests.clear()
+            answer = await j.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+            assert answer.turns == 2, answer
+            return answer
+
+        yield run
+
+
+async def control_rows(ctx: BenchContext) -> list[Row]:
+    """The bare loop's two calls with a jarvis run (or the control work) between them,
+    against the bare loop and that work measured apart, in interleaved blocks."""
+    from jarvis.application.tools.calculator import CalculatorTool
+
+    payload = raw_payload(CalculatorTool())
+    n, blocks = (10, 2) if ctx.quick else (200, 7)
+    with tempfile.TemporaryDirectory() as root:
+        async with (
+            aiohttp.ClientSession() as session,
+            _scripted_run(Path(root)) as scripted,
+        ):
+
+            async def bare() -> object:
+                return await bare_aiohttp_tool_run(session, ctx.stub_url, payload)
+
+            async def control() -> object:
+                _stdlib_work()
+                return None
+
+            async def with_jarvis() -> object:
+                return await bare_aiohttp_tool_run(session, ctx.stub_url, payload, scripted)
+
+            async def with_control() -> object:
+                return await bare_aiohttp_tool_run(session, ctx.stub_url, payload, control)
+
+            sides = {
+                "bare": bare,
+                "jarvis": scripted,
+                "control": control,
+                "bare+jarvis": with_jarvis,
+                "bare+control": with_control,
+            }
+            cpu: dict[str, list[float]] = {name: [] for name in sides}
+            for call in sides.values():
+                await _cpu_per_call(call, 20)
+            for _ in range(blocks):
+                for name, call in sides.items():
+                    cpu[name].append(await _cpu_per_call(call, n))
+    ms = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
+    note = f"CPU, median of {blocks} interleaved blocks"
+    return [
+        Row(
+            name="jarvis's own work per tool run (engine scripted, no HTTP)",
+            value=ms["jarvis"],
+            unit="ms",
+            baseline=ms["bare"],
+            baseline_name="bare aiohttp loop",
+            note=note,
+        ),
+        Row(
+            name="bare aiohttp loop with that jarvis run between its two calls",
+            value=ms["bare+jarvis"],
+            unit="ms",
+            baseline=ms["bare"] + ms["jarvis"],
+            baseline_name="the two measured apart",
+            note=note,
+        ),
+        Row(
+            name="bare aiohttp loop with unrelated stdlib work between its calls (control)",
+            value=ms["bare+control"],
+            unit="ms",
+            baseline=ms["bare"] + ms["control"],
+            baseline_name=f"the two measured apart (the work alone {ms['control']:.3f} ms)",
+            note=note,
+        ),
+    ]
 
 
 def _jarvis_calls(j: object) -> tuple[Call, Call]:
@@ -277,6 +397,7 @@ def start_up_rows(ctx: BenchContext) -> list[Row]:
 
 async def run(ctx: BenchContext) -> list[Row]:
     rows = await in_process_rows(ctx)
+    rows += await control_rows(ctx)
     return rows + await asyncio.to_thread(start_up_rows, ctx)
 
 
