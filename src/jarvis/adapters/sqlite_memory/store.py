@@ -162,7 +162,8 @@ class SqliteMemory:
         return MemoryStoreBusyError(
             f"The memory database {self.path} stayed locked by another process for "
             f"{BUSY_TIMEOUT:g} s.",
-            hint="Nothing was changed; try again when the other jarvis is done.",
+            hint="This change was not made (what was done before it is kept); run it again "
+            "when the other jarvis is done.",
         )
 
     def _connect(self) -> sqlite3.Connection:

@@ -20,7 +20,8 @@ class KnowledgeStorePort(Protocol):
     """The user's knowledge base: sources cut into chunks, searchable by words (bm25) and by
     meaning (stored sentence vectors). Every method raises
     :class:`~jarvis.domain.knowledge.MemoryStoreDamagedError` when the store cannot be read,
-    and changes nothing then."""
+    or :class:`~jarvis.domain.knowledge.MemoryStoreBusyError` when another process held it
+    past the wait, and then makes no change of its own."""
 
     async def fingerprint(self, source: str) -> str | None:
         """The fingerprint ``source`` was indexed with; ``None`` when it is not indexed."""

@@ -41,7 +41,8 @@ Exit codes:
        --context-file that is not a regular file or too large, stdout closed
        (and stdin, for chat), a cron expression that never matches a date
   3    engine or session store unavailable (the message names it, its URL and how to
-       start it; a password in the URL is never printed)
+       start it; a password in the URL is never printed); a session store or memory
+       database another process held locked past the wait (run it again)
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS

@@ -35,6 +35,7 @@ from jarvis.domain.errors import (
     SandboxError,
     ToolsNotSupportedError,
 )
+from jarvis.domain.knowledge import MemoryStoreBusyError, MemoryStoreDamagedError
 from jarvis.domain.sessions.records import SessionStoreError, SessionStoreUnavailableError
 from jarvis.entrypoints.redact import redact_urls
 
@@ -68,6 +69,8 @@ _BY_CLASS: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (SandboxError, 503, "sandbox_error", None),
     (SessionStoreUnavailableError, 503, "store_unavailable", None),
     (SessionStoreError, 500, "store_error", None),
+    (MemoryStoreBusyError, 503, "store_unavailable", None),
+    (MemoryStoreDamagedError, 500, "store_error", None),
 )
 
 
