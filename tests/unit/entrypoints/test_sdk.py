@@ -187,6 +187,16 @@ class TestSync:
         ):
             j.ask("q", tools=["calculator"])
 
+    @pytest.mark.parametrize("temperature", [float("nan"), float("inf")])
+    def test_a_temperature_that_is_not_a_number_is_refused(self, temperature: float) -> None:
+        """Not sent: no JSON number holds it, and an engine would read a null as its own
+        default."""
+        engine = ScriptedInference()
+        with jarvis.Jarvis(inference=engine) as j:
+            with pytest.raises(ConfigurationError, match="not a finite number"):
+                j.ask("q", temperature=temperature)
+            assert engine.requests == []
+
     def test_container_override(self) -> None:
         j = jarvis.Jarvis()
         j.container.inference.override(ScriptedInference(["from override"]))

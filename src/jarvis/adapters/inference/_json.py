@@ -13,6 +13,7 @@ the value later meets a ``RecursionError``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import cast
@@ -149,17 +150,29 @@ def dumps(value: JSONValue) -> str:
 def encode(value: JSONValue) -> bytes:
     """Compact JSON as UTF-8 bytes: a request's body.
 
-    orjson writes it in a fortieth of the standard library's time (the body of a tool turn
-    repeats the whole conversation, so this is paid on every turn). What orjson refuses is
-    written by the standard library, the same text otherwise: a string carrying a lone
-    surrogate (a model may send one back in a later turn; it is sent as ``?`` rather than
-    making the strict UTF-8 encoder refuse the whole request) or an integer past 64 bits.
-    A float that is not finite, which no JSON parser reads, is written as ``null``.
+    orjson writes it in a small fraction of the standard library's time (the body of a tool
+    turn repeats the whole conversation, so this is paid on every turn). What orjson
+    refuses is written by the standard library, the same text otherwise: a string carrying
+    a lone surrogate (a model may send one back in a later turn; it is sent as ``?`` rather
+    than making the strict UTF-8 encoder refuse the whole request) or an integer past 64
+    bits. A float that is not finite (``NaN`` in a model's tool arguments, which Python's
+    JSON reader accepts) is written as ``null`` either way: bare ``NaN`` is not JSON.
     """
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
-        return dumps(value).encode("utf-8", "replace")
+        return dumps(_finite_only(value)).encode("utf-8", "replace")
+
+
+def _finite_only(value: JSONValue) -> JSONValue:
+    """``value`` with ``None`` for every float that is not finite, as orjson writes it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_only(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_only(item) for item in value]
+    return value
 
 
 def names_in(data: object, list_key: str, *name_keys: str) -> list[str] | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
@@ -79,6 +80,11 @@ def ask_question(question: str, **options: Unpack[AskOptions]) -> AskQuestion:
             f"unexpected keyword argument {min(unknown)!r}; the options are "
             + ", ".join(sorted(_OPTION_NAMES))
         )
+    temperature = options.get("temperature")
+    if temperature is not None and not math.isfinite(temperature):
+        raise ConfigurationError(
+            f"temperature={temperature!r} is not a finite number.", hint="Pass e.g. 0.7."
+        )
     context = options.get("context")
     if isinstance(context, str):
         context = AgentContext(metadata={"context": context})
@@ -86,7 +92,7 @@ def ask_question(question: str, **options: Unpack[AskOptions]) -> AskQuestion:
         question=question,
         agent=options.get("agent"),
         model=options.get("model"),
-        temperature=options.get("temperature"),
+        temperature=temperature,
         max_tokens=options.get("max_tokens"),
         system_prompt=options.get("system"),
         tools=tuple(options.get("tools") or ()),

@@ -50,3 +50,9 @@ def test_non_ascii_text_is_sent_as_utf8_and_compact() -> None:
 
 def test_a_float_no_json_parser_reads_is_sent_as_null() -> None:
     assert encode({"temperature": float("nan")}) == b'{"temperature":null}'
+
+
+def test_a_float_no_json_parser_reads_is_null_on_the_standard_librarys_path_too() -> None:
+    """orjson refuses the lone surrogate, so the standard library writes this body."""
+    body = encode({"arguments": {"x": float("nan"), "y": [float("-inf"), 1.5]}, "c": "\ud800"})
+    assert body == b'{"arguments":{"x":null,"y":[null,1.5]},"c":"?"}'
