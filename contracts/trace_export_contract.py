@@ -37,16 +37,29 @@ class TraceExportContract(Generic[ExporterT]):
         assert requests == 1
         assert names == ["one", "m", "two", "m"]
 
-    def test_a_trace_that_cannot_be_sent_is_left_out_alone(self, exporter: ExporterT) -> None:
-        """A start or duration that is not a number costs that trace, not its batch."""
-        bad = replace(make_trace("e" * 32, agent="bad"), duration=math.nan)
+    @pytest.mark.parametrize(
+        ("start", "duration", "why"),
+        [
+            (1000.0, math.nan, "not a finite number"),
+            (-1.0, 1.5, "outside 1970-2554"),  # OTLP's times are unsigned
+            (2e10, 1.5, "outside 1970-2554"),  # past 2**64 nanoseconds
+            (1e300, 1.5, "outside 1970-2554"),
+        ],
+    )
+    def test_a_trace_that_cannot_be_sent_is_left_out_alone(
+        self, exporter: ExporterT, start: float, duration: float, why: str
+    ) -> None:
+        """Times no span can carry cost that trace, not its batch."""
+        bad = make_trace("e" * 32, agent="bad")
+        run = replace(bad.spans[0], start=start, duration=duration)
+        bad = replace(bad, spans=(run, *bad.spans[1:]))
         left_out = exporter.export(
             [make_trace("a" * 32, agent="one"), bad, make_trace("b" * 32, agent="two")]
         )
         assert self.received(exporter) == (["one", "m", "two", "m"], 1)
         assert len(left_out) == 1
         assert "e" * 32 in left_out[0]
-        assert "not a finite number" in left_out[0]
+        assert why in left_out[0]
 
     def test_a_batch_of_traces_that_cannot_be_sent_sends_nothing(self, exporter: ExporterT) -> None:
         bad = replace(make_trace("f" * 32), start=math.inf)

@@ -92,16 +92,23 @@ class TraceStoreError(Exception):
     database). A run never fails because of it."""
 
 
+LATEST_TIME = 18_446_744_073.0
+"""The last second (since the epoch) a span can carry: OTLP times are unsigned 64-bit
+nanoseconds (the year 2554)."""
+
+
 def times_problem(trace: Trace) -> str:
-    """Why ``trace`` cannot be kept or sent (a start or duration that is not a finite
-    number: no record or span has a place for it), or ``""``. The store and the exporter
-    leave such a trace out alone."""
-    times = [trace.start, trace.duration]
-    for span in trace.spans:
-        times += (span.start, span.duration)
-    if all(isfinite(value) for value in times):
-        return ""
-    return f"trace {trace.trace_id}: a start or duration is not a finite number"
+    """Why ``trace`` cannot be kept or sent, or ``""``: a start or duration that is not a
+    finite number, or a span that starts before the epoch or ends after
+    :data:`LATEST_TIME` (no record or OTLP span has a place for it). The store and the
+    exporter leave such a trace out alone."""
+    spans = [(trace.start, trace.duration)] + [(s.start, s.duration) for s in trace.spans]
+    for start, duration in spans:
+        if not (isfinite(start) and isfinite(duration)):
+            return f"trace {trace.trace_id}: a start or duration is not a finite number"
+        if start < 0 or start + duration > LATEST_TIME:
+            return f"trace {trace.trace_id}: a span's times are outside 1970-2554"
+    return ""
 
 
 def trace_fields(trace: Trace) -> dict[str, object]:
