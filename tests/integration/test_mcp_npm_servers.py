@@ -116,3 +116,35 @@ def test_ask_reads_a_file_through_the_filesystem_server(tmp_path: Path, tag: str
         second = [m for m in engine.messages(2) if m["role"] == "tool"]
         assert re.search(r"Access denied", str(second[-1]["content"]))
     assert processes_with(tag) == []
+
+
+def test_a_deny_rule_by_server_and_tool_name_stops_the_real_write(tmp_path: Path, tag: str) -> None:
+    """``"fs.write_file" = "deny"`` (the README's key) holds though the model calls the tool
+    by its model name, ``fs_write_file``: the server never writes the file."""
+    node, script = npm_server("server-filesystem")
+    root = tmp_path / tag
+    root.mkdir()
+    target = root / "written.txt"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"[mcp.servers.fs]\ncommand = {json.dumps(node)}\n"
+        f"args = [{json.dumps(script)}, {json.dumps(str(root))}]\n"
+        'enabled_tools = ["write_file"]\n'
+        '[tools.approval]\ndefault = "auto"\n'
+        '[tools.approval.tools]\n"fs.write_file" = "deny"\n'
+    )
+    write: dict[str, object] = {"path": str(target), "content": "overwritten"}
+    with ScriptedEngine([Reply(tool_calls=[tool_call("c1", "fs_write_file", write)]),
+                         Reply("Could not.")]) as engine:  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "jarvis", "ask", "--config", str(config),
+             "--base-url", engine.url, "-m", MODEL, "-a", "orchestrator", "--tools", "fs",
+             "Write the file."],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+            env=os.environ.copy(), check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        told = [m for m in engine.messages(1) if m["role"] == "tool"]
+        assert "Tool call denied: the approval policy denies it" in str(told[-1]["content"])
+    assert not target.exists()
+    assert processes_with(tag) == []

@@ -79,7 +79,10 @@ class ApprovalPolicy:
         reason = _reason(spec)
         if self.mode is not None:
             return Verdict(mode=self.mode, rule=f"{self.mode_source} {self.mode}", reason=reason)
-        for name in (spec.name, spec.name.lower()):
+        names: tuple[str, ...] = (spec.name, spec.name.lower())
+        if spec.qualified_name:  # an MCP tool: ``SERVER.TOOL`` first (its model name varies)
+            names = (spec.qualified_name, spec.qualified_name.lower(), *names)
+        for name in names:
             configured = self.tools.get(name)
             if configured is not None:
                 rule = f'[tools.approval.tools] {json.dumps(name)} = "{configured}"'

@@ -68,6 +68,27 @@ def test_precedence_run_mode_then_tool_entry_then_default() -> None:
         policy_from_settings("sometimes", {})
 
 
+MCP_WRITE = ToolSpec(
+    name="fs_write_file",
+    description="Write a file.",
+    side_effects=True,
+    qualified_name="fs.write_file",
+)
+
+
+def test_an_mcp_tool_is_ruled_by_its_server_and_tool_name() -> None:
+    """``SERVER.TOOL`` is the key the README documents; the model's name (which may carry
+    a suffix when two servers' tools collide) works too, and the qualified one wins."""
+    denied = policy_from_settings("auto", {"fs.write_file": "deny"}).verdict(MCP_WRITE)
+    assert (denied.mode, denied.rule) == ("deny", '[tools.approval.tools] "fs.write_file" = "deny"')
+    by_model_name = policy_from_settings("auto", {"fs_write_file": "deny"}).verdict(MCP_WRITE)
+    assert by_model_name.mode == "deny"
+    both = policy_from_settings("", {"fs.write_file": "deny", "fs_write_file": "auto"})
+    assert both.verdict(MCP_WRITE).mode == "deny"
+    other_server = policy_from_settings("auto", {"gh.write_file": "deny"}).verdict(MCP_WRITE)
+    assert other_server.mode == "auto"
+
+
 def _calls(*calls: ToolCall) -> Completion:
     return Completion(content="", tool_calls=calls, finish_reason="tool_calls")
 

@@ -347,6 +347,7 @@ class McpToolSource:
             side_effects=info.read_only is not True,
             read_only_hint=info.read_only,
             destructive_hint=info.destructive,
+            qualified_name=f"{server}.{info.name}" if info.name else "",
         )
         return McpTool(self, server, info, spec)
 

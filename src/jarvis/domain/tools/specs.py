@@ -37,6 +37,9 @@ class ToolSpec:
     blocking: bool = True
     read_only_hint: bool | None = None
     destructive_hint: bool | None = None
+    qualified_name: str = ""
+    """The name jarvis gives the tool where ``name`` (what the model sees) may differ: an
+    MCP server's tool is ``SERVER.TOOL`` (``jarvis mcp call``, ``[tools.approval.tools]``)."""
 
     @property
     def read_only(self) -> bool:
