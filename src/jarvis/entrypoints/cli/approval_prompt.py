@@ -110,7 +110,7 @@ class TerminalApprovals:
 
 def describe(request: ApprovalRequest) -> str:
     """The lines that show a call waiting for approval (control characters made visible)."""
-    from jarvis.entrypoints.cli.terminal_text import terminal_safe
+    from jarvis.entrypoints.terminal_text import terminal_safe
 
     return (
         f"jarvis: approve the call {terminal_safe(request.tool)}"

@@ -121,24 +121,11 @@ def describe(exc: BaseException) -> str:
 
 
 def write_stderr(text: str, err: TextIO | None = None) -> None:
-    """Write ``text`` to stderr (or ``err``) with URL credentials masked, through the
-    printable filter when it is a terminal (an engine's error text, a tool's output or a
-    model name may hold escape sequences); never raises.
+    """:func:`jarvis.entrypoints.terminal_text.write_stderr`, imported when first used
+    (the filter's pattern is not compiled by a command that prints nothing on stderr)."""
+    from jarvis.entrypoints.terminal_text import write_stderr as write
 
-    Diagnostics are best effort: a stderr that is closed or whose reader went away must
-    not end a command whose answer is still being written to stdout.
-    """
-    stream = sys.stderr if err is None else err
-    if stream is None:  # started with fd 2 closed
-        return
-    import contextlib
-
-    from jarvis.entrypoints.cli.terminal_text import for_terminal
-    from jarvis.entrypoints.redact import redact_urls
-
-    with contextlib.suppress(OSError, ValueError):
-        stream.write(for_terminal(redact_urls(text), stream))
-        stream.flush()
+    write(text, err)
 
 
 def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> int:

@@ -40,8 +40,8 @@ from jarvis.entrypoints.cli.options import (
     open_runtime,
 )
 from jarvis.entrypoints.cli.output import exit_with, run_async, write_json, write_line
-from jarvis.entrypoints.cli.terminal_text import for_terminal
 from jarvis.entrypoints.http.guarded_options import GUARDED_OPTIONS, HOST_RUNTIMES
+from jarvis.entrypoints.terminal_text import for_terminal
 
 if TYPE_CHECKING:
     from jarvis.application.tools.mcp_tools import McpServerState, McpToolSource

@@ -1,7 +1,7 @@
 """Rendering a run on the terminal: a spinner until the first token, then the text as it comes.
 
 Text from the engine goes through the printable filter on a terminal
-(:mod:`jarvis.entrypoints.cli.terminal_text`). The answer goes to stdout; everything else
+(:mod:`jarvis.entrypoints.terminal_text`). The answer goes to stdout; everything else
 (spinner, tool activity, notices) goes to stderr, so ``jarvis ask ... > answer.txt``
 captures exactly the answer. The spinner runs only when
 stderr is a terminal, and :meth:`StreamRenderer.abort` always leaves the terminal clean
@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import TextIO
 
-from jarvis.entrypoints.cli.terminal_text import for_terminal
+from jarvis.entrypoints.terminal_text import for_terminal
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _CLEAR_LINE = "\r\x1b[K"

@@ -17,7 +17,7 @@ from jarvis.domain.sessions.records import (
     to_micros,
 )
 from jarvis.entrypoints.cli.streams import json_text
-from jarvis.entrypoints.cli.terminal_text import is_terminal, terminal_safe
+from jarvis.entrypoints.terminal_text import is_terminal, terminal_safe
 
 if TYPE_CHECKING:
     from jarvis.application.conversation import Sessions

@@ -16,6 +16,7 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption, VerboseOption
+from jarvis.entrypoints.cli.output import write_line
 
 if TYPE_CHECKING:
     from jarvis.application.skills import SkillLibrary
@@ -63,7 +64,7 @@ def list_skills(
             return
         width = max(len(s.name) for s in skills)
         lines = [f"{s.name:<{width}}  {s.description}\n{'':<{width}}  ({s.source})" for s in skills]
-        sys.stdout.write("\n".join(lines) + "\n")
+        write_line("\n".join(lines))  # a folder's text: filtered on a terminal
 
     code = guarded(body, verbose=verbose)
     if code:
@@ -93,7 +94,7 @@ def show(
             text = library.read(name, file)
         except SkillError as error:
             raise ConfigurationError(f"{error}.", hint="`jarvis skills list` lists them.") from None
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        write_line(text.rstrip("\n"))  # a folder's text: filtered on a terminal
 
     code = guarded(body, verbose=verbose)
     if code:

@@ -7,7 +7,6 @@ Agent Skills are looked at only for agents that take tools.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -49,7 +48,11 @@ def persona_prompt(builder: SystemPromptBuilder) -> PersonaPrompt:
 
 
 def _skill_notice(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A skill that is skipped (its path and name are a folder's text, filtered on a
+    terminal)."""
+    from jarvis.entrypoints.terminal_text import write_stderr
+
+    write_stderr(message + "\n")
 
 
 class SkillsOnDemand:

@@ -9,7 +9,6 @@ question to an agent without tools imports none of it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -156,10 +155,11 @@ def agents(plugins: PluginSource) -> AgentRegistry:
 
 
 def _report_line(line: str) -> None:
-    """One line on stderr for a fault that a run survives (an MCP server's)."""
-    if sys.stderr is not None:
-        sys.stderr.write(f"jarvis: {line}\n")
-        sys.stderr.flush()
+    """One line on stderr for a fault that a run survives (an MCP server's: its message,
+    its stderr's tail and its tool names are the server's text, filtered on a terminal)."""
+    from jarvis.entrypoints.terminal_text import write_stderr
+
+    write_stderr(f"jarvis: {line}\n")
 
 
 def _mcp_client(spec: McpServerSpec) -> McpClientPort:
