@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -289,3 +291,42 @@ def test_chat_keeps_its_server_for_the_whole_conversation(tmp_path: Path, tag: s
         both = [m["content"] for m in engine.messages(3) if m["role"] == "tool"]
     assert len(both) == 2
     assert both[0] == both[1] == first[0]  # one server process answered both questions
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("command", ["call", "tools"])
+def test_a_command_stopped_by_a_signal_stops_its_servers(
+    tmp_path: Path, tag: str, stop: signal.Signals, command: str
+) -> None:
+    """Stopped while a server works (a call that never ends, or a server that never
+    answers its start): the command ends as Ctrl-C ends it (130), and the servers it
+    started with it (they run in a session of their own, out of a hang-up's reach)."""
+    marker = tmp_path / "hanging"
+    if command == "call":
+        config = write_config(tmp_path / "config.toml", tag)
+        args = ["mcp", "call", "--config", str(config), "ref.hang"]
+        args.append(json.dumps({"marker": str(marker)}))
+    else:
+        config = write_config(tmp_path / "config.toml", tag)
+        text = config.read_text().replace('"--tag"', '"--never-start", "--tag"')
+        config.write_text(text + '[tools]\nenabled = ["ref"]\n')
+        args = ["tools", "--config", str(config)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jarvis", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.exists() if command == "call" else processes_with(tag)):
+            assert process.poll() is None, process.stderr
+            assert time.monotonic() < deadline, "the server never got to work"
+            time.sleep(0.05)
+        process.send_signal(stop)
+        assert process.wait(60) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,6 +1,6 @@
 """What the ``jarvis sessions`` and ``jarvis operators`` commands print, and how they run
 their use cases: one line or one JSON document on stdout, stored text made safe for a
-terminal (:mod:`jarvis.entrypoints.cli.terminal_text`), a coroutine run to its end, a
+terminal (:mod:`jarvis.entrypoints.terminal_text`), a coroutine run to its end, a
 non-zero status as the exit code."""
 
 from __future__ import annotations
@@ -17,14 +17,19 @@ T = TypeVar("T")
 
 
 def run_async(coro: Coroutine[object, object, T]) -> T:
+    """Run ``coro`` to its end; ``SIGTERM`` or a hang-up ends it as Ctrl-C does, so what
+    it started (an MCP server, a store) is closed on the way out."""
     import asyncio
 
-    return asyncio.run(coro)
+    from jarvis.entrypoints.cli.termination import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        return asyncio.run(coro)
 
 
 def write_raw(text: str) -> None:
     """``text`` on stdout, through the printable filter when stdout is a terminal."""
-    from jarvis.entrypoints.cli.terminal_text import for_terminal
+    from jarvis.entrypoints.terminal_text import for_terminal
 
     sys.stdout.write(for_terminal(text, sys.stdout))
 

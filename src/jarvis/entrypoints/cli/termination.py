@@ -1,9 +1,10 @@
-"""``SIGTERM`` ends a command the way Ctrl-C does.
+"""``SIGTERM`` and ``SIGHUP`` end a command the way Ctrl-C does.
 
-Python's default for ``SIGTERM`` is to die at once: no ``finally`` runs, so an external
-runtime's server and private dir (which holds the engine's key), a REPL's working
-directory, a half-written answer would be left as they are. Inside :func:`sigterm_as_interrupt`
-a ``SIGTERM`` raises ``SIGINT`` instead, which takes the one cleanup path Ctrl-C takes
+Python's default for both is to die at once: no ``finally`` runs, so an external runtime's
+server and private dir (which holds the engine's key), an MCP server (started in a session
+of its own, so a closing terminal's hang-up never reaches it), a REPL's working directory,
+a half-written answer would be left as they are. Inside :func:`sigterm_as_interrupt` either
+signal raises ``SIGINT`` instead, which takes the one cleanup path Ctrl-C takes
 (``asyncio.run`` cancels the run, every ``finally`` and ``aclose`` runs, exit 130).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -25,17 +26,19 @@ def _as_interrupt(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, ``SIGTERM`` interrupts like Ctrl-C (main thread only; elsewhere, and
-    where the signal is ignored, nothing changes)."""
+    """While inside, ``SIGTERM`` and ``SIGHUP`` interrupt like Ctrl-C (main thread only;
+    elsewhere, and for a signal that is ignored, nothing changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous == signal.SIG_IGN:  # started with SIGTERM ignored (nohup-like): keep it
-        yield
-        return
-    signal.signal(signal.SIGTERM, _as_interrupt)
+    replaced: dict[signal.Signals, signal.Handlers | int | Callable[..., object] | None] = {}
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        previous = signal.getsignal(number)
+        if previous != signal.SIG_IGN:  # started ignoring it (nohup): keep that
+            replaced[number] = previous
+            signal.signal(number, _as_interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, previous in replaced.items():
+            signal.signal(number, previous)
