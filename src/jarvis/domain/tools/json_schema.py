@@ -75,8 +75,18 @@ def _type_problem(value: object, expected: object) -> str | None:
     return f"expected {' or '.join(wanted)}, got {json_type_name(value)}"
 
 
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{?]")
+"""A group holding a quantifier that is itself quantified (``(a+)+``): on some strings
+Python's backtracking matcher takes time exponential in their length."""
+
+
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str] | None:
+    """``pattern`` compiled, or ``None``: not a pattern, or one that is not checked here
+    because matching it may take exponential time (a tool's schema may come from an MCP
+    server; the tool still checks its own input)."""
+    if _NESTED_QUANTIFIER.search(pattern) is not None:
+        return None
     try:
         return re.compile(pattern)
     except re.error:
@@ -88,12 +98,26 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class _Validator:
-    __slots__ = ("errors", "root")
+class _TooComplex(Exception):
+    """The check took more than :data:`MAX_STEPS` steps."""
 
-    def __init__(self, root: Mapping[str, object]) -> None:
+
+MAX_STEPS = 20_000
+"""The most schema nodes one check visits: ``anyOf`` inside ``anyOf`` through ``$ref``
+(a server's schema of 1 kB) would otherwise take time exponential in its depth."""
+
+
+class _Validator:
+    __slots__ = ("errors", "known", "root", "steps")
+
+    def __init__(self, root: Mapping[str, object], parent: _Validator | None = None) -> None:
         self.root = root
         self.errors: list[str] = []
+        self.steps: list[int] = [0] if parent is None else parent.steps
+        """Shared with the probes of ``anyOf``/``oneOf``: one budget for the whole check."""
+        self.known: dict[tuple[int, int], bool] = {} if parent is None else parent.known
+        """Whether a value matches a subschema, by their ids (both live as long as the
+        check): a subschema reached again through ``$ref`` is not checked again."""
 
     def fail(self, path: str, message: str) -> None:
         if len(self.errors) < _MAX_ERRORS:
@@ -120,6 +144,9 @@ class _Validator:
         return schema
 
     def check(self, value: object, schema: object, path: str) -> None:
+        self.steps[0] += 1
+        if self.steps[0] > MAX_STEPS:
+            raise _TooComplex
         if schema is False:
             self.fail(path, "no value is allowed here")
             return
@@ -220,16 +247,24 @@ class _Validator:
             options = schema.get(keyword)
             if not isinstance(options, list) or not options:
                 continue
-            matches = sum(1 for sub in options if self.matches(value, sub))
+            matches = 0
+            for sub in options:  # stops as soon as the outcome is known
+                matches += self.matches(value, sub)
+                if matches == (1 if keyword == "anyOf" else 2):
+                    break
             if matches == 0:
                 self.fail(path, f"matches none of the allowed shapes ({keyword})")
             elif keyword == "oneOf" and matches > 1:
                 self.fail(path, "matches more than one of the allowed shapes (oneOf)")
 
     def matches(self, value: object, schema: object) -> bool:
-        probe = _Validator(self.root)
-        probe.check(value, schema, "")
-        return not probe.errors
+        key = (id(value), id(schema))
+        known = self.known.get(key)
+        if known is None:
+            probe = _Validator(self.root, self)
+            probe.check(value, schema, "")
+            known = self.known[key] = not probe.errors
+        return known
 
 
 def validate(value: JSONValue, schema: JSONObject) -> list[str]:
@@ -242,4 +277,6 @@ def validate(value: JSONValue, schema: JSONObject) -> list[str]:
         validator.check(value, schema, "")
     except RecursionError:
         return ["$: the value is nested too deeply to check"]
+    except _TooComplex:
+        return [f"$: the tool's schema is too complex to check (over {MAX_STEPS} steps)"]
     return validator.errors

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.tools.json_schema import validate
+from jarvis.domain.tools.json_schema import MAX_STEPS, validate
 
 CALC: JSONObject = {
     "type": "object",
@@ -114,3 +114,38 @@ json_values = st.recursive(
 )
 def test_never_raises_whatever_the_schema(value: object, schema: JSONObject) -> None:
     assert isinstance(validate(value, schema), list)  # type: ignore[arg-type]
+
+
+def _chain(depth: int, combine: str) -> JSONObject:
+    """A ``$defs`` chain ``depth`` deep, each level naming the one below twice (under
+    ``anyOf`` or ``allOf``): about 70 bytes a level, and checked naively in time that
+    doubles with each level."""
+    defs: JSONObject = {"d0": {"type": "string"}}
+    for level in range(1, depth + 1):
+        below: JSONObject = {"$ref": f"#/$defs/d{level - 1}"}
+        defs[f"d{level}"] = {combine: [{"allOf": [below, {"minLength": 99}]}, below]}
+    return {
+        "type": "object",
+        "$defs": defs,
+        "properties": {"x": {"$ref": f"#/$defs/d{depth}"}},
+    }
+
+
+def test_a_schema_built_to_take_exponential_time_is_checked_in_bounded_steps() -> None:
+    """A server's 2 kB schema would take hours: a subschema met again is not checked
+    again (``anyOf``), and what still grows (``allOf``) stops at the step budget, with a
+    message the model reads; it never raises."""
+    any_of = _chain(30, "anyOf")
+    assert validate({"x": "valid"}, any_of) == []
+    assert validate({"x": 5}, any_of) == ["x: matches none of the allowed shapes (anyOf)"]
+    all_of = _chain(30, "allOf")
+    assert validate({"x": "valid"}, all_of) == [
+        f"$: the tool's schema is too complex to check (over {MAX_STEPS} steps)"
+    ]
+
+
+def test_a_pattern_that_may_backtrack_exponentially_is_not_run() -> None:
+    schema: JSONObject = {"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}}
+    assert validate({"s": "a" * 64 + "!"}, schema) == []  # the tool checks its own input
+    plain: JSONObject = {"type": "object", "properties": {"s": {"pattern": "^[a-z]+$"}}}
+    assert validate({"s": "abc!"}, plain) == ["s: must match the pattern '^[a-z]+$'"]
