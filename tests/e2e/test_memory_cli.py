@@ -45,8 +45,9 @@ def refused(code: int, *args: str) -> str:
     return done.stderr
 
 
-def pdf(text: str) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF writer)."""
+def pdf(text: str, *, font: bytes = b"", trailer: bytes = b"") -> bytes:
+    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF writer);
+    ``font`` and ``trailer`` add entries to the font's and the trailer's dictionaries."""
     stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -54,7 +55,7 @@ def pdf(text: str) -> bytes:
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
         b"/Resources << /Font << /F1 5 0 R >> >> >>",
         b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica " + font + b">>",
     ]
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -65,8 +66,9 @@ def pdf(text: str) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        trailer,
         xref,
     )
     return bytes(out)
@@ -91,6 +93,34 @@ def test_pdf_and_html_are_read_as_text(jarvis_home: Path, tmp_path: Path) -> Non
     assert [h["source"] for h in hits] == [str(docs / "island.pdf")]  # not the page's script
     [page] = json.loads(ok("memory", "search", "pelicans", "--mode", "keyword", "--json").stdout)
     assert page["text"] == "Harbour\nThe lighthouse keeper feeds pelicans."
+
+
+def test_a_pdf_pypdf_fails_on_in_its_own_way_costs_only_itself(
+    jarvis_home: Path, tmp_path: Path
+) -> None:
+    """An encryption pypdf does not implement (NotImplementedError inside it) is skipped
+    like any unreadable PDF in a folder, and the others are added; a PDF whose names carry
+    escape sequences adds no line of pypdf's own to stderr."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The ferry leaves at dawn.")
+    (docs / "b-locked.pdf").write_bytes(
+        pdf("secret", trailer=b"/Encrypt << /Filter /Standard /V 99 /R 99 >> ")
+    )
+    (docs / "c-odd.pdf").write_bytes(
+        pdf("The wombat digs burrows", font=b"/Encoding /Evil#1b#5d0;TITLE#07#1b#5b2J ")
+    )
+    (docs / "d.md").write_text("The lighthouse is white.")
+    done = jarvis("memory", "add", str(docs), "--no-embed", "--verbose")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "3 added" in done.stdout
+    assert "b-locked.pdf" in done.stderr  # named by --verbose as the one skipped
+    assert "Traceback" not in done.stderr
+    assert "\x1b" not in done.stderr
+    assert "not implemented" not in done.stderr  # pypdf's own message, silenced
+    listed = ok("memory", "list").stdout
+    assert all(name in listed for name in ("a.md", "c-odd.pdf", "d.md"))
+    assert "b-locked.pdf" not in listed
 
 
 @pytest.fixture

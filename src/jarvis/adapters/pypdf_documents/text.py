@@ -25,12 +25,13 @@ def pdf_text(data: bytes, source: str) -> str:
     A :class:`DocumentError`'s message says what ``source`` is ("an encrypted PDF")."""
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
     except ImportError:
         raise DocumentError(
             "a PDF, and the PDF reader (pypdf) is not installed", hint=INSTALL_HINT
         ) from None
-    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about sloppy PDFs
+    # silent: its messages about sloppy PDFs quote the file's own names (escape sequences
+    # included), and without a handler Python would print them raw on stderr
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL + 1)
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -41,11 +42,12 @@ def pdf_text(data: bytes, source: str) -> str:
             if number > MAX_PAGES or used > MAX_CHARS:
                 pages.append(f"[pages {number} and after were not read]")
                 break
-            text = page.extract_text() or ""
+            text = (page.extract_text() or "")[: MAX_CHARS - used + 1]
             pages.append(text.strip())
             used += len(text)
-    except DocumentError:
+    except (DocumentError, MemoryError):
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+    except Exception as exc:  # pypdf meets a damaged file with many kinds of error
+        # (NotImplementedError for an unknown encryption, AttributeError, AssertionError...)
         raise DocumentError(f"a PDF that cannot be read ({exc})") from None
     return "\n\n".join(page for page in pages if page)
