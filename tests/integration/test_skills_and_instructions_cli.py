@@ -290,3 +290,32 @@ def test_outside_a_repository_only_the_working_directory_counts(
     assert "HERE-RULE" in prompt
     assert "[...truncated" in prompt
     assert "y" * 100 not in prompt
+
+
+def test_a_linked_agents_md_is_followed_only_inside_the_repository(
+    tmp_path: Path, jarvis_home: Path
+) -> None:
+    """``AGENTS.md -> CLAUDE.md`` is the project's file; a cloned repository's link to a
+    file elsewhere (a credentials file) or to a secret inside it never enters a prompt."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = LEAKED-OUTSIDE\n")
+    repo = home / "src" / "repo"
+    leaf = repo / "a"
+    leaf.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "CLAUDE.md").write_text("LINKED-RULE\n")
+    (repo / "AGENTS.md").symlink_to("CLAUDE.md")
+    (leaf / ".env").write_text("TOKEN=LEAKED-INSIDE\n")
+    (leaf / "AGENTS.md").symlink_to(".env")
+    elsewhere = home / "src" / "other"
+    (elsewhere / ".git").mkdir(parents=True)
+    (elsewhere / "AGENTS.md").symlink_to(home / ".aws" / "credentials")
+    with ScriptedEngine([Reply("Ok."), Reply("Ok.")]) as engine:
+        inside = ask(engine, leaf, "Hello")
+        outside = ask(engine, elsewhere, "Hello")
+    assert inside.returncode == 0, inside.stderr
+    assert outside.returncode == 0, outside.stderr
+    sent = json.dumps(engine.messages(0)) + json.dumps(engine.messages(1))
+    assert "LINKED-RULE" in json.dumps(engine.messages(0))
+    assert "LEAKED" not in sent

@@ -4,9 +4,10 @@ From the working directory up, each folder is looked at for ``AGENTS.md`` and ``
 walk stops at the first folder with ``.git`` (the repository root). Without a repository
 only the working directory's own file applies: a home folder's ``AGENTS.md`` is not taken
 for a project's. Each file is read up to ``max_bytes`` (the rest is counted, not read); a
-file that is not a regular file or not text is left out. The files are the user's own
-project's, so an ``AGENTS.md`` that is a link (to ``CLAUDE.md``, a common arrangement) is
-followed.
+file that is not a regular file or not text is left out. An ``AGENTS.md`` that is a link
+(to ``CLAUDE.md``, a common arrangement) is followed while it stays inside the repository
+(the working directory, without one) and names no secret (``.env``, ``.aws/credentials``,
+a key...): a cloned repository's link cannot put a file from elsewhere into every prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import stat
 from collections.abc import Callable
 
 from jarvis.application.project_instructions import FILE_NAME, InstructionFile
+from jarvis.application.tools.secret_paths import secret_rule
 
 MAX_LEVELS = 64
 """Folders looked at at most, from the working directory up."""
@@ -46,6 +48,15 @@ def _read(path: str, max_bytes: int) -> InstructionFile | None:
     )
 
 
+def _inside(path: str, boundary: str) -> bool:
+    """Whether ``path``, its links followed, is a file inside ``boundary`` whose path there
+    names no secret (the folders above the boundary are the user's own to name)."""
+    real, root = os.path.realpath(path), os.path.realpath(boundary)
+    if os.path.commonpath((real, root)) != root:
+        return False
+    return secret_rule(os.path.relpath(real, root).split(os.sep)) is None
+
+
 class AgentsMdFiles:
     """A ``ProjectInstructionsSource`` for the working directory ``cwd()`` at each call."""
 
@@ -73,5 +84,6 @@ class AgentsMdFiles:
             folder = parent
         if not repository:
             paths = [path for path in paths if os.path.dirname(path) == start]
+        paths = [path for path in paths if _inside(path, folder if repository else start)]
         files = [_read(path, self.max_bytes) for path in reversed(paths)]
         return [file for file in files if file is not None]
