@@ -15,8 +15,14 @@ def split_key(dotted: str) -> list[str]:
 
 
 def get_key(raw: Mapping[str, object], dotted: str) -> tuple[bool, object]:
+    return get_path(raw, split_key(dotted))
+
+
+def get_path(raw: Mapping[str, object], path: list[str]) -> tuple[bool, object]:
+    """Like :func:`get_key` for the keys of each level (a file's quoted key may hold a dot:
+    ``[memory] "a.b" = 1`` is one key, ``a.b``)."""
     node: object = raw
-    for part in split_key(dotted):
+    for part in path:
         if not isinstance(node, Mapping) or part not in node:
             return False, None
         node = cast("Mapping[str, object]", node)[part]
@@ -24,7 +30,12 @@ def get_key(raw: Mapping[str, object], dotted: str) -> tuple[bool, object]:
 
 
 def pop_key(raw: Table, dotted: str) -> object:
-    *parents, last = split_key(dotted)
+    return pop_path(raw, split_key(dotted))
+
+
+def pop_path(raw: Table, path: list[str]) -> object:
+    """Like :func:`pop_key` for the keys of each level (see :func:`get_path`)."""
+    *parents, last = path
     node: object = raw
     for part in parents:
         node = cast("Table", node)[part]
@@ -37,7 +48,7 @@ def pop_key(raw: Table, dotted: str) -> object:
 def _prune(raw: Table, parents: list[str]) -> None:
     """Drop the tables along ``parents`` that the translation emptied."""
     for depth in range(len(parents), 0, -1):
-        found, node = get_key(raw, ".".join(parents[:depth]))
+        found, node = get_path(raw, parents[:depth])
         if found and isinstance(node, dict) and not node:
             _pop_plain(raw, parents[:depth])
         else:

@@ -168,7 +168,7 @@ def openjarvis_servers(settings: OpenJarvisMcpSettings) -> list[McpServerEntry]:
     where = "[tools.mcp] servers"
     try:
         items = json.loads(settings.servers)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigurationError(
             f"{where} is not valid JSON ({exc}).",
             hint='It is a JSON array: [{"name": "fs", "command": "npx", "args": [...]}].',

@@ -22,7 +22,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, cast
 
-from jarvis.application.dotted_keys import Table, file_keys, get_key, pop_key, set_key
+from jarvis.application.dotted_keys import (
+    Table,
+    file_keys,
+    get_key,
+    pop_key,
+    pop_path,
+    set_key,
+    split_key,
+)
 from jarvis.application.openjarvis_keys import (
     ANY,
     JARVIS_ENGINES,
@@ -258,7 +266,7 @@ def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
         found, table = get_key(data, section)
         if found and isinstance(table, dict):
             for key in [k for k in cast("Table", table) if k not in known]:
-                pop_key(data, f"{section}.{key}")
+                pop_path(data, [*split_key(section), key])
                 why = WHY_KEY.get(f"{section}.{key}") or WHY_SECTION.get(section, "no meaning here")
                 notes.append(ConfigNote(f"{section}.{key}", "ignored", why))
     for key, why in NOT_IMPLEMENTED.items():
@@ -272,10 +280,10 @@ def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
             if name in JARVIS_ENGINES or not isinstance(value, dict):
                 continue
             if name in cast("Mapping[str, object]", OPENJARVIS_KEYS["engine"]):
-                pop_key(data, f"engine.{name}")
+                pop_path(data, ["engine", name])
                 notes.append(ConfigNote(f"engine.{name}", "ignored", "not the engine in use"))
             elif name not in jarvis_engine_keys():
-                pop_key(data, f"engine.{name}")
+                pop_path(data, ["engine", name])
                 notes.append(ConfigNote(f"engine.{name}", "ignored", "jarvis has no such engine"))
     # keys of OpenJarvis inside sections jarvis also has, without a meaning here
     for section, keys in OPENJARVIS_ONLY_KEYS.items():
@@ -288,7 +296,7 @@ def _drop_unimplemented(data: Table, notes: list[ConfigNote]) -> None:
     if found and isinstance(intelligence, dict):
         for key in list(cast("Table", intelligence)):
             if key in cast("Mapping[str, object]", OPENJARVIS_KEYS["intelligence"]):
-                pop_key(data, f"intelligence.{key}")
+                pop_path(data, ["intelligence", key])
                 notes.append(ConfigNote(f"intelligence.{key}", "ignored", "no meaning here"))
 
 

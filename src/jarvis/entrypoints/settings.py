@@ -212,12 +212,40 @@ def _read_toml(file: Path, *, must_exist: bool, named_by: str | None = None) -> 
             f"Cannot read config file {file}: not UTF-8 text ({exc.reason} at byte {exc.start})."
         ) from exc
     try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(
             f"Invalid config file {file}: not valid TOML ({exc}).",
             hint="Fix the syntax; see the configuration example in the README.",
         ) from exc
+    except RecursionError:
+        raise ConfigurationError(
+            f"Invalid config file {file}: nested deeper than TOML can be read here."
+        ) from None
+    if _deeper_than(raw, MAX_CONFIG_DEPTH):
+        raise ConfigurationError(
+            f"Invalid config file {file}: tables or arrays nested more than "
+            f"{MAX_CONFIG_DEPTH} deep (no jarvis setting is)."
+        )
+    return raw
+
+
+MAX_CONFIG_DEPTH = 32
+"""The deepest nesting of tables and arrays a config file may have (jarvis's own go to 5)."""
+
+
+def _deeper_than(raw: dict[str, object], limit: int) -> bool:
+    """Whether ``raw`` nests past ``limit`` (iterative: no recursion on a hostile file)."""
+    pending: list[tuple[object, int]] = [(raw, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            pending.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            pending.extend((child, depth + 1) for child in node)
+    return False
 
 
 def _section(raw: dict[str, object], *keys: str) -> dict[str, object]:

@@ -284,3 +284,32 @@ class TestUrls:
     )
     def test_good_urls_pass(self, url: str) -> None:
         assert load_config(overrides=EngineOverrides(base_url=url)).engine.openai.base_url == url
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than TOML can be read"),
+        (".".join(["a"] * 2000) + " = 1\n", "nested more than 32 deep"),
+        ("[engine]\n" + "k = " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 deep"),
+    ],
+    ids=["deep-array", "deep-dotted-key", "deep-in-a-section"],
+)
+def test_a_file_nested_past_reason_is_a_usage_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigurationError, match=message):
+        load_config(path)
+
+
+def test_a_quoted_key_holding_a_dot_is_one_key(tmp_path: Path) -> None:
+    """``[memory] "a.b" = 1`` is the key ``a.b`` of [memory] (ignored, as OpenJarvis's
+    [memory] keys are here), not a table ``a``."""
+    path = tmp_path / "config.toml"
+    path.write_text('[memory]\n"a.b" = 1\n')
+    load_config(path)
+    path.write_text('[intelligence]\n"c.d" = 2\n')
+    with pytest.raises(ConfigurationError, match="unknown key"):
+        load_config(path)
