@@ -90,7 +90,7 @@ async def test_a_lock_held_past_the_wait_is_busy_not_damage(tmp_path: Path) -> N
         "The staging database is called atlas."
     ]
     holder.execute("BEGIN IMMEDIATE")
-    with pytest.raises(MemoryStoreBusyError, match="try again"):
+    with pytest.raises(MemoryStoreBusyError, match="run it again"):
         await opening.store("Another note.", source="notes")
     holder.execute("COMMIT")
     await opening.store("Another note.", source="notes")
