@@ -56,6 +56,8 @@ class ToolCatalogue:
     def use_plugins(self, plugins: PluginSource) -> None:
         """Consult ``plugins`` for a tool name this catalogue does not have."""
         self._plugins = plugins
+        if self._mcp is not None:
+            self._mcp.reserve_later(plugins.tool_names)
 
     def _from_plugins(self, name: str) -> bool:
         """Register plug-in tool ``name`` if a plug-in has it (``PluginError`` when it
@@ -88,9 +90,12 @@ class ToolCatalogue:
     def attach_mcp(self, source: McpToolSource) -> None:
         """Offer the tools of ``source``'s MCP servers too: ``--tools fs`` (all of server
         ``fs``'s tools) and ``--tools fs.read_file`` (one). A catalogue name wins over a
-        server's of the same name, and no MCP tool is given a catalogue tool's name."""
+        server's of the same name, and no MCP tool is given a catalogue tool's name (nor a
+        plug-in's)."""
         self._mcp = source
         source.reserve(self._entries)
+        if self._plugins is not None:
+            source.reserve_later(self._plugins.tool_names)
 
     @property
     def mcp(self) -> McpToolSource | None:

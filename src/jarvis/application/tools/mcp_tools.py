@@ -178,6 +178,7 @@ class McpToolSource:
         self._names: dict[tuple[str, str], str] = {}
         """(server, MCP tool name) → the name models see, fixed once given."""
         self._taken: set[str] = set()
+        self._reserve_later: list[Callable[[], Iterable[str]]] = []
         self._locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Lock]
         ] = weakref.WeakKeyDictionary()
@@ -195,7 +196,14 @@ class McpToolSource:
         """Names models can never be given for an MCP tool (the catalogue's own tools)."""
         self._taken.update(name.lower() for name in names)
 
+    def reserve_later(self, names: Callable[[], Iterable[str]]) -> None:
+        """Like :meth:`reserve`, for names listed only when the first MCP tool is named
+        (the plug-ins' tools: listing them imports the plug-in modules)."""
+        self._reserve_later.append(names)
+
     def _model_name(self, server: str, tool: str) -> str:
+        while self._reserve_later:
+            self.reserve(self._reserve_later.pop()())
         key = (server, tool)
         if key not in self._names:
             if tool:

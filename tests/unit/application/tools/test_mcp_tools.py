@@ -265,3 +265,39 @@ async def test_runs_that_start_at_once_start_a_server_once() -> None:
     source = McpToolSource([entry("ref")], factory)
     await asyncio.gather(*(source.prepare(["ref.echo"]) for _ in range(5)))
     assert len(made) == 1
+
+
+async def test_no_mcp_tool_takes_a_plug_in_tools_name() -> None:
+    """A plug-in's tool ``ref_echo`` and server ``ref``'s ``echo``: the MCP tool is named
+    otherwise (two tools of one name would fail the whole run)."""
+    from jarvis.application.plugins import PluginError
+    from jarvis.domain.loop.base import BaseAgent
+    from jarvis.domain.tools.specs import ToolSpec
+    from jarvis.testing.tools import InMemoryTool
+
+    class Plugins:
+        def agent_names(self) -> list[str]:
+            return []
+
+        def load_agent(self, name: str) -> type[BaseAgent]:
+            raise PluginError("p", "no agents")
+
+        def tool_names(self) -> list[str]:
+            return ["ref_echo"]
+
+        def load_tool(self, name: str) -> InMemoryTool:
+            return InMemoryTool(ToolSpec(name=name, description="A plug-in's tool."))
+
+        def failures(self) -> list[PluginError]:
+            return []
+
+    source, _, _ = source_of(entry("ref"), tools={"ref": REFERENCE_TOOLS})
+    catalogue = ToolCatalogue.with_builtins()
+    catalogue.attach_mcp(source)
+    catalogue.use_plugins(Plugins())
+    await catalogue.prepare(["ref", "ref_echo"])
+    built = catalogue.build(["ref", "ref_echo"], inference=ScriptedInference([]), model="m")
+    names = [tool.spec.name for tool in built]
+    assert len(names) == len(set(names)), names
+    assert "ref_echo" in names  # the plug-in's
+    assert any(name.startswith("ref_echo") and name != "ref_echo" for name in names), names
