@@ -57,7 +57,10 @@ class McpServerSpec(McpEndpoint):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpToolInfo:
     """One tool as its server lists it. The hints are the server's own claims (``None``:
-    not said); they are kept on the tool spec, never trusted for security."""
+    not said), kept on the tool spec. They confine nothing: the one thing they decide is
+    the built-in approval default, under which a tool its server declares read-only runs
+    unasked (as the README says; a ``[tools.approval]`` rule or ``--approve`` decides
+    instead when one is set)."""
 
     name: str
     description: str = ""

@@ -24,8 +24,9 @@ class ToolSpec:
     it for anything that could hang.
 
     ``read_only_hint`` and ``destructive_hint`` are what a tool's author claims (an MCP
-    server's tool annotations; ``None``: not said): shown to people and policies, never
-    trusted as a security boundary.
+    server's tool annotations; ``None``: not said): shown to people and policies, never a
+    security boundary (a server that claims read-only is run unasked only under the
+    built-in approval defaults, which a rule overrides).
     """
 
     name: str
