@@ -236,30 +236,35 @@ async def control_rows(ctx: BenchContext) -> list[Row]:
                     cpu[name].append(await _cpu_per_call(call, n))
     ms = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
     note = f"CPU, median of {blocks} interleaved blocks"
+
+    def row(name: str, side: str, baseline: float, baseline_name: str) -> Row:
+        return Row(
+            name=name,
+            value=ms[side],
+            unit="ms",
+            baseline=baseline,
+            baseline_name=baseline_name,
+            note=note,
+        )
+
     return [
-        Row(
-            name="jarvis's own work per tool run (engine scripted, no HTTP)",
-            value=ms["jarvis"],
-            unit="ms",
-            baseline=ms["bare"],
-            baseline_name="bare aiohttp loop",
-            note=note,
+        row(
+            "jarvis's own work per tool run (engine scripted, no HTTP)",
+            "jarvis",
+            ms["bare"],
+            "bare aiohttp loop",
         ),
-        Row(
-            name="bare aiohttp loop with that jarvis run between its two calls",
-            value=ms["bare+jarvis"],
-            unit="ms",
-            baseline=ms["bare"] + ms["jarvis"],
-            baseline_name="the two measured apart",
-            note=note,
+        row(
+            "bare aiohttp loop with that jarvis run between its two calls",
+            "bare+jarvis",
+            ms["bare"] + ms["jarvis"],
+            "the two measured apart",
         ),
-        Row(
-            name="bare aiohttp loop with unrelated stdlib work between its calls (control)",
-            value=ms["bare+control"],
-            unit="ms",
-            baseline=ms["bare"] + ms["control"],
-            baseline_name=f"the two measured apart (the work alone {ms['control']:.3f} ms)",
-            note=note,
+        row(
+            "bare aiohttp loop with unrelated stdlib work between its calls (control)",
+            "bare+control",
+            ms["bare"] + ms["control"],
+            f"the two measured apart (the work alone {ms['control']:.3f} ms)",
         ),
     ]
 

@@ -78,6 +78,18 @@ async def test_everything_bad_arguments_are_an_error_result(everything: McpSdkCl
     assert result.is_error
 
 
+def ask_with_fs(
+    config: Path, engine: ScriptedEngine, question: str
+) -> subprocess.CompletedProcess[str]:
+    """``jarvis ask`` with the orchestrator and server ``fs``'s tools, on ``engine``."""
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", "ask", "--config", str(config),
+         "--base-url", engine.url, "-m", MODEL, "-a", "orchestrator", "--tools", "fs", question],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env=os.environ.copy(), check=False,
+    )  # fmt: skip
+
+
 def test_ask_reads_a_file_through_the_filesystem_server(tmp_path: Path, tag: str) -> None:
     node, script = npm_server("server-filesystem")
     root = tmp_path / tag
@@ -95,13 +107,7 @@ def test_ask_reads_a_file_through_the_filesystem_server(tmp_path: Path, tag: str
         Reply("At noon."),
     ]
     with ScriptedEngine(script_replies) as engine:
-        result = subprocess.run(
-            [sys.executable, "-m", "jarvis", "ask", "--config", str(config),
-             "--base-url", engine.url, "-m", MODEL, "-a", "orchestrator", "--tools", "fs",
-             "When is the meeting?"],
-            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-            env=os.environ.copy(), check=False,
-        )  # fmt: skip
+        result = ask_with_fs(config, engine, "When is the meeting?")
         assert result.returncode == 0, result.stderr
         assert "At noon." in result.stdout
         offered = engine.requests[0]["tools"]
@@ -136,13 +142,7 @@ def test_a_deny_rule_by_server_and_tool_name_stops_the_real_write(tmp_path: Path
     write: dict[str, object] = {"path": str(target), "content": "overwritten"}
     with ScriptedEngine([Reply(tool_calls=[tool_call("c1", "fs_write_file", write)]),
                          Reply("Could not.")]) as engine:  # fmt: skip
-        result = subprocess.run(
-            [sys.executable, "-m", "jarvis", "ask", "--config", str(config),
-             "--base-url", engine.url, "-m", MODEL, "-a", "orchestrator", "--tools", "fs",
-             "Write the file."],
-            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-            env=os.environ.copy(), check=False,
-        )  # fmt: skip
+        result = ask_with_fs(config, engine, "Write the file.")
         assert result.returncode == 0, result.stderr
         told = [m for m in engine.messages(1) if m["role"] == "tool"]
         assert "Tool call denied: the approval policy denies it" in str(told[-1]["content"])
