@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -132,6 +133,9 @@ class McpSdkClient:
     # --- the callers' side ----------------------------------------------------------------
 
     async def start(self) -> tuple[McpToolInfo, ...]:
+        # the SDK logs a server's bad reply with its traceback; jarvis reports each fault
+        # itself (one line, the server's text filtered), so the SDK's own log stays silent
+        logging.getLogger("mcp").setLevel(logging.CRITICAL + 1)
         if self.running:
             listed = await self._submit("", {}, self._spec.startup_timeout, "listing its tools")
             assert isinstance(listed, tuple)
@@ -357,9 +361,10 @@ class McpSdkClient:
         ]
     ]:
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        client = create_mcp_http_client(headers=dict(self._spec.headers) or None)
+        from jarvis.adapters.mcp_sdk.bounded_http import BoundedClient
+
+        client = BoundedClient(headers=self._spec.headers, max_bytes=self._max_line)
         async with client, streamable_http_client(self._spec.url, http_client=client) as streams:
             read, write = streams
             yield (
