@@ -180,3 +180,24 @@ def test_key_in_neither_vocabulary_is_refused_with_the_nearest(
             result.stderr
         )
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "[tools.mcp] servers is not valid JSON"),
+        ('[{"name": "fs"}]', "[tools.mcp] servers"),
+    ],
+    ids=["nested-past-reading", "no-command"],
+)
+def test_config_check_reads_the_mcp_servers_as_mcp_list_does(
+    jarvis_home: Path, tmp_path: Path, servers: str, message: str
+) -> None:
+    """What `jarvis mcp list` would refuse, `config check` refuses too: not "valid"."""
+    file = tmp_path / "config.toml"
+    file.write_text(f"[tools.mcp]\nenabled = true\nservers = '{servers}'\n", encoding="utf-8")
+    for args in (["config", "check"], ["mcp", "list"]):
+        result = jarvis(jarvis_home, *args, "--config", str(file))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr
+        assert "Traceback" not in result.stderr

@@ -2,8 +2,9 @@
 
 A file written for OpenJarvis is read too (:mod:`jarvis.application.openjarvis_config`):
 this command lists, key by key, what was read as which jarvis key, what was ignored and
-why, and what is kept for the MCP client. A key in neither vocabulary is the usual
-configuration error (exit 2) with the nearest known key.
+why, and what is kept for the MCP client (its servers read as ``jarvis mcp list`` reads
+them, so a bad ``[tools.mcp] servers`` is found here). A key in neither vocabulary is the
+usual configuration error (exit 2) with the nearest known key.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Validate the config file and say, for each key, how jarvis reads it."""
 
     def body() -> None:
+        from jarvis.application.mcp_config import mcp_servers
         from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
         from jarvis.entrypoints.settings import read_config
 
         loaded = read_config(config)
+        mcp_servers(loaded.config.mcp, loaded.config.tools.mcp)  # read as `mcp list` reads them
         rows: list[ConfigNote | str] = []  # a note, or a key of jarvis's own read as it is
         seen: set[str] = set()
         for key in file_keys(loaded.raw):
