@@ -138,3 +138,69 @@ def test_chat_on_a_terminal_filters_the_answer() -> None:
         child.sendeof()
         seen = everything(child)
     assert_neutralised(seen)
+
+
+def _spawn_in(cwd: str, *args: str) -> pexpect.spawn[str]:
+    env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+    child = pexpect.spawn(
+        sys.executable, ["-m", "jarvis", *args], env=env, cwd=cwd, encoding="utf-8",
+        codec_errors="replace", timeout=TIMEOUT, dimensions=(40, 200),
+    )  # fmt: skip
+    child.logfile_read = io.StringIO()
+    return child
+
+
+def test_a_cloned_repositorys_skills_reach_a_terminal_filtered(tmp_path: object) -> None:
+    """A skill's description and body (a folder's text) and the notice for a skill
+    skipped for its name: ``skills list`` and ``skills show`` write them filtered."""
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    skills = tmp_path / ".jarvis" / "skills"
+    (skills / "pdf").mkdir(parents=True)
+    (skills / "pdf" / "SKILL.md").write_text(
+        f"---\nname: pdf\ndescription: Paris{TITLE}capital{CSI}sure\n---\n"
+        f"Paris body{C1_CSI}capital{BIDI}done\n"
+    )
+    (skills / f"bad{CSI}name").mkdir()
+    (skills / f"bad{CSI}name" / "SKILL.md").write_text("---\nname: other\n---\nbody\n")
+    for args in (("skills", "list"), ("skills", "show", "pdf")):
+        seen = everything(_spawn_in(str(tmp_path), *args))
+        assert_neutralised(seen)
+
+
+HOSTILE_MCP_SERVER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method, reply = message["method"], {"jsonrpc": "2.0", "id": message["id"]}
+    if method == "initialize":
+        reply["result"] = {"protocolVersion": message["params"]["protocolVersion"],
+                           "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "h", "version": "1"}}
+    elif method == "tools/list":
+        reply["result"] = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    else:
+        reply["error"] = {"code": -32000, "message": sys.argv[1]}
+    print(json.dumps(reply), flush=True)
+"""
+
+
+def test_an_mcp_servers_error_reaches_a_terminal_filtered(tmp_path: object) -> None:
+    """A server's JSON-RPC error message, in the one stderr line jarvis writes for a
+    failed call and in the command's own error."""
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    server = tmp_path / "hostile_server.py"
+    server.write_text(HOSTILE_MCP_SERVER)
+    hostile = f"Paris{TITLE}is{CSI}the{C1_CSI}capital{BIDI}"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"[mcp.servers.h]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}, {json.dumps(hostile)}]\n"
+    )
+    seen = everything(_spawn_in(str(tmp_path), "mcp", "call", "--config", str(config), "h.t"))
+    assert_neutralised(seen)
