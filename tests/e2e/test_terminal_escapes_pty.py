@@ -29,7 +29,7 @@ RAW = (TITLE, "\x1b[31;1;4m", "\x9b", BIDI, "pwned\x07")
 """What must never reach the terminal (``pwned`` may: its ESC and BEL may not)."""
 
 
-def spawn(*args: str) -> pexpect.spawn[str]:
+def spawn(*args: str, cwd: str | None = None) -> pexpect.spawn[str]:
     env = dict(os.environ)
     env["PROMPT_TOOLKIT_NO_CPR"] = "1"
     env["TERM"] = "xterm"
@@ -41,6 +41,7 @@ def spawn(*args: str) -> pexpect.spawn[str]:
         codec_errors="replace",
         timeout=TIMEOUT,
         dimensions=(40, 200),
+        cwd=cwd,
     )
     child.logfile_read = io.StringIO()  # everything the terminal received
     return child
@@ -140,16 +141,6 @@ def test_chat_on_a_terminal_filters_the_answer() -> None:
     assert_neutralised(seen)
 
 
-def _spawn_in(cwd: str, *args: str) -> pexpect.spawn[str]:
-    env = dict(os.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
-    child = pexpect.spawn(
-        sys.executable, ["-m", "jarvis", *args], env=env, cwd=cwd, encoding="utf-8",
-        codec_errors="replace", timeout=TIMEOUT, dimensions=(40, 200),
-    )  # fmt: skip
-    child.logfile_read = io.StringIO()
-    return child
-
-
 def test_a_cloned_repositorys_skills_reach_a_terminal_filtered(tmp_path: object) -> None:
     """A skill's description and body (a folder's text) and the notice for a skill
     skipped for its name: ``skills list`` and ``skills show`` write them filtered."""
@@ -165,7 +156,7 @@ def test_a_cloned_repositorys_skills_reach_a_terminal_filtered(tmp_path: object)
     (skills / f"bad{CSI}name").mkdir()
     (skills / f"bad{CSI}name" / "SKILL.md").write_text("---\nname: other\n---\nbody\n")
     for args in (("skills", "list"), ("skills", "show", "pdf")):
-        seen = everything(_spawn_in(str(tmp_path), *args))
+        seen = everything(spawn(*args, cwd=str(tmp_path)))
         assert_neutralised(seen)
 
 
@@ -202,5 +193,5 @@ def test_an_mcp_servers_error_reaches_a_terminal_filtered(tmp_path: object) -> N
         f"[mcp.servers.h]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(server))}, {json.dumps(hostile)}]\n"
     )
-    seen = everything(_spawn_in(str(tmp_path), "mcp", "call", "--config", str(config), "h.t"))
+    seen = everything(spawn("mcp", "call", "--config", str(config), "h.t", cwd=str(tmp_path)))
     assert_neutralised(seen)

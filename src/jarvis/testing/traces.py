@@ -106,8 +106,14 @@ class InMemoryTraceExporter:
     def export(self, traces: Sequence[Trace]) -> list[str]:
         if self.broken:
             raise TraceStoreError("the in-memory exporter is broken")
-        left_out = [problem for trace in traces if (problem := times_problem(trace))]
-        sent = [trace for trace in traces if not times_problem(trace)]
+        left_out: list[str] = []
+        sent: list[Trace] = []
+        for trace in traces:
+            problem = times_problem(trace)
+            if problem:
+                left_out.append(problem)
+            else:
+                sent.append(trace)
         if sent:
             self.calls += 1
             self.exported.extend(sent)

@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from jarvis.adapters.filesystem_tools.protected import inside
 from jarvis.application.project_instructions import FILE_NAME, InstructionFile
 from jarvis.application.tools.secret_paths import secret_rule
 
@@ -52,7 +53,7 @@ def _inside(path: str, boundary: str) -> bool:
     """Whether ``path``, its links followed, is a file inside ``boundary`` whose path there
     names no secret (the folders above the boundary are the user's own to name)."""
     real, root = os.path.realpath(path), os.path.realpath(boundary)
-    if os.path.commonpath((real, root)) != root:
+    if not inside(real, root):
         return False
     return secret_rule(os.path.relpath(real, root).split(os.sep)) is None
 
