@@ -1,5 +1,6 @@
-"""PDF text for the knowledge base, through pypdf (the optional ``pdf`` extra)."""
+"""PDF text for the knowledge base, through pypdf (the optional ``pdf`` extra), read in a
+child process bounded in CPU, memory and time."""
 
-from jarvis.adapters.pypdf_documents.text import pdf_text
+from jarvis.adapters.pypdf_documents.text import PdfLimits, pdf_text
 
-__all__ = ["pdf_text"]
+__all__ = ["PdfLimits", "pdf_text"]

@@ -1,53 +1,105 @@
-"""``pdf_text``: the text of a PDF, page after page, bounded.
+"""``pdf_text``: the text of a PDF, page after page, bounded in size, time and memory.
 
-pypdf is pure Python and imported only here, on the first PDF. A PDF is bounded before it
-reaches it (the reader's ``max_bytes``), and here by pages (:data:`MAX_PAGES`) and by the
-characters kept (:data:`MAX_CHARS`): what lies past either is left out, and said so in
-the last line. A PDF that pypdf cannot read (damaged, encrypted) is a
-:class:`~jarvis.domain.knowledge.DocumentError` naming it.
+pypdf is pure Python, and a PDF is a program for it: a file of a few hundred bytes whose
+one page draws a form a hundred thousand times keeps it busy for hours, and a stream that
+inflates a thousandfold fills the memory. So pypdf never runs in jarvis's own process: each
+PDF is read by a child (:mod:`.extract`) that limits itself before it reads a byte, to
+:attr:`PdfLimits.page_seconds` of CPU for each page (the file's parsing counted as a page),
+:attr:`PdfLimits.total_seconds` in all and :attr:`PdfLimits.memory_bytes` of address
+space, and that the parent kills when it outlives its wall-clock bound. A PDF past any
+limit is refused alone, named, like a damaged one.
+
+A PDF is bounded before it reaches the child (the reader's ``max_bytes``), and there by
+pages (:data:`MAX_PAGES`) and by the characters kept (:data:`MAX_CHARS`): what lies past
+either is left out, and said so in the last line. A PDF that pypdf cannot read (damaged,
+encrypted) is a :class:`~jarvis.domain.knowledge.DocumentError` naming it.
 """
 
 from __future__ import annotations
 
-import io
-import logging
+import importlib.util
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
 from typing import Final
 
+from jarvis.adapters.pypdf_documents.extract import (
+    MAX_CHARS,
+    MAX_PAGES,
+    REFUSED,
+    TEXT,
+    extract_text,
+)
 from jarvis.domain.knowledge import DocumentError
 
-MAX_PAGES: Final = 2000
-MAX_CHARS: Final = 20 * 1024 * 1024
+__all__ = ["INSTALL_HINT", "MAX_CHARS", "MAX_PAGES", "PdfLimits", "pdf_text"]
+
 INSTALL_HINT: Final = "Install the PDF reader: pip install 'jarvis[pdf]'."
+_STDERR_CHARS: Final = 300
 
 
-def pdf_text(data: bytes, source: str) -> str:
-    """The text of the PDF ``data`` (one block per page, pages separated by a blank line).
-    A :class:`DocumentError`'s message says what ``source`` is ("an encrypted PDF")."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PdfLimits:
+    """What reading one PDF may cost. The defaults let a 2,000-page report through on a slow
+    machine; a PDF built to loop stops at its first page's limit."""
+
+    page_seconds: int = 20
+    """CPU for one page (and for parsing the file, before the first)."""
+    total_seconds: int = 600
+    """CPU for the whole file."""
+    memory_bytes: int = 2 * 1024**3
+    """The child's address space (its interpreter and pypdf included)."""
+
+    @property
+    def wall_seconds(self) -> float:
+        """The parent's bound on the child's life: past twice its CPU, it is not reading."""
+        return 2.0 * self.total_seconds + 30.0
+
+
+def pdf_text(data: bytes, source: str, *, limits: PdfLimits = PdfLimits()) -> str:
+    """The text of the PDF ``data`` (one block per page, pages separated by a blank line),
+    read by a child process within ``limits``. A :class:`DocumentError`'s message says what
+    ``source`` is ("an encrypted PDF")."""
+    if importlib.util.find_spec("pypdf") is None:
+        raise DocumentError("a PDF, and the PDF reader (pypdf) is not installed", hint=INSTALL_HINT)
+    if not sys.executable:  # an interpreter embedded without one: read here, unbounded
+        return extract_text(data)
+    command = [
+        sys.executable,
+        "-P",  # the working directory is not searched for modules: a folder being added
+        "-m",  # could hold a hostile ``jarvis`` package
+        "jarvis.adapters.pypdf_documents.extract",
+        str(limits.page_seconds),
+        str(limits.total_seconds),
+        str(limits.memory_bytes),
+    ]
     try:
-        from pypdf import PdfReader
-    except ImportError:
-        raise DocumentError(
-            "a PDF, and the PDF reader (pypdf) is not installed", hint=INSTALL_HINT
-        ) from None
-    # silent: its messages about sloppy PDFs quote the file's own names (escape sequences
-    # included), and without a handler Python would print them raw on stderr
-    logging.getLogger("pypdf").setLevel(logging.CRITICAL + 1)
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise DocumentError("an encrypted PDF (decrypt it to add it)")
-        pages: list[str] = []
-        used = 0
-        for number, page in enumerate(reader.pages, start=1):
-            if number > MAX_PAGES or used > MAX_CHARS:
-                pages.append(f"[pages {number} and after were not read]")
-                break
-            text = (page.extract_text() or "")[: MAX_CHARS - used + 1]
-            pages.append(text.strip())
-            used += len(text)
-    except (DocumentError, MemoryError):
-        raise
-    except Exception as exc:  # pypdf meets a damaged file with many kinds of error
-        # (NotImplementedError for an unknown encryption, AttributeError, AssertionError...)
-        raise DocumentError(f"a PDF that cannot be read ({exc})") from None
-    return "\n\n".join(page for page in pages if page)
+        done = subprocess.run(
+            command, input=data, capture_output=True, timeout=limits.wall_seconds, check=False
+        )
+    except subprocess.TimeoutExpired:  # run() killed it
+        raise DocumentError(_too_long(limits)) from None
+    except OSError as exc:
+        raise DocumentError(f"a PDF, and the PDF reader could not start ({exc})") from None
+    return _outcome(done, limits)
+
+
+def _outcome(done: subprocess.CompletedProcess[bytes], limits: PdfLimits) -> str:
+    out = done.stdout
+    if done.returncode == 0 and out[:1] == TEXT:
+        return out[1:].decode("utf-8", errors="surrogatepass")
+    if done.returncode == 0 and out[:1] == REFUSED:
+        raise DocumentError(out[1:].decode("utf-8", errors="replace"))
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise DocumentError(_too_long(limits))
+    lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    last = lines[-1][:_STDERR_CHARS] if lines else f"exit status {done.returncode}"
+    raise DocumentError(f"a PDF that the PDF reader failed on ({last})")
+
+
+def _too_long(limits: PdfLimits) -> str:
+    return (
+        f"a PDF that takes too long to read (over {limits.page_seconds} s of CPU for a page, "
+        f"or {limits.total_seconds} s in all)"
+    )
