@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.minilm_embeddings import available as minilm_available
+from tests.support.hostile_pdfs import looping_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_USAGE = 2
@@ -121,6 +122,33 @@ def test_a_pdf_pypdf_fails_on_in_its_own_way_costs_only_itself(
     listed = ok("memory", "list").stdout
     assert all(name in listed for name in ("a.md", "c-odd.pdf", "d.md"))
     assert "b-locked.pdf" not in listed
+
+
+def test_a_pdf_built_to_loop_costs_only_its_limit_and_the_folder_is_added(
+    jarvis_home: Path, tmp_path: Path
+) -> None:
+    """A PDF under 1 KB whose page would keep pypdf busy for about 20 s here (hours with
+    larger numbers in the same few bytes) is stopped at ``[memory] pdf_page_seconds`` and
+    named; the folder's other files are added."""
+    (jarvis_home / "config.toml").write_text("[memory]\npdf_page_seconds = 1\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The ferry leaves at dawn.")
+    (docs / "b-loop.pdf").write_bytes(looping_pdf())
+    (docs / "c.pdf").write_bytes(pdf("The wombat digs burrows"))
+    done = jarvis("memory", "add", str(docs), "--no-embed", "--verbose")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "2 added" in done.stdout
+    assert "b-loop.pdf" in done.stderr
+    assert "takes too long to read (over 1 s of CPU for a page" in done.stderr
+    assert "Traceback" not in done.stderr
+    named = jarvis("memory", "add", str(docs / "b-loop.pdf"), "--no-embed")
+    assert named.returncode == EXIT_USAGE, (named.stdout, named.stderr)
+    assert "takes too long to read" in named.stderr
+    listed = ok("memory", "list").stdout
+    assert "a.md" in listed
+    assert "c.pdf" in listed
+    assert "b-loop.pdf" not in listed
 
 
 @pytest.fixture

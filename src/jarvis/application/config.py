@@ -293,6 +293,12 @@ class MemorySettings(_Section):
     """Chunks a question with ``--memory`` receives."""
     context_max_chars: Annotated[int, Bounds(ge=200, le=200_000)] = 6000
     """The most characters of memory context one run receives."""
+    pdf_page_seconds: Annotated[int, Bounds(ge=1, le=86_400)] = 20
+    """CPU seconds the PDF reader's process may spend on one page (and on parsing)."""
+    pdf_file_seconds: Annotated[int, Bounds(ge=1, le=86_400)] = 600
+    """CPU seconds it may spend on one PDF."""
+    pdf_memory_mb: Annotated[int, Bounds(ge=128, le=1024 * 1024)] = 2048
+    """Memory (address space, in MiB) it may use."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -309,6 +309,9 @@ SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "embedding_threads",
         "context_top_k",
         "context_max_chars",
+        "pdf_page_seconds",
+        "pdf_file_seconds",
+        "pdf_memory_mb",
     ),
 }
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""

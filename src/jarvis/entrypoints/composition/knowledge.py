@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jarvis.application.config import JarvisConfig
+from jarvis.application.config import JarvisConfig, MemorySettings
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.knowledge import DocumentError, RawDocument
 from jarvis.domain.ports import MemoryPort
@@ -22,13 +22,19 @@ if TYPE_CHECKING:
     from jarvis.application.tools.retrieval import MemorySearch
 
 
-def document_text(document: RawDocument) -> str:
+def document_text(document: RawDocument, settings: MemorySettings) -> str:
     """A document's text: HTML through the web tools' linear-time reducer, PDF through
-    pypdf (the ``pdf`` extra), anything else decoded as UTF-8 (bad bytes replaced)."""
+    pypdf (the ``pdf`` extra, in a child process within ``settings``' limits), anything
+    else decoded as UTF-8 (bad bytes replaced)."""
     if document.kind == "pdf":
-        from jarvis.adapters.pypdf_documents import pdf_text
+        from jarvis.adapters.pypdf_documents import PdfLimits, pdf_text
 
-        return pdf_text(document.data, document.source)
+        limits = PdfLimits(
+            page_seconds=settings.pdf_page_seconds,
+            total_seconds=settings.pdf_file_seconds,
+            memory_bytes=settings.pdf_memory_mb * 1024 * 1024,
+        )
+        return pdf_text(document.data, document.source, limits=limits)
     text = document.data.decode("utf-8-sig", errors="replace")
     if document.kind == "html":
         from jarvis.adapters.httpx_web.html_text import html_to_text
@@ -80,7 +86,7 @@ def knowledge_base(
     return KnowledgeBase(
         memory,
         DocumentFiles(max_bytes=settings.max_file_bytes),
-        extract=document_text,
+        extract=lambda document: document_text(document, settings),
         embeddings=lambda: model,
         fetch=url_fetcher(allow_private_hosts=allow_private_hosts),
         chunking=ChunkSettings(max_chars=settings.chunk_chars, overlap=settings.chunk_overlap),
