@@ -268,3 +268,28 @@ def test_a_read_only_filesystem_is_a_clear_error(home: Path) -> None:
     assert "Read-only file system" in done.stdout
     assert (home / "MEMORY.md").read_text() == "- kept\n"
     assert sorted(p.name for p in home.iterdir()) == ["MEMORY.md"]
+
+
+def test_persona_paths_that_are_secrets_are_neither_read_nor_written(tmp_path: Path) -> None:
+    """A config copied from elsewhere names ``~/.aws/credentials`` as the soul (it would be
+    in every prompt) and ``~/.ssh/authorized_keys`` as the memory (the memory tool would
+    write there): both are refused, and neither file changes."""
+    secrets_home = tmp_path / "user"
+    (secrets_home / ".aws").mkdir(parents=True)
+    (secrets_home / ".ssh").mkdir()
+    credentials = secrets_home / ".aws" / "credentials"
+    credentials.write_text("aws_secret_access_key = hunter2\n")
+    authorized = secrets_home / ".ssh" / "authorized_keys"
+    authorized.write_text("ssh-ed25519 AAAA mine\n")
+    store = FilesystemPersonaStore(tmp_path / "home", soul_path=credentials, memory_path=authorized)
+    documents = {doc.kind: doc for doc in store.load(None)}
+    for kind, rule in ((SOUL, ".aws"), (MEMORY, ".ssh")):
+        assert documents[kind].text == ""
+        assert f"is a secret file (it matches {rule!r})" in documents[kind].warnings[0]
+    assert "hunter2" not in repr(documents)
+    with pytest.raises(PersonaError, match="Refusing to edit"):
+        store.edit(MEMORY, lambda text: text + "ssh-ed25519 AAAA theirs\n")
+    with pytest.raises(PersonaError, match="Refusing to edit"):
+        store.ensure(MEMORY)
+    assert authorized.read_text() == "ssh-ed25519 AAAA mine\n"
+    assert credentials.read_text() == "aws_secret_access_key = hunter2\n"

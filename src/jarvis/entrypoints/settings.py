@@ -144,6 +144,15 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     prompt_file = Path(agent.system_prompt_path).expanduser()
     if not prompt_file.is_absolute():
         prompt_file = file.parent / prompt_file
+    from jarvis.application.tools.secret_paths import secret_rule
+
+    rule = secret_rule(os.path.realpath(prompt_file).split(os.sep))
+    if rule is not None:  # a config copied from elsewhere would send it with every question
+        raise ConfigurationError(
+            f"Invalid config file {file}: agent.system_prompt_path: {prompt_file} is a "
+            f"secret file (it matches {rule!r}); it is never sent to an engine.",
+            hint="Point it at the prompt's own text file, or remove the key.",
+        )
     try:
         data = read_regular_file(prompt_file, limit=MAX_SYSTEM_PROMPT_BYTES, what="prompt file")
         text = data.decode("utf-8")

@@ -149,6 +149,19 @@ def test_unreadable_system_prompt_file_is_a_configuration_error(jarvis_home: Pat
         load(jarvis_home, '[agent]\nsystem_prompt_path = "missing.md"\n')
 
 
+def test_a_system_prompt_file_that_is_a_secret_is_never_read(jarvis_home: Path) -> None:
+    """A config copied from elsewhere must not send a key with every question."""
+    keys = jarvis_home / ".ssh"
+    keys.mkdir()
+    (keys / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (jarvis_home / "prompt.md").symlink_to(keys / "id_ed25519")  # nor through a link
+    for named in (".ssh/id_ed25519", "prompt.md"):
+        with pytest.raises(ConfigurationError) as info:
+            load(jarvis_home, f'[agent]\nsystem_prompt_path = "{named}"\n')
+        assert "is a secret file (it matches '.ssh')" in str(info.value)
+        assert "PRIVATE KEY" not in str(info.value)
+
+
 def test_the_cli_knows_the_operative_agents() -> None:
     from jarvis.domain.operators import OPERATIVE_AGENTS
     from jarvis.entrypoints.cli.ask import OPERATIVE_KEYS

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from jarvis.application.tools.secret_paths import secret_rule
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.persona import (
     FILE_NAMES,
@@ -139,8 +140,17 @@ class FilesystemPersonaStore:
         return roots
 
     def _resolve(self, path: Path, default: bool) -> str:
-        """The real path behind ``path``; raises ``_Refused`` when it leaves its folder."""
+        """The real path behind ``path``; raises ``_Refused`` when it leaves its folder, or
+        when it is a secret (``soul_path = "~/.ssh/id_ed25519"`` in a config copied from
+        elsewhere would put the key into every prompt, and ``memory_path`` into
+        ``~/.ssh/authorized_keys`` would let the memory tool write there)."""
         real = os.path.realpath(path)
+        rule = secret_rule(real.split(os.sep))
+        if rule is not None:
+            raise _Refused(
+                f"{path} is a secret file (it matches {rule!r}); jarvis neither reads it "
+                "into a prompt nor writes to it."
+            )
         roots = self._allowed_roots(path, default)
         if not any(_within(real, root) for root in roots):
             raise _Refused(
