@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.document_reader_contract import DocumentReaderContract, Make
+from contracts.document_reader_contract import Change, DocumentReaderContract, Make
 from contracts.knowledge_store_contract import KnowledgeStoreContract
 from jarvis.adapters.filesystem_tools.document_files import DocumentFiles
 from jarvis.adapters.sqlite_memory import SqliteMemory
@@ -35,6 +35,16 @@ class TestDocumentFiles(DocumentReaderContract[DocumentFiles]):
             return DocumentFiles(protected=[], opener=opener), os.path.realpath(root)  # type: ignore[arg-type]
 
         return build
+
+    @pytest.fixture
+    def change(self) -> Change:
+        def rewrite(reader: DocumentReaderPort, path: str, data: bytes | None) -> None:
+            if data is None:
+                os.unlink(path)
+            else:
+                Path(path).write_bytes(data)
+
+        return rewrite
 
 
 async def test_words_in_most_chunks_leave_the_query_at_scale(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """What ``memory add`` reads, attacked as another user of the machine would: the user's own
-key hard-linked into a folder they add, a folder they cannot list, a symlink swapped in."""
+key hard-linked into a folder they add, a folder they cannot list, a symlink swapped in
+(before a read, or between the walk that found a file and its read)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from jarvis.adapters.filesystem_tools.document_files import DocumentFiles
+from jarvis.application.knowledge import KnowledgeBase
+from jarvis.domain.knowledge import DocumentBatch, DocumentRefusal, FoundDocument, RawDocument
+from jarvis.domain.ports import KnowledgeStorePort
+from jarvis.testing import InMemoryKnowledgeStore
 from tests.integration.test_file_read_attacks import _SOURCE, _as_user, _interpreter_for
 from tests.support.users import throwaway_user
 
@@ -21,6 +26,7 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not for the model"
 _AS_USER = """
 import json, os, sys
 from jarvis.adapters.filesystem_tools.document_files import DocumentFiles
+from jarvis.domain.knowledge import RawDocument
 home, locked = sys.argv[1], sys.argv[2]
 os.makedirs(os.path.join(home, ".ssh"), mode=0o700)
 key = os.path.join(home, ".ssh", "id_ed25519")
@@ -31,11 +37,15 @@ os.mkdir(docs)
 os.link(key, os.path.join(docs, "notes.txt"))
 with open(os.path.join(docs, "plain.md"), "w") as handle:
     handle.write("# Plain\\n\\ntext\\n")
-batch = DocumentFiles(protected=[]).collect([docs, locked], pattern="*", recursive=True)
+reader = DocumentFiles(protected=[])
+batch = reader.collect([docs, locked], pattern="*", recursive=True)
+loaded = [reader.load(found) for found in batch.found]
+read = [d for d in loaded if isinstance(d, RawDocument)]
+refused = [*batch.refused, *(d for d in loaded if not isinstance(d, RawDocument))]
 print(json.dumps({
     "uid": os.getuid(),
-    "read": {d.source: d.data.decode() for d in batch.documents},
-    "refused": {r.source: [r.reason, r.explicit] for r in batch.refused},
+    "read": {d.source: d.data.decode() for d in read},
+    "refused": {r.source: [r.reason, r.explicit] for r in refused},
 }))
 """
 
@@ -98,3 +108,100 @@ def test_a_folder_swapped_for_a_link_after_the_listing_leads_nowhere(tmp_path: P
     (docs / "sub").symlink_to(elsewhere)
     with pytest.raises(Exception, match="symbolic link"):
         reader.read(str(docs / "sub" / "a.md"))
+
+
+class _ChangedAfterCollect:
+    """The real reader, with ``change`` run between the walk and the first read: what
+    another program can do to a folder while ``memory add`` indexes it."""
+
+    def __init__(self, reader: DocumentFiles, change: Callable[[], None]) -> None:
+        self.reader = reader
+        self.change = change
+
+    def collect(self, paths: Sequence[str], *, pattern: str, recursive: bool) -> DocumentBatch:
+        batch = self.reader.collect(paths, pattern=pattern, recursive=recursive)
+        self.change()
+        return batch
+
+    def load(self, found: FoundDocument) -> RawDocument | DocumentRefusal:
+        return self.reader.load(found)
+
+    def read(self, source: str) -> RawDocument | None:
+        return self.reader.read(source)
+
+
+def _base(
+    reader: DocumentFiles, change: Callable[[], None], store: KnowledgeStorePort | None = None
+) -> KnowledgeBase:
+    return KnowledgeBase(
+        store or InMemoryKnowledgeStore(),
+        _ChangedAfterCollect(reader, change),
+        extract=lambda document: document.data.decode(),
+    )
+
+
+async def test_a_file_swapped_for_a_link_or_grown_after_the_walk_is_refused_when_read(
+    tmp_path: Path,
+) -> None:
+    """Files are read when indexed, not when found: one replaced by a link to a secret
+    since the walk is refused as a link, one grown past the limit as too large, one made
+    binary as binary, each with the reason a walk would have given; the rest is added."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "b.md", "c.md", "d.md", "e.md"):
+        (docs / name).write_text(f"# {name}\n\nkept\n")
+    key = tmp_path / "id_ed25519"
+    key.write_text(KEY)
+
+    def change() -> None:
+        (docs / "b.md").unlink()
+        (docs / "b.md").symlink_to(key)
+        (docs / "c.md").write_text("x" * 2000)
+        (docs / "d.md").write_bytes(b"\x00\x01binary")
+
+    report = await _base(DocumentFiles(max_bytes=1000, protected=[]), change).add([str(docs)])
+    assert report.added == [str(docs / "a.md"), str(docs / "e.md")]
+    assert [(r.source, r.reason, r.explicit) for r in report.refused] == [
+        (str(docs / "b.md"), "a symbolic link; memory add does not follow links", False),
+        (
+            str(docs / "c.md"),
+            "2000 bytes, over the 1000-byte limit ([memory] max_file_bytes)",
+            False,
+        ),
+        (
+            str(docs / "d.md"),
+            "a binary file (memory add reads text, Markdown, code, HTML, PDF)",
+            False,
+        ),
+    ]
+    assert not report.failed
+
+
+async def test_a_named_file_swapped_for_a_link_after_the_check_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """A file the user named, replaced by a link between its check and its read, is refused
+    under the name the user gave (an error: exit 2), and the other named file is added."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "mine.md").write_text("mine\n")
+    (docs / "other.md").write_text("other\n")
+    key = tmp_path / "id_ed25519"
+    key.write_text(KEY)
+
+    def change() -> None:
+        (docs / "mine.md").unlink()
+        (docs / "mine.md").symlink_to(key)
+
+    named = str(docs / "sub" / ".." / "mine.md")
+    (docs / "sub").mkdir()
+    store = InMemoryKnowledgeStore()
+    report = await _base(DocumentFiles(protected=[]), change, store).add(
+        [named, str(docs / "other.md")]
+    )
+    assert report.added == [str(docs / "other.md")]
+    assert [(r.source, r.reason, r.explicit) for r in report.refused] == [
+        (named, "a symbolic link; memory add does not follow links", True)
+    ]
+    assert report.failed
+    assert list(store.entries) == [str(docs / "other.md")]

@@ -1,11 +1,13 @@
 """``KnowledgeBase``: filling the user's memory with documents and searching it.
 
-Adding reads each source (through :class:`~jarvis.domain.ports.DocumentReaderPort`, which
-applies ``file_read``'s rules), extracts its text (HTML through the linear-time reducer,
-PDF through the optional library), cuts it by structure (:mod:`.memory_chunks`), embeds the
-chunks when an embedding model is available, and hands them to the store, which replaces
-the source's old chunks in one transaction. A source whose fingerprint (the hash of its
-bytes and of the chunking settings) is unchanged is skipped before its text is even
+Adding finds the files first, reading none (through
+:class:`~jarvis.domain.ports.DocumentReaderPort`, which applies ``file_read``'s rules), then
+reads each only when its turn comes and drops it once indexed, so a folder of any size
+holds one file's bytes at a time. A file's text is extracted (HTML through the linear-time
+reducer, PDF through the optional library), cut by structure (:mod:`.memory_chunks`), its
+chunks embedded when an embedding model is available and handed to the store, which
+replaces the source's old chunks in one transaction. A source whose fingerprint (the hash
+of its bytes and of the chunking settings) is unchanged is skipped before its text is even
 extracted. :meth:`sync` re-reads every indexed file: deleted ones are pruned, changed ones
 re-indexed.
 
@@ -28,6 +30,7 @@ from jarvis.domain.knowledge import SEARCH_MODES as SEARCH_MODES  # what search(
 from jarvis.domain.knowledge import (
     DocumentError,
     DocumentRefusal,
+    FoundDocument,
     KnowledgeStats,
     RawDocument,
     SearchMode,
@@ -161,9 +164,18 @@ class KnowledgeBase:
         """Index the files at ``paths`` (folders: their files matching ``pattern``)."""
         batch = self.reader.collect(paths, pattern=pattern, recursive=recursive)
         report = AddReport(refused=list(batch.refused))
-        for document in batch.documents:
-            await self.index(document, report, explicit=document.named)
+        for found in batch.found:
+            await self._add_found(found, report)
         return report
+
+    async def _add_found(self, found: FoundDocument, report: AddReport) -> None:
+        """Read ``found`` and index it. Its bytes live in this call only: the loop that
+        calls it holds no document while the next is read."""
+        document = self.reader.load(found)
+        if isinstance(document, DocumentRefusal):
+            report.refused.append(document)
+            return
+        await self.index(document, report, explicit=found.named is not None)
 
     async def add_url(self, url: str) -> AddReport:
         """Index the page at ``url`` (public addresses only, bounded in size and time)."""
@@ -185,19 +197,23 @@ class KnowledgeBase:
             if "://" in info.source:
                 report.unchanged.append(info.source)
                 continue
-            try:
-                document = self.reader.read(info.source)
-            except DocumentError as error:
-                report.refused.append(
-                    DocumentRefusal(source=info.source, reason=error.message, explicit=False)
-                )
-                continue
-            if document is None:
-                await self.store.remove_source(info.source)
-                report.removed.append(info.source)
-                continue
-            await self.index(document, report, explicit=False)
+            await self._sync_file(info.source, report)
         return report
+
+    async def _sync_file(self, source: str, report: AddReport) -> None:
+        """Prune or re-index one file; like :meth:`_add_found`, its bytes live in this call."""
+        try:
+            document = self.reader.read(source)
+        except DocumentError as error:
+            report.refused.append(
+                DocumentRefusal(source=source, reason=error.message, explicit=False)
+            )
+            return
+        if document is None:
+            await self.store.remove_source(source)
+            report.removed.append(source)
+            return
+        await self.index(document, report, explicit=False)
 
     async def remove(self, source: str) -> bool:
         return await self.store.remove_source(source)

@@ -48,8 +48,20 @@ class RawDocument:
     data: bytes
     kind: str
     """``text``, ``markdown``, ``code``, ``html`` or ``pdf``."""
-    named: bool = False
-    """The user named this file (not found in a folder): failing to index it is an error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoundDocument:
+    """A file to add, found and checked by its name and its listing but not read: its bytes
+    are read only when its turn to be indexed comes, so adding a folder of any size holds
+    one file's bytes at a time."""
+
+    source: str
+    """Its absolute path."""
+    kind: str
+    named: str | None = None
+    """The path as the user wrote it when they named this file (not found in a folder):
+    failing to add it is then an error, reported under that name."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +99,9 @@ class DocumentRefusal:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentBatch:
-    documents: tuple[RawDocument, ...]
+    """What a collect found to add (none of it read yet) and what it refused already."""
+
+    found: tuple[FoundDocument, ...]
     refused: tuple[DocumentRefusal, ...]
 
 

@@ -16,6 +16,7 @@ from jarvis.domain.knowledge import (
     DocumentBatch,
     DocumentError,
     DocumentRefusal,
+    FoundDocument,
     KnowledgeStats,
     RawDocument,
     SourceInfo,
@@ -112,57 +113,84 @@ def replace_chunks(info: SourceInfo, chunks: int) -> SourceInfo:
 
 class InMemoryDocuments:
     """Files in a dict of absolute POSIX paths to bytes; folders are the paths' prefixes.
-    Applies the secret-name rules and refuses binary files, as the real reader does."""
+    Applies the secret-name and size rules when it collects and, with the binary rule,
+    again when it loads: ``files`` may change in between, as a disk's files can."""
 
     def __init__(self, files: Mapping[str, bytes], *, max_bytes: int = 10 * 1024 * 1024) -> None:
         self.files = dict(files)
         self.max_bytes = max_bytes
 
-    def _check(self, path: str) -> str | None:
+    def _listed(self, path: str) -> str | None:
+        """Why ``path`` is refused by what a listing tells: its name and its size."""
         rule = secret_rule(path.split("/"))
         if rule is not None:
             return f"a secret or credential file (rule '{rule}')"
-        data = self.files[path]
-        if len(data) > self.max_bytes:
-            return f"{len(data)} bytes, over the {self.max_bytes}-byte limit"
-        if looks_binary(data) and not data.startswith(b"%PDF-"):
-            return "a binary file"
+        size = len(self.files[path])
+        if size > self.max_bytes:
+            return f"{size} bytes, over the {self.max_bytes}-byte limit"
         return None
 
+    def _check(self, path: str) -> str | None:
+        if path not in self.files:
+            return "no such file or folder"
+        why, data = self._listed(path), self.files[path]
+        if why is None and looks_binary(data) and not data.startswith(b"%PDF-"):
+            why = "a binary file"
+        return why
+
+    def _found(self, path: str, *, pattern: str, recursive: bool) -> list[str] | None:
+        """The files a folder ``path`` holds that ``pattern`` matches; ``None``: no folder."""
+        prefix = path.rstrip("/") + "/"
+        below = sorted(p for p in self.files if p.startswith(prefix))
+        if not below:
+            return None
+        return [
+            p
+            for p in below
+            if (recursive or "/" not in p[len(prefix) :])
+            and fnmatch.fnmatchcase(posixpath.basename(p), pattern)
+        ]
+
     def collect(self, paths: Sequence[str], *, pattern: str, recursive: bool) -> DocumentBatch:
-        documents: list[RawDocument] = []
+        found: list[FoundDocument] = []
         refused: list[DocumentRefusal] = []
         for given in paths:
             path = posixpath.normpath(given)
             if path in self.files:
-                found = [(path, True)]
+                files: list[tuple[str, str | None]] = [(path, given)]
             else:
-                prefix = path.rstrip("/") + "/"
-                below = sorted(p for p in self.files if p.startswith(prefix))
-                if not below:
+                below = self._found(path, pattern=pattern, recursive=recursive)
+                if below is None:
                     refused.append(
                         DocumentRefusal(
                             source=given, reason="no such file or folder", explicit=True
                         )
                     )
                     continue
-                found = [
-                    (p, False)
-                    for p in below
-                    if (recursive or "/" not in p[len(prefix) :])
-                    and fnmatch.fnmatchcase(posixpath.basename(p), pattern)
-                ]
-            for file, explicit in found:
-                why = self._check(file)
+                files = [(p, None) for p in below]
+            for file, named in files:
+                why = self._listed(file)
                 if why is not None:
-                    refused.append(DocumentRefusal(source=file, reason=why, explicit=explicit))
-                else:
-                    documents.append(
-                        RawDocument(
-                            source=file, data=self.files[file], kind=kind_of(file), named=explicit
+                    refused.append(
+                        DocumentRefusal(
+                            source=file if named is None else named,
+                            reason=why,
+                            explicit=named is not None,
                         )
                     )
-        return DocumentBatch(documents=tuple(documents), refused=tuple(refused))
+                else:
+                    found.append(FoundDocument(source=file, kind=kind_of(file), named=named))
+        return DocumentBatch(found=tuple(found), refused=tuple(refused))
+
+    def load(self, found: FoundDocument) -> RawDocument | DocumentRefusal:
+        why = self._check(found.source)
+        if why is not None:
+            return DocumentRefusal(
+                source=found.source if found.named is None else found.named,
+                reason=why,
+                explicit=found.named is not None,
+            )
+        return RawDocument(source=found.source, data=self.files[found.source], kind=found.kind)
 
     def read(self, source: str) -> RawDocument | None:
         if source not in self.files:

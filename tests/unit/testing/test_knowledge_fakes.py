@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from contracts.document_reader_contract import DocumentReaderContract, Make
+from contracts.document_reader_contract import Change, DocumentReaderContract, Make
 from contracts.knowledge_store_contract import KnowledgeStoreContract
 from jarvis.domain.ports import DocumentReaderPort
 from jarvis.testing import InMemoryDocuments, InMemoryKnowledgeStore
@@ -25,3 +25,14 @@ class TestInMemoryDocuments(DocumentReaderContract[InMemoryDocuments]):
             return InMemoryDocuments({f"/docs/{k}": v for k, v in files.items()}), "/docs"
 
         return build
+
+    @pytest.fixture
+    def change(self) -> Change:
+        def rewrite(reader: DocumentReaderPort, path: str, data: bytes | None) -> None:
+            assert isinstance(reader, InMemoryDocuments)
+            if data is None:
+                del reader.files[path]
+            else:
+                reader.files[path] = data
+
+        return rewrite

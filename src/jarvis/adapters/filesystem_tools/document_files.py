@@ -12,6 +12,13 @@
   and again while reading), not binary (a NUL byte in the first 8 kB; PDFs excepted).
 * Hidden files and folders (``.git``, ``.venv``...) are not walked into; ``max_files``
   bounds a walk.
+
+:meth:`DocumentFiles.collect` only walks: it refuses what the names and ``lstat`` tell
+(secrets, links, not regular, several names, too large) and reads no file, so a folder of
+200,000 files costs their paths, not their bytes. :meth:`DocumentFiles.load` reads one file
+when it is indexed, opened beneath ``/`` without following any link (its path was resolved
+by the walk, so a link on it now was put there since), every check made again on the
+descriptor.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from jarvis.adapters.filesystem_tools.beneath import BeneathOpener, LinkRefused, Strategy
@@ -31,6 +38,7 @@ from jarvis.domain.knowledge import (
     DocumentBatch,
     DocumentError,
     DocumentRefusal,
+    FoundDocument,
     RawDocument,
     kind_of,
     looks_binary,
@@ -47,7 +55,7 @@ class _Refused(Exception):
 
 @dataclass(slots=True)
 class _Walk:
-    documents: list[RawDocument] = field(default_factory=list)
+    found: list[FoundDocument] = field(default_factory=list)
     refused: list[DocumentRefusal] = field(default_factory=list)
     files: int = 0
 
@@ -94,6 +102,24 @@ class DocumentFiles:
             raise _Refused(why)
         return path
 
+    def _check_stat(self, info: os.stat_result) -> None:
+        """Refuse what a file's status tells (``lstat`` when it is found, ``fstat`` of the
+        descriptor when it is read)."""
+        if stat.S_ISDIR(info.st_mode):
+            raise _Refused("a folder (add it with --recursive to index what it holds)")
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused("not a regular file")
+        if info.st_nlink > 1:
+            raise _Refused(
+                f"a file with {info.st_nlink} hard links (another name may be a secret "
+                "or outside what you chose); copy it to add it"
+            )
+        if info.st_size > self.max_bytes:
+            raise _Refused(
+                f"{info.st_size} bytes, over the {self.max_bytes}-byte limit "
+                "([memory] max_file_bytes)"
+            )
+
     def _read_file(self, root: str, components: Sequence[str]) -> RawDocument:
         """The file at ``root/components...``, opened beneath ``root`` (no link followed)."""
         path = os.path.join(root, *components)
@@ -110,21 +136,7 @@ class DocumentFiles:
                 raise _Refused("a symbolic link; memory add does not follow links") from None
             raise _Refused(f"cannot be opened: {exc.strerror}") from None
         try:
-            info = os.fstat(descriptor)
-            if stat.S_ISDIR(info.st_mode):
-                raise _Refused("a folder (add it with --recursive to index what it holds)")
-            if not stat.S_ISREG(info.st_mode):
-                raise _Refused("not a regular file")
-            if info.st_nlink > 1:
-                raise _Refused(
-                    f"a file with {info.st_nlink} hard links (another name may be a secret "
-                    "or outside what you chose); copy it to add it"
-                )
-            if info.st_size > self.max_bytes:
-                raise _Refused(
-                    f"{info.st_size} bytes, over the {self.max_bytes}-byte limit "
-                    "([memory] max_file_bytes)"
-                )
+            self._check_stat(os.fstat(descriptor))
             data = self._bounded(descriptor)
         except OSError as exc:
             raise _Refused(f"cannot be read: {exc.strerror}") from None
@@ -194,11 +206,23 @@ class DocumentFiles:
                 return
             out.files += 1
             try:
-                out.documents.append(self._read_file(root, [*below, entry.name]))
+                out.found.append(self._found(path, entry))
             except _Refused as refusal:
                 out.refused.append(
                     DocumentRefusal(source=path, reason=str(refusal), explicit=False)
                 )
+
+    def _found(self, path: str, entry: os.DirEntry[str]) -> FoundDocument:
+        """``entry`` checked by its name and its ``lstat``, not read."""
+        why = self._secret(path)
+        if why is not None:
+            raise _Refused(why)
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            raise _Refused(f"cannot be opened: {exc.strerror}") from None
+        self._check_stat(info)
+        return FoundDocument(source=path, kind=kind_of(entry.name))
 
     def collect(self, paths: Sequence[str], *, pattern: str, recursive: bool) -> DocumentBatch:
         out = _Walk()
@@ -216,14 +240,34 @@ class DocumentFiles:
                 if stat.S_ISDIR(info.st_mode):
                     self._walk(path, [], pattern, recursive, out)
                     continue
-                folder, name = os.path.split(path)
-                document = self._read_file(folder, [name])
-                out.documents.append(replace(document, named=True))
+                self._check_stat(info)
+                out.found.append(
+                    FoundDocument(source=path, kind=kind_of(os.path.basename(path)), named=given)
+                )
             except _Refused as refusal:
                 out.refused.append(
                     DocumentRefusal(source=given, reason=str(refusal), explicit=True)
                 )
-        return DocumentBatch(documents=tuple(out.documents), refused=tuple(out.refused))
+        return DocumentBatch(found=tuple(out.found), refused=tuple(out.refused))
+
+    def load(self, found: FoundDocument) -> RawDocument | DocumentRefusal:
+        """``found`` read now, opened beneath ``/`` without following any link: the walk
+        resolved its path, so a link found on it now was put there since."""
+        try:
+            return self._read_file(os.sep, self._components(found.source))
+        except _Refused as refusal:
+            return DocumentRefusal(
+                source=found.source if found.named is None else found.named,
+                reason=str(refusal),
+                explicit=found.named is not None,
+            )
+
+    @staticmethod
+    def _components(source: str) -> list[str]:
+        components = [part for part in source.split(os.sep) if part]
+        if not os.path.isabs(source) or not components:
+            raise _Refused("not an absolute path")
+        return components
 
     def read(self, source: str) -> RawDocument | None:
         """``source`` again, opened beneath ``/`` without following any link: its path was
@@ -234,10 +278,7 @@ class DocumentFiles:
             return None
         except OSError:
             pass
-        components = [part for part in source.split(os.sep) if part]
-        if not os.path.isabs(source) or not components:
-            raise DocumentError(f"{source} is not an absolute path.")
         try:
-            return self._read_file(os.sep, components)
+            return self._read_file(os.sep, self._components(source))
         except _Refused as refusal:
             raise DocumentError(f"{source} is {refusal}.") from None

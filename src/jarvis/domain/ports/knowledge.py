@@ -9,6 +9,8 @@ from jarvis.domain.knowledge import (
     Chunk,
     ChunkVectors,
     DocumentBatch,
+    DocumentRefusal,
+    FoundDocument,
     KnowledgeStats,
     RawDocument,
     SourceInfo,
@@ -58,11 +60,23 @@ class KnowledgeStorePort(Protocol):
 class DocumentReaderPort(Protocol):
     """Reads what the user asks to add to the knowledge base, under the same rules as the
     ``file_read`` tool: no secret files, no symbolic links, regular files with one name,
-    bounded in size; binary files are refused."""
+    bounded in size; binary files are refused.
+
+    Adding is two steps so that memory does not grow with the folder: :meth:`collect` finds
+    and checks the files without reading them, then each is read by :meth:`load` just
+    before it is indexed, and dropped after. What was checked when it was found is checked
+    again when it is read: the file may have grown, changed or been swapped for a link."""
 
     def collect(self, paths: Sequence[str], *, pattern: str, recursive: bool) -> DocumentBatch:
-        """The documents at ``paths`` (files, or folders: their files matching ``pattern``,
-        below too when ``recursive``), and what was refused with why."""
+        """The files at ``paths`` (files, or folders: their files matching ``pattern``,
+        below too when ``recursive``), none of them read, and what was refused already
+        with why: whatever the names and the listing tell (secrets, links, not regular,
+        too large, too many files, missing)."""
+        ...
+
+    def load(self, found: FoundDocument) -> RawDocument | DocumentRefusal:
+        """``found``'s bytes, read now under every rule; else why not (``explicit`` when
+        the user named it, under the name they gave), a file gone since it was found too."""
         ...
 
     def read(self, source: str) -> RawDocument | None:

@@ -57,7 +57,7 @@ def url_fetcher(*, allow_private_hosts: bool = False) -> UrlFetcher:
         except FetchRefused as refusal:
             raise DocumentError(str(refusal)) from None
         text = f"{page.title}\n\n{page.text}" if page.title else page.text
-        return RawDocument(source=url, data=text.encode("utf-8"), kind="text", named=True)
+        return RawDocument(source=url, data=text.encode("utf-8"), kind="text")
 
     return fetch
 
