@@ -3,6 +3,8 @@ reading it, then each file is read just before it is indexed and dropped after."
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import weakref
 from collections.abc import Sequence
 
@@ -120,3 +122,27 @@ async def test_a_file_refused_when_read_is_reported_and_the_rest_added() -> None
         ("/named.md", "a binary file", True),
     ]
     assert report.failed
+
+
+async def test_extraction_runs_off_the_event_loop() -> None:
+    """A PDF is read by a child process that may run for its whole CPU limit: the event
+    loop of an app that adds documents keeps running meanwhile. The extractor here waits
+    for a task on the loop; run on the loop itself, it could never see it."""
+    loop_ran = threading.Event()
+
+    def extract(document: RawDocument) -> str:
+        if not loop_ran.wait(timeout=30):
+            raise AssertionError("the event loop was blocked while the text was extracted")
+        return document.data.decode()
+
+    async def on_the_loop() -> None:
+        await asyncio.sleep(0)
+        loop_ran.set()
+
+    base = KnowledgeBase(
+        InMemoryKnowledgeStore(), InMemoryDocuments({"/docs/a.md": b"alpha"}), extract=extract
+    )
+    task = asyncio.create_task(on_the_loop())
+    report = await base.add(["/docs"])
+    await task
+    assert report.added == ["/docs/a.md"]
