@@ -33,7 +33,7 @@ from bench.common import BenchContext, Row, run_process, time_process
 from jarvis.adapters.minilm_embeddings import MiniLMEmbeddings, available
 from jarvis.adapters.sqlite_memory import SqliteMemory
 from jarvis.application.knowledge import KnowledgeBase
-from jarvis.domain.knowledge import Chunk, SourceInfo
+from jarvis.domain.knowledge import Chunk, RawDocument, SourceInfo
 from jarvis.testing import InMemoryDocuments
 
 SYLLABLES = [
@@ -57,6 +57,10 @@ SYLLABLES = [
 VOCABULARY = 20_000
 """Words of the generated text: made of syllables, drawn with Zipf's law (rank r with
 weight 1/r), as the words of natural text are: a few very common, most rare."""
+
+
+async def _decoded(document: RawDocument) -> str:
+    return document.data.decode()
 
 
 def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
@@ -202,7 +206,7 @@ async def _hybrid_rows(store: SqliteMemory, queries: list[str], chunks: int) -> 
         label: KnowledgeBase(
             store,
             InMemoryDocuments({}),
-            extract=lambda d: d.data.decode(),
+            extract=_decoded,
             embeddings=lambda model=model: model,  # type: ignore[misc]  # bound per label
         )
         for label, model in models.items()

@@ -130,13 +130,17 @@ class _ChangedAfterCollect:
         return self.reader.read(source)
 
 
+async def decoded(document: RawDocument) -> str:
+    return document.data.decode()
+
+
 def _base(
     reader: DocumentFiles, change: Callable[[], None], store: KnowledgeStorePort | None = None
 ) -> KnowledgeBase:
     return KnowledgeBase(
         store or InMemoryKnowledgeStore(),
         _ChangedAfterCollect(reader, change),
-        extract=lambda document: document.data.decode(),
+        extract=decoded,
     )
 
 

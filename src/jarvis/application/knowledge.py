@@ -18,7 +18,6 @@ fused by reciprocal rank fusion (each hit scores ``1/(k + rank)`` in each list i
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,8 +46,10 @@ CANDIDATES: Final = 50
 MAX_TOP_K: Final = 100
 EMBED_BATCH: Final = 256
 
-Extractor = Callable[[RawDocument], str]
-"""A document's text (raises :class:`DocumentError` for one that cannot be read)."""
+Extractor = Callable[[RawDocument], Awaitable[str]]
+"""A document's text (raises :class:`DocumentError` for one that cannot be read). It is
+awaited: a PDF is read by a child process that may run for its whole CPU limit, and an app
+embedding jarvis keeps its event loop meanwhile (a cancelled add kills that process)."""
 UrlFetcher = Callable[[str], Awaitable[RawDocument]]
 
 
@@ -134,7 +135,7 @@ class KnowledgeBase:
             report.unchanged.append(document.source)
             return
         try:
-            text = await self._extracted(document)
+            text = await self.extract(document)
         except DocumentError as error:
             report.refused.append(
                 DocumentRefusal(source=document.source, reason=error.message, explicit=explicit)
@@ -158,14 +159,6 @@ class KnowledgeBase:
         await self.store.replace_source(info, chunks, vectors)
         (report.added if known is None else report.updated).append(document.source)
         report.chunks += len(chunks)
-
-    async def _extracted(self, document: RawDocument) -> str:
-        """``document``'s text, extracted in a thread: a PDF is read by a child process that
-        may run for its whole CPU limit, and an app embedding jarvis keeps its event loop
-        meanwhile. The thread takes the document out of a box, so that no reference to it
-        outlives the call in the executor's bookkeeping (one file's bytes at a time)."""
-        box = [document]
-        return await asyncio.to_thread(lambda: self.extract(box.pop()))
 
     async def add(
         self, paths: Sequence[str], *, pattern: str = "*", recursive: bool = False

@@ -3,8 +3,6 @@ reading it, then each file is read just before it is indexed and dropped after."
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import weakref
 from collections.abc import Sequence
 
@@ -21,6 +19,10 @@ from jarvis.domain.knowledge import (
 from jarvis.testing import InMemoryDocuments, InMemoryKnowledgeStore
 
 FILES = 200
+
+
+async def decoded(document: RawDocument) -> str:
+    return document.data.decode()
 
 
 class _Followed(RawDocument):
@@ -76,9 +78,7 @@ async def test_a_folder_is_read_one_file_at_a_time_each_just_before_it_is_indexe
     files = {name: f"# {name}\n\n{'word ' * 200}\n".encode() for name in names}
     events: list[str] = []
     reader = _WatchedReader(files, events)
-    base = KnowledgeBase(
-        _WatchedStore(events), reader, extract=lambda document: document.data.decode()
-    )
+    base = KnowledgeBase(_WatchedStore(events), reader, extract=decoded)
 
     report = await base.add(["/docs"], pattern="*.md")
 
@@ -101,7 +101,7 @@ async def test_a_file_refused_when_read_is_reported_and_the_rest_added() -> None
         "/named.md": b"named\n",
     }
     reader = InMemoryDocuments(files)
-    base = KnowledgeBase(InMemoryKnowledgeStore(), reader, extract=lambda d: d.data.decode())
+    base = KnowledgeBase(InMemoryKnowledgeStore(), reader, extract=decoded)
     collect = reader.collect
 
     def collect_then_change(
@@ -122,27 +122,3 @@ async def test_a_file_refused_when_read_is_reported_and_the_rest_added() -> None
         ("/named.md", "a binary file", True),
     ]
     assert report.failed
-
-
-async def test_extraction_runs_off_the_event_loop() -> None:
-    """A PDF is read by a child process that may run for its whole CPU limit: the event
-    loop of an app that adds documents keeps running meanwhile. The extractor here waits
-    for a task on the loop; run on the loop itself, it could never see it."""
-    loop_ran = threading.Event()
-
-    def extract(document: RawDocument) -> str:
-        if not loop_ran.wait(timeout=30):
-            raise AssertionError("the event loop was blocked while the text was extracted")
-        return document.data.decode()
-
-    async def on_the_loop() -> None:
-        await asyncio.sleep(0)
-        loop_ran.set()
-
-    base = KnowledgeBase(
-        InMemoryKnowledgeStore(), InMemoryDocuments({"/docs/a.md": b"alpha"}), extract=extract
-    )
-    task = asyncio.create_task(on_the_loop())
-    report = await base.add(["/docs"])
-    await task
-    assert report.added == ["/docs/a.md"]

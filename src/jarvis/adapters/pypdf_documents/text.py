@@ -17,9 +17,10 @@ encrypted) is a :class:`~jarvis.domain.knowledge.DocumentError` naming it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Final
@@ -57,44 +58,53 @@ class PdfLimits:
         return 2.0 * self.total_seconds + 30.0
 
 
-def pdf_text(data: bytes, source: str, *, limits: PdfLimits = PdfLimits()) -> str:
+async def pdf_text(data: bytes, source: str, *, limits: PdfLimits = PdfLimits()) -> str:
     """The text of the PDF ``data`` (one block per page, pages separated by a blank line),
     read by a child process within ``limits``. A :class:`DocumentError`'s message says what
-    ``source`` is ("an encrypted PDF")."""
+    ``source`` is ("an encrypted PDF"). Cancelled (Ctrl-C, SIGTERM, a caller's timeout), it
+    kills the child and waits for it before it lets the cancellation through."""
     if importlib.util.find_spec("pypdf") is None:
         raise DocumentError("a PDF, and the PDF reader (pypdf) is not installed", hint=INSTALL_HINT)
     if not sys.executable:  # an interpreter embedded without one: read here, unbounded
         return extract_text(data)
-    command = [
-        sys.executable,
-        "-P",  # the working directory is not searched for modules: a folder being added
-        "-m",  # could hold a hostile ``jarvis`` package
-        "jarvis.adapters.pypdf_documents.extract",
-        str(limits.page_seconds),
-        str(limits.total_seconds),
-        str(limits.memory_bytes),
-    ]
     try:
-        done = subprocess.run(
-            command, input=data, capture_output=True, timeout=limits.wall_seconds, check=False
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-P",  # the working directory is not searched for modules: a folder being added
+            "-m",  # could hold a hostile ``jarvis`` package
+            "jarvis.adapters.pypdf_documents.extract",
+            str(limits.page_seconds),
+            str(limits.total_seconds),
+            str(limits.memory_bytes),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
-    except subprocess.TimeoutExpired:  # run() killed it
-        raise DocumentError(_too_long(limits)) from None
     except OSError as exc:
         raise DocumentError(f"a PDF, and the PDF reader could not start ({exc})") from None
-    return _outcome(done, limits)
+    try:
+        async with asyncio.timeout(limits.wall_seconds):
+            out, err = await child.communicate(data)
+            code = await child.wait()  # done already: its exit status, typed
+    except TimeoutError:
+        raise DocumentError(_too_long(limits)) from None
+    finally:
+        if child.returncode is None:  # timed out or cancelled: it must not outlive the call
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await asyncio.shield(child.wait())
+    return _outcome(code, out, err, limits)
 
 
-def _outcome(done: subprocess.CompletedProcess[bytes], limits: PdfLimits) -> str:
-    out = done.stdout
-    if done.returncode == 0 and out[:1] == TEXT:
+def _outcome(returncode: int, out: bytes, err: bytes, limits: PdfLimits) -> str:
+    if returncode == 0 and out[:1] == TEXT:
         return out[1:].decode("utf-8", errors="surrogatepass")
-    if done.returncode == 0 and out[:1] == REFUSED:
+    if returncode == 0 and out[:1] == REFUSED:
         raise DocumentError(out[1:].decode("utf-8", errors="replace"))
-    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+    if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         raise DocumentError(_too_long(limits))
-    lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    last = lines[-1][:_STDERR_CHARS] if lines else f"exit status {done.returncode}"
+    lines = err.decode("utf-8", errors="replace").strip().splitlines()
+    last = lines[-1][:_STDERR_CHARS] if lines else f"exit status {returncode}"
     raise DocumentError(f"a PDF that the PDF reader failed on ({last})")
 
 

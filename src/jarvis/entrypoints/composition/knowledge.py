@@ -8,6 +8,7 @@ what ``jarvis memory add`` indexes is what ``retrieval`` and ``--memory`` find. 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from jarvis.application.config import JarvisConfig, MemorySettings
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from jarvis.application.tools.retrieval import MemorySearch
 
 
-def document_text(document: RawDocument, settings: MemorySettings) -> str:
+async def document_text(document: RawDocument, settings: MemorySettings) -> str:
     """A document's text: HTML through the web tools' linear-time reducer, PDF through
     pypdf (the ``pdf`` extra, in a child process within ``settings``' limits), anything
     else decoded as UTF-8 (bad bytes replaced)."""
@@ -34,7 +35,7 @@ def document_text(document: RawDocument, settings: MemorySettings) -> str:
             total_seconds=settings.pdf_file_seconds,
             memory_bytes=settings.pdf_memory_mb * 1024 * 1024,
         )
-        return pdf_text(document.data, document.source, limits=limits)
+        return await pdf_text(document.data, document.source, limits=limits)
     text = document.data.decode("utf-8-sig", errors="replace")
     if document.kind == "html":
         from jarvis.adapters.httpx_web.html_text import html_to_text
@@ -86,7 +87,7 @@ def knowledge_base(
     return KnowledgeBase(
         memory,
         DocumentFiles(max_bytes=settings.max_file_bytes),
-        extract=lambda document: document_text(document, settings),
+        extract=partial(document_text, settings=settings),
         embeddings=lambda: model,
         fetch=url_fetcher(allow_private_hosts=allow_private_hosts),
         chunking=ChunkSettings(max_chars=settings.chunk_chars, overlap=settings.chunk_overlap),
