@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.minilm_embeddings import available as minilm_available
-from tests.support.hostile_pdfs import looping_pdf
+from tests.support.hostile_pdfs import looping_pdf, surrogate_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_USAGE = 2
@@ -127,7 +127,7 @@ def test_a_pdf_pypdf_fails_on_in_its_own_way_costs_only_itself(
 def test_a_pdf_built_to_loop_costs_only_its_limit_and_the_folder_is_added(
     jarvis_home: Path, tmp_path: Path
 ) -> None:
-    """A PDF under 1 KB whose page would keep pypdf busy for about 20 s here (hours with
+    """A PDF of about 1 KB whose page would keep pypdf busy for about 20 s here (hours with
     larger numbers in the same few bytes) is stopped at ``[memory] pdf_page_seconds`` and
     named; the folder's other files are added."""
     (jarvis_home / "config.toml").write_text("[memory]\npdf_page_seconds = 1\n")
@@ -149,6 +149,22 @@ def test_a_pdf_built_to_loop_costs_only_its_limit_and_the_folder_is_added(
     assert "a.md" in listed
     assert "c.pdf" in listed
     assert "b-loop.pdf" not in listed
+
+
+def test_a_pdf_whose_font_makes_lone_surrogates_is_added_with_the_rest(
+    jarvis_home: Path, tmp_path: Path
+) -> None:
+    """Text no UTF-8 store takes once failed the whole add (exit 1, the folder's other files
+    never added): such characters are replaced."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a-surrogate.pdf").write_bytes(surrogate_pdf())
+    (docs / "b-notes.txt").write_text("The zebra crossing is on Main Street.")
+    done = jarvis("memory", "add", str(docs), "--no-embed")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "2 added" in done.stdout
+    hits = json.loads(ok("memory", "search", "zebra", "--json").stdout)
+    assert [hit["source"] for hit in hits] == [str(docs / "b-notes.txt")]
 
 
 @pytest.fixture

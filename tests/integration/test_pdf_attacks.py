@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.pypdf_documents import PdfLimits, pdf_text
+from jarvis.adapters.pypdf_documents.text import _child_environment
 from jarvis.domain.knowledge import DocumentError
-from tests.support.hostile_pdfs import looping_pdf, one_page
+from tests.support.hostile_pdfs import looping_pdf, one_page, surrogate_pdf
 
 pytest.importorskip("pypdf")
 
 
 async def test_a_pdf_built_to_loop_is_stopped_at_its_page_limit() -> None:
     data = looping_pdf()
-    assert len(data) < 1024
+    assert len(data) < 2048
     with pytest.raises(DocumentError, match="takes too long to read") as refused:
         await pdf_text(data, "loop.pdf", limits=PdfLimits(page_seconds=1))
     assert "over 1 s of CPU for a page" in refused.value.message
@@ -145,3 +146,105 @@ def test_sigterm_to_memory_add_during_a_pdf_ends_it_with_its_child(
     assert add.returncode == 130, err
     assert b"Traceback" not in err
     assert not any(os.path.exists(f"/proc/{pid}") for pid in reader)
+
+
+async def test_a_lone_surrogate_in_a_pdf_is_replaced_not_passed_on() -> None:
+    """A font's map can make text no UTF-8 store takes: it would fail the store's write."""
+    text = await pdf_text(surrogate_pdf(), "surrogate.pdf")
+    assert "hello" in text
+    assert text.count("\ufffd") == 5  # one for each lone surrogate
+    text.encode("utf-8")  # no lone surrogate left
+
+
+def _proc(pid: int, name: str) -> bytes:
+    with open(f"/proc/{pid}/{name}", "rb") as handle:
+        return handle.read()
+
+
+async def _running_child(reading: asyncio.Task[str], before: set[int]) -> int:
+    for _ in range(3000):  # wait for the child to start (at most 30 s)
+        started = children_of(os.getpid()) - before
+        if started:
+            return started.pop()
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the PDF reader's process never started: {reading}")
+
+
+async def test_the_child_runs_limited_from_the_root_without_the_users_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen from outside, while it reads: its CPU, memory and core-file limits, its working
+    directory (``/``: nothing to import from, nowhere to write a core), and its environment
+    (the modules' paths, not the user's API keys)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-a-pdf-parser")
+    before = children_of(os.getpid())
+    reading = asyncio.create_task(
+        pdf_text(looping_pdf(), "loop.pdf", limits=PdfLimits(page_seconds=30))
+    )
+    try:
+        child = await _running_child(reading, before)
+        for _ in range(3000):  # until it has limited itself (its first lines)
+            limits = _proc(child, "limits").decode()
+            if "Max core file size        0" in limits and "2147483648" in limits:
+                break
+            await asyncio.sleep(0.01)
+        assert "Max core file size        0" in limits
+        assert "Max address space         2147483648" in limits
+        assert os.readlink(f"/proc/{child}/cwd") == "/"
+        environment = _proc(child, "environ")
+        assert b"sk-not-for-a-pdf-parser" not in environment
+    finally:
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+
+
+def test_the_child_imports_what_its_parent_imports_and_never_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An SDK user's ``sys.path`` (an absolute entry put first) reaches the child; the empty
+    and relative entries that stand for the working directory do not."""
+    monkeypatch.setattr(sys, "path", ["", "/opt/app/lib", "relative/lib", *sys.path])
+    paths = _child_environment()["PYTHONPATH"].split(os.pathsep)
+    assert paths[0] == "/opt/app/lib"
+    assert "" not in paths
+    assert "relative/lib" not in paths
+
+
+def test_the_child_dies_with_a_parent_killed_outright(tmp_path: Path) -> None:
+    """A parent killed by SIGKILL cannot kill its child: the kernel does it (the child asked
+    it to), instead of letting it read on to its limit with nobody waiting."""
+    (tmp_path / "loop.pdf").write_bytes(looping_pdf())
+    script = (
+        "import asyncio, pathlib\n"
+        "from jarvis.adapters.pypdf_documents import PdfLimits, pdf_text\n"
+        "data = pathlib.Path('loop.pdf').read_bytes()\n"
+        "asyncio.run(pdf_text(data, 'loop.pdf', limits=PdfLimits(page_seconds=120)))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    try:
+        reader: set[int] = set()
+        for _ in range(3000):  # wait for its PDF reader (at most 30 s)
+            reader = children_of(parent.pid)
+            if reader or parent.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert reader, "the PDF reader's process never started"
+        # killed at once: before the child asks the kernel, it finds its parent gone itself
+    finally:
+        parent.kill()
+        parent.wait()
+    for _ in range(1000):  # at most 10 s; it would read on for 120 s unattended
+        if not any(_alive(pid) for pid in reader):
+            break
+        time.sleep(0.01)
+    assert not any(_alive(pid) for pid in reader)
+
+
+def _alive(pid: int) -> bool:
+    """Running: a zombie (killed, waiting for a reaper) is not."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")

@@ -2,8 +2,11 @@
 input; on standard output, :data:`TEXT` and its text, or :data:`REFUSED` and why.
 
 It limits itself before it reads a byte (its arguments: CPU seconds for a page, CPU seconds
-in all, bytes of address space): the kernel then stops it at the first limit it passes,
-however pypdf is spending its time, and the parent reports which. Its own logging and any
+in all, bytes of address space, and its parent's process id): the kernel then stops it at
+the first limit it passes, however pypdf is spending its time, and the parent reports
+which. It writes no core file when stopped (one per hostile PDF, of up to its memory
+limit, in the user's folder), and it dies with its parent, even one killed outright: it
+would otherwise read on to its limit with nobody waiting. Its own logging and any
 traceback stay out of the user's terminal (the parent keeps the last line of standard
 error, for a failure it cannot name).
 """
@@ -12,7 +15,10 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import re
 import resource
+import signal
 import sys
 from collections.abc import Callable
 from typing import Final
@@ -21,6 +27,9 @@ from jarvis.domain.knowledge import DocumentError
 
 MAX_PAGES: Final = 2000
 MAX_CHARS: Final = 20 * 1024 * 1024
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A lone surrogate (a font's map can make one) is no character: the store's UTF-8 would
+refuse it, and fail the whole add."""
 TEXT: Final = b"T"
 REFUSED: Final = b"R"
 
@@ -71,13 +80,29 @@ def _limit_cpu(page_seconds: int, total_seconds: int) -> Callable[[], None]:
     return next_page
 
 
+PR_SET_PDEATHSIG: Final = 1  # <linux/prctl.h>
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL from the kernel when the parent dies (Linux); gone already, end now."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main(argv: list[str]) -> int:
-    page_seconds, total_seconds, memory_bytes = (int(arg) for arg in argv)
+    page_seconds, total_seconds, memory_bytes, parent = (int(arg) for arg in argv)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _die_with(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     next_page = _limit_cpu(page_seconds, total_seconds)
     data = sys.stdin.buffer.read()
     try:
-        out = TEXT + extract_text(data, next_page=next_page).encode("utf-8", "surrogatepass")
+        text = _SURROGATE.sub("\ufffd", extract_text(data, next_page=next_page))
+        out = TEXT + text.encode("utf-8")
     except DocumentError as error:
         out = REFUSED + error.message.encode("utf-8", errors="replace")
     except MemoryError:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -76,9 +77,12 @@ async def pdf_text(data: bytes, source: str, *, limits: PdfLimits = PdfLimits())
             str(limits.page_seconds),
             str(limits.total_seconds),
             str(limits.memory_bytes),
+            str(os.getpid()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            cwd=os.sep,
+            env=_child_environment(),
         )
     except OSError as exc:
         raise DocumentError(f"a PDF, and the PDF reader could not start ({exc})") from None
@@ -96,9 +100,24 @@ async def pdf_text(data: bytes, source: str, *, limits: PdfLimits = PdfLimits())
     return _outcome(code, out, err, limits)
 
 
+def _child_environment() -> dict[str, str]:
+    """What the child needs, and no more: the modules this process imports (its absolute
+    ``sys.path``: an SDK user's ``sys.path`` changes included, and neither the working
+    directory nor an empty entry that would stand for it, where a folder being added could
+    hold a hostile ``pypdf``), the interpreter's home, the locale. Not the user's API keys,
+    beside a parser of hostile input."""
+    paths = [path for path in sys.path if path and os.path.isabs(path)]
+    environment = {"PYTHONPATH": os.pathsep.join(paths), "PYTHONSAFEPATH": "1"}
+    for name in ("PYTHONHOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"):
+        value = os.environ.get(name)
+        if value is not None:
+            environment[name] = value
+    return environment
+
+
 def _outcome(returncode: int, out: bytes, err: bytes, limits: PdfLimits) -> str:
     if returncode == 0 and out[:1] == TEXT:
-        return out[1:].decode("utf-8", errors="surrogatepass")
+        return out[1:].decode("utf-8", errors="replace")
     if returncode == 0 and out[:1] == REFUSED:
         raise DocumentError(out[1:].decode("utf-8", errors="replace"))
     if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
