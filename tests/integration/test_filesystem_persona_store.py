@@ -293,3 +293,51 @@ def test_persona_paths_that_are_secrets_are_neither_read_nor_written(tmp_path: P
         store.ensure(MEMORY)
     assert authorized.read_text() == "ssh-ed25519 AAAA mine\n"
     assert credentials.read_text() == "aws_secret_access_key = hunter2\n"
+
+
+def test_a_secret_persona_path_that_does_not_exist_yet_is_not_created(tmp_path: Path) -> None:
+    """The memory tool on ``memory_path = "~/.ssh/authorized_keys"`` with no ``~/.ssh``
+    yet: refused before anything is made (the folder, the file, the lock file)."""
+    user = tmp_path / "user"
+    user.mkdir()
+    store = FilesystemPersonaStore(
+        tmp_path / "home",
+        memory_path=user / ".ssh" / "authorized_keys",
+        soul_path=user / ".ssh" / "id_new",
+    )
+    with pytest.raises(PersonaError, match="Refusing to edit") as refused:
+        store.edit(MEMORY, lambda text: text + "ssh-ed25519 AAAA theirs\n")
+    assert "is a secret file (it matches '.ssh')" in refused.value.hint
+    with pytest.raises(PersonaError, match="Refusing to edit"):
+        store.ensure(SOUL)
+    assert not (user / ".ssh").exists()
+
+
+def test_a_secret_folder_reached_through_a_link_is_still_a_secret(tmp_path: Path) -> None:
+    """``~/.config`` kept by a dotfile manager is a link: the path as written names
+    ``.config/gcloud``, the resolved one does not."""
+    user = tmp_path / "user"
+    (user / "dotfiles" / "config" / "gcloud").mkdir(parents=True)
+    token = user / "dotfiles" / "config" / "gcloud" / "application_default_credentials.json"
+    token.write_text('{"refresh_token": "1//SECRET"}')
+    (user / ".config").symlink_to(user / "dotfiles" / "config")
+    store = FilesystemPersonaStore(
+        tmp_path / "home", user_path=user / ".config" / "gcloud" / token.name
+    )
+    [document] = store.load(None)
+    assert document.text == ""
+    assert "it matches '.config/gcloud'" in document.warnings[0]
+
+
+def test_jarvis_own_persona_files_are_never_taken_for_secrets(tmp_path: Path) -> None:
+    """Only a path a config moved is checked: named personas and the default files live in
+    the config dir, whatever their names or the folders above it are called."""
+    home = tmp_path / "id_work" / "chat_history" / "home"
+    for name in ("credentials-team", "prod.env", "cookies"):
+        (home / "personas" / name).mkdir(parents=True)
+        (home / "personas" / name / "SOUL.md").write_text(f"I am {name}.")
+    (home / "SOUL.md").write_text("I am the default.")
+    store = FilesystemPersonaStore(home)
+    assert [doc.text for doc in store.load(None)] == ["I am the default."]
+    for name in ("credentials-team", "prod.env", "cookies"):
+        assert [doc.text for doc in store.load(name)] == [f"I am {name}."]

@@ -146,7 +146,9 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
         prompt_file = file.parent / prompt_file
     from jarvis.application.tools.secret_paths import secret_rule
 
-    rule = secret_rule(os.path.realpath(prompt_file).split(os.sep))
+    # as written and as resolved: a dotfile manager's ``~/.config`` is often a link
+    seen = (os.path.abspath(prompt_file), os.path.realpath(prompt_file))
+    rule = next(filter(None, (secret_rule(path.split(os.sep)) for path in seen)), None)
     if rule is not None:  # a config copied from elsewhere would send it with every question
         raise ConfigurationError(
             f"Invalid config file {file}: agent.system_prompt_path: {prompt_file} is a "

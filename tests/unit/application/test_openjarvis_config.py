@@ -162,6 +162,19 @@ def test_a_system_prompt_file_that_is_a_secret_is_never_read(jarvis_home: Path) 
         assert "PRIVATE KEY" not in str(info.value)
 
 
+def test_a_system_prompt_in_a_secret_folder_reached_through_a_link_is_refused(
+    jarvis_home: Path,
+) -> None:
+    """``~/.config`` kept by a dotfile manager is a link: checked as written too."""
+    real = jarvis_home / "dotfiles" / "config" / "gcloud"
+    real.mkdir(parents=True)
+    (real / "token.json").write_text('{"refresh_token": "1//SECRET"}')
+    (jarvis_home / ".config").symlink_to(jarvis_home / "dotfiles" / "config")
+    with pytest.raises(ConfigurationError) as info:
+        load(jarvis_home, '[agent]\nsystem_prompt_path = ".config/gcloud/token.json"\n')
+    assert "it matches '.config/gcloud'" in str(info.value)
+
+
 def test_the_cli_knows_the_operative_agents() -> None:
     from jarvis.domain.operators import OPERATIVE_AGENTS
     from jarvis.entrypoints.cli.ask import OPERATIVE_KEYS

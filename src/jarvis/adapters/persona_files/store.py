@@ -85,6 +85,9 @@ class FilesystemPersonaStore:
             PersonaFile.USER: user_path,
         }
         self._defaults = {kind: self._place(kind, value) for kind, value in configured.items()}
+        self._configured = {kind for kind, value in configured.items() if value}
+        """The files a config moved: only these can lead to a secret (the rest are jarvis's
+        own, in the config dir)."""
         self.max_read_bytes = max_read_bytes
         self.lock_timeout = lock_timeout
 
@@ -140,17 +143,8 @@ class FilesystemPersonaStore:
         return roots
 
     def _resolve(self, path: Path, default: bool) -> str:
-        """The real path behind ``path``; raises ``_Refused`` when it leaves its folder, or
-        when it is a secret (``soul_path = "~/.ssh/id_ed25519"`` in a config copied from
-        elsewhere would put the key into every prompt, and ``memory_path`` into
-        ``~/.ssh/authorized_keys`` would let the memory tool write there)."""
+        """The real path behind ``path``; raises ``_Refused`` when it leaves its folder."""
         real = os.path.realpath(path)
-        rule = secret_rule(real.split(os.sep))
-        if rule is not None:
-            raise _Refused(
-                f"{path} is a secret file (it matches {rule!r}); jarvis neither reads it "
-                "into a prompt nor writes to it."
-            )
         roots = self._allowed_roots(path, default)
         if not any(_within(real, root) for root in roots):
             raise _Refused(
@@ -159,8 +153,29 @@ class FilesystemPersonaStore:
             )
         return real
 
+    def _secret(self, kind: PersonaFile) -> str | None:
+        """Why the configured file of ``kind`` must be neither read nor written, if it must
+        not: ``soul_path = "~/.aws/credentials"`` in a config copied from elsewhere would
+        put the key into every prompt, and ``memory_path`` in ``~/.ssh`` would have the
+        memory tool write there. Checked as written and as resolved (a dotfile manager's
+        ``~/.config`` is often a link), whether the file exists yet or not."""
+        if kind not in self._configured:
+            return None
+        path = self._defaults[kind]
+        for seen in (os.path.abspath(path), os.path.realpath(path)):
+            rule = secret_rule(seen.split(os.sep))
+            if rule is not None:
+                return (
+                    f"{path} is a secret file (it matches {rule!r}); jarvis neither reads "
+                    "it into a prompt nor writes to it."
+                )
+        return None
+
     def _read(self, kind: PersonaFile, path: Path, default: bool) -> PersonaDocument | None:
         source = str(path)
+        secret = self._secret(kind) if default else None
+        if secret is not None:
+            return PersonaDocument(kind=kind, text="", source=source, warnings=(secret,))
         if not os.path.lexists(path):
             return None
         try:
@@ -201,7 +216,13 @@ class FilesystemPersonaStore:
 
     # -- the port: writing ---------------------------------------------------------------
 
+    def _check_not_secret(self, kind: PersonaFile) -> None:
+        secret = self._secret(kind)
+        if secret is not None:  # before anything is made: the folder, the lock file
+            raise PersonaError(f"Refusing to edit {self._defaults[kind]}.", hint=secret)
+
     def ensure(self, kind: PersonaFile) -> str:
+        self._check_not_secret(kind)
         path = self._defaults[kind]
         if os.path.lexists(path):
             self._check_editable_link(path)  # refuse before creating the lock file
@@ -216,6 +237,7 @@ class FilesystemPersonaStore:
         return self._locked(path, create)
 
     def edit(self, kind: PersonaFile, change: Callable[[str], str]) -> str:
+        self._check_not_secret(kind)
         path = self._defaults[kind]
         self._current_text(path)  # refuse before creating anything, even the lock file
 
