@@ -4,15 +4,18 @@ A ``BaseTool`` subclass implements a synchronous ``execute(**params)``; :meth:`B
 (applied by the OpenJarvis-style agents to every tool they are given) makes it a jarvis tool,
 run in a worker thread and checked against its spec's schema like any other. The
 ``ToolExecutor`` is jarvis's executor (lookup, argument validation, timeouts, bounded output,
-events) behind OpenJarvis's synchronous ``execute(tool_call)``.
+events) behind OpenJarvis's synchronous ``execute(tool_call)``, whose ``arguments`` may be
+OpenJarvis's JSON text (``'{"expression": "2+2"}'``) or an object. :class:`WrappedTool` is
+the ``BaseTool`` face of one of jarvis's own tools (``CalculatorTool()``...).
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar, Final, TypeVar
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
@@ -21,6 +24,24 @@ from jarvis.domain.loop.tool_executor import ToolExecutor as JarvisToolExecutor
 from jarvis.domain.ports import ToolPort
 from jarvis.domain.run.events import EventBus
 from jarvis.domain.tools.specs import ToolResult, ToolSpec, openai_function
+
+T = TypeVar("T")
+
+MAX_ARGUMENTS_CHARS: Final = 1_000_000
+"""The longest JSON argument text :meth:`ToolExecutor.execute` parses (a model's tool call
+is a few hundred characters; anything near this is a mistake, refused before parsing)."""
+
+
+def run_sync(coro: Coroutine[object, object, T]) -> T:
+    """``coro``'s result for a synchronous caller: on a new event loop, in a worker thread
+    when this thread already runs one (a notebook, an ``async def``), where ``asyncio.run``
+    would refuse."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jarvis-tool") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class BaseTool(ABC):
@@ -43,6 +64,26 @@ class BaseTool(ABC):
     def as_tool(self) -> ToolPort:
         """This tool as a jarvis tool (``execute`` runs in a worker thread)."""
         return _AsTool(self)
+
+
+class WrappedTool(BaseTool):
+    """One of jarvis's tools as an OpenJarvis ``BaseTool``: ``execute(**params)`` runs it
+    through jarvis's executor (the parameters checked against its schema, its timeout and
+    output bound applied); given to an agent or the SDK, it is jarvis's tool itself."""
+
+    def __init__(self, inner: ToolPort) -> None:
+        self.inner = inner
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self.inner.spec
+
+    def execute(self, **params: JSONValue) -> ToolResult:
+        call = ToolCall(id=f"{self.spec.name}-call", name=self.spec.name, arguments=dict(params))
+        return run_sync(JarvisToolExecutor([self.inner]).execute(call))
+
+    def as_tool(self) -> ToolPort:
+        return self.inner
 
 
 class _AsTool:
@@ -80,9 +121,13 @@ class ToolExecutor:
         self._executor = JarvisToolExecutor(list(as_tools(tools)), bus=bus)
 
     def execute(self, tool_call: ToolCall) -> ToolResult:
-        """Look the tool up, validate the arguments, run it, bound its output (never raises
-        for a tool's failure: that is a failed result)."""
-        return asyncio.run(self._executor.execute(tool_call))
+        """Parse the arguments (OpenJarvis's JSON text, or an object), look the tool up,
+        validate the arguments, run it, bound its output. Never raises for a bad call or a
+        tool's failure: that is a failed result saying what was wrong."""
+        call = _parsed(tool_call)
+        if isinstance(call, ToolResult):
+            return call
+        return run_sync(self._executor.execute(call))
 
     def available_tools(self) -> list[ToolSpec]:
         return list(self._executor.specs)
@@ -90,3 +135,27 @@ class ToolExecutor:
     def get_openai_tools(self) -> list[JSONObject]:
         """The tools in OpenAI's function-calling format."""
         return [openai_function(spec) for spec in self._executor.specs]
+
+
+def _parsed(tool_call: ToolCall) -> ToolCall | ToolResult:
+    """``tool_call`` with its arguments as an object: OpenJarvis gives them as JSON text
+    (``""`` or ``None``: none). Text that is not a JSON object is kept raw, so jarvis's
+    executor reports it (what was received, and the schema to follow); text longer than
+    :data:`MAX_ARGUMENTS_CHARS` is refused unparsed."""
+    arguments: object = tool_call.arguments
+    if arguments is None:
+        return ToolCall(id=tool_call.id, name=tool_call.name)
+    if not isinstance(arguments, str):
+        return tool_call
+    if len(arguments) > MAX_ARGUMENTS_CHARS:
+        return ToolResult(
+            tool_name=tool_call.name,
+            content=(
+                f"Invalid arguments for tool '{tool_call.name}': {len(arguments):,} characters "
+                f"of JSON, more than the {MAX_ARGUMENTS_CHARS:,} accepted."
+            ),
+            success=False,
+            call_id=tool_call.id,
+            metadata={"error": "invalid_json"},
+        )
+    return ToolCall.from_json_text(id=tool_call.id, name=tool_call.name, text=arguments)

@@ -1,7 +1,7 @@
-"""``from jarvis.core.types import AgentContext, AgentResult, ToolResult, Message``."""
+"""``from jarvis.core.types import AgentContext, AgentResult, ToolCall, ToolResult, Message``."""
 
-from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.llm.messages import Message, Role, ToolCall
 from jarvis.domain.run.contract import AgentContext, AgentResult
 from jarvis.domain.tools.specs import ToolResult
 
-__all__ = ["AgentContext", "AgentResult", "Message", "Role", "ToolResult"]
+__all__ = ["AgentContext", "AgentResult", "Message", "Role", "ToolCall", "ToolResult"]

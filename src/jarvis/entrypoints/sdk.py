@@ -47,7 +47,7 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, bootstrap
-from jarvis.entrypoints.sdk_loop import LoopThread, blocking_pieces
+from jarvis.entrypoints.sdk_loop import LoopThread, TextStream, blocking_pieces
 from jarvis.entrypoints.sdk_output_types import OutputSpecs
 from jarvis.entrypoints.sdk_output_types import OutputType as OutputType
 from jarvis.entrypoints.settings import EngineOverrides, load_config
@@ -67,7 +67,8 @@ T = TypeVar("T")
 class Jarvis(CloseOnExit, AcloseOnExit):
     """Ask questions through jarvis agents from Python.
 
-    ``engine`` (auto, ollama, vllm, openai, llamacpp), ``model`` and ``base_url`` override
+    ``engine`` (auto, ollama, vllm, openai, llamacpp; ``engine_key``, OpenJarvis's name for
+    it, is taken too), ``model`` and ``base_url`` override
     the configuration file (``config_path``, default ``<config dir>/config.toml``) and the
     environment, exactly as the CLI options do. ``inference`` replaces the engine altogether
     (an in-memory fake in tests, or an engine the application built itself; jarvis does not
@@ -96,7 +97,9 @@ class Jarvis(CloseOnExit, AcloseOnExit):
         agent: str | None = None,
         tools: Sequence[ToolPort | Callable[..., object]] = (),
         approve: str | ApproveCallback | None = None,
+        engine_key: str | None = None,
     ) -> None:
+        engine = _engine_name(engine, engine_key)
         config = load_config(
             config_path, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
         )
@@ -311,11 +314,37 @@ class Jarvis(CloseOnExit, AcloseOnExit):
         output_type: OutputType | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
         **options: Unpack[AskOptions],
-    ) -> Generator[str, None, None]:
+    ) -> TextStream:
         """The answer's text as it is generated. Stop iterating (or ``close()``) to cancel.
-        With ``output_type``, the checked answer's JSON arrives whole, as one piece."""
-        command = self._question(question, output_type, output_retries, **options)
-        yield from blocking_pieces(self._call, self._stream(command))
+        With ``output_type``, the checked answer's JSON arrives whole, as one piece. ``async
+        for`` works too (as on OpenJarvis): that is :meth:`aask_stream`, on the caller's loop."""
+
+        def pieces() -> Generator[str, None, None]:
+            command = self._question(question, output_type, output_retries, **options)
+            yield from blocking_pieces(self._call, self._stream(command))
+
+        def async_pieces() -> AsyncIterator[str]:
+            return self.aask_stream(
+                question, output_type=output_type, output_retries=output_retries, **options
+            )
+
+        return TextStream(pieces, async_pieces)
+
+    def list_models(self) -> list[str]:
+        """The models the engine lists (``jarvis models``)."""
+        return self._call(self.alist_models())
+
+    async def alist_models(self) -> list[str]:
+        """``await``-able :meth:`list_models` (runs on the caller's event loop)."""
+        self._check_open()
+        return await (await self._runtime.inference()).list_models()
+
+    def list_engines(self) -> list[str]:
+        """The engines jarvis can run on: what ``engine=`` (``engine_key=``) takes, besides
+        ``auto`` (a local Ollama, else the embedded model)."""
+        from jarvis.application.engine_names import ENGINE_NAMES
+
+        return [name for name in ENGINE_NAMES if name != "auto"]
 
     def _mark_closed(self) -> tuple[bool, LoopThread | None]:
         """Mark the instance closed: whether it was open, and its loop thread if it had one."""
@@ -437,6 +466,17 @@ class Jarvis(CloseOnExit, AcloseOnExit):
 
     async def __aenter__(self) -> Jarvis:
         return self
+
+
+def _engine_name(engine: str | None, engine_key: str | None) -> str | None:
+    """``engine``, or OpenJarvis's ``engine_key`` for it; both naming different engines is
+    an error (which one was meant cannot be guessed)."""
+    if engine is not None and engine_key is not None and engine != engine_key:
+        raise ConfigurationError(
+            f"engine={engine!r} and engine_key={engine_key!r} name different engines.",
+            hint="Pass one of them (engine_key is OpenJarvis's name for engine).",
+        )
+    return engine if engine is not None else engine_key
 
 
 def _as_tools(tools: Sequence[ToolPort | Callable[..., object]]) -> list[ToolPort]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Generator
 from concurrent.futures import Future
 from typing import TypeVar
 
@@ -68,3 +68,43 @@ def blocking_pieces(
     finally:
         with contextlib.suppress(RuntimeError):
             call(stream.aclose())
+
+
+class TextStream:
+    """What ``ask_stream`` returns: an iterator (``for``, ``next``, ``close()``) whose pieces
+    are awaited on the instance's loop thread, and an async iterable (``async for``) that
+    streams on the caller's loop instead. Each way starts its own run when first used; one
+    object serves one of them."""
+
+    def __init__(
+        self,
+        pieces: Callable[[], Generator[str, None, None]],
+        async_pieces: Callable[[], AsyncIterator[str]],
+    ) -> None:
+        self._pieces = pieces
+        self._async_pieces = async_pieces
+        self._started: Generator[str, None, None] | AsyncIterator[str] | None = None
+
+    def _generator(self) -> Generator[str, None, None]:
+        if self._started is None:
+            self._started = self._pieces()
+        if not isinstance(self._started, Generator):
+            raise RuntimeError("This stream is iterated with `async for` already.")
+        return self._started
+
+    def __iter__(self) -> TextStream:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._generator())
+
+    def close(self) -> None:
+        """Stop the run (nothing to do when it never started)."""
+        if isinstance(self._started, Generator):
+            self._started.close()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        if self._started is not None:
+            raise RuntimeError("This stream is iterated already.")
+        self._started = self._async_pieces()
+        return self._started

@@ -219,7 +219,16 @@ def tool(
 
 
 def as_tool(candidate: ToolPort | Callable[..., object]) -> ToolPort:
-    """``candidate`` if it already is a tool, else the typed function turned into one."""
+    """``candidate`` if it already is a tool, else the typed function turned into one.
+
+    An object whose ``as_tool()`` gives its tool (OpenJarvis's ``BaseTool``, whose
+    ``execute`` is synchronous) is replaced by that tool: the application layer cannot
+    name the compatibility classes, so they say it themselves."""
+    convert = getattr(candidate, "as_tool", None)
+    if callable(convert) and not isinstance(candidate, type):
+        converted: object = convert()
+        if hasattr(converted, "spec") and hasattr(converted, "execute"):
+            return cast(ToolPort, converted)
     if hasattr(candidate, "spec") and hasattr(candidate, "execute"):
         return cast(ToolPort, candidate)
     if callable(candidate):

@@ -20,7 +20,7 @@ from jarvis.entrypoints.cli.options import (
     ModelOption,
     NoProjectInstructionsOption,
     VerboseOption,
-    open_runtime,
+    runtime_for,
 )
 from jarvis.entrypoints.cli.persona import PersonaOption, persona_warnings
 from jarvis.entrypoints.cli.render import (
@@ -233,15 +233,16 @@ def ask(
         conversation = _conversation(continue_last, arg(session), no_keep=no_keep)
         text = repair_text(read_question(question))
         context_text = read_context_file(context_file) if context_file is not None else None
-        runtime = open_runtime(
-            ctx,
-            config=config,
-            engine=engine,
-            base_url=base_url,  # checked as a URL: undecodable bytes are refused there
-            model=arg(model),
-            verbose=verbose,
-            one_question=True,
+        from jarvis.entrypoints.settings import EngineOverrides, read_config
+
+        loaded = read_config(  # the URL is checked: undecodable bytes are refused there
+            config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=arg(model))
         )
+        runtime = runtime_for(ctx, loaded, verbose=verbose, one_question=True)
+        if agent is None:  # an unknown default agent: say which key of which file named it
+            from jarvis.entrypoints.cli.config_names import check_default_agent
+
+            check_default_agent(loaded, runtime.agents())
         command = runtime.question(
             text,
             agent=arg(agent),

@@ -4,10 +4,14 @@ A file written for OpenJarvis is read too (:mod:`jarvis.application.openjarvis_c
 this command lists, key by key, what was read as which jarvis key, what was ignored and
 why, and what is kept for the MCP client (its servers read as ``jarvis mcp list`` reads
 them, so a bad ``[tools.mcp] servers`` is found here). A key in neither vocabulary is the
-usual configuration error (exit 2) with the nearest known key.
+usual configuration error (exit 2) with the nearest known key, and so is a default agent or
+a default tool no run could find (:mod:`.config_names`: the agent registry and the tool
+catalogue, plug-ins included; MCP servers are not started).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,11 +19,14 @@ from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
 
+if TYPE_CHECKING:
+    from jarvis.entrypoints.settings import LoadedConfig
+
 app = command_group("The configuration file: check it and say how each key is read.")
 
 
 @app.command("check")
-def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
+def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Validate the config file and say, for each key, how jarvis reads it."""
 
     def body() -> None:
@@ -29,6 +36,7 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
 
         loaded = read_config(config)
         mcp_servers(loaded.config.mcp, loaded.config.tools.mcp)  # read as `mcp list` reads them
+        names = _checked_names(ctx, loaded)
         rows: list[ConfigNote | str] = []  # a note, or a key of jarvis's own read as it is
         seen: set[str] = set()
         for key in file_keys(loaded.raw):
@@ -47,6 +55,7 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
                 else {"key": row.key, "status": row.kind, "detail": row.detail}
                 for row in rows
             ]
+            keys += [{"key": key, "status": "warning", "detail": text} for key, text in names]
             typer.echo(json.dumps({"file": str(loaded.file), "found": loaded.found, "keys": keys}))
             return
         if not loaded.found:
@@ -55,7 +64,26 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
         typer.echo(f"{loaded.file}: valid")
         for row in rows:
             typer.echo("  " + (f"{row}: read" if isinstance(row, str) else row.describe()))
+        for key, text in names:
+            typer.echo(f"  {key}: warning: {text}")
 
     code = guarded(body, verbose=False)
     if code:
         raise typer.Exit(code)
+
+
+def _checked_names(ctx: typer.Context, loaded: LoadedConfig) -> list[tuple[str, str]]:
+    """The warnings about the file's default agent and tools; an unknown one (which every
+    run would refuse) is a ``ConfigurationError`` listing each."""
+    from jarvis.application.tools.catalogue import ToolCatalogue
+    from jarvis.entrypoints.cli.config_names import check_names
+    from jarvis.entrypoints.composition import bootstrap
+
+    runtime = bootstrap(loaded.config, container=ctx.obj)
+    catalogue = runtime.tools()
+    found = check_names(
+        loaded, runtime.agents(), catalogue if isinstance(catalogue, ToolCatalogue) else None
+    )
+    if found.errors:
+        raise found.error(loaded)
+    return found.warnings

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from jarvis.application.openjarvis_config import ConfigNote
     from jarvis.entrypoints.composition import Runtime
+    from jarvis.entrypoints.settings import LoadedConfig
 
 
 EngineOption = Annotated[
@@ -133,12 +134,21 @@ def open_runtime(
     process asks one question (``jarvis ask``), so ``[engine] transport = "auto"`` means
     httpx, whose import costs less than aiohttp's saves on a request or two.
     """
-    from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import EngineOverrides, read_config
 
     loaded = read_config(
         config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
     )
+    return runtime_for(ctx, loaded, verbose=verbose, one_question=one_question)
+
+
+def runtime_for(
+    ctx: typer.Context, loaded: LoadedConfig, *, verbose: bool, one_question: bool = False
+) -> Runtime:
+    """:func:`open_runtime` for a configuration read already (a command that also says
+    where a setting came from reads it itself)."""
+    from jarvis.entrypoints.composition import bootstrap
+
     if verbose and loaded.notes:
         stderr_line(config_notice(loaded.notes))
     chosen = loaded.config
