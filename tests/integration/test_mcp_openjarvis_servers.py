@@ -1,7 +1,8 @@
 """OpenJarvis's ``[tools.mcp] servers`` in every form OpenJarvis accepts, through the real
 command line and a real MCP server (``tests/support/mcp_reference_server.py``): a file of
 servers, one object, entries that are JSON strings, ``exclude_tools``, ``token``, an entry
-without a name. Every test ends with a look at the process table."""
+without a name; a tool named bare in ``[tools] enabled``, as OpenJarvis names MCP tools.
+Every test ends with a look at the process table."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import processes_with
+from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_reference_server.py")
 TOKEN = "tok-7f3a9c1e5b"
@@ -279,3 +281,56 @@ def test_a_bad_entry_is_a_usage_error(tmp_path: Path, servers: object, message: 
     assert result.returncode == 2, result.stdout
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- a bare MCP tool name in [tools] enabled -------------------------------------------------
+
+
+def test_a_bare_tool_name_in_tools_enabled_is_the_one_server_tool_of_that_name(
+    tmp_path: Path, tag: str
+) -> None:
+    config = tmp_path / "config.toml"
+    table = tools_mcp([stdio_server(tag, name="ref")], '[tools.approval]\ndefault = "auto"\n')
+    config.write_text('[tools]\nenabled = ["think", "add"]\n' + table)
+    script = [Reply(tool_calls=[tool_call("c1", "ref_add", {"a": 2, "b": 40})]), Reply("42.")]
+    with ScriptedEngine(script) as engine:
+        result = jarvis(
+            "ask", "--no-keep", "--config", str(config), "--base-url", engine.url, "-m", MODEL,
+            "-a", "orchestrator", "What is 2+40?",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        offered = engine.requests[0]["tools"]
+        assert isinstance(offered, list)
+        assert sorted(t["function"]["name"] for t in offered) == ["ref_add", "think"]
+        answers = [m for m in engine.messages(1) if m["role"] == "tool"]
+        assert json.loads(str(answers[0]["content"])) == {"sum": 42}
+    assert "42." in result.stdout
+
+
+def test_a_bare_name_two_servers_offer_is_a_usage_error_naming_both(
+    tmp_path: Path, tag: str
+) -> None:
+    config = tmp_path / "config.toml"
+    servers = [stdio_server(tag, name="left"), stdio_server(tag, name="right")]
+    config.write_text('[tools]\nenabled = ["echo"]\n' + tools_mcp(servers))
+    with ScriptedEngine([Reply("unused")]) as engine:
+        result = jarvis(
+            "ask", "--no-keep", "--config", str(config), "--base-url", engine.url, "-m", MODEL,
+            "-a", "orchestrator", "Hello",
+        )  # fmt: skip
+        assert engine.requests == []
+    assert result.returncode == 2, result.stderr
+    assert "Tool 'echo' is offered by more than one MCP server: left.echo, right.echo" in (
+        result.stderr
+    )
+
+
+def test_an_operator_stores_a_bare_tool_name_as_its_server_tool(tmp_path: Path, tag: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(tools_mcp([stdio_server(tag, name="ref")]))
+    added = jarvis(
+        "operators", "add", "echoer", "--prompt", "Echo.", "--tools", "echo,think",
+        "--json", "--config", str(config),
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["tools"] == ["ref.echo", "think"]
