@@ -259,7 +259,6 @@ def test_a_streamable_http_server_is_called_by_url_with_its_headers(
             'servers = \'[{"name": "x", "command": "b"}]\'\n',
             "configured twice",
         ),
-        ("", "No MCP server is configured"),
     ],
 )
 def test_a_bad_mcp_configuration_is_a_usage_error(tmp_path: Path, table: str, message: str) -> None:

@@ -1,8 +1,8 @@
 """OpenJarvis's ``[tools.mcp] servers`` in every form OpenJarvis accepts, through the real
 command line and a real MCP server (``tests/support/mcp_reference_server.py``): a file of
 servers, one object, entries that are JSON strings, ``exclude_tools``, ``token``, an entry
-without a name; a tool named bare in ``[tools] enabled``, as OpenJarvis names MCP tools.
-Every test ends with a look at the process table."""
+without a name; a tool named bare in ``[tools] enabled``, as OpenJarvis names MCP tools;
+``jarvis mcp list`` with no server. Every test ends with a look at the process table."""
 
 from __future__ import annotations
 
@@ -334,3 +334,21 @@ def test_an_operator_stores_a_bare_tool_name_as_its_server_tool(tmp_path: Path, 
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["tools"] == ["ref.echo", "think"]
+
+
+# --- jarvis mcp list with no server ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["[tools.mcp]\nenabled = true\n", ""], ids=["enabled", "none"])
+def test_mcp_list_without_a_server_says_so_and_succeeds(tmp_path: Path, table: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(table)
+    text = jarvis("mcp", "list", "--config", str(config))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.strip() == "No MCP server is configured ([mcp.servers.NAME] or [tools.mcp])."
+    as_json = jarvis("mcp", "list", "--json", "--config", str(config))
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == []
+    call = jarvis("mcp", "call", "x.y", "--config", str(config))
+    assert call.returncode == 2
+    assert "No MCP server is configured" in call.stderr
