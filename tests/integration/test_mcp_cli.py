@@ -252,14 +252,13 @@ def test_a_streamable_http_server_is_called_by_url_with_its_headers(
         ('[mcp.servers.x]\ncommand = "a"\ntimeout = 0\n', "timeout must be"),
         ('[mcp.servers.x]\ncommand = "a"\ncomand = "b"\n', "comand"),
         ('[mcp.servers.x]\nurl = "ftp://127.0.0.1/mcp"\n', "only http:// and https://"),
-        ("[tools.mcp]\nenabled = true\nservers = '[{\"name\": 1}]'\n", "needs a name"),
-        ("[tools.mcp]\nenabled = true\nservers = 'not json'\n", "is not valid JSON"),
+        ("[tools.mcp]\nenabled = true\nservers = '[{\"name\": 1}]'\n", "name must be a string"),
+        ("[tools.mcp]\nenabled = true\nservers = '[not json'\n", "is not valid JSON"),
         (
             '[mcp.servers.x]\ncommand = "a"\n[tools.mcp]\nenabled = true\n'
             'servers = \'[{"name": "x", "command": "b"}]\'\n',
             "configured twice",
         ),
-        ("", "No MCP server is configured"),
     ],
 )
 def test_a_bad_mcp_configuration_is_a_usage_error(tmp_path: Path, table: str, message: str) -> None:

@@ -16,9 +16,15 @@
     url = "http://127.0.0.1:8931/mcp"
     headers = { Authorization = "Bearer ..." }
 
-An OpenJarvis configuration keeps its servers as a JSON array in ``[tools.mcp] servers``
-(``{"name", "command", "args", "env", "url", "include_tools"}``) behind ``enabled = true``;
-both tables are read, and a name in both is an error.
+An OpenJarvis configuration keeps its servers in ``[tools.mcp] servers`` behind
+``enabled = true``, as OpenJarvis reads them: inline JSON (an array of server objects, or
+one object), or the path of a JSON file holding the same (read when the configuration is
+loaded: :class:`OpenJarvisMcpFile`); an entry may itself be a JSON string. Its keys are
+OpenJarvis's (``name``, ``command``, ``args``, ``env``, ``url``, ``token``,
+``include_tools``, ``exclude_tools``): ``token`` is sent as ``Authorization: Bearer``,
+``include_tools`` and ``exclude_tools`` are ``enabled_tools`` and ``disabled_tools``, and an
+entry without a name is called ``mcp1``, ``mcp2``... (a name no other server has). Both
+tables are read, and a name in both is an error.
 
 The sections are plain dataclasses validated by pydantic with the rest of the file; the
 ranges and names are checked here, in :func:`mcp_servers`, with messages that name the key.
@@ -26,9 +32,11 @@ ranges and names are checked here, in :func:`mcp_servers`, with messages that na
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -71,10 +79,19 @@ class McpSettings(_Strict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenJarvisMcpSettings(_Strict):
-    """OpenJarvis's ``[tools.mcp]``: ``servers`` is a JSON array (a string)."""
+    """OpenJarvis's ``[tools.mcp]``: ``servers`` is inline JSON or the path of a JSON file."""
 
     enabled: bool = False
     servers: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenJarvisMcpFile(OpenJarvisMcpSettings):
+    """``[tools.mcp]`` whose ``servers`` named a file: ``servers`` is that file's text, read
+    when the configuration was loaded (this layer reads no file), and ``path`` the file, for
+    the messages. Never a key of the config file: only the loader makes one."""
+
+    path: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,42 +178,131 @@ def _string_map(value: object, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def openjarvis_servers(settings: OpenJarvisMcpSettings) -> list[McpServerEntry]:
-    """The servers of an OpenJarvis ``[tools.mcp]`` table (none unless ``enabled``)."""
-    if not settings.enabled or not settings.servers.strip():
-        return []
-    where = "[tools.mcp] servers"
+OPENJARVIS_SERVER_KEYS = (
+    "name",
+    "command",
+    "args",
+    "env",
+    "url",
+    "token",
+    "include_tools",
+    "exclude_tools",
+)
+"""The keys of one ``[tools.mcp] servers`` entry: OpenJarvis's (its loader reads every one
+but ``env``, which jarvis passes to a stdio server)."""
+
+
+def servers_file(servers: str) -> str | None:
+    """The path ``[tools.mcp] servers`` names, or ``None`` when it is inline JSON (it starts
+    with ``[`` or ``{``, as OpenJarvis decides) or empty."""
+    value = servers.strip()
+    if not value or value.startswith(("[", "{")):
+        return None
+    return value
+
+
+def _json(text: str, where: str) -> object:
     try:
-        items = json.loads(settings.servers)
-    except (ValueError, RecursionError) as exc:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past what is read
+        reason = str(exc) if isinstance(exc, ValueError) else "nested too deep"
         raise ConfigurationError(
-            f"{where} is not valid JSON ({exc}).",
-            hint='It is a JSON array: [{"name": "fs", "command": "npx", "args": [...]}].',
+            f"{where} is not valid JSON ({reason}).",
+            hint='It is a JSON array: [{"name": "fs", "command": "npx", "args": [...]}], '
+            "or the path of a file holding one.",
         ) from None
+
+
+def _server_objects(text: str, where: str) -> list[dict[str, object]]:
+    """The server objects of ``text``: an array of them, or one; an entry may be a JSON
+    string holding one (as OpenJarvis accepts)."""
+    items = _json(text, where)
+    if isinstance(items, dict):
+        items = [items]
     if not isinstance(items, list):
-        raise ConfigurationError(f"{where} must be a JSON array of server objects.")
-    entries: list[McpServerEntry] = []
+        raise ConfigurationError(f"{where} must be a JSON array of server objects (or one).")
+    if len(items) > MAX_SERVERS:
+        raise ConfigurationError(f"At most {MAX_SERVERS} MCP servers can be configured.")
+    objects: list[dict[str, object]] = []
     for index, item in enumerate(items):
-        at = f"{where}[{index}]"
+        if isinstance(item, str):
+            item = _json(item, f"{where}[{index}] (a JSON string)")
         if not isinstance(item, dict):
-            raise ConfigurationError(f"{at} must be an object.")
-        unknown = sorted(set(item) - {"name", "command", "args", "env", "url", "include_tools"})
-        if unknown:
-            raise ConfigurationError(f"{at} has unknown keys: " + ", ".join(unknown))
-        name = item.get("name")
-        if not isinstance(name, str):
-            raise ConfigurationError(f"{at} needs a name (a string).")
-        command, url = item.get("command", ""), item.get("url", "")
-        if not isinstance(command, str) or not isinstance(url, str):
-            raise ConfigurationError(f"{at}: command and url are strings.")
-        server = McpServerSettings(
-            command=command,
-            url=url,
-            args=_strings(item.get("args"), f"{at}.args"),
-            env=_string_map(item.get("env"), f"{at}.env"),
-            enabled_tools=_strings(item.get("include_tools"), f"{at}.include_tools"),
+            raise ConfigurationError(f"{where}[{index}] must be an object.")
+        objects.append(item)
+    return objects
+
+
+def _bearer(item: dict[str, object], at: str) -> dict[str, str]:
+    """The ``Authorization`` header of ``token`` (none for an empty one, as in OpenJarvis);
+    the token is never quoted in a message."""
+    token = item.get("token")
+    if token is None or token == "":
+        return {}
+    if not isinstance(token, str) or not all("!" <= char <= "~" for char in token):
+        raise ConfigurationError(
+            f"{at}.token must be a string of printable ASCII characters without spaces."
         )
-        entries.append(_entry(name, server, at))
+    if item.get("command") and not item.get("url"):
+        raise ConfigurationError(f"{at}: token applies to a url, not to a command.")
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _openjarvis_entry(name: str, item: dict[str, object], at: str) -> McpServerEntry:
+    unknown = sorted(set(item) - set(OPENJARVIS_SERVER_KEYS))
+    if unknown:
+        raise ConfigurationError(
+            f"{at} has unknown keys: " + ", ".join(unknown),
+            hint="A server object takes " + ", ".join(OPENJARVIS_SERVER_KEYS) + ".",
+        )
+    command, url = item.get("command", ""), item.get("url", "")
+    if not isinstance(command, str) or not isinstance(url, str):
+        raise ConfigurationError(f"{at}: command and url are strings.")
+    server = McpServerSettings(
+        command=command,
+        url=url,
+        args=_strings(item.get("args"), f"{at}.args"),
+        env=_string_map(item.get("env"), f"{at}.env"),
+        headers=_bearer(item, at),
+        enabled_tools=_strings(item.get("include_tools"), f"{at}.include_tools"),
+        disabled_tools=_strings(item.get("exclude_tools"), f"{at}.exclude_tools"),
+    )
+    return _entry(name, server, at)
+
+
+def openjarvis_servers(
+    settings: OpenJarvisMcpSettings, taken: Collection[str] = ()
+) -> list[McpServerEntry]:
+    """The servers of an OpenJarvis ``[tools.mcp]`` table (none unless ``enabled``); an
+    entry without a name gets the first of ``mcp1``, ``mcp2``... that is neither in
+    ``taken`` (the other servers' names) nor another entry's."""
+    from_file = isinstance(settings, OpenJarvisMcpFile)
+    if not settings.enabled or not (settings.servers.strip() or from_file):
+        return []  # an empty file is not valid JSON; an empty value names no server
+    if isinstance(settings, OpenJarvisMcpFile):
+        where = f"[tools.mcp] servers file {settings.path}"
+    elif (named := servers_file(settings.servers)) is not None:
+        raise ConfigurationError(
+            f"[tools.mcp] servers names a file ({named!r}) that was not read: a path is "
+            "read from a config file's [tools.mcp] only.",
+            hint='Give the servers inline: [{"name": "fs", "command": "npx", "args": [...]}].',
+        )
+    else:
+        where = "[tools.mcp] servers"
+    objects = _server_objects(settings.servers, where)
+    names = {name for item in objects if isinstance(name := item.get("name"), str)}
+    derived = (
+        name
+        for name in (f"mcp{number}" for number in itertools.count(1))
+        if name not in taken and name not in names
+    )
+    entries: list[McpServerEntry] = []
+    for index, item in enumerate(objects):
+        at = f"{where}[{index}]"
+        name = item.get("name", "")
+        if not isinstance(name, str):
+            raise ConfigurationError(f"{at}.name must be a string (or left out).")
+        entries.append(_openjarvis_entry(name or next(derived), item, at))
     return entries
 
 
@@ -211,7 +317,8 @@ def mcp_servers(
         if server.enabled
     ]
     taken = {entry.name for entry in entries}
-    for entry in openjarvis_servers(openjarvis or OpenJarvisMcpSettings()):
+    theirs = openjarvis_servers(openjarvis or OpenJarvisMcpSettings(), taken=set(mcp.servers))
+    for entry in theirs:
         if entry.name in taken:
             raise ConfigurationError(
                 f"MCP server '{entry.name}' is configured twice: in [mcp.servers] and in "

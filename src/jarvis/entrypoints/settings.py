@@ -5,7 +5,8 @@ The config dir is ``$OPENJARVIS_HOME``, else ``$XDG_DATA_HOME/openjarvis``, else
 ``<config dir>/config.toml``. A missing default file means defaults. A file written for
 OpenJarvis is read too: its keys are translated first
 (:mod:`jarvis.application.openjarvis_config`), and what was read as what is returned with
-the configuration (:func:`read_config`).
+the configuration (:func:`read_config`). The files the file names for its values
+(``[agent] system_prompt_path``, ``[tools.mcp] servers``) are read then too.
 ``OLLAMA_HOST``, ``VLLM_HOST``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` override the
 file's values for those engines; command-line options (or SDK arguments) override both.
 Everything is merged first and validated once, so an invalid value is reported with the
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.bounded_files import read_regular_file
+from jarvis.entrypoints.mcp_servers_file import with_mcp_servers_file
 
 if TYPE_CHECKING:
     from jarvis.application.config import JarvisConfig
@@ -127,6 +129,7 @@ def read_config(
         config = from_data(JarvisConfig, raw)
     else:
         config = _with_system_prompt_file(_validate(raw, file), file)
+        config = with_mcp_servers_file(config, file)
     return LoadedConfig(config=config, file=file, found=from_file, raw=parsed, notes=notes)
 
 

@@ -106,11 +106,53 @@ class ToolCatalogue:
         return name not in self._entries and self._mcp is not None and self._mcp.owns(name)
 
     async def prepare(self, names: Sequence[str]) -> None:
-        """Start the MCP servers ``names`` need (concurrently) before :meth:`build`."""
+        """Start the MCP servers ``names`` need (concurrently) before :meth:`build`: those
+        named, and those that could offer a bare tool name of ``names``."""
         if self._mcp is not None:
             wanted = [name.strip() for name in names if self._is_mcp(name.strip())]
-            if wanted:
-                await self._mcp.prepare(wanted)
+            bare = self._bare(names)
+            if wanted or bare:
+                await self._mcp.prepare(wanted, bare=bare)
+
+    async def resolve(self, names: Sequence[str]) -> tuple[str, ...]:
+        """:meth:`validate`, after starting only the MCP servers that could offer a bare
+        tool name of ``names`` (to store the names a later run uses; the caller stops the
+        servers)."""
+        bare = self._bare(names)
+        if self._mcp is not None and bare:
+            await self._mcp.prepare([], bare=bare)
+        return self.validate(names)
+
+    def _bare(self, names: Sequence[str]) -> list[str]:
+        """The names of ``names`` that no catalogue tool, MCP server nor plug-in has: a
+        tool's bare name, as OpenJarvis's tool lists name MCP tools."""
+        if self._mcp is None:
+            return []
+        left = [
+            name
+            for name in (raw.strip() for raw in names)
+            if name and name not in self._entries and not self._mcp.owns(name)
+        ]
+        if left and self._plugins is not None:
+            plugin_tools = set(self._plugins.tool_names())
+            left = [name for name in left if name not in plugin_tools]
+        return left
+
+    def _mcp_tool(self, name: str) -> list[str]:
+        """The MCP tool a bare ``name`` means: ``SERVER.TOOL`` of the one server that offers
+        it (two: a ``ConfigurationError`` naming both); when none does, a stand-in for each
+        server that could and did not start, which fails with why when called."""
+        if self._mcp is None:
+            return []
+        offered, down = self._mcp.offering(name)
+        if len(offered) > 1:
+            raise ConfigurationError(
+                f"Tool '{name}' is offered by more than one MCP server: "
+                + ", ".join(offered)
+                + ".",
+                hint="Name the one meant: " + " or ".join(offered) + ".",
+            )
+        return offered or [f"{server}.{name}" for server in down]
 
     @classmethod
     def with_builtins(
@@ -173,15 +215,23 @@ class ToolCatalogue:
         return name in self._entries
 
     def validate(self, names: Sequence[str]) -> tuple[str, ...]:
-        """``names`` trimmed and without repeats; an unknown name raises ConfigurationError."""
+        """``names`` trimmed and without repeats; an unknown name raises ConfigurationError.
+
+        A name is a catalogue tool's, an MCP server's (all its tools), ``SERVER.TOOL``, a
+        plug-in tool's, or else the bare name of an MCP tool (after :meth:`prepare`), which
+        becomes its ``SERVER.TOOL``: a catalogue tool of the same name wins."""
         chosen: list[str] = []
         unknown: list[str] = []
         for raw in names:
             name = raw.strip()
             if not name or name in chosen:
                 continue
-            known = name in self._entries or self._is_mcp(name) or self._from_plugins(name)
-            (chosen if known else unknown).append(name)
+            if name in self._entries or self._is_mcp(name) or self._from_plugins(name):
+                chosen.append(name)
+            elif found := self._mcp_tool(name):
+                chosen.extend(tool for tool in found if tool not in chosen)
+            else:
+                unknown.append(name)
         if unknown and self._plugins is not None and self._plugins.failures():
             raise self._plugins.failures()[0]
         if unknown:

@@ -192,6 +192,25 @@ class McpToolSource:
         """Whether ``name`` is a server (all its tools) or ``server.tool``."""
         return name.split(".", 1)[0] in self._servers
 
+    def could_offer(self, tool: str) -> list[str]:
+        """The servers whose configuration lets them offer a tool named ``tool`` (their
+        enabled and disabled tools): the ones a bare tool name starts to look it up."""
+        return [name for name in self.servers() if self._servers[name].entry.offers(tool)]
+
+    def offering(self, tool: str) -> tuple[list[str], list[str]]:
+        """Where the bare tool name ``tool`` is: the ``SERVER.TOOL`` of each server that
+        listed and offers it, and the servers that could offer it but did not start (what
+        they have is unknown). A server never started is in neither."""
+        offered: list[str] = []
+        down: list[str] = []
+        for name in self.could_offer(tool):
+            state = self._servers[name]
+            if any(info.name == tool for info in state.tools):
+                offered.append(f"{name}.{tool}")
+            elif state.error and not state.tools:  # it failed to start: no list to look in
+                down.append(name)
+        return offered, down
+
     def reserve(self, names: Iterable[str]) -> None:
         """Names models can never be given for an MCP tool (the catalogue's own tools)."""
         self._taken.update(name.lower() for name in names)
@@ -217,11 +236,14 @@ class McpToolSource:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def prepare(self, names: Sequence[str]) -> None:
+    async def prepare(self, names: Sequence[str], *, bare: Sequence[str] = ()) -> None:
         """Begin a run that asks for ``names``: start the servers they need that are not
         running, concurrently, and give each its restarts again. A server that fails to
-        start is reported (one line) and its tools fail when called."""
+        start is reported (one line) and its tools fail when called. ``bare``: tool names
+        without a server, which every server that could offer them is started to look up
+        (:meth:`offering`)."""
         wanted = {name.split(".", 1)[0] for name in names if self.owns(name)}
+        wanted.update(server for tool in bare for server in self.could_offer(tool))
         for server in wanted:
             self._servers[server].restarts = 0
             self._servers[server].ran = self._running(self._servers[server])

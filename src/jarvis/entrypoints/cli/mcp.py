@@ -2,7 +2,8 @@
 
 * ``jarvis mcp list [--json]``: each server (``[mcp.servers]``, ``[tools.mcp]``), started
   to ask for its tools, with its state, transport, its tools (the name a model sees, the
-  server's own name, the hints) and, for one that did not start, why;
+  server's own name, the hints) and, for one that did not start, why (no server: a line
+  that says so, or ``[]``, and exit 0);
 * ``jarvis mcp call SERVER.TOOL '{"arg": ...}'``: call one tool by hand; its result on
   stdout (exit 0), or on stderr with exit code 1 when the tool or its server failed;
 * ``jarvis mcp serve [--http]``: jarvis itself as an MCP server
@@ -53,12 +54,17 @@ app = command_group(
 )
 
 
-def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
-    """The configured servers (none started); a usage error when there are none."""
+def configured_source(ctx: typer.Context, config: Path | None) -> McpToolSource | None:
+    """The configured servers (none started), ``None`` when there are none."""
     from jarvis.entrypoints.composition import bootstrap
     from jarvis.entrypoints.settings import load_config
 
-    source = bootstrap(load_config(config), container=ctx.obj).mcp_tools()
+    return bootstrap(load_config(config), container=ctx.obj).mcp_tools()
+
+
+def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
+    """The configured servers (none started); a usage error when there are none."""
+    source = configured_source(ctx, config)
     if source is None:
         raise ConfigurationError(
             "No MCP server is configured.",
@@ -133,18 +139,20 @@ def list_servers(
     """List each MCP server, its state and its tools (starting the servers to ask them)."""
 
     def body() -> None:
-        source = mcp_source(ctx, config)
+        source = configured_source(ctx, config)
 
-        async def listing() -> list[JSONObject]:
+        async def listing(source: McpToolSource) -> list[JSONObject]:
             try:
                 states = await source.states(start=True)
                 return [server_json(source, state) for state in states]
             finally:
                 await source.aclose()
 
-        rows = run_async(listing())
+        rows = run_async(listing(source)) if source is not None else []
         if json_output:
             write_json(rows)
+        elif not rows:  # an answer, not a fault: there is nothing to list
+            write_line("No MCP server is configured ([mcp.servers.NAME] or [tools.mcp]).")
         else:
             write_line("\n".join(line for row in rows for line in _server_lines(row)))
 

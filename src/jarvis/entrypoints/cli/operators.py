@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         OperatorStatus,
         TickOutcome,
     )
+    from jarvis.application.tools.catalogue import ToolCatalogue
     from jarvis.domain.json_types import JSONObject
     from jarvis.entrypoints.composition import Runtime
 
@@ -110,7 +111,7 @@ def add(
 
             catalogue = runtime.tools()
             if isinstance(catalogue, ToolCatalogue):
-                names = catalogue.validate(names)
+                names = run_async(_resolved(catalogue, names))
         stored = run_async(
             service.add(
                 new_operator(
@@ -135,6 +136,16 @@ def add(
             )
 
     exit_with(guarded(body, verbose=False))
+
+
+async def _resolved(catalogue: ToolCatalogue, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The tool names checked, a bare MCP tool name as its ``SERVER.TOOL`` (the servers
+    started to look it up are stopped before the operator is stored)."""
+    try:
+        return await catalogue.resolve(names)
+    finally:
+        if catalogue.mcp is not None:
+            await catalogue.mcp.aclose()
 
 
 def _status_json(status: OperatorStatus) -> dict[str, object]:

@@ -20,8 +20,8 @@ ToolsOption = Annotated[
     typer.Option(
         "--tools",
         help="Comma-separated tools for a tool-using agent, e.g. calculator,think; an MCP "
-        "server's name gives all its tools, SERVER.TOOL one (default: [tools] enabled). "
-        "`jarvis tools` lists them.",
+        "server's name gives all its tools, SERVER.TOOL one (or its bare name, when one "
+        "server offers it) (default: [tools] enabled). `jarvis tools` lists them.",
         show_default=False,
     ),
 ]
