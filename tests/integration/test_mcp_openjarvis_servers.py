@@ -97,6 +97,21 @@ def test_an_inline_object_and_entries_that_are_json_strings(tmp_path: Path, tag:
     assert called.stdout.strip() == "in a string"
 
 
+def test_servers_listed_without_an_enabled_line_are_used_as_in_openjarvis(
+    tmp_path: Path, tag: str
+) -> None:
+    """OpenJarvis's ``[tools.mcp] enabled`` is on by default: a config that lists servers
+    and says nothing more uses them; ``enabled = false`` turns them off."""
+    config = tmp_path / "config.toml"
+    servers = json.dumps([stdio_server(tag, name="plain")])
+    config.write_text(f"[tools.mcp]\nservers = {json.dumps(servers)}\n")
+    called = jarvis("mcp", "call", "plain.add", '{"a": 40, "b": 2}', "--config", str(config))
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == {"sum": 42}
+    config.write_text(f"[tools.mcp]\nenabled = false\nservers = {json.dumps(servers)}\n")
+    assert listed(config) == {}
+
+
 def test_exclude_tools_is_read_as_disabled_tools(tmp_path: Path, tag: str) -> None:
     config = tmp_path / "config.toml"
     server = stdio_server(tag, name="ex", include_tools=["echo", "add"], exclude_tools=["add"])

@@ -16,9 +16,9 @@
     url = "http://127.0.0.1:8931/mcp"
     headers = { Authorization = "Bearer ..." }
 
-An OpenJarvis configuration keeps its servers in ``[tools.mcp] servers`` behind
-``enabled = true``, as OpenJarvis reads them: inline JSON (an array of server objects, or
-one object), or the path of a JSON file holding the same (read when the configuration is
+An OpenJarvis configuration keeps its servers in ``[tools.mcp] servers`` (used unless
+``enabled = false``, OpenJarvis's default), as OpenJarvis reads them: inline JSON (an
+array of server objects, or one object), or the path of a JSON file holding the same (read when the configuration is
 loaded: :class:`OpenJarvisMcpFile`); an entry may itself be a JSON string. Its keys are
 OpenJarvis's (``name``, ``command``, ``args``, ``env``, ``url``, ``token``,
 ``include_tools``, ``exclude_tools``): ``token`` is sent as ``Authorization: Bearer``,
@@ -79,9 +79,10 @@ class McpSettings(_Strict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenJarvisMcpSettings(_Strict):
-    """OpenJarvis's ``[tools.mcp]``: ``servers`` is inline JSON or the path of a JSON file."""
+    """OpenJarvis's ``[tools.mcp]``: ``servers`` is inline JSON or the path of a JSON file.
+    ``enabled`` is on unless turned off, as in OpenJarvis: servers listed are servers used."""
 
-    enabled: bool = False
+    enabled: bool = True
     servers: str = ""
 
 
