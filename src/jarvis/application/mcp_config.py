@@ -18,8 +18,9 @@
 
 An OpenJarvis configuration keeps its servers in ``[tools.mcp] servers`` (used unless
 ``enabled = false``, OpenJarvis's default), as OpenJarvis reads them: inline JSON (an
-array of server objects, or one object), or the path of a JSON file holding the same (read when the configuration is
-loaded: :class:`OpenJarvisMcpFile`); an entry may itself be a JSON string. Its keys are
+array of server objects, or one object), or the path of a JSON file holding the same
+(read when the configuration is loaded: :class:`OpenJarvisMcpFile`); an entry may itself
+be a JSON string. Its keys are
 OpenJarvis's (``name``, ``command``, ``args``, ``env``, ``url``, ``token``,
 ``include_tools``, ``exclude_tools``): ``token`` is sent as ``Authorization: Bearer``,
 ``include_tools`` and ``exclude_tools`` are ``enabled_tools`` and ``disabled_tools``, and an
