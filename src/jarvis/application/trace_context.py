@@ -33,10 +33,10 @@ def running_span() -> TraceParent | None:
     return None if span is None else span()
 
 
-def enter_span(span: Callable[[], TraceParent] | None) -> None:
-    """The recorder's: the span now running in this task (``None``: none), as what makes
-    its ids (computed only when an adapter asks)."""
-    _SPAN.set(span)
+enter_span: Callable[[Callable[[], TraceParent] | None], object] = _SPAN.set
+"""The recorder's: the span now running in this task (``None``: none), as what makes its
+ids (computed only when an adapter asks). The variable's own ``set``: the recorder calls it
+on the event loop, up to four times a run."""
 
 
 @contextmanager

@@ -101,7 +101,8 @@ class TraceWriter:
         """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
         self._handed_in = 0
-        self._wake = threading.Condition()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         self._flushing = False
         self._storing = _Destination(store is not None, retry_seconds)
@@ -115,7 +116,10 @@ class TraceWriter:
 
     def save(self, trace: Trace) -> None:
         self.last = trace
-        storing, exporting = self._storing.usable(), self._exporting.usable()
+        # on the event loop, as each run ends: the destinations' states are read inline (in
+        # use: 0.0) and the lock is taken bare, not through the condition's Python methods
+        storing = self._storing.retry_at == 0.0 or self._storing.usable()
+        exporting = self._exporting.retry_at == 0.0 or self._exporting.usable()
         if not (storing or exporting):
             return
         store = self._store
@@ -126,7 +130,7 @@ class TraceWriter:
             except Exception as exc:  # a trace is never worth a run: tell once, keep going
                 self._refused(str(exc))
                 storing = False
-        with self._wake:
+        with self._lock:
             if record is not None:
                 self._records.append(record)
             elif storing and store is None:

@@ -18,6 +18,7 @@ from typing import Literal, TypeAlias
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.llm.completion import FinishReason, Usage
 from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.quick_init import quick_init
 
 
 class EventType(StrEnum):
@@ -30,6 +31,7 @@ class EventType(StrEnum):
     LOOP_GUARD_TRIGGERED = "loop_guard_triggered"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunStarted:
     """An agent began one run (published once per run, whatever its number of turns)."""
@@ -40,6 +42,7 @@ class AgentRunStarted:
     type: EventType = EventType.AGENT_RUN_START
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunEnded:
     """An agent's run ended: ``turns`` inferences, and why (``cancelled`` and ``error``
@@ -54,6 +57,7 @@ class AgentRunEnded:
     type: EventType = EventType.AGENT_RUN_END
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallStarted:
     tool: str
@@ -64,6 +68,7 @@ class ToolCallStarted:
     type: EventType = EventType.TOOL_CALL_START
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallEnded:
     tool: str
@@ -76,6 +81,7 @@ class ToolCallEnded:
     type: EventType = EventType.TOOL_CALL_END
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceStarted:
     engine: str
@@ -84,6 +90,7 @@ class InferenceStarted:
     type: EventType = EventType.INFERENCE_START
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceEnded:
     engine: str
@@ -98,6 +105,7 @@ class InferenceEnded:
     type: EventType = EventType.INFERENCE_END
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopGuardTriggered:
     """The loop guard stopped a call from running: the first time a pattern trips it warns
@@ -135,7 +143,9 @@ class EventBus:
     __slots__ = ("_on_error", "_subscribers")
 
     def __init__(self, on_error: Callable[[Subscriber, Exception], None] | None = None) -> None:
-        self._subscribers: list[tuple[EventType | None, Subscriber]] = []
+        self._subscribers: tuple[tuple[EventType | None, Subscriber], ...] = ()
+        """Replaced, never changed: a publish goes through the subscribers of its start
+        without copying them (subscribing is rare, publishing is on every step of a run)."""
         self._on_error = on_error
 
     def subscribe(
@@ -143,11 +153,13 @@ class EventBus:
     ) -> Callable[[], None]:
         """Register ``subscriber`` (for one event type, or all); returns the unsubscriber."""
         entry = (event_type, subscriber)
-        self._subscribers.append(entry)
+        self._subscribers = (*self._subscribers, entry)
 
         def unsubscribe() -> None:
-            if entry in self._subscribers:
-                self._subscribers.remove(entry)
+            subscribers = list(self._subscribers)
+            if entry in subscribers:
+                subscribers.remove(entry)
+                self._subscribers = tuple(subscribers)
 
         return unsubscribe
 
@@ -156,7 +168,7 @@ class EventBus:
         return bool(self._subscribers)
 
     def publish(self, event: Event) -> None:
-        for event_type, subscriber in tuple(self._subscribers):
+        for event_type, subscriber in self._subscribers:
             if event_type is not None and event_type is not event.type:
                 continue
             try:

@@ -40,6 +40,10 @@ def test_a_record_is_the_domain_record_and_reads_back_exactly() -> None:
         assert (trace_id, agent, start, failed) == trace_to_row(trace)[:4]
         assert json.loads(record) == json.loads(trace_to_record(trace))
         assert list(json.loads(record)) == list(json.loads(trace_to_record(trace)))  # key order
+        for ours, theirs in zip(
+            json.loads(record)["spans"], json.loads(trace_to_record(trace))["spans"], strict=True
+        ):
+            assert list(ours) == list(theirs)  # the spans' keys too, in their order
         assert size == len(record.encode())
         assert trace_from_record(record) == trace
 
