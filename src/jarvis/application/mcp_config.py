@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from jarvis.application.dotted_keys import shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.mcp import McpEndpoint, McpServerSpec
 
@@ -107,7 +108,7 @@ def _seconds(value: float, where: str) -> float:
 def _entry(name: str, server: McpServerSettings, where: str) -> McpServerEntry:
     if not SERVER_NAME.match(name):
         raise ConfigurationError(
-            f"{where}: {name!r} is not a usable MCP server name.",
+            f"{where}: {shown(repr(name))} is not a usable MCP server name.",
             hint="Use letters, digits, '_' and '-' (at most 40): the name prefixes its tools.",
         )
     if bool(server.command) == bool(server.url):
@@ -182,7 +183,7 @@ def openjarvis_servers(settings: OpenJarvisMcpSettings) -> list[McpServerEntry]:
             raise ConfigurationError(f"{at} must be an object.")
         unknown = sorted(set(item) - {"name", "command", "args", "env", "url", "include_tools"})
         if unknown:
-            raise ConfigurationError(f"{at} has unknown keys: " + ", ".join(unknown))
+            raise ConfigurationError(f"{at} has unknown keys: " + shown(", ".join(unknown)))
         name = item.get("name")
         if not isinstance(name, str):
             raise ConfigurationError(f"{at} needs a name (a string).")
@@ -206,7 +207,7 @@ def mcp_servers(
     """Every enabled server of ``[mcp.servers]`` and ``[tools.mcp]``, by name; a bad value
     is a ``ConfigurationError`` naming its key."""
     entries = [
-        _entry(name, server, f"[mcp.servers.{name}]")
+        _entry(name, server, f"[mcp.servers.{shown(name)}]")
         for name, server in sorted(mcp.servers.items())
         if server.enabled
     ]

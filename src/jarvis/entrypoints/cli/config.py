@@ -23,6 +23,7 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Validate the config file and say, for each key, how jarvis reads it."""
 
     def body() -> None:
+        from jarvis.application.dotted_keys import shown
         from jarvis.application.mcp_config import mcp_servers
         from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
         from jarvis.entrypoints.settings import read_config
@@ -45,6 +46,7 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
                 {"key": row, "status": "read", "detail": row}
                 if isinstance(row, str)
                 else {"key": row.key, "status": row.kind, "detail": row.detail}
+                | ({"remark": row.remark} if row.remark else {})
                 for row in rows
             ]
             typer.echo(json.dumps({"file": str(loaded.file), "found": loaded.found, "keys": keys}))
@@ -53,8 +55,8 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
             typer.echo(f"{loaded.file}: not found; the defaults apply")
             return
         typer.echo(f"{loaded.file}: valid")
-        for row in rows:
-            typer.echo("  " + (f"{row}: read" if isinstance(row, str) else row.describe()))
+        for row in rows:  # a key of any length, cut (--json gives it whole)
+            typer.echo("  " + (f"{shown(row)}: read" if isinstance(row, str) else row.describe()))
 
     code = guarded(body, verbose=False)
     if code:
