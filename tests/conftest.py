@@ -27,6 +27,9 @@ _ENGINE_ENV = (
     "OPENAI_API_KEY",
     "XDG_DATA_HOME",
     "JARVIS_SEARCH_URL",
+    # an API key of the developer's environment would change what jarvis serve requires
+    "JARVIS_API_KEY",
+    "OPENJARVIS_API_KEY",
 )
 
 

@@ -83,6 +83,37 @@ def test_beyond_loopback_it_needs_a_key_and_then_asks_for_it(stub_server: StubSe
     assert with_key.status_code == 200
 
 
+@pytest.mark.parametrize("source", ["config", "variable"])
+def test_openjarvis_s_key_is_required_beyond_loopback(
+    stub_server: StubServer, jarvis_home: Path, source: str
+) -> None:
+    """OpenJarvis's ``[server.auth] api_key`` (in a private file) and ``OPENJARVIS_API_KEY``
+    serve a config binding 0.0.0.0, as OpenJarvis's chat-simple example does."""
+    config = jarvis_home / "config.toml"
+    auth = f'[server.auth]\napi_key = "{API_KEY}"\n' if source == "config" else ""
+    config.write_text(f'[server]\nhost = "0.0.0.0"\n{auth}', encoding="utf-8")
+    config.chmod(0o600)
+    env = {"OPENJARVIS_API_KEY": API_KEY} if source == "variable" else {}
+    with _jarvis_serve(
+        "--engine", "openai", "--base-url", stub_server.url, "--model", "stub", env=env
+    ) as url:
+        without = httpx.get(url + "/v1/models")
+        with_key = httpx.get(url + "/v1/models", headers={"Authorization": f"Bearer {API_KEY}"})
+    assert without.status_code == 401
+    assert with_key.status_code == 200
+    if source == "config":  # not from a file other users may read
+        config.chmod(0o644)
+        refused = subprocess.run(
+            [sys.executable, "-m", "jarvis", "serve", "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode == 2
+        assert "chmod 600" in refused.stderr
+        assert API_KEY not in refused.stderr + refused.stdout
+
+
 def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     """Exit 2 with what to do (uvicorn alone exits 3, the code of an unreachable engine),
     and no line saying it serves."""

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jarvis.application.config_bounds import plain_number
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.loop.options import Choice
@@ -33,8 +34,8 @@ class NumberRule:
     def describe(self) -> str:
         kind = "an integer" if self.integer else "a number"
         if self.high is None:
-            return f"{kind} of at least {self.low:g}"
-        return f"{kind} from {self.low:g} to {self.high:g}"
+            return f"{kind} of at least {plain_number(self.low)}"
+        return f"{kind} from {plain_number(self.low)} to {plain_number(self.high)}"
 
     def accepts(self, value: JSONValue) -> bool:
         if isinstance(value, bool) or not isinstance(value, int | float):

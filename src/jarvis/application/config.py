@@ -13,68 +13,15 @@ sections), then a field of that type on :class:`JarvisConfig`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Annotated, ClassVar, Literal, TypeVar, get_args, get_type_hints
 
+from jarvis.application.config_bounds import Bounds
 from jarvis.application.engine_names import EngineName
 from jarvis.application.mcp_config import McpSettings, OpenJarvisMcpSettings
 
 S = TypeVar("S")
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """Numeric bounds of a field, enforced by pydantic when a file is validated.
-
-    TOML has ``inf`` and ``nan``: a float field with bounds also refuses them (NaN compares
-    false with every bound, and an infinite timeout or budget is no bound at all).
-    """
-
-    gt: float | None = None
-    ge: float | None = None
-    lt: float | None = None
-    le: float | None = None
-
-    def __get_pydantic_core_schema__(
-        self, source: object, handler: Callable[[object], dict[str, object]]
-    ) -> dict[str, object]:
-        schema = dict(handler(source))
-        if schema.get("type") == "float":
-            schema["allow_inf_nan"] = False
-        for key in ("gt", "ge", "lt", "le"):
-            value = getattr(self, key)
-            if value is not None:
-                schema[key] = value
-        return schema
-
-    def describe(self) -> str:
-        """The accepted range in words: ``greater than 0 and at most 86400``."""
-        words = {"gt": "greater than", "ge": "at least", "lt": "less than", "le": "at most"}
-        parts = [
-            f"{words[key]} {value:g}"
-            for key in ("gt", "ge", "lt", "le")
-            if (value := getattr(self, key)) is not None
-        ]
-        return " and ".join(parts)
-
-
-def bounds_at(cls: type, path: Sequence[str | int]) -> Bounds | None:
-    """The :class:`Bounds` of the field at the dotted ``path`` below section ``cls``, if any
-    (so that an error can say which values are accepted)."""
-    node: object = cls
-    for part in path:
-        if not (isinstance(node, type) and is_dataclass(node)) or not isinstance(part, str):
-            return None
-        hints = get_type_hints(node, include_extras=True)
-        if part not in hints:
-            return None
-        node = hints[part]
-        for arg in (node, *get_args(node)):  # ``Annotated[...] | None`` or ``Annotated[...]``
-            for meta in getattr(arg, "__metadata__", ()):
-                if isinstance(meta, Bounds):
-                    return meta
-    return None
 
 
 def validate(cls: type[S], data: Mapping[str, object]) -> S:
@@ -396,6 +343,15 @@ class PluginSettings(_Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServerAuthSettings(_Section):
+    """``[server.auth]`` (OpenJarvis's table, ``jarvis auth create-key`` there)."""
+
+    api_key: str = field(default="", repr=False)
+    """The key ``jarvis serve`` requires when no option, ``JARVIS_API_KEY`` or
+    ``OPENJARVIS_API_KEY`` gives one; used only from a file no other user may read."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerSettings(_Section):
     """Defaults of ``jarvis serve`` (its options win)."""
 
@@ -404,6 +360,7 @@ class ServerSettings(_Section):
     port: Annotated[int, Bounds(ge=0, le=65535)] = 8000
     workers: Annotated[int, Bounds(ge=1, le=64)] = 1
     cors_origins: tuple[str, ...] = ()
+    auth: ServerAuthSettings = field(default_factory=ServerAuthSettings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

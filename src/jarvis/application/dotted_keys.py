@@ -85,3 +85,12 @@ def file_keys(raw: Mapping[str, object], prefix: str = "") -> list[str]:
         else:
             keys.append(dotted)
     return keys
+
+
+MAX_SHOWN = 80
+"""The most characters of a file's key or value a message repeats: a key can be any length."""
+
+
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` for a message, cut to about ``limit`` characters (``...`` marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -41,6 +41,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from jarvis.application.dotted_keys import shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.mcp import McpEndpoint, McpServerSpec
 
@@ -126,7 +127,7 @@ def _seconds(value: float, where: str) -> float:
 def _entry(name: str, server: McpServerSettings, where: str) -> McpServerEntry:
     if not SERVER_NAME.match(name):
         raise ConfigurationError(
-            f"{where}: {name!r} is not a usable MCP server name.",
+            f"{where}: {shown(repr(name))} is not a usable MCP server name.",
             hint="Use letters, digits, '_' and '-' (at most 40): the name prefixes its tools.",
         )
     if bool(server.command) == bool(server.url):
@@ -254,7 +255,7 @@ def _openjarvis_entry(name: str, item: dict[str, object], at: str) -> McpServerE
     unknown = sorted(set(item) - set(OPENJARVIS_SERVER_KEYS))
     if unknown:
         raise ConfigurationError(
-            f"{at} has unknown keys: " + ", ".join(unknown),
+            f"{at} has unknown keys: " + shown(", ".join(unknown)),
             hint="A server object takes " + ", ".join(OPENJARVIS_SERVER_KEYS) + ".",
         )
     command, url = item.get("command", ""), item.get("url", "")
@@ -314,7 +315,7 @@ def mcp_servers(
     """Every enabled server of ``[mcp.servers]`` and ``[tools.mcp]``, by name; a bad value
     is a ``ConfigurationError`` naming its key."""
     entries = [
-        _entry(name, server, f"[mcp.servers.{name}]")
+        _entry(name, server, f"[mcp.servers.{shown(name)}]")
         for name, server in sorted(mcp.servers.items())
         if server.enabled
     ]

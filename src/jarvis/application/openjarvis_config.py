@@ -9,8 +9,11 @@ translated into jarvis's own keys before it is validated (:func:`translate`):
 * a section or key that jarvis does not implement (``[learning]``, ``[telemetry]``, engines
   it has no adapter for...) is removed and reported as *ignored*, never an error;
 * ``[tools.mcp]`` and ``[mcp]`` are kept as they are (*passed through*) for the MCP client;
+* OpenJarvis's older flat engine keys (``[engine] ollama_host``) are read as the nested
+  key they stand for (``[engine.ollama] host``), which wins when the file sets both;
 * anything else is left for validation, which refuses a key that is in neither vocabulary
-  and suggests the nearest known one (:func:`suggest`).
+  and suggests the nearest known one (:func:`suggest`); a value translation cannot read
+  (``[engine] default = ["ollama"]``) is :class:`InvalidValue`.
 
 Every decision is a :class:`ConfigNote`, printed by ``jarvis config check`` and once by
 ``--verbose``. The module only transforms plain data (no I/O).
@@ -29,10 +32,12 @@ from jarvis.application.dotted_keys import (
     pop_key,
     pop_path,
     set_key,
+    shown,
     split_key,
 )
 from jarvis.application.openjarvis_keys import (
     ANY,
+    FLAT_ENGINE_KEYS,
     JARVIS_ENGINES,
     NOT_IMPLEMENTED,
     OPENAI_COMPATIBLE_ENGINES,
@@ -41,6 +46,7 @@ from jarvis.application.openjarvis_keys import (
     OPENJARVIS_ONLY_KEYS,
     OPENJARVIS_ONLY_TOOLS,
     OPENJARVIS_SANDBOX_IMAGE,
+    OPERATIVE_OWN_TOOLS,
     PASSED_THROUGH,
     SHARED_SECTIONS,
     WHY_KEY,
@@ -53,6 +59,7 @@ __all__ = [
     "OPENJARVIS_KEYS",
     "OPENJARVIS_SANDBOX_IMAGE",
     "ConfigNote",
+    "InvalidValue",
     "file_keys",
     "note_for",
     "suggest",
@@ -72,16 +79,51 @@ class ConfigNote:
     detail: str
     """The jarvis key it was read as (``read_as``), the key that won (``overridden``), or
     why it is ignored."""
+    remark: str = ""
+    """What else to know (a default that differs from OpenJarvis's)."""
 
     def describe(self) -> str:
-        """One line for ``jarvis config check``."""
+        """One line for ``jarvis config check`` (a long key cut, see :func:`shown`)."""
+        key = shown(self.key)
         if self.kind == "read_as":
-            return f"{self.key}: read as {self.detail}"
-        if self.kind == "overridden":
-            return f"{self.key}: not used, {self.detail} is set and wins"
-        if self.kind == "passed_through":
-            return f"{self.key}: kept for {self.detail}"
-        return f"{self.key}: ignored ({self.detail})"
+            line = f"{key}: read as {self.detail}"
+        elif self.kind == "overridden":
+            line = f"{key}: not used, {self.detail} is set and wins"
+        elif self.kind == "passed_through":
+            line = f"{key}: kept for {self.detail}"
+        else:
+            line = f"{key}: ignored ({self.detail})"
+        return f"{line}; {self.remark}" if self.remark else line
+
+
+class InvalidValue(ValueError):
+    """A value of the file that translation cannot read (``[engine] default = ["ollama"]``):
+    the caller reports it as an invalid config file, naming ``key``."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{shown(key)}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+def _kind(value: object) -> str:
+    """What a TOML value is, in TOML's words."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date or time" if not isinstance(value, str) else "a string"
+
+
+def _string(key: str, value: object, what: str) -> str:
+    """``value`` when it is a string, else :class:`InvalidValue` saying it must be ``what``."""
+    if not isinstance(value, str):
+        raise InvalidValue(key, f"must be {what}, not {_kind(value)}")
+    return value
 
 
 def _comma_list(value: object) -> object:
@@ -105,6 +147,13 @@ def _same(value: object) -> object:
     return value
 
 
+MEMORY_CONTEXT_REMARK: Final = (
+    "jarvis's default is off, OpenJarvis's on: it sends passages of your documents to the "
+    "engine with every question, so jarvis does it only when asked"
+)
+"""Why ``[agent] context_from_memory`` defaults to off here (told with the keys OpenJarvis
+reads as it, whose default there is on)."""
+
 _RENAMES: Final[tuple[tuple[str, str, Callable[[object], object]], ...]] = (
     ("intelligence.default_model", "engine.model", _same),
     ("intelligence.temperature", "agent.temperature", _same),
@@ -114,7 +163,12 @@ _RENAMES: Final[tuple[tuple[str, str, Callable[[object], object]], ...]] = (
     ("agent.default_tools", "tools.enabled", _comma_list),
     ("agent.default_system_prompt", "agent.system_prompt", _same),
     ("engine.vllm.host", "engine.vllm.base_url", _openai_url),
+    # OpenJarvis applies [memory] (its older name of [tools.storage]) after [tools.storage]
+    ("memory.db_path", "tools.retrieval.db_path", _same),
     ("tools.storage.db_path", "tools.retrieval.db_path", _same),
+    # and moves [memory] context_injection, then [tools.storage]'s, unless [agent] has it
+    ("memory.context_injection", "agent.context_from_memory", _same),
+    ("tools.storage.context_injection", "agent.context_from_memory", _same),
     ("tools.searxng_url", "tools.web_search.provider_url", _same),
     ("tools.file_allowed_directories", "tools.file_read.roots", _comma_list),
 )
@@ -131,6 +185,7 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
     original = raw
     data = copy.deepcopy(dict(raw))
     notes: list[ConfigNote] = []
+    moved = _move_flat_engine_keys(data, original, notes)
     _translate_engine(data, original, notes)
     for source, target, convert in _RENAMES:
         _rename(data, original, notes, (source, target, convert))
@@ -140,7 +195,52 @@ def translate(raw: Mapping[str, object]) -> tuple[Table, tuple[ConfigNote, ...]]
         if get_key(data, key)[0]:
             notes.append(ConfigNote(key, "passed_through", "the MCP client"))
     _drop_unimplemented(data, notes)
+    _name_flat_engine_keys(moved, original, notes)
+    notes[:] = [
+        ConfigNote(n.key, n.kind, n.detail, MEMORY_CONTEXT_REMARK)
+        if n.kind == "read_as" and n.detail == "agent.context_from_memory"
+        else n
+        for n in notes
+    ]
     return data, tuple(notes)
+
+
+def _move_flat_engine_keys(
+    data: Table, original: Mapping[str, object], notes: list[ConfigNote]
+) -> dict[str, str]:
+    """``[engine] ollama_host`` (OpenJarvis's older flat keys) moved to ``[engine.ollama]
+    host``, unless the file sets that; the moved keys, nested key to flat key."""
+    found, engine = get_key(data, "engine")
+    if not found or not isinstance(engine, dict):
+        return {}
+    moved: dict[str, str] = {}
+    for flat in [name for name in FLAT_ENGINE_KEYS if name in engine]:
+        flat_key, nested_key = f"engine.{flat}", f"engine.{FLAT_ENGINE_KEYS[flat]}"
+        what = "a path (a string)" if flat.endswith("_path") else "a URL (a string)"
+        value = _string(flat_key, pop_path(data, ["engine", flat]), what)
+        if get_key(original, nested_key)[0]:
+            notes.append(ConfigNote(flat_key, "overridden", nested_key))
+        elif set_key(data, nested_key, value):
+            moved[nested_key] = flat_key
+    return moved
+
+
+def _name_flat_engine_keys(
+    moved: Mapping[str, str], original: Mapping[str, object], notes: list[ConfigNote]
+) -> None:
+    """The notes about a moved key named by the flat key the file holds."""
+    for nested, flat in moved.items():
+        note = note_for(nested, tuple(notes))
+        if note is None:  # jarvis's own key ([engine.ollama] host): read as it is
+            notes.append(ConfigNote(flat, "read_as", nested))
+        elif note.key == nested or not get_key(original, note.key)[0]:
+            # about the moved key alone (or a table only the move made): renamed
+            renamed = note.key
+            notes[:] = [
+                ConfigNote(flat, n.kind, n.detail) if n.key == renamed else n for n in notes
+            ]
+        else:  # the file's own table, dropped with the moved key in it
+            notes.append(ConfigNote(flat, note.kind, note.detail))
 
 
 def _rename(
@@ -159,7 +259,8 @@ def _rename(
         notes.append(ConfigNote(source, "overridden", target))
     elif get_key(data, target)[0]:
         # an earlier OpenJarvis key already set it (agent.tools before default_tools)
-        notes.append(ConfigNote(source, "overridden", target))
+        winner = next((n.key for n in notes if n.kind == "read_as" and n.detail == target), target)
+        notes.append(ConfigNote(source, "overridden", winner))
     elif set_key(data, target, convert(value)):
         notes.append(ConfigNote(source, "read_as", target))
 
@@ -171,18 +272,34 @@ def _translate_tool_list(data: Table, notes: list[ConfigNote]) -> None:
         set_key(data, "tools.enabled", _comma_list(enabled))
         notes.append(ConfigNote("tools.enabled", "read_as", "tools.enabled (a comma list)"))
     found, enabled = get_key(data, "tools.enabled")
-    if found and isinstance(enabled, list):
-        missing = [name for name in enabled if name in OPENJARVIS_ONLY_TOOLS]
-        if missing:
-            set_key(data, "tools.enabled", [n for n in enabled if n not in OPENJARVIS_ONLY_TOOLS])
-            notes.append(
-                ConfigNote(
-                    "tools.enabled",
-                    "ignored",
-                    "in part: OpenJarvis tools jarvis does not have: "
-                    + ", ".join(map(str, missing)),
-                )
-            )
+    if not found or not isinstance(enabled, list):
+        return
+    left_out = OPENJARVIS_ONLY_TOOLS | OPERATIVE_OWN_TOOLS
+    dropped = list(dict.fromkeys(n for n in enabled if isinstance(n, str) and n in left_out))
+    if not dropped:
+        return  # (a name that is not a string is left for validation to refuse)
+    kept = [name for name in enabled if name not in dropped]
+    if kept:
+        set_key(data, "tools.enabled", kept)
+    else:
+        pop_key(data, "tools.enabled")
+    reasons = []
+    if absent := [name for name in dropped if name in OPENJARVIS_ONLY_TOOLS]:
+        reasons.append("OpenJarvis tools jarvis does not have: " + ", ".join(absent))
+    if own := [name for name in dropped if name in OPERATIVE_OWN_TOOLS]:
+        reasons.append(", ".join(own) + ": the operative agents always have their own")
+    why = "; ".join(reasons)
+    source = next(  # the file's key the list came from ([agent] tools...)
+        (n.key for n in notes if n.kind == "read_as" and n.detail == "tools.enabled"),
+        "tools.enabled",
+    )
+    notes.append(
+        ConfigNote(
+            source,
+            "ignored",
+            f"in part: {why}" if kept else f"{why}; so no tool is enabled by default",
+        )
+    )
 
 
 def _drop_openjarvis_defaults(
@@ -191,7 +308,12 @@ def _drop_openjarvis_defaults(
     """Remove the values OpenJarvis writes that name what jarvis does not have (one of its
     own agents as the default, an empty Ollama host, its own sandbox image)."""
     found, default = get_key(data, "agent.default")
-    if found and default in OPENJARVIS_ONLY_AGENTS and not get_key(original, "agent.default")[0]:
+    if (
+        found
+        and isinstance(default, str)
+        and default in OPENJARVIS_ONLY_AGENTS
+        and not get_key(original, "agent.default")[0]
+    ):
         pop_key(data, "agent.default")
         notes[:] = [
             n for n in notes if n != ConfigNote("agent.default_agent", "read_as", "agent.default")
@@ -200,7 +322,7 @@ def _drop_openjarvis_defaults(
             ConfigNote(
                 "agent.default_agent",
                 "ignored",
-                f"jarvis has no {default!r} agent; the default agent (simple) applies",
+                f"jarvis has no {shown(repr(default))} agent; the default agent (simple) applies",
             )
         )
     found, host = get_key(data, "engine.ollama.host")
@@ -223,7 +345,8 @@ def _translate_engine(data: Table, original: Mapping[str, object], notes: list[C
     found, default = get_key(data, "engine.default")
     if not found:
         return
-    pop_key(data, "engine.default")
+    default = pop_key(data, "engine.default")
+    default = _string("engine.default", default, 'an engine\'s name, such as "ollama"')
     if get_key(original, "engine.name")[0]:
         notes.append(ConfigNote("engine.default", "overridden", "engine.name"))
         return
@@ -231,7 +354,7 @@ def _translate_engine(data: Table, original: Mapping[str, object], notes: list[C
         set_key(data, "engine.name", default)
         notes.append(ConfigNote("engine.default", "read_as", "engine.name"))
         return
-    if isinstance(default, str) and default in OPENAI_COMPATIBLE_ENGINES:
+    if default in OPENAI_COMPATIBLE_ENGINES:
         host_key = f"engine.{default}.host"
         has_host, host = get_key(data, host_key)
         if has_host:
@@ -255,7 +378,7 @@ def _translate_engine(data: Table, original: Mapping[str, object], notes: list[C
         ConfigNote(
             "engine.default",
             "ignored",
-            f"jarvis has no {default!r} engine; [engine] name (default auto) applies",
+            f"jarvis has no {shown(repr(default))} engine; [engine] name (default auto) applies",
         )
     )
 

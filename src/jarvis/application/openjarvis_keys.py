@@ -33,6 +33,29 @@ _STORAGE: KeyTree = dict.fromkeys(
 )
 _HOST: KeyTree = {"host": None}
 
+FLAT_ENGINE_KEYS: Final[Mapping[str, str]] = {
+    **{
+        f"{name}_host": f"{name}.host"
+        for name in (
+            "ollama",
+            "vllm",
+            "llamacpp",
+            "sglang",
+            "mlx",
+            "lmstudio",
+            "exo",
+            "nexa",
+            "uzu",
+            "apple_fm",
+            "lemonade",
+        )
+    },
+    "llamacpp_path": "llamacpp.binary_path",
+}
+"""OpenJarvis's older flat ``[engine]`` keys (still accepted there, its configuration guide's
+"Backward compatibility"), with the nested key each stands for: ``ollama_host`` is
+``[engine.ollama] host``."""
+
 OPENAI_COMPATIBLE_ENGINES: Final[Mapping[str, str]] = {
     "sglang": "http://localhost:30000/v1",
     "llamacpp": "http://localhost:8080/v1",
@@ -88,6 +111,7 @@ OPENJARVIS_KEYS: Final[KeyTree] = {
         "gemma_cpp": ANY,
         "cloud": ANY,
         "litellm": ANY,
+        **dict.fromkeys(FLAT_ENGINE_KEYS),
     },
     "agent": dict.fromkeys(
         (
@@ -113,7 +137,10 @@ OPENJARVIS_KEYS: Final[KeyTree] = {
         "browser": ANY,
     },
     "mcp": ANY,
-    "server": dict.fromkeys(("host", "port", "agent", "model", "workers", "cors_origins")),
+    "server": {
+        **dict.fromkeys(("host", "port", "agent", "model", "workers", "cors_origins")),
+        "auth": {"api_key": None},
+    },
     "telemetry": dict.fromkeys(
         (
             "enabled",
@@ -252,7 +279,6 @@ OPENJARVIS_ONLY_TOOLS: Final = frozenset(
         "memory_index",
         "memory_retrieve",
         "memory_search",
-        "memory_store",
         "pause_scheduled_task",
         "pdf_extract",
         "queue_action",
@@ -266,9 +292,13 @@ OPENJARVIS_ONLY_TOOLS: Final = frozenset(
         "text_to_speech",
     ]
 )
-"""OpenJarvis's built-in tools that jarvis does not have (``memory_store`` is given to
-every operator tick by itself): left out of ``[tools] enabled`` and reported, so that an
-OpenJarvis tool list does not make every tool-using question a usage error."""
+"""OpenJarvis's built-in tools that jarvis does not have: left out of ``[tools] enabled``
+and reported, so that an OpenJarvis tool list does not make every tool-using question a
+usage error."""
+
+OPERATIVE_OWN_TOOLS: Final = frozenset(["memory_store"])
+"""Tools jarvis has only as the operative agents' own (``memory_store``, bound to each
+operator's tick), not as tools to enable: left out of ``[tools] enabled`` and reported."""
 
 OPENJARVIS_ONLY_AGENTS: Final = frozenset(
     (
@@ -317,7 +347,7 @@ SHARED_SECTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 """Sections both configurations have, whose other OpenJarvis keys mean nothing here."""
 
 WHY_SECTION: Final[Mapping[str, str]] = {
-    "memory": "jarvis's memory database is [tools.retrieval] db_path",
+    "memory": "an OpenJarvis storage key jarvis's knowledge base does not use",
     "telemetry": "jarvis measures no GPU or energy",
 }
 
@@ -347,4 +377,6 @@ WHY_KEY: Final[Mapping[str, str]] = {
     "server.agent": "jarvis serve's endpoints name their agent per request",
     "memory_files.nudge_interval": "jarvis does not nudge",
     "telemetry.db_path": "jarvis stats reads the trace store ([traces] db_path)",
+    "engine.llamacpp.binary_path": "jarvis's llamacpp engine is embedded: it starts no "
+    "llama.cpp server",
 }

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
+from jarvis.application.dotted_keys import shown
 from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.bounded_files import read_regular_file
@@ -114,11 +115,17 @@ def read_config(
     notes: tuple[ConfigNote, ...] = ()
     raw: dict[str, object] = {}
     if from_file:
-        from jarvis.application.openjarvis_config import translate
+        from jarvis.application.openjarvis_config import InvalidValue, translate
 
-        raw, notes = translate(parsed)
+        try:
+            raw, notes = translate(parsed)
+        except InvalidValue as exc:
+            raise ConfigurationError(
+                f"Invalid config file {file}: {exc}.",
+                hint="Fix or remove the key named; see the configuration example in the README.",
+            ) from None
         _check_unknown_keys(raw, file)
-    _check_file_urls(raw, file)
+    _check_file_urls(raw, file, notes)
     _apply_environment(raw, env)
     _apply_overrides(raw, overrides or EngineOverrides())
     if not from_file:
@@ -128,7 +135,7 @@ def read_config(
 
         config = from_data(JarvisConfig, raw)
     else:
-        config = _with_system_prompt_file(_validate(raw, file), file)
+        config = _with_system_prompt_file(_validate(raw, file, notes), file)
         config = with_mcp_servers_file(config, file)
     return LoadedConfig(config=config, file=file, found=from_file, raw=parsed, notes=notes)
 
@@ -154,8 +161,8 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     rule = next(filter(None, (secret_rule(path.split(os.sep)) for path in seen)), None)
     if rule is not None:  # a config copied from elsewhere would send it with every question
         raise ConfigurationError(
-            f"Invalid config file {file}: agent.system_prompt_path: {prompt_file} is a "
-            f"secret file (it matches {rule!r}); it is never sent to an engine.",
+            f"Invalid config file {file}: agent.system_prompt_path: {shown(str(prompt_file))} "
+            f"is a secret file (it matches {rule!r}); it is never sent to an engine.",
             hint="Point it at the prompt's own text file, or remove the key.",
         )
     try:
@@ -165,7 +172,7 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise ConfigurationError(
             f"Invalid config file {file}: agent.system_prompt_path: cannot read "
-            f"{prompt_file} ({reason}).",
+            f"{shown(str(prompt_file))} ({reason}).",
             hint="Point it at a readable UTF-8 text file, or remove the key.",
         ) from None
     return replace(config, agent=replace(agent, system_prompt=text.strip()))
@@ -191,16 +198,16 @@ def _check_unknown_keys(raw: Mapping[str, object], file: Path) -> None:
                 ):
                     break  # a value of any shape, or a table jarvis does not look into
                 continue
-            near = suggest(part, tuple(dict.fromkeys((*(ours or ()), *their_keys))))
-            problem = f"{'.'.join(parts[: depth + 1])}: unknown key"
+            near = suggest(shown(part), tuple(dict.fromkeys((*(ours or ()), *their_keys))))
+            problem = f"{shown('.'.join(parts[: depth + 1]))}: unknown key"
             if near is not None:
-                problem += f" (did you mean {'.'.join([*parts[:depth], near])}?)"
+                problem += f" (did you mean {shown('.'.join([*parts[:depth], near]))}?)"
             if problem not in problems:
                 problems.append(problem)
             break
     if problems:
         raise ConfigurationError(
-            f"Invalid config file {file}: " + "; ".join(problems),
+            f"Invalid config file {file}: " + _listed(problems),
             hint="Fix or remove the key named; see the configuration example in the README "
             "(jarvis config check lists how every key is read).",
         )
@@ -326,9 +333,9 @@ def check_url(value: str, where: str) -> str:
         return value
     from jarvis.entrypoints.redact import redact_urls
 
-    shown = redact_urls(value.encode("utf-8", "backslashreplace").decode("utf-8"))
+    text = redact_urls(value.encode("utf-8", "backslashreplace").decode("utf-8"))
     raise ConfigurationError(
-        f"{where}: {shown!r} is not a usable URL ({problem}).",
+        f"{where}: {shown(repr(text))} is not a usable URL ({problem}).",
         hint="Give an http:// or https:// URL, e.g. http://localhost:8000/v1.",
     )
 
@@ -339,13 +346,36 @@ _FILE_URL_KEYS = (
 )
 
 
-def _check_file_urls(raw: Mapping[str, object], file: Path) -> None:
+def _check_file_urls(raw: Mapping[str, object], file: Path, notes: tuple[ConfigNote, ...]) -> None:
     for keys in _FILE_URL_KEYS:
         node: object = raw
         for key in keys:
             node = node.get(key) if isinstance(node, Mapping) else None
         if isinstance(node, str) and node:
-            check_url(node, f"Invalid config file {file}: {'.'.join(keys)}")
+            check_url(node, f"Invalid config file {file}: {_file_key(keys, notes)}")
+
+
+MAX_PROBLEMS = 10
+"""The most problems one message lists (a file can hold thousands of bad keys)."""
+
+
+def _listed(problems: list[str]) -> str:
+    """``problems`` joined for one message, the first :data:`MAX_PROBLEMS` of them."""
+    listed = "; ".join(problems[:MAX_PROBLEMS])
+    if len(problems) > MAX_PROBLEMS:
+        listed += f"; and {len(problems) - MAX_PROBLEMS} more"
+    return listed
+
+
+def _file_key(path: Sequence[str | int], notes: tuple[ConfigNote, ...]) -> str:
+    """The jarvis key at ``path`` as the file wrote it: ``agent.tools (read as
+    tools.enabled)`` when it came from an OpenJarvis key; long keys cut."""
+    dotted = ".".join(str(part) for part in path)
+    for note in notes:
+        target = note.detail
+        if note.kind == "read_as" and (dotted == target or dotted.startswith(target + ".")):
+            return f"{shown(note.key)} (read as {shown(dotted)})"
+    return shown(dotted)
 
 
 def _normalized(normalize: Callable[[str], str], value: str, where: str) -> str:
@@ -357,7 +387,7 @@ def _normalized(normalize: Callable[[str], str], value: str, where: str) -> str:
         from jarvis.entrypoints.redact import redact_urls
 
         raise ConfigurationError(
-            f"{where}: {redact_urls(value)!r} is not a usable address ({exc}).",
+            f"{where}: {shown(repr(redact_urls(value)))} is not a usable address ({exc}).",
             hint="Give host[:port] or an http:// URL, e.g. localhost:11434.",
         ) from None
 
@@ -406,29 +436,38 @@ def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None
             _section(raw, "engine", str(name))[key] = url
 
 
-_MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
-"""pydantic's wording for an unknown key of a dataclass section, said as for a model."""
+_MESSAGES = {
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
+    "tuple_type": "Input should be a TOML array ([...])",
+    "list_type": "Input should be a TOML array ([...])",
+    "dataclass_type": "Input should be a table",
+    "dict_type": "Input should be a table",
+    "bool_type": "Input should be true or false",
+    "bool_parsing": "Input should be true or false",
+}
+"""pydantic's wording said in TOML's: an unknown key of a dataclass section as for a
+model, a tuple or a dataclass as the array or table a file writes."""
 
 
-def _validate(raw: dict[str, object], file: Path) -> JarvisConfig:
+def _validate(raw: dict[str, object], file: Path, notes: tuple[ConfigNote, ...]) -> JarvisConfig:
     from pydantic import ValidationError
 
-    from jarvis.application.config import JarvisConfig, bounds_at, validate
+    from jarvis.application.config import JarvisConfig, validate
+    from jarvis.application.config_bounds import bounds_at
 
     try:
         return validate(JarvisConfig, raw)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            problem = (
-                f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: "
-                + _MESSAGES.get(error["type"], error["msg"])
+            problem = f"{_file_key(error['loc'], notes) or '(top level)'}: " + _MESSAGES.get(
+                error["type"], error["msg"]
             )
             bounds = bounds_at(JarvisConfig, error["loc"])
             if bounds is not None:
                 problem += f" (accepted: {bounds.describe()})"
             problems.append(problem)
         raise ConfigurationError(
-            f"Invalid config file {file}: " + "; ".join(problems),
+            f"Invalid config file {file}: " + _listed(problems),
             hint="Fix or remove the key named; see the configuration example in the README.",
         ) from None

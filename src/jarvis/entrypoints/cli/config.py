@@ -30,6 +30,7 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
     """Validate the config file and say, for each key, how jarvis reads it."""
 
     def body() -> None:
+        from jarvis.application.dotted_keys import shown
         from jarvis.application.mcp_config import mcp_servers
         from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
         from jarvis.entrypoints.settings import read_config
@@ -53,6 +54,7 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
                 {"key": row, "status": "read", "detail": row}
                 if isinstance(row, str)
                 else {"key": row.key, "status": row.kind, "detail": row.detail}
+                | ({"remark": row.remark} if row.remark else {})
                 for row in rows
             ]
             keys += [{"key": key, "status": "warning", "detail": text} for key, text in names]
@@ -62,10 +64,10 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
             typer.echo(f"{loaded.file}: not found; the defaults apply")
             return
         typer.echo(f"{loaded.file}: valid")
-        for row in rows:
-            typer.echo("  " + (f"{row}: read" if isinstance(row, str) else row.describe()))
+        for row in rows:  # a key of any length, cut (--json gives it whole)
+            typer.echo("  " + (f"{shown(row)}: read" if isinstance(row, str) else row.describe()))
         for key, text in names:
-            typer.echo(f"  {key}: warning: {text}")
+            typer.echo(f"  {shown(key)}: warning: {text}")
 
     code = guarded(body, verbose=False)
     if code:

@@ -16,7 +16,8 @@ ApiKeyFileOption = Annotated[
     typer.Option(
         "--api-key-file",
         help="Read the API key from this file (only its owner may read it: chmod 600); or "
-        "set JARVIS_API_KEY. Without a key only your own user is served.",
+        "set JARVIS_API_KEY (or OPENJARVIS_API_KEY). Without a key only your own user is "
+        "served.",
         show_default=False,
     ),
 ]

@@ -171,9 +171,11 @@ def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
 
 def config_notice(notes: Sequence[ConfigNote]) -> str:
     """The one ``--verbose`` line saying how a file's OpenJarvis keys were read."""
-    read = [f"{n.key} as {n.detail}" for n in notes if n.kind == "read_as"]
-    ignored = [n.key for n in notes if n.kind in ("ignored", "overridden")]
-    kept = [n.key for n in notes if n.kind == "passed_through"]
+    from jarvis.application.dotted_keys import shown
+
+    read = [f"{shown(n.key)} as {n.detail}" for n in notes if n.kind == "read_as"]
+    ignored = [shown(n.key) for n in notes if n.kind in ("ignored", "overridden")]
+    kept = [shown(n.key) for n in notes if n.kind == "passed_through"]
     parts = []
     if read:
         parts.append("read " + ", ".join(read))

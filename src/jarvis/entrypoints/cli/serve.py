@@ -86,7 +86,8 @@ def serve(
             "--api-key",
             help="Key every request must send (Authorization: Bearer KEY or x-api-key); "
             "required beyond loopback. Visible to other users in /proc: prefer the "
-            "JARVIS_API_KEY variable or --api-key-file.",
+            "JARVIS_API_KEY (or OPENJARVIS_API_KEY) variable, --api-key-file or [server.auth] "
+            "api_key in a private config file.",
             show_default=False,
         ),
     ] = None,
@@ -181,17 +182,24 @@ def serve(
     def body() -> None:
         _require_framework()  # first: the server module imports uvicorn
         from jarvis.entrypoints.cli import serve_access as access
-        from jarvis.entrypoints.http.server import check_bind
-        from jarvis.entrypoints.settings import load_config
+        from jarvis.entrypoints.http.server import KEY_SOURCES, check_bind
+        from jarvis.entrypoints.settings import read_config
 
-        server = load_config(config).server
+        loaded = read_config(config)
+        server = loaded.config.server
         bind_host = server.host if host is None else host
         bind_port = server.port if port is None else port
         processes = server.workers if workers is None else workers
         origins = tuple(cors_origin) if cors_origin else server.cors_origins
-        key = access.api_key_from(api_key, api_key_file)
+        config_key = access.ConfigKey(server.auth.api_key, loaded.file)
+        key = access.api_key_from(api_key, api_key_file, config_key=config_key)
         access.check_unix(unix, processes)
-        check_bind(bind_host, key)
+        check_bind(
+            bind_host,
+            key,
+            key_sources=f"{KEY_SOURCES}, or set [server.auth] api_key in the config file "
+            "(chmod 600)",
+        )
         access.check_owner_only(key)
         from jarvis.entrypoints.cli.serve_launch import ServeSpec, build_app, run_workers
         from jarvis.entrypoints.http.server import run

@@ -4,9 +4,11 @@ host names and origins it answers, and the agent options and runtimes allowed ov
 Why a module of its own: each of these is checked before the server starts, so a mistake is
 a usage error (exit 2) with the fix in its hint, never a server that runs open.
 
-The key is read from ``JARVIS_API_KEY`` or ``--api-key-file FILE`` (a file only its owner
-may read, like an SSH key). ``--api-key KEY`` still works, with a warning: every local user
-can read a process's command line in ``/proc/PID/cmdline``.
+The key is read from ``--api-key-file FILE`` (a file only its owner may read, like an SSH
+key), else ``JARVIS_API_KEY``, else ``OPENJARVIS_API_KEY`` (OpenJarvis's name), else, for
+``jarvis serve``, the config file's ``[server.auth] api_key`` (OpenJarvis's key there, used
+only when no other user may read the file). ``--api-key KEY`` still works, with a warning:
+every local user can read a process's command line in ``/proc/PID/cmdline``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ import os
 import pwd
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jarvis.domain.errors import ConfigurationError
 
 KEY_VARIABLE = "JARVIS_API_KEY"
+OPENJARVIS_KEY_VARIABLE = "OPENJARVIS_API_KEY"
+"""OpenJarvis's name of the variable, read when ``JARVIS_API_KEY`` is not set."""
+KEY_SOURCES = "JARVIS_API_KEY (or OPENJARVIS_API_KEY) or --api-key-file FILE"
+"""Where a key can come from, for the hints."""
 MAX_KEY_FILE_BYTES = 4096
 FLAG_WARNING = (
     "jarvis: warning: --api-key is visible to every local user (in /proc/PID/cmdline "
@@ -27,12 +34,26 @@ FLAG_WARNING = (
 )
 
 
-def api_key_from(flag: str | None, key_file: Path | None, warn: bool = True) -> str | None:
-    """The API key from exactly one of ``--api-key``, ``--api-key-file`` and
-    ``JARVIS_API_KEY`` (``None``: no key)."""
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """``[server.auth] api_key`` and the file it was read from."""
+
+    key: str = field(repr=False)
+    file: Path
+
+
+def api_key_from(
+    flag: str | None,
+    key_file: Path | None,
+    warn: bool = True,
+    config_key: ConfigKey | None = None,
+) -> str | None:
+    """The API key (``None``: no key) from ``--api-key`` or ``--api-key-file`` (one of
+    them), else ``JARVIS_API_KEY``, else ``OPENJARVIS_API_KEY``, else ``config_key``."""
     # taken out of the environment, so that nothing the server starts (a runtime, a tool's
     # process) inherits it
     variable = os.environ.pop(KEY_VARIABLE, None) or None
+    openjarvis_variable = os.environ.pop(OPENJARVIS_KEY_VARIABLE, None) or None
     given = [n for n, v in (("--api-key", flag), ("--api-key-file", key_file)) if v]
     if len(given) > 1:
         raise ConfigurationError(
@@ -46,7 +67,27 @@ def api_key_from(flag: str | None, key_file: Path | None, warn: bool = True) -> 
 
             sys.stderr.write(FLAG_WARNING)
         return flag
-    return variable
+    if variable or openjarvis_variable:
+        return variable or openjarvis_variable
+    return _private_config_key(config_key) if config_key and config_key.key else None
+
+
+def _private_config_key(config_key: ConfigKey) -> str:
+    """The config file's key, if no other user may read the file (it would let them in)."""
+    file = config_key.file
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as exc:
+        raise ConfigurationError(
+            f"Cannot check who may read the config file {file}: {exc.strerror or exc}."
+        ) from None
+    if mode & 0o077:
+        raise ConfigurationError(
+            f"The config file {file} holds [server.auth] api_key, and other users may read "
+            f"or change it (mode {stat.S_IMODE(mode):04o}).",
+            hint=f"Make it private: chmod 600 {file} (or give the key in {KEY_SOURCES}).",
+        )
+    return config_key.key
 
 
 def _read_key_file(path: Path) -> str:
@@ -112,7 +153,8 @@ def check_owner_only(api_key: str | None) -> None:
         raise ConfigurationError(
             "Without an API key jarvis serve answers only its own user, and this system "
             "does not tell which user opened a connection (no /proc/net/tcp).",
-            hint="Set an API key: JARVIS_API_KEY=... or --api-key-file FILE.",
+            hint="Set an API key: JARVIS_API_KEY=... (or OPENJARVIS_API_KEY=...) or "
+            "--api-key-file FILE.",
         )
 
 

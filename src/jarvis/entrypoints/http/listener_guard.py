@@ -203,7 +203,7 @@ class ListenerGuard:
             403,
             f"This server serves only its own user (uid {policy.owner_uid}) without an API "
             f"key, and the connecting user {who}. Start it with an API key "
-            "(JARVIS_API_KEY or --api-key-file FILE) or allow that user with "
+            "(JARVIS_API_KEY, OPENJARVIS_API_KEY or --api-key-file FILE) or allow that user with "
             "jarvis serve --allow-user NAME.",
             "permission_error",
             "user_not_allowed",

@@ -36,13 +36,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, api_key: str | None) -> None:
-    """Refuse to listen beyond this machine without an API key."""
+KEY_SOURCES = "set JARVIS_API_KEY (or OPENJARVIS_API_KEY) or pass --api-key-file FILE"
+"""Where a listener's API key can come from, for the hint."""
+
+
+def check_bind(host: str, api_key: str | None, *, key_sources: str = KEY_SOURCES) -> None:
+    """Refuse to listen beyond this machine without an API key (``key_sources``: where the
+    command can take one from, for the hint)."""
     if not is_loopback(host) and not api_key:
         raise ConfigurationError(
             f"Refusing to listen on {host} without an API key: anyone who can reach it "
             "could run agents and tools on this machine.",
-            hint="Set JARVIS_API_KEY or pass --api-key-file FILE, or bind 127.0.0.1.",
+            hint=f"{key_sources[:1].upper()}{key_sources[1:]}, or bind 127.0.0.1.",
         )
     if api_key is not None and len(api_key) < 16:
         raise ConfigurationError(

@@ -32,10 +32,14 @@ def test_jarvis_ask_never_imports_the_web_framework() -> None:
 
 def test_serve_refuses_a_public_address_without_a_key() -> None:
     result = CliRunner().invoke(
-        cli.build_app(("serve",)), ["serve", "--host", "0.0.0.0"], env={"JARVIS_API_KEY": ""}
+        cli.build_app(("serve",)),
+        ["serve", "--host", "0.0.0.0"],
+        env={"JARVIS_API_KEY": "", "OPENJARVIS_API_KEY": ""},
     )
     assert result.exit_code == 2
     assert "without an API key" in result.output
+    assert "OPENJARVIS_API_KEY" in result.output
+    assert "[server.auth] api_key" in result.output
 
 
 def test_serve_refuses_a_short_key() -> None:
