@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.minilm_embeddings import available as minilm_available
-from tests.support.hostile_pdfs import looping_pdf, surrogate_pdf
+from tests.support.hostile_pdfs import looping_pdf, one_page, surrogate_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_USAGE = 2
@@ -47,32 +47,9 @@ def refused(code: int, *args: str) -> str:
 
 
 def pdf(text: str, *, font: bytes = b"", trailer: bytes = b"") -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF writer);
-    ``font`` and ``trailer`` add entries to the font's and the trailer's dictionaries."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica " + font + b">>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        trailer,
-        xref,
-    )
-    return bytes(out)
+    """A one-page PDF showing ``text`` in Helvetica; ``font`` and ``trailer`` add entries to
+    the font's and the trailer's dictionaries."""
+    return one_page(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode(), font=font, trailer=trailer)
 
 
 def test_pdf_and_html_are_read_as_text(jarvis_home: Path, tmp_path: Path) -> None:
@@ -206,9 +183,11 @@ def test_a_real_folder_is_added_searched_and_resynced(jarvis_home: Path, corpus:
     assert hits[0]["citation"] == f"[{corpus / 'notes' / 'note150.md'}:1]"
     code = json.loads(ok("memory", "search", "BeneathOpener openat2", "-k", "3", "--json").stdout)
     assert any(h["source"].endswith("beneath.py") for h in code)
+    # a sentence of the README's exit codes table, which only errors.py's list repeats
     readme = json.loads(
-        ok("memory", "search", "exit codes table", "--json", "--mode", "keyword").stdout
-    )
+        ok("memory", "search", "reader of stdout goes away early", "--json", "--mode",
+           "keyword").stdout
+    )  # fmt: skip
     assert any(h["source"].endswith("README.md") for h in readme)
 
     again = json.loads(

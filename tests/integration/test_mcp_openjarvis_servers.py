@@ -16,24 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_mcp_cli import SERVER, jarvis
 from tests.support.processes import processes_with
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
-SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_reference_server.py")
 TOKEN = "tok-7f3a9c1e5b"
 """The bearer token of the HTTP server: never in any output."""
-
-
-def jarvis(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jarvis", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env=os.environ.copy(),
-        check=False,
-    )
 
 
 @pytest.fixture

@@ -16,10 +16,13 @@ def _stream(data: bytes, *, entries: bytes = b"") -> bytes:
     )
 
 
-def one_page(content: bytes, *, form: bytes | None = None, font: bytes = b"") -> bytes:
+def one_page(
+    content: bytes, *, form: bytes | None = None, font: bytes = b"", trailer: bytes = b""
+) -> bytes:
     """A one-page PDF whose content stream is ``content`` (compressed), with Helvetica as
-    ``/F1`` (``font``: more entries for its dictionary), when given ``form`` as the form
-    XObject ``/X0``, and a seventh object for the font to name (a ToUnicode map)."""
+    ``/F1`` (``font`` and ``trailer``: more entries for its and the trailer's dictionaries),
+    when given ``form`` as the form XObject ``/X0``, and a seventh object for the font to
+    name (a ToUnicode map)."""
     resources = b"/Font << /F1 6 0 R >>" + (b" /XObject << /X0 5 0 R >>" if form else b"")
     cmap = (
         b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def\n"
@@ -50,8 +53,9 @@ def one_page(content: bytes, *, form: bytes | None = None, font: bytes = b"") ->
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        trailer,
         xref,
     )
     return bytes(out)

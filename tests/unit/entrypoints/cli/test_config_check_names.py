@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from jarvis.entrypoints.cli import app
 from jarvis.entrypoints.cli.errors import EXIT_USAGE
 from jarvis.entrypoints.composition import Container
 from jarvis.testing import ScriptedInference
+from tests.support.plugin_module import write_plugin_module
 
 MCP = """[tools.mcp]
 enabled = true
@@ -39,32 +38,7 @@ def config(tmp_path: Path, text: str) -> str:
 
 @pytest.fixture
 def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    name = f"plugin_{uuid.uuid4().hex}"
-    (tmp_path / f"{name}.py").write_text(
-        textwrap.dedent(
-            """
-            from jarvis.agents._stubs import AgentResult, BaseAgent
-
-            class Reverse(BaseAgent):
-                agent_id = "reverse"
-
-                def run(self, input, context=None, **kwargs):
-                    return AgentResult(content=input[::-1], turns=1)
-
-            def count_letters(text: str) -> int:
-                \"\"\"How many letters the text has.
-
-                Args:
-                    text: The text.
-                \"\"\"
-                return sum(c.isalpha() for c in text)
-
-            AGENTS = {"reverse": Reverse}
-            TOOLS = [count_letters]
-            """
-        ),
-        encoding="utf-8",
-    )
+    name = write_plugin_module(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield name
     sys.modules.pop(name, None)

@@ -4,8 +4,6 @@ agents and the OpenAI-compatible endpoint), as the CLI reaches them."""
 from __future__ import annotations
 
 import sys
-import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import httpx
 import pytest
 
 from jarvis.testing import ScriptedInference
+from tests.support.plugin_module import write_plugin_module
 from tests.support.serve import serving
 
 
@@ -20,32 +19,7 @@ from tests.support.serve import serving
 def plugin_module(
     tmp_path: Path, jarvis_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    name = f"plugin_{uuid.uuid4().hex}"
-    (tmp_path / f"{name}.py").write_text(
-        textwrap.dedent(
-            """
-            from jarvis.agents._stubs import AgentResult, BaseAgent
-
-            class Reverse(BaseAgent):
-                agent_id = "reverse"
-
-                def run(self, input, context=None, **kwargs):
-                    return AgentResult(content=input[::-1], turns=1)
-
-            def count_letters(text: str) -> int:
-                \"\"\"How many letters the text has.
-
-                Args:
-                    text: The text.
-                \"\"\"
-                return sum(c.isalpha() for c in text)
-
-            AGENTS = {"reverse": Reverse}
-            TOOLS = [count_letters]
-            """
-        ),
-        encoding="utf-8",
-    )
+    name = write_plugin_module(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     (jarvis_home / "config.toml").write_text(f'[plugins]\nmodules = ["{name}"]\n')
     yield name
