@@ -105,3 +105,12 @@ def test_executor_parses_json_text_arguments(
     assert result.success is success
     assert content in result.content
     assert result.tool_name == "calculator"
+
+
+@pytest.mark.parametrize("name", [None, 7, ["calculator"]], ids=["none", "number", "list"])
+def test_a_call_whose_name_is_not_text_is_a_failed_result(name: object) -> None:
+    """The executor never raises for a bad call: a name of another type included."""
+    executor = ToolExecutor([CalculatorTool()])
+    result = executor.execute(ToolCall(id="c1", name=name, arguments="{}"))  # type: ignore[arg-type]
+    assert not result.success
+    assert "not a string" in result.content

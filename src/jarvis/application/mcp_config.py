@@ -286,7 +286,7 @@ def openjarvis_servers(
         where = f"[tools.mcp] servers file {settings.path}"
     elif (named := servers_file(settings.servers)) is not None:
         raise ConfigurationError(
-            f"[tools.mcp] servers names a file ({named!r}) that was not read: a path is "
+            f"[tools.mcp] servers names a file ({shown(repr(named))}) that was not read: a path is "
             "read from a config file's [tools.mcp] only.",
             hint='Give the servers inline: [{"name": "fs", "command": "npx", "args": [...]}].',
         )
@@ -319,16 +319,18 @@ def mcp_servers(
         for name, server in sorted(mcp.servers.items())
         if server.enabled
     ]
-    taken = {entry.name for entry in entries}
+    ours = {entry.name for entry in entries}
     theirs = openjarvis_servers(openjarvis or OpenJarvisMcpSettings(), taken=set(mcp.servers))
+    seen: set[str] = set()
     for entry in theirs:
-        if entry.name in taken:
+        if entry.name in ours or entry.name in seen:
+            where = "in [mcp.servers] and in" if entry.name in ours else "twice in"
             raise ConfigurationError(
-                f"MCP server '{entry.name}' is configured twice: in [mcp.servers] and in "
+                f"MCP server '{shown(entry.name)}' is configured twice: {where} "
                 "[tools.mcp] servers.",
-                hint="Keep one of them.",
+                hint="Keep one of them, or give the other a name of its own.",
             )
-        taken.add(entry.name)
+        seen.add(entry.name)
         entries.append(entry)
     if len(entries) > MAX_SERVERS:
         raise ConfigurationError(f"At most {MAX_SERVERS} MCP servers can be configured.")

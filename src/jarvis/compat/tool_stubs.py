@@ -142,6 +142,15 @@ def _parsed(tool_call: ToolCall) -> ToolCall | ToolResult:
     (``""`` or ``None``: none). Text that is not a JSON object is kept raw, so jarvis's
     executor reports it (what was received, and the schema to follow); text longer than
     :data:`MAX_ARGUMENTS_CHARS` is refused unparsed."""
+    name: object = tool_call.name
+    if not isinstance(name, str):  # OpenJarvis code may build one from anything
+        return ToolResult(
+            tool_name=str(name)[:80],
+            content=f"Invalid tool call: its name is {type(name).__name__}, not a string.",
+            success=False,
+            call_id=tool_call.id,
+            metadata={"error": "invalid_name"},
+        )
     arguments: object = tool_call.arguments
     if arguments is None:
         return ToolCall(id=tool_call.id, name=tool_call.name)

@@ -43,6 +43,7 @@ from dataclasses import replace
 from os import PathLike
 from typing import TYPE_CHECKING, TypeVar, Unpack, overload
 
+from jarvis.application.dotted_keys import shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
@@ -473,7 +474,8 @@ def _engine_name(engine: str | None, engine_key: str | None) -> str | None:
     an error (which one was meant cannot be guessed)."""
     if engine is not None and engine_key is not None and engine != engine_key:
         raise ConfigurationError(
-            f"engine={engine!r} and engine_key={engine_key!r} name different engines.",
+            f"engine={shown(repr(engine))} and engine_key={shown(repr(engine_key))} name "
+            "different engines.",
             hint="Pass one of them (engine_key is OpenJarvis's name for engine).",
         )
     return engine if engine is not None else engine_key

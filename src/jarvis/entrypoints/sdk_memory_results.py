@@ -4,6 +4,7 @@ typed values stay jarvis's, with OpenJarvis's keys on top, so its samples run un
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 
 from jarvis.domain.json_types import JSONObject, JSONValue
@@ -12,7 +13,9 @@ from jarvis.domain.run.contract import MemoryHit
 
 
 class _Mapping:
-    """``value[key]``, ``value.get(key)`` and ``keys()`` over :meth:`to_json`."""
+    """``value[key]``, ``get``, ``in``, iteration, ``len``, ``keys``, ``values`` and
+    ``items`` over :meth:`to_json`: what code written for OpenJarvis's plain dicts does
+    with them (``if "score" in hit``, ``dict(stats)``)."""
 
     def to_json(self) -> JSONObject:
         raise NotImplementedError
@@ -25,6 +28,21 @@ class _Mapping:
 
     def keys(self) -> list[str]:
         return list(self.to_json())
+
+    def values(self) -> list[JSONValue]:
+        return list(self.to_json().values())
+
+    def items(self) -> list[tuple[str, JSONValue]]:
+        return list(self.to_json().items())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_json()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

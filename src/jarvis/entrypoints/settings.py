@@ -414,7 +414,7 @@ def _apply_overrides(raw: dict[str, object], overrides: EngineOverrides) -> None
     if overrides.engine is not None:
         if overrides.engine not in ENGINE_NAMES:
             raise ConfigurationError(
-                f"Unknown engine '{overrides.engine}'.",
+                f"Unknown engine '{shown(overrides.engine)}'.",
                 hint="Known engines: " + ", ".join(ENGINE_NAMES),
             )
         engine["name"] = overrides.engine

@@ -93,3 +93,13 @@ def test_a_file_read_at_load_is_named_in_messages_and_a_path_never_read_is_refus
     with pytest.raises(ConfigurationError, match=r"names a file \('mcp\.json'\) that was not read"):
         openjarvis_servers(settings("mcp.json"))
     assert openjarvis_servers(OpenJarvisMcpSettings(enabled=False, servers="mcp.json")) == []
+
+
+def test_a_name_twice_in_tools_mcp_is_named_as_such() -> None:
+    """Not 'in [mcp.servers] and in [tools.mcp]' when [mcp.servers] is empty."""
+    twice = settings([{"name": "a", "command": "x"}, {"name": "a", "command": "y"}])
+    with pytest.raises(ConfigurationError, match=r"'a' is configured twice: twice in \[tools"):
+        mcp_servers(McpSettings(), twice)
+    ours = McpSettings(servers={"a": McpServerSettings(command="z")})
+    with pytest.raises(ConfigurationError, match=r"in \[mcp.servers\] and in \[tools.mcp\]"):
+        mcp_servers(ours, settings([{"name": "a", "command": "x"}]))

@@ -76,6 +76,13 @@ def test_index_adds_a_folder_recursively_in_openjarvis_shape(tmp_path: Path) -> 
     assert (hit["source"], hit["content"]) == (sources[1], "Beta configuration.")
     assert hit["metadata"] == {"line": 1, "end_line": 1, "citation": f"[{sources[1]}:1]"}
     assert (stats["backend"], stats.get("count"), stats.chunks) == ("sqlite", 2, 2)
+    # as plain dicts are used: membership, iteration, len, dict(), items
+    assert "score" in hit
+    assert "nothing" not in stats
+    assert list(hit) == ["content", "score", "source", "metadata"]
+    assert len(hit) == 4
+    assert dict(stats)["backend"] == "sqlite"
+    assert dict(hit.items()) == dict(zip(hit.keys(), hit.values(), strict=True))
 
 
 @pytest.mark.usefixtures("no_embedding")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jarvis.application.dotted_keys import shown
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.application.tools.function_tool import as_tool
@@ -121,7 +122,7 @@ class ToolCatalogue:
         bare = self._bare(names)
         if self._mcp is not None and bare:
             await self._mcp.prepare([], bare=bare)
-        return self.validate(names)
+        return self.validate(names, guess=False)
 
     def _bare(self, names: Sequence[str]) -> list[str]:
         """The names of ``names`` that no catalogue tool, MCP server nor plug-in has: a
@@ -138,21 +139,33 @@ class ToolCatalogue:
             left = [name for name in left if name not in plugin_tools]
         return left
 
-    def _mcp_tool(self, name: str) -> list[str]:
+    def _mcp_tool(self, name: str, *, guess: bool) -> list[str]:
         """The MCP tool a bare ``name`` means: ``SERVER.TOOL`` of the one server that offers
-        it (two: a ``ConfigurationError`` naming both); when none does, a stand-in for each
-        server that could and did not start, which fails with why when called."""
+        it (two: a ``ConfigurationError`` naming both). When none does and the one server
+        that could did not start, a stand-in for it, which fails with why when called
+        (``guess``: for a run; a name stored for later runs is not guessed); two or more
+        that could are as ambiguous as two that do (a mistyped name would otherwise be a
+        stand-in of each)."""
         if self._mcp is None:
             return []
         offered, down = self._mcp.offering(name)
         if len(offered) > 1:
             raise ConfigurationError(
-                f"Tool '{name}' is offered by more than one MCP server: "
+                f"Tool '{shown(name)}' is offered by more than one MCP server: "
                 + ", ".join(offered)
                 + ".",
                 hint="Name the one meant: " + " or ".join(offered) + ".",
             )
-        return offered or [f"{server}.{name}" for server in down]
+        if offered:
+            return offered
+        if len(down) > 1 or (down and not guess):
+            raise ConfigurationError(
+                f"Tool '{shown(name)}' is offered by no running MCP server, and "
+                + ", ".join(down)
+                + " could not start: which one has it cannot be told.",
+                hint="Name it as SERVER.TOOL, or fix the server (jarvis mcp list says why).",
+            )
+        return [f"{server}.{name}" for server in down]
 
     @classmethod
     def with_builtins(
@@ -214,12 +227,13 @@ class ToolCatalogue:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
-    def validate(self, names: Sequence[str]) -> tuple[str, ...]:
+    def validate(self, names: Sequence[str], *, guess: bool = True) -> tuple[str, ...]:
         """``names`` trimmed and without repeats; an unknown name raises ConfigurationError.
 
         A name is a catalogue tool's, an MCP server's (all its tools), ``SERVER.TOOL``, a
         plug-in tool's, or else the bare name of an MCP tool (after :meth:`prepare`), which
-        becomes its ``SERVER.TOOL``: a catalogue tool of the same name wins."""
+        becomes its ``SERVER.TOOL``: a catalogue tool of the same name wins. ``guess``: see
+        :meth:`_mcp_tool`."""
         chosen: list[str] = []
         unknown: list[str] = []
         for raw in names:
@@ -228,7 +242,7 @@ class ToolCatalogue:
                 continue
             if name in self._entries or self._is_mcp(name) or self._from_plugins(name):
                 chosen.append(name)
-            elif found := self._mcp_tool(name):
+            elif found := self._mcp_tool(name, guess=guess):
                 chosen.extend(tool for tool in found if tool not in chosen)
             else:
                 unknown.append(name)
@@ -237,7 +251,7 @@ class ToolCatalogue:
         if unknown:
             plural = "s" if len(unknown) > 1 else ""
             raise ConfigurationError(
-                f"Unknown tool{plural}: " + ", ".join(f"'{n}'" for n in unknown) + ".",
+                f"Unknown tool{plural}: " + ", ".join(f"'{shown(n)}'" for n in unknown) + ".",
                 hint="Known tools: "
                 + ", ".join(self.names())
                 + (

@@ -37,7 +37,7 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
 
         loaded = read_config(config)
         mcp_servers(loaded.config.mcp, loaded.config.tools.mcp)  # read as `mcp list` reads them
-        names = _checked_names(ctx, loaded)
+        names = _checked_names(ctx, loaded) + _key_warnings(loaded)
         rows: list[ConfigNote | str] = []  # a note, or a key of jarvis's own read as it is
         seen: set[str] = set()
         for key in file_keys(loaded.raw):
@@ -72,6 +72,29 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
     code = guarded(body, verbose=False)
     if code:
         raise typer.Exit(code)
+
+
+def _key_warnings(loaded: LoadedConfig) -> list[tuple[str, str]]:
+    """``[server.auth] api_key`` in a file other users may read: ``jarvis serve`` refuses
+    it, so "valid" alone would mislead."""
+    if not (loaded.found and loaded.config.server.auth.api_key):
+        return []
+    import os
+    import stat
+
+    try:
+        mode = os.stat(loaded.file).st_mode
+    except OSError:
+        return []
+    if not mode & 0o077:
+        return []
+    return [
+        (
+            "server.auth.api_key",
+            f"other users may read or change this file (mode {stat.S_IMODE(mode):04o}): "
+            f"jarvis serve refuses the key until chmod 600 {loaded.file}",
+        )
+    ]
 
 
 def _checked_names(ctx: typer.Context, loaded: LoadedConfig) -> list[tuple[str, str]]:

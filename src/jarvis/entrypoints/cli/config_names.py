@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jarvis.application.dotted_keys import get_key
+from jarvis.application.dotted_keys import get_key, shown
 from jarvis.application.plugins import PluginError
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
 
@@ -77,7 +77,7 @@ def check_default_agent(loaded: LoadedConfig, registry: AgentRegistry) -> None:
         name = loaded.config.agent.default
         section, _, key = written.rpartition(".")
         error = UnknownAgentError(name, known.split(", "))
-        error.message = f"Unknown agent '{name}' ([{section}] {key} in {loaded.file})."
+        error.message = f"Unknown agent '{shown(name)}' ([{section}] {key} in {loaded.file})."
         error.hint = f"Known agents: {known} (`jarvis agents`); or remove the key for simple."
         raise error
 
@@ -97,7 +97,8 @@ def check_enabled_tools(loaded: LoadedConfig, catalogue: ToolCatalogue, found: N
                 found.warnings.append(
                     (
                         written,
-                        f"'{name}' is no built-in or plug-in tool; an MCP server ({servers}) "
+                        f"'{shown(name)}' is no built-in or plug-in tool; an MCP server "
+                        f"({servers}) "
                         "may offer it (servers are not started by config check)",
                     )
                 )
@@ -105,7 +106,7 @@ def check_enabled_tools(loaded: LoadedConfig, catalogue: ToolCatalogue, found: N
                 known = ", ".join(catalogue.names()) + (
                     f"; MCP servers: {servers}" if servers else ""
                 )
-                found.errors.append(f"{written}: unknown tool '{name}' (known: {known})")
+                found.errors.append(f"{written}: unknown tool '{shown(name)}' (known: {known})")
 
 
 def check_names(
@@ -116,7 +117,7 @@ def check_names(
     written, known = _unknown_default_agent(loaded, registry)
     if written:
         found.errors.append(
-            f"{written}: unknown agent '{loaded.config.agent.default}' (known: {known})"
+            f"{written}: unknown agent '{shown(loaded.config.agent.default)}' (known: {known})"
         )
     if catalogue is not None:
         check_enabled_tools(loaded, catalogue, found)

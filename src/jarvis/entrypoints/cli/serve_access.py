@@ -66,10 +66,29 @@ def api_key_from(
             import sys
 
             sys.stderr.write(FLAG_WARNING)
-        return flag
-    if variable or openjarvis_variable:
-        return variable or openjarvis_variable
-    return _private_config_key(config_key) if config_key and config_key.key else None
+        return _usable(flag, "--api-key")
+    if variable:
+        return _usable(variable, KEY_VARIABLE)
+    if openjarvis_variable:
+        return _usable(openjarvis_variable, OPENJARVIS_KEY_VARIABLE)
+    if config_key and config_key.key:
+        return _usable(
+            _private_config_key(config_key), f"[server.auth] api_key in {config_key.file}"
+        )
+    return None
+
+
+def _usable(key: str, source: str) -> str:
+    """``key`` without the spaces around it (the server compares the header's key trimmed:
+    a key kept with them could never match); a key with spaces or control characters
+    inside is refused, naming where it came from, never the key."""
+    key = key.strip()
+    if not key or any(char.isspace() or not char.isprintable() for char in key):
+        raise ConfigurationError(
+            f"The API key of {source} is empty or holds spaces or control characters.",
+            hint="An API key is one word of printable characters.",
+        )
+    return key
 
 
 def _private_config_key(config_key: ConfigKey) -> str:

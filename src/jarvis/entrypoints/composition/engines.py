@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from jarvis.application.config import JarvisConfig
+from jarvis.application.dotted_keys import shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.ports import InferencePort
 from jarvis.entrypoints.composition.di import resources
@@ -128,6 +129,6 @@ def build_engine(name: str, config: JarvisConfig) -> InferencePort:
     builder = ENGINE_BUILDERS.get(name)
     if builder is None:
         raise ConfigurationError(
-            f"Unknown engine '{name}'.", hint="Known engines: " + ", ".join(ENGINE_BUILDERS)
+            f"Unknown engine '{shown(name)}'.", hint="Known engines: " + ", ".join(ENGINE_BUILDERS)
         )
     return builder(config)

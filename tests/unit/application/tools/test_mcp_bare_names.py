@@ -111,3 +111,21 @@ async def test_a_server_that_started_with_no_tools_gives_no_stand_in() -> None:
     await catalogue.prepare(["echo"])
     with pytest.raises(ConfigurationError, match="Unknown tool: 'echo'"):
         catalogue.validate(["echo"])
+
+
+async def test_a_bare_name_two_servers_that_did_not_start_could_offer_is_refused() -> None:
+    """A mistyped name with two servers down was a stand-in of each (``mcp1_calculater``,
+    ``mcp2_calculater``): which server has it cannot be told, as with two that offer it."""
+    catalogue, _ = catalogue_of(entry("one"), entry("two"), down=("one", "two"))
+    await catalogue.prepare(["calculater"])
+    with pytest.raises(ConfigurationError, match=r"one, two could not start") as caught:
+        catalogue.validate(["calculater"])
+    assert "SERVER.TOOL" in caught.value.hint
+
+
+async def test_a_name_stored_for_later_runs_is_never_a_guess() -> None:
+    """``operators add --tools echo`` with the one server that could offer it down: a run
+    may get a stand-in, a stored name would keep the guess for good."""
+    catalogue, _ = catalogue_of(entry("down"), down=("down",))
+    with pytest.raises(ConfigurationError, match="down could not start"):
+        await catalogue.resolve(["echo"])

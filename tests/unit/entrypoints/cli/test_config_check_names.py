@@ -80,6 +80,18 @@ def test_both_unknown_names_are_reported_at_once(tmp_path: Path) -> None:
     assert "unknown tool 'nope'" in result.stderr
 
 
+def test_long_unknown_names_are_cut_in_the_messages(tmp_path: Path) -> None:
+    agent, tool = "a" * 3000, "t" * 3000
+    path = config(tmp_path, f'[agent]\ndefault = "{agent}"\n[tools]\nenabled = ["{tool}"]\n')
+    result = run("config", "check", "--config", path)
+    assert result.exit_code == EXIT_USAGE
+    assert "unknown agent 'aaaa" in result.stderr
+    assert "unknown tool 'tttt" in result.stderr
+    assert agent not in result.stderr
+    assert tool not in result.stderr
+    assert len(result.stderr) < 2000
+
+
 def test_known_names_are_valid(tmp_path: Path) -> None:
     path = config(
         tmp_path, '[agent]\ndefault_agent = "orchestrator"\n[tools]\nenabled = "calculator,think"\n'
@@ -150,3 +162,18 @@ def test_ask_with_an_agent_option_ignores_the_default(tmp_path: Path) -> None:
     result = run("ask", "--config", path, "--agent", "simple", "--no-stream", "hi")
     assert result.exit_code == 0, result.output
     assert result.stdout == "unused\n"
+
+
+def test_a_key_in_a_file_others_may_read_is_a_warning_unshown(tmp_path: Path) -> None:
+    """``jarvis serve`` refuses such a key: ``config check`` says so, not just "valid"."""
+    path = config(tmp_path, '[server.auth]\napi_key = "oj_sk_never-shown-0123"\n')
+    Path(path).chmod(0o644)
+    result = run("config", "check", "--config", path)
+    assert result.exit_code == 0, result.stderr
+    assert "server.auth.api_key: warning: other users may read or change this file" in (
+        result.stdout
+    )
+    assert "chmod 600" in result.stdout
+    assert "never-shown" not in result.stdout + result.stderr
+    Path(path).chmod(0o600)
+    assert "warning" not in run("config", "check", "--config", path).stdout

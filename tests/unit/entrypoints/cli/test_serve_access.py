@@ -84,3 +84,24 @@ def test_a_config_file_others_may_read_is_fine_when_the_key_comes_from_elsewhere
     config_key.file.chmod(0o644)
     monkeypatch.setenv("OPENJARVIS_API_KEY", "oj-variable-0123")
     assert api_key_from(None, None, config_key=config_key) == "oj-variable-0123"
+
+
+def test_keys_are_trimmed_and_a_key_with_spaces_inside_is_refused_unshown(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The server compares the header's key trimmed: a key kept with spaces around it was
+    accepted at start and matched no request (every one a 401)."""
+    monkeypatch.delenv("JARVIS_API_KEY", raising=False)
+    monkeypatch.delenv("OPENJARVIS_API_KEY", raising=False)
+    path = tmp_path / "config.toml"
+    path.write_text("")
+    path.chmod(0o600)
+    spaced = ConfigKey("   SUPERSECRETKEY12345   ", path)
+    assert api_key_from(None, None, config_key=spaced) == "SUPERSECRETKEY12345"
+    monkeypatch.setenv("OPENJARVIS_API_KEY", " oj-variable-0123\n")
+    assert api_key_from(None, None) == "oj-variable-0123"
+    for inside in ("two words-0123", "tab\there-0123", "bell\x07-0123"):
+        with pytest.raises(ConfigurationError) as refused:
+            api_key_from(None, None, config_key=ConfigKey(inside, path))
+        assert "[server.auth] api_key in" in str(refused.value)
+        assert inside not in str(refused.value)
