@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jarvis.application.dotted_keys import shown
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.bounded_files import read_regular_file
 
@@ -49,12 +49,13 @@ def with_mcp_servers_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigurationError(
-            f"{where}: cannot read the MCP servers file {shown(str(path))} ({reason}).",
+            f"{where}: cannot read the MCP servers file {shown(str(path), MAX_SHOWN_PATH)} "
+            f"({reason}).",
             hint="Create it (a JSON array of server objects), or give the servers inline.",
         ) from None
     except UnicodeDecodeError as exc:
         raise ConfigurationError(
-            f"{where}: the MCP servers file {shown(str(path))} is not UTF-8 text "
+            f"{where}: the MCP servers file {shown(str(path), MAX_SHOWN_PATH)} is not UTF-8 text "
             f"({exc.reason} at byte {exc.start})."
         ) from None
     loaded = OpenJarvisMcpFile(enabled=True, servers=text, path=str(path))
@@ -73,7 +74,8 @@ def _servers_path(named: str, folder: Path, where: str) -> Path:
         base = os.path.realpath(folder)
         if os.path.commonpath([real, base]) != base:
             raise ConfigurationError(
-                f"{where}: {shown(repr(named))} leads out of the config file's folder ({base}).",
+                f"{where}: {shown(repr(named), MAX_SHOWN_PATH)} leads out of the config file's "
+                f"folder ({base}).",
                 hint="Keep the file beside config.toml, or give its absolute path.",
             )
     from jarvis.application.tools.secret_paths import secret_rule
@@ -81,8 +83,8 @@ def _servers_path(named: str, folder: Path, where: str) -> Path:
     rule = secret_rule(real.split(os.sep))
     if rule is not None:
         raise ConfigurationError(
-            f"{where}: {shown(str(path))} is a secret file (it matches {rule!r}); it is not "
-            "read as MCP servers.",
+            f"{where}: {shown(str(path), MAX_SHOWN_PATH)} is a secret file (it matches {rule!r}); "
+            "it is not read as MCP servers.",
             hint="Keep the servers in a file of their own, e.g. mcp-servers.json.",
         )
     return path

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from jarvis.application.dotted_keys import shown
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
 from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.bounded_files import read_regular_file
@@ -161,8 +161,9 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     rule = next(filter(None, (secret_rule(path.split(os.sep)) for path in seen)), None)
     if rule is not None:  # a config copied from elsewhere would send it with every question
         raise ConfigurationError(
-            f"Invalid config file {file}: agent.system_prompt_path: {shown(str(prompt_file))} "
-            f"is a secret file (it matches {rule!r}); it is never sent to an engine.",
+            f"Invalid config file {file}: agent.system_prompt_path: "
+            f"{shown(str(prompt_file), MAX_SHOWN_PATH)} is a secret file (it matches {rule!r}); "
+            "it is never sent to an engine.",
             hint="Point it at the prompt's own text file, or remove the key.",
         )
     try:
@@ -172,7 +173,7 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise ConfigurationError(
             f"Invalid config file {file}: agent.system_prompt_path: cannot read "
-            f"{shown(str(prompt_file))} ({reason}).",
+            f"{shown(str(prompt_file), MAX_SHOWN_PATH)} ({reason}).",
             hint="Point it at a readable UTF-8 text file, or remove the key.",
         ) from None
     return replace(config, agent=replace(agent, system_prompt=text.strip()))
