@@ -5,6 +5,7 @@ configuration's errors. Every test ends with a look at the process table."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -213,13 +214,15 @@ def test_an_openjarvis_tools_mcp_table_is_read(tmp_path: Path, tag: str) -> None
     assert enabled == ["echo"]
 
 
-def test_a_streamable_http_server_is_called_by_url_with_its_headers(
-    tmp_path: Path, tag: str
-) -> None:
+@contextlib.contextmanager
+def http_reference_server(tmp_path: Path, tag: str, authorization: str) -> Iterator[str]:
+    """The reference server over streamable HTTP, refusing a request whose
+    ``Authorization`` is not ``authorization``; its URL. It says when it listens (its port
+    in a file): the test waits for that, not for a time."""
     port_file = tmp_path / "port"
     server = subprocess.Popen(
         [sys.executable, SERVER, "--http", str(port_file), "--tag", tag,
-         "--require-header", "Authorization=Bearer s3cret"],
+         "--require-header", f"Authorization={authorization}"],
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -227,7 +230,16 @@ def test_a_streamable_http_server_is_called_by_url_with_its_headers(
             if port_file.exists() or server.poll() is not None:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
-        url = f"http://127.0.0.1:{port_file.read_text()}/mcp"
+        yield f"http://127.0.0.1:{port_file.read_text()}/mcp"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_streamable_http_server_is_called_by_url_with_its_headers(
+    tmp_path: Path, tag: str
+) -> None:
+    with http_reference_server(tmp_path, tag, "Bearer s3cret") as url:
         config = tmp_path / "config.toml"
         config.write_text(f'[mcp.servers.web]\nurl = "{url}"\n')
         refused = jarvis("mcp", "call", "web.add", '{"a": 1, "b": 1}', "--config", str(config))
@@ -239,9 +251,6 @@ def test_a_streamable_http_server_is_called_by_url_with_its_headers(
         result = jarvis("mcp", "call", "web.add", '{"a": 20, "b": 22}', "--config", str(config))
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"sum": 42}
-    finally:
-        server.kill()
-        server.wait()
 
 
 @pytest.mark.parametrize(

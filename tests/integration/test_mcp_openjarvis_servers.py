@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_mcp_cli import SERVER, jarvis
+from tests.integration.test_mcp_cli import SERVER, http_reference_server, jarvis
 from tests.support.processes import processes_with
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
@@ -126,21 +125,8 @@ def test_an_entry_without_a_name_gets_one_no_server_has(tmp_path: Path, tag: str
 @pytest.fixture
 def http_server(tmp_path: Path, tag: str) -> Iterator[str]:
     """The reference server over streamable HTTP, refusing a request without the token."""
-    port_file = tmp_path / "port"
-    server = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port_file), "--tag", tag,
-         "--require-header", f"Authorization=Bearer {TOKEN}"],
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(600):
-            if port_file.exists() or server.poll() is not None:
-                break
-            subprocess.run(["sleep", "0.05"], check=True)
-        yield f"http://127.0.0.1:{port_file.read_text()}/mcp"
-    finally:
-        server.kill()
-        server.wait()
+    with http_reference_server(tmp_path, tag, f"Bearer {TOKEN}") as url:
+        yield url
 
 
 def test_a_token_is_sent_as_a_bearer_header_and_never_shown(

@@ -95,8 +95,10 @@ class ConfigurationError(JarvisError):
 
 class UnknownAgentError(ConfigurationError):
     def __init__(self, key: str, known: list[str]) -> None:
+        # the key as given can be anything (``-a`` of 100,000 characters): cut in the message
+        shown = key if len(key) <= 80 else key[:77] + "..."
         super().__init__(
-            f"Unknown agent '{key}'.", hint="Known agents: " + ", ".join(sorted(known))
+            f"Unknown agent '{shown}'.", hint="Known agents: " + ", ".join(sorted(known))
         )
         self.key = key
         self.known = sorted(known)

@@ -193,6 +193,13 @@ class TestAsk:
 
 
 class TestUsageErrors:
+    def test_a_long_unknown_agent_is_cut_in_the_message(self) -> None:
+        name = "x" * 100_000
+        result = run(with_engine(ScriptedInference()), "ask", "--agent", name, "q")
+        assert result.exit_code == EXIT_USAGE
+        assert "Unknown agent 'xxxx" in result.stderr
+        assert len(result.stderr) < 2_000
+
     def test_unknown_agent_lists_the_known_ones(self) -> None:
         result = run(with_engine(ScriptedInference()), "ask", "--agent", "nope", "q")
         assert result.exit_code == EXIT_USAGE
