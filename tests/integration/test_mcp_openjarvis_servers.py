@@ -188,6 +188,15 @@ def _secret(folder: Path) -> str:
     return "credentials.json"
 
 
+def _secret_through_a_link(folder: Path) -> str:
+    """``.config`` kept as a link (a dotfile manager's): the path as written names
+    ``.config/gcloud``, the resolved one does not."""
+    (folder / "dotfiles" / "config" / "gcloud").mkdir(parents=True)
+    (folder / "dotfiles" / "config" / "gcloud" / "servers.json").write_text("[]")
+    (folder / ".config").symlink_to(folder / "dotfiles" / "config")
+    return ".config/gcloud/servers.json"
+
+
 def _not_utf8(folder: Path) -> str:
     (folder / "latin.json").write_bytes(b'[{"name": "caf\xe9"}]')
     return "latin.json"
@@ -216,6 +225,7 @@ def _empty(folder: Path) -> str:
         (_fifo, "is a named pipe, not a regular file"),
         (_too_large, "is too large"),
         (_secret, "is a secret file (it matches 'credentials*')"),
+        (_secret_through_a_link, "is a secret file (it matches '.config/gcloud')"),
         (_not_utf8, "is not UTF-8 text"),
         (_bad_json, "[tools.mcp] servers file {folder}/bad.json is not valid JSON"),
         (_nested, "[tools.mcp] servers file {folder}/deep.json is not valid JSON"),

@@ -78,9 +78,9 @@ def _servers_path(named: str, folder: Path, where: str) -> Path:
                 f"folder ({base}).",
                 hint="Keep the file beside config.toml, or give its absolute path.",
             )
-    from jarvis.application.tools.secret_paths import secret_rule
+    from jarvis.application.tools.secret_paths import secret_rule_of_paths
 
-    rule = secret_rule(real.split(os.sep))
+    rule = secret_rule_of_paths(str(path), real)
     if rule is not None:
         raise ConfigurationError(
             f"{where}: {shown(str(path), MAX_SHOWN_PATH)} is a secret file (it matches {rule!r}); "

@@ -154,11 +154,9 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     prompt_file = Path(agent.system_prompt_path).expanduser()
     if not prompt_file.is_absolute():
         prompt_file = file.parent / prompt_file
-    from jarvis.application.tools.secret_paths import secret_rule
+    from jarvis.application.tools.secret_paths import secret_rule_of_paths
 
-    # as written and as resolved: a dotfile manager's ``~/.config`` is often a link
-    seen = (os.path.abspath(prompt_file), os.path.realpath(prompt_file))
-    rule = next(filter(None, (secret_rule(path.split(os.sep)) for path in seen)), None)
+    rule = secret_rule_of_paths(os.path.abspath(prompt_file), os.path.realpath(prompt_file))
     if rule is not None:  # a config copied from elsewhere would send it with every question
         raise ConfigurationError(
             f"Invalid config file {file}: agent.system_prompt_path: "

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from jarvis.application.tools.secret_paths import secret_rule
+from jarvis.application.tools.secret_paths import secret_rule_of_paths
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.persona import (
     FILE_NAMES,
@@ -162,14 +162,13 @@ class FilesystemPersonaStore:
         if kind not in self._configured:
             return None
         path = self._defaults[kind]
-        for seen in (os.path.abspath(path), os.path.realpath(path)):
-            rule = secret_rule(seen.split(os.sep))
-            if rule is not None:
-                return (
-                    f"{path} is a secret file (it matches {rule!r}); jarvis neither reads "
-                    "it into a prompt nor writes to it."
-                )
-        return None
+        rule = secret_rule_of_paths(os.path.abspath(path), os.path.realpath(path))
+        if rule is None:
+            return None
+        return (
+            f"{path} is a secret file (it matches {rule!r}); jarvis neither reads it into a "
+            "prompt nor writes to it."
+        )
 
     def _read(self, kind: PersonaFile, path: Path, default: bool) -> PersonaDocument | None:
         source = str(path)

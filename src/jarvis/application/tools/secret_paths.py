@@ -9,6 +9,7 @@ such as ``~/.ssh`` is refused too, not only the components below the root.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Sequence
 from typing import Final
 
@@ -96,4 +97,15 @@ def secret_rule(components: Sequence[str]) -> str | None:
         for start in range(len(folded) - width + 1):
             if tuple(folded[start : start + width]) == sequence:
                 return "/".join(sequence)
+    return None
+
+
+def secret_rule_of_paths(*paths: str) -> str | None:
+    """The first rule any of ``paths`` (absolute) matches. A file a config names is checked
+    as written and as resolved: a dotfile manager's ``~/.config`` is often a link, so the
+    resolved path alone would miss ``.config/gcloud``."""
+    for path in paths:
+        rule = secret_rule(path.split(os.sep))
+        if rule is not None:
+            return rule
     return None
