@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,9 +20,11 @@ import pytest
 from jarvis.adapters.pypdf_documents import PdfLimits, pdf_text
 from jarvis.adapters.pypdf_documents.text import _child_environment
 from jarvis.domain.knowledge import DocumentError
+from tests.integration.test_file_read_attacks import _SOURCE, _as_user, _interpreter_for
 from tests.support.hostile_pdfs import looping_pdf, one_page, surrogate_pdf
+from tests.support.users import throwaway_user
 
-pytest.importorskip("pypdf")
+pypdf = pytest.importorskip("pypdf")
 
 
 async def test_a_pdf_built_to_loop_is_stopped_at_its_page_limit() -> None:
@@ -248,3 +252,44 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in (b"Z", b"X")
+
+
+_AS_USER = """
+import asyncio, sys
+from jarvis.adapters.pypdf_documents import PdfLimits, pdf_text
+from jarvis.domain.knowledge import DocumentError
+data = open(sys.argv[1], "rb").read()
+try:
+    asyncio.run(pdf_text(data, "loop.pdf", limits=PdfLimits(page_seconds=1)))
+except DocumentError as error:
+    print(error.message)
+"""
+
+
+def test_a_looping_pdf_is_stopped_for_an_ordinary_user_too() -> None:
+    """The limits are the kernel's, set by the child on itself: the same for a user who
+    cannot raise them back, as for root."""
+    # jarvis from its source, pypdf from where this interpreter has it (the user may have
+    # to run the system's interpreter of the same version)
+    paths = {"PYTHONPATH": os.pathsep.join([_SOURCE, str(Path(pypdf.__file__).parents[1])])}
+    with throwaway_user("jvpdf") as (uid, gid):
+        interpreter = _interpreter_for(uid, gid)
+        probe = _as_user([interpreter, "-c", "import pypdf"], uid, gid, env=paths)
+        if probe.returncode != 0:
+            pytest.skip("the ordinary user's interpreter has no pypdf")
+        folder = Path(tempfile.mkdtemp(prefix="jarvis-pdf-"))
+        try:
+            folder.chmod(0o755)
+            (folder / "loop.pdf").write_bytes(looping_pdf())
+            (folder / "loop.pdf").chmod(0o644)
+            done = _as_user(
+                [interpreter, "-c", _AS_USER, str(folder / "loop.pdf")],
+                uid,
+                gid,
+                env=paths,
+                cwd=str(folder),
+            )
+        finally:
+            shutil.rmtree(folder)
+    assert done.returncode == 0, done.stderr
+    assert "takes too long to read (over 1 s of CPU for a page" in done.stdout
