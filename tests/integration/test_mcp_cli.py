@@ -154,6 +154,21 @@ def test_tools_lists_mcp_tools_with_their_server(tmp_path: Path, tag: str) -> No
     assert "ref_echo [mcp:ref]" in text.stdout
 
 
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_tools_says_once_why_a_server_gave_no_tools(
+    tmp_path: Path, tag: str, json_output: bool
+) -> None:
+    extra = '[mcp.servers.gone]\ncommand = "/nonexistent/mcp-server"\n'
+    config = write_config(tmp_path / "config.toml", tag, extra)
+    result = jarvis("tools", *(["--json"] if json_output else []), "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "gone" in line] == [
+        "jarvis: MCP server 'gone' could not start: cannot run '/nonexistent/mcp-server' "
+        "(No such file or directory)."
+    ]
+    assert "ref_echo" in result.stdout  # the server that started is listed all the same
+
+
 def test_mcp_list_shows_each_server_its_state_and_why_one_failed(tmp_path: Path, tag: str) -> None:
     extra = '[mcp.servers.gone]\ncommand = "/nonexistent/mcp-server"\n'
     config = write_config(tmp_path / "config.toml", tag, extra)

@@ -43,29 +43,27 @@ def parse_tool_names(value: str | None) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-def _mcp_specs(catalogue: ToolCatalogue) -> tuple[list[ToolSpec], dict[str, str], list[str]]:
-    """The MCP servers' tools (each server started to list them, stopped after), which
-    server each comes from, and why a server gave none."""
+def _mcp_specs(catalogue: ToolCatalogue) -> tuple[list[ToolSpec], dict[str, str]]:
+    """The MCP servers' tools (each server started to list them, stopped after) and which
+    server each comes from. A server that cannot start is said once, by the source itself
+    (its report line on stderr), not again here."""
     from jarvis.entrypoints.cli.output import run_async
 
     source = catalogue.mcp
     assert source is not None
 
-    async def listing() -> tuple[list[ToolSpec], dict[str, str], list[str]]:
+    async def listing() -> tuple[list[ToolSpec], dict[str, str]]:
         specs: list[ToolSpec] = []
         servers: dict[str, str] = {}
-        problems: list[str] = []
         try:
             for state in await source.states(start=True):
-                if state.error:
-                    problems.append(f"MCP server '{state.name}' gave no tools: {state.error}")
                 for info in state.offered:
                     spec = source.spec_of(state.name, info)
                     specs.append(spec)
                     servers[spec.name] = state.name
         finally:
             await source.aclose()
-        return specs, servers, problems
+        return specs, servers
 
     return run_async(listing())
 
@@ -84,12 +82,9 @@ def tools(ctx: typer.Context, json_output: JsonOption = False, config: ConfigOpt
                 sys.stderr.write(f"jarvis: {failure} (not listed)\n")
         specs = catalogue.specs() if isinstance(catalogue, ToolCatalogue) else []
         servers: dict[str, str] = {}
-        problems: list[str] = []
         if isinstance(catalogue, ToolCatalogue) and catalogue.mcp is not None:
-            mcp_specs, servers, problems = _mcp_specs(catalogue)
+            mcp_specs, servers = _mcp_specs(catalogue)
             specs += mcp_specs
-        for problem in problems:
-            sys.stderr.write(f"jarvis: {problem}\n")
         if json_output:
             from jarvis.entrypoints.cli.streams import json_text
             from jarvis.entrypoints.cli.tool_descriptions import tool_json
