@@ -188,6 +188,53 @@ def test_mcp_list_shows_each_server_its_state_and_why_one_failed(tmp_path: Path,
     assert "ref.echo (as ref_echo) [read-only]" in text.stdout
 
 
+SECRETS = ("alice", "s3cr3t", "tok-QUERY-secret", "private_abc123", "postgres-pw")
+
+
+@pytest.mark.parametrize("table", ["mcp.servers", "tools.mcp"])
+def test_a_server_url_is_shown_without_its_secrets(tmp_path: Path, table: str) -> None:
+    """Userinfo, query values and a token-like path segment (OpenJarvis's Home Assistant
+    example) are masked wherever a command shows the server; nothing listens there, so
+    the server fails to start, as a wrong token would make it."""
+    url = "http://alice:s3cr3t@127.0.0.1:1/private_abc123/mcp?token=tok-QUERY-secret&v=2"
+    args = ["--db", "postgres://me:postgres-pw@127.0.0.1/x"]
+    if table == "mcp.servers":
+        text = f"[mcp.servers.ha]\nurl = {json.dumps(url)}\n"
+        text += f'[mcp.servers.db]\ncommand = "/nonexistent/db-mcp"\nargs = {json.dumps(args)}\n'
+    else:
+        servers: list[dict[str, object]] = [
+            {"name": "ha", "url": url},
+            {"name": "db", "command": "/nonexistent/db-mcp", "args": args},
+        ]
+        text = f"[tools.mcp]\nservers = {json.dumps(json.dumps(servers))}\n"
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    listed = jarvis("mcp", "list", "--json", "--config", str(config))
+    assert listed.returncode == 0, listed.stderr
+    targets = {row["name"]: row["target"] for row in json.loads(listed.stdout)}
+    assert targets == {
+        "ha": "http://***@127.0.0.1:1/***/mcp?token=***&v=***",
+        "db": "/nonexistent/db-mcp --db postgres://***@127.0.0.1/x",
+    }
+    for command in (["mcp", "list"], ["tools"], ["tools", "--json"], ["config", "check"]):
+        result = jarvis(*command, "--config", str(config))
+        assert result.returncode == 0, result.stderr
+        for output in (listed, result):
+            shown = output.stdout + output.stderr
+            assert not [secret for secret in SECRETS if secret in shown], (command, shown)
+
+
+def test_a_bad_server_url_is_quoted_without_its_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[mcp.servers.ha]\nurl = "ftp://alice:s3cr3t@h/private_abc123?token=tok-QUERY-secret"\n'
+    )
+    result = jarvis("mcp", "list", "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert "[mcp.servers.ha] url: 'ftp://***@h/***?token=***' is not a usable URL" in result.stderr
+    assert not [secret for secret in SECRETS if secret in result.stderr]
+
+
 def test_mcp_call_calls_one_tool_by_hand(tmp_path: Path, tag: str) -> None:
     config = write_config(tmp_path / "config.toml", tag)
     added = jarvis("mcp", "call", "ref.add", '{"a": 1, "b": 2}', "--config", str(config))

@@ -1,29 +1,53 @@
-"""Credentials in URLs are never shown: ``http://user:secret@host`` is printed ``http://***@host``.
+"""Credentials in URLs are never shown: ``http://user:secret@host/x?token=abc`` is printed
+``http://***@host/x?token=***``.
 
-A URL given with ``--base-url``, ``OPENAI_BASE_URL`` or ``config.toml`` may carry its
-credentials as userinfo. Engines repeat their URL in error messages and ``--verbose`` in
-its engine line, and what the CLI prints to a terminal ends up in scroll-back, logs and
-bug reports; so every line the CLI writes to stderr goes through :func:`redact_urls`, and
-configuration errors quote a URL only through it.
+A URL given with ``--base-url``, ``OPENAI_BASE_URL``, ``config.toml`` or an MCP server's
+``url`` may carry its credentials as userinfo or in its query string (``?api_key=...``).
+Engines repeat their URL in error messages and ``--verbose`` in its engine line, and what
+the CLI prints to a terminal ends up in scroll-back, logs and bug reports; so every line
+the CLI writes to stderr goes through :func:`redact_urls`. A URL the user configured, shown
+on its own (``jarvis mcp list``, a configuration error quoting it), goes through
+:func:`mask_url`, which also hides a path segment that looks like a token: some servers
+take their secret there (OpenJarvis's Home Assistant example is
+``http://172.16.3.1:9583/private_abc123``).
 """
 
 from __future__ import annotations
 
 _AUTHORITY_ENDS = frozenset("/?#\\\"'<>` \t\r\n\f\v")
 """Characters that end a URL's authority (``user:pw@host:port``) in running text."""
+_URL_ENDS = frozenset("\"'<>` \t\r\n\f\v")
+"""Characters that end a whole URL in running text."""
+_TRAILING = frozenset(".,;:!)]}")
+"""Punctuation that ends a sentence or a bracket after a URL rather than belonging to it."""
 
 MASK = "***"
 
+MIN_TOKEN_CHARS = 8
+"""A path segment this long that mixes letters and digits looks like a token."""
+LONG_SEGMENT_CHARS = 20
+"""A path segment this long looks like a token whatever its characters."""
+
 
 def redact_urls(text: str) -> str:
-    """``text`` with the userinfo of every ``scheme://userinfo@host`` replaced by ``***``.
+    """``text`` with the userinfo of every ``scheme://userinfo@host`` replaced by ``***``,
+    and the value of every query parameter (``?token=***&page=***``; a parameter without
+    ``=`` is all value) too: which of them is a secret cannot be told from its name.
 
     The userinfo runs up to the last ``@`` of the authority (so an unescaped ``@`` in a
     password is masked too). Linear time: each character is looked at a bounded number of
     times, whatever the text (no regular expression that could backtrack).
     """
-    if "@" not in text or "://" not in text:
+    if "://" not in text:
         return text
+    if "@" in text:
+        text = _mask_userinfo(text)
+    if "?" in text:
+        text = _mask_queries(text)
+    return text
+
+
+def _mask_userinfo(text: str) -> str:
     pieces: list[str] = []
     kept = 0  # text[:kept] is already in pieces
     search = 0
@@ -41,3 +65,71 @@ def redact_urls(text: str) -> str:
         search = max(end - 1, start)  # a "://" may begin just before the end
     pieces.append(text[kept:])
     return "".join(pieces)
+
+
+def _mask_queries(text: str) -> str:
+    """The query values of every URL in ``text`` masked; a URL runs to a space or a quote,
+    less the punctuation that closes the sentence around it."""
+    pieces: list[str] = []
+    kept = 0
+    search = 0
+    length = len(text)
+    while (found := text.find("://", search)) >= 0:
+        stop = found + 3
+        while stop < length and text[stop] not in _URL_ENDS:
+            stop += 1
+        search = stop  # a URL inside this one's query is masked as part of a value
+        end = stop
+        while end > found + 3 and text[end - 1] in _TRAILING:
+            end -= 1
+        query = text.find("?", found + 3, end)
+        if query < 0:
+            continue
+        fragment = text.find("#", query, end)
+        query_end = end if fragment < 0 else fragment
+        pieces.append(text[kept : query + 1])
+        pieces.append(
+            "&".join(_masked_pair(pair) for pair in text[query + 1 : query_end].split("&"))
+        )
+        kept = query_end
+    pieces.append(text[kept:])
+    return "".join(pieces)
+
+
+def _masked_pair(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    if not equals:
+        return MASK if name else ""
+    return f"{name}={MASK}" if value else pair
+
+
+def mask_url(url: str) -> str:
+    """One configured URL as it may be shown: :func:`redact_urls`, and each path segment
+    that looks like a token (:data:`MIN_TOKEN_CHARS` or more mixing letters and digits,
+    or :data:`LONG_SEGMENT_CHARS` or more of anything) replaced by ``***``; the scheme, the
+    host, the port and the plain words of the path (``/mcp``, ``/v1``) stay, to say where
+    it points."""
+    text = redact_urls(url)
+    scheme = text.find("://")
+    if scheme < 0:
+        return text
+    length = len(text)
+    path_start = scheme + 3
+    while path_start < length and text[path_start] not in "/?#":
+        path_start += 1
+    path_end = path_start
+    while path_end < length and text[path_end] not in "?#":
+        path_end += 1
+    segments = text[path_start:path_end].split("/")
+    path = "/".join(MASK if _token_like(segment) else segment for segment in segments)
+    return text[:path_start] + path + text[path_end:]
+
+
+def _token_like(segment: str) -> bool:
+    if len(segment) >= LONG_SEGMENT_CHARS:
+        return True
+    return (
+        len(segment) >= MIN_TOKEN_CHARS
+        and any(char.isdigit() for char in segment)
+        and any(char.isalpha() for char in segment)
+    )

@@ -330,9 +330,9 @@ def check_url(value: str, where: str) -> str:
     problem = _url_problem(value)
     if problem is None:
         return value
-    from jarvis.entrypoints.redact import redact_urls
+    from jarvis.entrypoints.redact import mask_url
 
-    text = redact_urls(value.encode("utf-8", "backslashreplace").decode("utf-8"))
+    text = mask_url(value.encode("utf-8", "backslashreplace").decode("utf-8"))
     raise ConfigurationError(
         f"{where}: {shown(repr(text))} is not a usable URL ({problem}).",
         hint="Give an http:// or https:// URL, e.g. http://localhost:8000/v1.",

@@ -74,7 +74,11 @@ def mcp_source(ctx: typer.Context, config: Path | None) -> McpToolSource:
 
 
 def server_json(source: McpToolSource, state: McpServerState) -> JSONObject:
-    """One server as ``jarvis mcp list --json`` shows it."""
+    """One server as ``jarvis mcp list --json`` shows it: its target with the credentials
+    a URL may carry masked (a URL's userinfo, query values and token-like path segments;
+    a URL in a command's arguments or in the error: its userinfo and query values)."""
+    from jarvis.entrypoints.redact import mask_url, redact_urls
+
     spec = state.entry.spec
     tools: list[JSONValue] = []
     for info in state.tools:
@@ -93,9 +97,11 @@ def server_json(source: McpToolSource, state: McpServerState) -> JSONObject:
     return {
         "name": state.name,
         "transport": spec.transport,
-        "target": spec.url or " ".join((spec.command, *spec.args)),
+        "target": mask_url(spec.url)
+        if spec.url
+        else redact_urls(" ".join((spec.command, *spec.args))),
         "state": state.state,
-        "error": state.error,
+        "error": redact_urls(state.error),
         "tools": tools,
     }
 

@@ -21,7 +21,7 @@ from jarvis.entrypoints.cli import ask as ask_module
 from jarvis.entrypoints.cli.agent_options import NUMBER_OPTIONS, RESERVED_OPTIONS
 from jarvis.entrypoints.cli.errors import EXIT_ENGINE_UNAVAILABLE, EXIT_USAGE
 from jarvis.entrypoints.composition import Container
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.entrypoints.redact import mask_url, redact_urls
 from jarvis.testing import InMemoryRepl, ScriptedInference
 
 
@@ -289,11 +289,51 @@ class TestCredentials:
         assert redact_urls(text) == shown
 
     @pytest.mark.parametrize(
-        "text", ["a" * 400_000 + "://" + "b" * 400_000 + "@", "://@" * 200_000, ":/" * 400_000]
+        ("text", "shown"),
+        [
+            ("at http://h/v1?api_key=abc&page=2 (x)", "at http://h/v1?api_key=***&page=*** (x)"),
+            ("(see http://h/x?token=abc).", "(see http://h/x?token=***)."),
+            ("'http://u:pw@h/x?sig=abc#part'", "'http://***@h/x?sig=***#part'"),
+            ("http://h/x?eyJhbGciOi", "http://h/x?***"),
+            ("http://h/x?next=http://u:pw@i/?k=v&z=", "http://h/x?next=***&z="),
+            ("Is the engine at http://h/v1?", "Is the engine at http://h/v1?"),
+            ("a question? no url", "a question? no url"),
+        ],
+    )
+    def test_query_values_are_masked_in_any_text(self, text: str, shown: str) -> None:
+        assert redact_urls(text) == shown
+
+    @pytest.mark.parametrize(
+        ("url", "shown"),
+        [
+            ("http://172.16.3.1:9583/private_abc123", "http://172.16.3.1:9583/***"),
+            ("http://u:pw@127.0.0.1:8931/mcp?token=t", "http://***@127.0.0.1:8931/mcp?token=***"),
+            ("https://h/api/v1/mcp/", "https://h/api/v1/mcp/"),
+            ("https://h/hooks/ZXhhbXBsZXRva2VuZXhhbXBsZQ/sse", "https://h/hooks/***/sse"),
+            ("https://h/2024/a1b2c3d4-e5f6", "https://h/2024/***"),
+            ("http://h", "http://h"),
+            ("not a url at all", "not a url at all"),
+        ],
+    )
+    def test_a_configured_url_is_shown_without_a_token_in_its_path(
+        self, url: str, shown: str
+    ) -> None:
+        assert mask_url(url) == shown
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "a" * 400_000 + "://" + "b" * 400_000 + "@",
+            "://@" * 200_000,
+            ":/" * 400_000,
+            "://?" * 200_000,
+            "http://h/?" + "a=b&" * 200_000,
+        ],
     )
     def test_masking_takes_linear_time(self, text: str) -> None:
         started = time.process_time()
         redact_urls(text)
         redact_urls(text * 2)
+        mask_url(text * 2)
         # 800 KB in well under a second; a quadratic scan would need hours
         assert time.process_time() - started < 5
