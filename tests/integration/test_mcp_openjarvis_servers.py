@@ -222,14 +222,14 @@ def _empty(folder: Path) -> str:
     [
         (_missing, "cannot read the MCP servers file {folder}/absent.json (No such file"),
         (_outside, "leads out of the config file's folder"),
-        (_fifo, "is a named pipe, not a regular file"),
-        (_too_large, "is too large"),
+        (_fifo, "the MCP servers file '{folder}/pipe.json' is a named pipe, not a regular file"),
+        (_too_large, "the MCP servers file '{folder}/big.json' is too large"),
         (_secret, "is a secret file (it matches 'credentials*')"),
         (_secret_through_a_link, "is a secret file (it matches '.config/gcloud')"),
         (_not_utf8, "is not UTF-8 text"),
-        (_bad_json, "[tools.mcp] servers file {folder}/bad.json is not valid JSON"),
-        (_nested, "[tools.mcp] servers file {folder}/deep.json is not valid JSON"),
-        (_empty, "[tools.mcp] servers file {folder}/empty.json is not valid JSON"),
+        (_bad_json, "the MCP servers file {folder}/bad.json is not valid JSON"),
+        (_nested, "the MCP servers file {folder}/deep.json is not valid JSON"),
+        (_empty, "the MCP servers file {folder}/empty.json is not valid JSON"),
     ],
     ids=lambda value: value.__name__.strip("_") if callable(value) else "",
 )
@@ -244,6 +244,10 @@ def test_a_servers_file_that_cannot_be_used_is_a_usage_error_naming_it(
     for args in (["config", "check"], ["mcp", "list"], ["tools"]):
         result = jarvis(*args, "--config", str(config), timeout=60)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
+        # worded as every other error of the config file
+        assert result.stderr.startswith(
+            f"jarvis: Invalid config file {config}: tools.mcp.servers: "
+        )
         assert message.format(folder=folder) in " ".join(result.stderr.split()), result.stderr
         assert "Traceback" not in result.stderr
 
@@ -274,7 +278,7 @@ def test_a_bad_entry_is_a_usage_error(tmp_path: Path, servers: object, message: 
     if servers == '"mcp.json"':  # a file holding a JSON string
         (folder / "mcp.json").write_text('"just a string"')
         servers = "mcp.json"
-        message = f"[tools.mcp] servers file {folder}/mcp.json " + message
+        message = f"tools.mcp.servers: the MCP servers file {folder}/mcp.json " + message
     config.write_text(tools_mcp(servers))
     result = jarvis("config", "check", "--config", str(config))
     assert result.returncode == 2, result.stdout

@@ -41,7 +41,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from jarvis.application.dotted_keys import shown
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.mcp import McpEndpoint, McpServerSpec
 
@@ -91,10 +91,12 @@ class OpenJarvisMcpSettings(_Strict):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenJarvisMcpFile(OpenJarvisMcpSettings):
     """``[tools.mcp]`` whose ``servers`` named a file: ``servers`` is that file's text, read
-    when the configuration was loaded (this layer reads no file), and ``path`` the file, for
-    the messages. Never a key of the config file: only the loader makes one."""
+    when the configuration was loaded (this layer reads no file); ``path`` the file and
+    ``config_file`` the config file naming it, for the messages (they read as every other
+    error of the config file). Never a key of the config file: only the loader makes one."""
 
     path: str
+    config_file: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,7 +285,10 @@ def openjarvis_servers(
     if not settings.enabled or not (settings.servers.strip() or from_file):
         return []  # an empty file is not valid JSON; an empty value names no server
     if isinstance(settings, OpenJarvisMcpFile):
-        where = f"[tools.mcp] servers file {settings.path}"
+        where = (
+            f"Invalid config file {settings.config_file}: tools.mcp.servers: "
+            f"the MCP servers file {shown(settings.path, MAX_SHOWN_PATH)}"
+        )
     elif (named := servers_file(settings.servers)) is not None:
         raise ConfigurationError(
             f"[tools.mcp] servers names a file ({shown(repr(named))}) that was not read: a path is "

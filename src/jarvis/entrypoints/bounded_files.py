@@ -39,36 +39,43 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _refuse_unless_regular(mode: int, path: Path, what: str) -> None:
+def _named(what: str, path: Path, where: str) -> str:
+    """``The prompt file 'p'``, or ``WHERE: the prompt file 'p'`` for a file a config key
+    names (so its errors read as every other error of the config file)."""
+    return f"{where}: the {what} '{path}'" if where else f"The {what} '{path}'"
+
+
+def _refuse_unless_regular(mode: int, path: Path, what: str, where: str) -> None:
     if not stat.S_ISREG(mode):
         raise ConfigurationError(
-            f"The {what} '{path}' is {_kind(mode)}, not a regular file.",
+            f"{_named(what, path, where)} is {_kind(mode)}, not a regular file.",
             hint="Save the content to a regular file and name that file.",
         )
 
 
-def _too_large(path: Path, what: str, limit: int, size: str) -> ConfigurationError:
+def _too_large(path: Path, what: str, where: str, limit: int, size: str) -> ConfigurationError:
     return ConfigurationError(
-        f"The {what} '{path}' is too large ({size} bytes).",
+        f"{_named(what, path, where)} is too large ({size} bytes).",
         hint=f"At most {limit:,} bytes are accepted.",
     )
 
 
-def read_regular_file(path: Path, *, limit: int, what: str) -> bytes:
+def read_regular_file(path: Path, *, limit: int, what: str, where: str = "") -> bytes:
     """The bytes of the regular file at ``path``, at most ``limit`` of them.
 
     A path that is not a regular file (device, FIFO, socket, directory), or a file longer
-    than ``limit`` bytes, is a :class:`ConfigurationError` naming ``what`` and the path.
-    Errors of the file system itself (missing file, no permission) are raised as the
-    ``OSError`` they are, for the caller to word.
+    than ``limit`` bytes, is a :class:`ConfigurationError` naming ``what`` and the path,
+    after ``where`` when given (``Invalid config file F: KEY``, for a file a config key
+    names). Errors of the file system itself (missing file, no permission) are raised as
+    the ``OSError`` they are, for the caller to word.
     """
-    _refuse_unless_regular(os.stat(path).st_mode, path, what)
+    _refuse_unless_regular(os.stat(path).st_mode, path, what, where)
     fd = os.open(path, _OPEN_FLAGS)
     try:
         info = os.fstat(fd)
-        _refuse_unless_regular(info.st_mode, path, what)
+        _refuse_unless_regular(info.st_mode, path, what, where)
         if info.st_size > limit:
-            raise _too_large(path, what, limit, f"{info.st_size:,}")
+            raise _too_large(path, what, where, limit, f"{info.st_size:,}")
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -78,6 +85,6 @@ def read_regular_file(path: Path, *, limit: int, what: str) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise _too_large(path, what, limit, f"more than {limit:,}")
+                raise _too_large(path, what, where, limit, f"more than {limit:,}")
     finally:
         os.close(fd)

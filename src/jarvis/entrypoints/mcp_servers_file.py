@@ -5,7 +5,9 @@ a file of server objects: relative to the config file's folder (and not leading 
 it), or absolute (``~`` expanded). The file is read here, once, as every file a user names
 is (:func:`~jarvis.entrypoints.bounded_files.read_regular_file`: a regular file, no FIFO
 or device, at most 4 MiB read), and its text handed to the application layer, which reads
-no file (:class:`~jarvis.application.mcp_config.OpenJarvisMcpFile`).
+no file (:class:`~jarvis.application.mcp_config.OpenJarvisMcpFile`). Every error about the
+file, read here or parsed later, starts ``Invalid config file F: tools.mcp.servers:`` as
+any other error of the config file does.
 
 A path that names a secret (``.env``, ``~/.ssh/...``, ``credentials.json``) is refused:
 a config file copied from elsewhere could otherwise send what it holds to a server, as
@@ -44,7 +46,7 @@ def with_mcp_servers_file(config: JarvisConfig, file: Path) -> JarvisConfig:
     path = _servers_path(named, file.parent, where)
     try:
         text = read_regular_file(
-            path, limit=MAX_MCP_SERVERS_FILE_BYTES, what="MCP servers file"
+            path, limit=MAX_MCP_SERVERS_FILE_BYTES, what="MCP servers file", where=where
         ).decode("utf-8")
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -58,7 +60,7 @@ def with_mcp_servers_file(config: JarvisConfig, file: Path) -> JarvisConfig:
             f"{where}: the MCP servers file {shown(str(path), MAX_SHOWN_PATH)} is not UTF-8 text "
             f"({exc.reason} at byte {exc.start})."
         ) from None
-    loaded = OpenJarvisMcpFile(enabled=True, servers=text, path=str(path))
+    loaded = OpenJarvisMcpFile(enabled=True, servers=text, path=str(path), config_file=str(file))
     return replace(config, tools=replace(config.tools, mcp=loaded))
 
 

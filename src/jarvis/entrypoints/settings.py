@@ -165,7 +165,12 @@ def _with_system_prompt_file(config: JarvisConfig, file: Path) -> JarvisConfig:
             hint="Point it at the prompt's own text file, or remove the key.",
         )
     try:
-        data = read_regular_file(prompt_file, limit=MAX_SYSTEM_PROMPT_BYTES, what="prompt file")
+        data = read_regular_file(
+            prompt_file,
+            limit=MAX_SYSTEM_PROMPT_BYTES,
+            what="prompt file",
+            where=f"Invalid config file {file}: agent.system_prompt_path",
+        )
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__

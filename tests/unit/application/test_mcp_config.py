@@ -85,11 +85,18 @@ def test_an_entry_without_a_name_gets_a_free_mcp_number() -> None:
 
 
 def test_a_file_read_at_load_is_named_in_messages_and_a_path_never_read_is_refused() -> None:
-    loaded = OpenJarvisMcpFile(enabled=True, servers='{"name": 1}', path="/c/mcp.json")
-    with pytest.raises(ConfigurationError, match=r"servers file /c/mcp\.json\[0\]\.name must"):
+    where = r"^Invalid config file /c/config\.toml: tools\.mcp\.servers: the MCP servers file "
+    loaded = OpenJarvisMcpFile(
+        enabled=True, servers='{"name": 1}', path="/c/mcp.json", config_file="/c/config.toml"
+    )
+    with pytest.raises(ConfigurationError, match=where + r"/c/mcp\.json\[0\]\.name must"):
         openjarvis_servers(loaded)
-    with pytest.raises(ConfigurationError, match="is not valid JSON"):
-        openjarvis_servers(OpenJarvisMcpFile(enabled=True, servers="", path="/c/mcp.json"))
+    with pytest.raises(ConfigurationError, match=where + "/c/mcp.json is not valid JSON"):
+        openjarvis_servers(
+            OpenJarvisMcpFile(
+                enabled=True, servers="", path="/c/mcp.json", config_file="/c/config.toml"
+            )
+        )
     with pytest.raises(ConfigurationError, match=r"names a file \('mcp\.json'\) that was not read"):
         openjarvis_servers(settings("mcp.json"))
     assert openjarvis_servers(OpenJarvisMcpSettings(enabled=False, servers="mcp.json")) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,22 @@ def test_key_in_neither_vocabulary_is_refused(jarvis_home: Path, text: str, expe
 def test_unreadable_system_prompt_file_is_a_configuration_error(jarvis_home: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"agent\.system_prompt_path"):
         load(jarvis_home, '[agent]\nsystem_prompt_path = "missing.md"\n')
+
+
+def test_a_system_prompt_file_that_is_not_a_regular_file_is_named_as_its_key(
+    jarvis_home: Path,
+) -> None:
+    """A FIFO or a folder is refused before it is opened, worded as every other error of
+    the config file."""
+    os.mkfifo(jarvis_home / "pipe.md")
+    (jarvis_home / "folder.md").mkdir()
+    for named, kind in (("pipe.md", "a named pipe"), ("folder.md", "a directory")):
+        with pytest.raises(ConfigurationError) as info:
+            load(jarvis_home, f'[agent]\nsystem_prompt_path = "{named}"\n')
+        assert info.value.message == (
+            f"Invalid config file {jarvis_home / 'config.toml'}: agent.system_prompt_path: "
+            f"the prompt file '{jarvis_home / named}' is {kind}, not a regular file."
+        )
 
 
 def test_a_system_prompt_file_that_is_a_secret_is_never_read(jarvis_home: Path) -> None:
