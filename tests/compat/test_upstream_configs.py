@@ -67,3 +67,11 @@ def test_the_older_forms_openjarvis_still_accepts_are_read(name: str, jarvis_hom
         assert config.server.auth.api_key == "oj_sk_0123456789abcdef"
     for key in file_keys(tomllib.loads(GUIDE_OLD_FORMS[name])):
         assert note_for(key, loaded.notes) is not None or key.split(".")[0] == "server", key
+
+
+def test_the_scheduled_monitor_searches_memory_with_retrieval(jarvis_home: Path) -> None:
+    """Its ``memory_search`` (OpenJarvis's search of its memory backend) is jarvis's
+    ``retrieval``; the tools jarvis lacks are left out."""
+    path = UPSTREAM / "scheduled-monitor.toml"
+    loaded = read_config(path, env={"OPENJARVIS_HOME": str(jarvis_home)})
+    assert loaded.config.tools.enabled == ("retrieval", "think", "web_search")

@@ -46,6 +46,7 @@ from jarvis.application.openjarvis_keys import (
     OPENJARVIS_ONLY_KEYS,
     OPENJARVIS_ONLY_TOOLS,
     OPENJARVIS_SANDBOX_IMAGE,
+    OPENJARVIS_TOOL_NAMES,
     OPERATIVE_OWN_TOOLS,
     PASSED_THROUGH,
     SHARED_SECTIONS,
@@ -265,8 +266,43 @@ def _rename(
         notes.append(ConfigNote(source, "read_as", target))
 
 
+def _tool_list_source(notes: list[ConfigNote]) -> str:
+    """The file's key ``[tools] enabled`` came from (``agent.tools``...)."""
+    return next(
+        (n.key for n in notes if n.kind == "read_as" and n.detail == "tools.enabled"),
+        "tools.enabled",
+    )
+
+
+def _rename_tools(data: Table, notes: list[ConfigNote], enabled: list[object]) -> list[object]:
+    """``enabled`` with OpenJarvis's names of jarvis's tools (``memory_search``) written as
+    jarvis's (``retrieval``, once), noted; set in ``data`` when one was renamed."""
+    renamed = list(
+        dict.fromkeys(n for n in enabled if isinstance(n, str) and n in OPENJARVIS_TOOL_NAMES)
+    )
+    if not renamed:
+        return enabled
+    targets = {OPENJARVIS_TOOL_NAMES[name] for name in renamed}
+    result: list[object] = []
+    for name in enabled:
+        if isinstance(name, str):
+            name = OPENJARVIS_TOOL_NAMES.get(name, name)
+            if name in targets and name in result:
+                continue
+        result.append(name)
+    set_key(data, "tools.enabled", result)
+    groups = {t: [n for n in renamed if OPENJARVIS_TOOL_NAMES[n] == t] for t in sorted(targets)}
+    said = "; ".join(
+        ", ".join(names) + f": OpenJarvis's name{'s' if len(names) > 1 else ''} of {target}"
+        for target, names in groups.items()
+    )
+    notes.append(ConfigNote(_tool_list_source(notes), "read_as", f"tools.enabled ({said})"))
+    return result
+
+
 def _translate_tool_list(data: Table, notes: list[ConfigNote]) -> None:
-    """``[tools] enabled`` as a list, without the OpenJarvis tools jarvis does not have."""
+    """``[tools] enabled`` as a list, with OpenJarvis's names of jarvis's tools renamed and
+    without the OpenJarvis tools jarvis does not have."""
     found, enabled = get_key(data, "tools.enabled")
     if found and isinstance(enabled, str):
         set_key(data, "tools.enabled", _comma_list(enabled))
@@ -274,6 +310,7 @@ def _translate_tool_list(data: Table, notes: list[ConfigNote]) -> None:
     found, enabled = get_key(data, "tools.enabled")
     if not found or not isinstance(enabled, list):
         return
+    enabled = _rename_tools(data, notes, enabled)
     left_out = OPENJARVIS_ONLY_TOOLS | OPERATIVE_OWN_TOOLS
     dropped = list(dict.fromkeys(n for n in enabled if isinstance(n, str) and n in left_out))
     if not dropped:
@@ -289,13 +326,9 @@ def _translate_tool_list(data: Table, notes: list[ConfigNote]) -> None:
     if own := [name for name in dropped if name in OPERATIVE_OWN_TOOLS]:
         reasons.append(", ".join(own) + ": the operative agents always have their own")
     why = "; ".join(reasons)
-    source = next(  # the file's key the list came from ([agent] tools...)
-        (n.key for n in notes if n.kind == "read_as" and n.detail == "tools.enabled"),
-        "tools.enabled",
-    )
     notes.append(
         ConfigNote(
-            source,
+            _tool_list_source(notes),
             "ignored",
             f"in part: {why}" if kept else f"{why}; so no tool is enabled by default",
         )

@@ -277,8 +277,6 @@ OPENJARVIS_ONLY_TOOLS: Final = frozenset(
         "knowledge_sql",
         "list_scheduled_tasks",
         "memory_index",
-        "memory_retrieve",
-        "memory_search",
         "pause_scheduled_task",
         "pdf_extract",
         "queue_action",
@@ -295,6 +293,15 @@ OPENJARVIS_ONLY_TOOLS: Final = frozenset(
 """OpenJarvis's built-in tools that jarvis does not have: left out of ``[tools] enabled``
 and reported, so that an OpenJarvis tool list does not make every tool-using question a
 usage error."""
+
+OPENJARVIS_TOOL_NAMES: Final[Mapping[str, str]] = {
+    "memory_search": "retrieval",
+    "memory_retrieve": "retrieval",
+}
+"""OpenJarvis's names of a tool jarvis has under its own name. Its ``memory_search`` and
+``memory_retrieve`` do what its ``retrieval`` does (the memory backend's ``retrieve(query,
+top_k)``, worded differently): in ``[tools] enabled`` and ``--tools`` they mean jarvis's
+``retrieval``, the model is offered as ``retrieval``."""
 
 OPERATIVE_OWN_TOOLS: Final = frozenset(["memory_store"])
 """Tools jarvis has only as the operative agents' own (``memory_store``, bound to each

@@ -376,6 +376,24 @@ def test_memory_db_path_is_the_knowledge_base_as_tools_storage_db_path_is(
     assert config.tools.retrieval.db_path == "/srv/old.db"
 
 
+def test_openjarvis_names_of_retrieval_are_read_as_retrieval() -> None:
+    data, notes = translate(
+        {"tools": {"enabled": ["memory_search", "think", "memory_retrieve", "retrieval", 3]}}
+    )
+    assert data == {"tools": {"enabled": ["retrieval", "think", 3]}}  # 3: for validation
+    assert [n.describe() for n in notes] == [
+        "tools.enabled: read as tools.enabled (memory_search, memory_retrieve: OpenJarvis's "
+        "names of retrieval)"
+    ]
+    data, notes = translate({"agent": {"tools": "memory_retrieve, shell_exec"}})
+    assert data == {"tools": {"enabled": ["retrieval"]}}
+    assert [n.describe() for n in notes] == [
+        "agent.tools: read as tools.enabled",
+        "agent.tools: read as tools.enabled (memory_retrieve: OpenJarvis's name of retrieval)",
+        "agent.tools: ignored (in part: OpenJarvis tools jarvis does not have: shell_exec)",
+    ]
+
+
 def test_a_tool_list_with_only_openjarvis_tools_is_ignored_whole() -> None:
     data, notes = translate({"tools": {"enabled": ["shell_exec", "memory_store", "shell_exec"]}})
     assert "tools" not in data

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jarvis.application.dotted_keys import shown
+from jarvis.application.openjarvis_keys import OPENJARVIS_TOOL_NAMES
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
 from jarvis.application.tools.function_tool import as_tool
@@ -103,6 +104,14 @@ class ToolCatalogue:
         """The MCP servers whose tools this catalogue offers, if any."""
         return self._mcp
 
+    def _own_name(self, name: str) -> str:
+        """``name``, or the catalogue tool OpenJarvis's name ``name`` means
+        (``memory_search``: ``retrieval``) when no tool is registered as ``name`` itself."""
+        target = OPENJARVIS_TOOL_NAMES.get(name)
+        if target is None or name in self._entries or target not in self._entries:
+            return name
+        return target
+
     def _is_mcp(self, name: str) -> bool:
         return name not in self._entries and self._mcp is not None and self._mcp.owns(name)
 
@@ -110,7 +119,8 @@ class ToolCatalogue:
         """Start the MCP servers ``names`` need (concurrently) before :meth:`build`: those
         named, and those that could offer a bare tool name of ``names``."""
         if self._mcp is not None:
-            wanted = [name.strip() for name in names if self._is_mcp(name.strip())]
+            own = [self._own_name(name.strip()) for name in names]
+            wanted = [name for name in own if self._is_mcp(name)]
             bare = self._bare(names)
             if wanted or bare:
                 await self._mcp.prepare(wanted, bare=bare)
@@ -131,7 +141,7 @@ class ToolCatalogue:
             return []
         left = [
             name
-            for name in (raw.strip() for raw in names)
+            for name in (self._own_name(raw.strip()) for raw in names)
             if name and name not in self._entries and not self._mcp.owns(name)
         ]
         if left and self._plugins is not None:
@@ -232,12 +242,13 @@ class ToolCatalogue:
 
         A name is a catalogue tool's, an MCP server's (all its tools), ``SERVER.TOOL``, a
         plug-in tool's, or else the bare name of an MCP tool (after :meth:`prepare`), which
-        becomes its ``SERVER.TOOL``: a catalogue tool of the same name wins. ``guess``: see
-        :meth:`_mcp_tool`."""
+        becomes its ``SERVER.TOOL``: a catalogue tool of the same name wins. OpenJarvis's
+        name of a catalogue tool (``memory_search``) is that tool (``retrieval``). ``guess``:
+        see :meth:`_mcp_tool`."""
         chosen: list[str] = []
         unknown: list[str] = []
         for raw in names:
-            name = raw.strip()
+            name = self._own_name(raw.strip())
             if not name or name in chosen:
                 continue
             if name in self._entries or self._is_mcp(name) or self._from_plugins(name):

@@ -110,3 +110,18 @@ async def test_ask_service_refuses_tools_for_an_agent_that_takes_none() -> None:
     )
     with pytest.raises(ConfigurationError, match="does not take tools"):
         await service.ask(AskQuestion(question="2+2?", tools=("calculator",)))
+
+
+def test_openjarvis_names_of_retrieval_are_retrieval() -> None:
+    """``memory_search`` and ``memory_retrieve`` search OpenJarvis's memory as ``retrieval``
+    does: they are jarvis's ``retrieval``, unless a tool is registered under that name."""
+    catalogue = ToolCatalogue.with_builtins(memory=InMemoryMemory())
+    names = ["memory_search", "retrieval", " memory_retrieve "]
+    assert catalogue.validate(names) == ("retrieval",)
+    built = catalogue.build(["memory_retrieve"], inference=ENGINE, model="m")
+    assert [t.spec.name for t in built] == ["retrieval"]
+    with pytest.raises(ConfigurationError, match="Unknown tool: 'memory_search'"):
+        ToolCatalogue.with_builtins().validate(["memory_search"])  # no retrieval to mean
+    own = InMemoryTool(ToolSpec(name="memory_search", description="An app's own."))
+    catalogue.register(own)
+    assert catalogue.validate(["memory_search"]) == ("memory_search",)
