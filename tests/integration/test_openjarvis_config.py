@@ -201,3 +201,65 @@ def test_config_check_reads_the_mcp_servers_as_mcp_list_does(
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert message in result.stderr
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "shown"),
+    [
+        (
+            "[agent]\ntemperature = true\n",
+            "agent.temperature: true (a boolean) is not a number (accepted: at least 0 and at "
+            "most 2)",
+        ),
+        (
+            "[intelligence]\ntemperature = false\n",
+            "intelligence.temperature (read as agent.temperature): false (a boolean) is not a "
+            "number",
+        ),
+        (
+            '[server]\nport = "8000"\n',
+            'server.port: "8000" (a string) is not an integer; write it without quotes '
+            "(accepted: at least 0 and at most 65535)",
+        ),
+        ("[server]\nport = 8000.0\n", "server.port: 8000.0 (a float) is not an integer"),
+        ("[traces]\nenabled = 1\n", "traces.enabled: 1 (an integer) is not true or false"),
+        (
+            '[mcp.servers.fs]\ncommand = "npx"\ntimeout = "30"\n',
+            'mcp.servers.fs.timeout: "30" (a string) is not a number; write it without quotes',
+        ),
+    ],
+    ids=["bool-number", "openjarvis-key", "quoted-port", "float-port", "int-flag", "mcp-table"],
+)
+def test_a_value_of_another_toml_type_is_refused_not_converted(
+    jarvis_home: Path, tmp_path: Path, table: str, shown: str
+) -> None:
+    """OpenJarvis converts no TOML value either (a quoted port reaches uvicorn as a
+    string); a boolean taken for a number would hide a mistake."""
+    file = tmp_path / "config.toml"
+    file.write_text(table, encoding="utf-8")
+    for args in (["config", "check"], ["ask", "hello"]):
+        result = jarvis(jarvis_home, *args, "--config", str(file))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert f"jarvis: Invalid config file {file}: {shown}" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_numbers_written_as_numbers_combine_with_the_environment_and_options(
+    jarvis_home: Path, tmp_path: Path, ollama_on_stub: OllamaProtocolServer
+) -> None:
+    """The environment's and ``-O``'s values are text parsed by their own code: a file
+    of TOML numbers still takes them."""
+    file = tmp_path / "config.toml"
+    file.write_text(
+        '[engine]\nname = "ollama"\nmodel = "smollm2:135m"\ntimeout = 30\n'
+        "[agent]\ntemperature = 1\nmax_turns = 4\n[server]\nport = 8000\n",
+        encoding="utf-8",
+    )
+    result = jarvis(
+        jarvis_home, "ask", "--config", str(file), "-a", "orchestrator", "-O", "max_turns=2",
+        "-O", "max_seconds=60.5", "hello", extra_env={"OLLAMA_HOST": ollama_on_stub.url},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ANSWER
+    sent: Any = ollama_on_stub.requests[-1]
+    assert sent["options"]["temperature"] == 1

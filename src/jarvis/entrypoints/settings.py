@@ -454,24 +454,32 @@ model, a tuple or a dataclass as the array or table a file writes."""
 
 
 def _validate(raw: dict[str, object], file: Path, notes: tuple[ConfigNote, ...]) -> JarvisConfig:
+    """The file's values as a :class:`JarvisConfig`; a number or a flag of another TOML
+    type (``temperature = true``, ``port = "8000"``) is refused, not converted."""
     from pydantic import ValidationError
 
     from jarvis.application.config import JarvisConfig, validate
     from jarvis.application.config_bounds import bounds_at
+    from jarvis.application.config_scalars import loose_scalars
 
+    found = loose_scalars(JarvisConfig, raw)
     try:
-        return validate(JarvisConfig, raw)
+        config = validate(JarvisConfig, raw)
     except ValidationError as exc:
-        problems = []
+        seen = {at for at, _ in found}
         for error in exc.errors():
-            problem = f"{_file_key(error['loc'], notes) or '(top level)'}: " + _MESSAGES.get(
-                error["type"], error["msg"]
-            )
-            bounds = bounds_at(JarvisConfig, error["loc"])
-            if bounds is not None:
-                problem += f" (accepted: {bounds.describe()})"
-            problems.append(problem)
-        raise ConfigurationError(
-            f"Invalid config file {file}: " + _listed(problems),
-            hint="Fix or remove the key named; see the configuration example in the README.",
-        ) from None
+            if tuple(error["loc"]) not in seen:
+                found.append((tuple(error["loc"]), _MESSAGES.get(error["type"], error["msg"])))
+    else:
+        if not found:
+            return config
+    problems = []
+    for at, text in found:
+        problem = f"{_file_key(at, notes) or '(top level)'}: {text}"
+        if (bounds := bounds_at(JarvisConfig, at)) is not None:
+            problem += f" (accepted: {bounds.describe()})"
+        problems.append(problem)
+    raise ConfigurationError(
+        f"Invalid config file {file}: " + _listed(problems),
+        hint="Fix or remove the key named; see the configuration example in the README.",
+    )
