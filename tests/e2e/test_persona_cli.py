@@ -294,6 +294,35 @@ class TestNextConversation:
         assert "Formal, for work." in system_prompt(engine, 2)
         assert "coffee" not in system_prompt(engine, 2)
 
+    def test_edits_count_once_the_prompt_files_are_kept_between_questions(
+        self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """From a process's second question on, the persona, ``AGENTS.md`` and skills are
+        kept (watched) between questions: an edit of each still counts at the next one."""
+        project = tmp_path / "project"
+        (project / ".git").mkdir(parents=True)
+        (project / "AGENTS.md").write_text("Use tabs.")
+        monkeypatch.chdir(project)
+        engine = ScriptedInference(["ok"] * 12)
+        with Jarvis(inference=engine) as j:
+            for _ in range(3):
+                j.ask("q", agent="orchestrator")
+            (home / "MEMORY.md").write_text("- switched to coffee\n")
+            j.ask("q", agent="orchestrator")
+            (project / "AGENTS.md").write_text("Use spaces.")
+            j.ask("q", agent="orchestrator")
+            skill = project / ".jarvis" / "skills" / "deploy"
+            skill.mkdir(parents=True)
+            (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ships it.\n---\n")
+            j.ask("q", agent="orchestrator")
+        assert "- likes tea" in system_prompt(engine, 2)
+        assert "coffee" in system_prompt(engine, 3)
+        assert "tea" not in system_prompt(engine, 3)
+        assert "Use tabs." in system_prompt(engine, 3)
+        assert "Use spaces." in system_prompt(engine, 4)
+        assert "Ships it." not in system_prompt(engine, 4)
+        assert "Ships it." in system_prompt(engine, 5)
+
     def test_the_sdk_reports_a_bad_persona(self, home: Path) -> None:
         from jarvis.domain.errors import PersonaError
 

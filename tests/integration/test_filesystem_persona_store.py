@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from contracts.persona_store_contract import PersonaStoreContract
+from jarvis.adapters.inotify_watch import InotifyWatch
 from jarvis.adapters.persona_files.store import FilesystemPersonaStore
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.ports import PersonaFile
@@ -52,6 +53,21 @@ class TestFilesystemPersonaStore(PersonaStoreContract[FilesystemPersonaStore]):
 
     def make_persona(self, store: FilesystemPersonaStore, name: str) -> None:
         (store.root / "personas" / name).mkdir(parents=True)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
+class TestWatchedFilesystemPersonaStore(TestFilesystemPersonaStore):
+    """The same with a watch, the default files read twice first: every later read of
+    them is kept until a file changes, and must still see each change the contract makes."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> FilesystemPersonaStore:
+        store = FilesystemPersonaStore(
+            tmp_path / "home", max_read_bytes=self.READ_LIMIT, watch=InotifyWatch()
+        )
+        store.load(None)
+        store.load(None)
+        return store
 
 
 def snapshot(root: Path) -> dict[str, bytes | str]:
@@ -235,6 +251,7 @@ def test_a_read_only_config_dir_is_a_clear_error(home: Path) -> None:  # pragma:
 
 _READ_ONLY_EDIT = """
 import sys
+from jarvis.adapters.inotify_watch import InotifyWatch
 from jarvis.adapters.persona_files.store import FilesystemPersonaStore
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.ports import PersonaFile

@@ -12,15 +12,17 @@ from contracts.skill_library_contract import MakeLibrary, SkillLibraryContract
 from contracts.tool_contract import ToolContract
 from jarvis.adapters.filesystem_tools.beneath import Strategy
 from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
+from jarvis.adapters.inotify_watch import InotifyWatch
 from jarvis.application.skills import SkillLibrary
 from jarvis.application.tools.skill import SkillTool
 from jarvis.domain.json_types import JSONObject
 
 
 class TestSkillFolders(SkillLibraryContract):
-    @pytest.fixture(params=["auto", "walk"])
+    @pytest.fixture(params=["auto", "walk", "watched"])
     def make(self, tmp_path: Path, request: pytest.FixtureRequest) -> MakeLibrary:
-        strategy: Strategy = request.param
+        strategy: Strategy = "auto" if request.param == "watched" else request.param
+        watch = InotifyWatch() if request.param == "watched" else None
         notices: list[str] = []
 
         def build(
@@ -32,7 +34,12 @@ class TestSkillFolders(SkillLibraryContract):
                 (root / folder / "SKILL.md").write_text(text)
                 for name, content in files.get(folder, {}).items():
                     (root / folder / name).write_text(content)
-            return SkillFolders([str(root)], notice=notices.append, opener=strategy)
+            library = SkillFolders(
+                [str(root)], notice=notices.append, opener=strategy, watch=watch
+            )
+            library.skills()
+            library.skills()  # kept from here on, until a file changes
+            return library
 
         return build
 

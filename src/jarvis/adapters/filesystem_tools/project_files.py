@@ -17,6 +17,7 @@ import stat
 from collections.abc import Callable
 
 from jarvis.adapters.filesystem_tools.protected import inside
+from jarvis.adapters.inotify_watch import InotifyWatch, KeptReading, Read
 from jarvis.application.project_instructions import FILE_NAME, InstructionFile
 from jarvis.application.tools.secret_paths import secret_rule
 
@@ -59,24 +60,39 @@ def _inside(path: str, boundary: str) -> bool:
 
 
 class AgentsMdFiles:
-    """A ``ProjectInstructionsSource`` for the working directory ``cwd()`` at each call."""
+    """A ``ProjectInstructionsSource`` for the working directory ``cwd()`` at each call;
+    with ``watch``, the files found are kept per working directory until one changes."""
 
-    def __init__(self, *, max_bytes: int, cwd: Callable[[], str] = os.getcwd) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        cwd: Callable[[], str] = os.getcwd,
+        watch: InotifyWatch | None = None,
+    ) -> None:
         self.max_bytes = max_bytes
         self._cwd = cwd
+        self._kept = KeptReading(self._read_from, watch)
 
     def __call__(self) -> list[InstructionFile]:
         try:
-            start = folder = os.path.abspath(self._cwd())
+            start = os.path.abspath(self._cwd())
         except OSError:  # the working directory was removed
             return []
+        return list(self._kept(start))
+
+    def _read_from(self, start: str) -> Read[tuple[InstructionFile, ...]]:
+        folder = start
+        looked: list[str] = []
         paths: list[str] = []
         repository = False
         for _level in range(MAX_LEVELS):
             candidate = os.path.join(folder, FILE_NAME)
+            git = os.path.join(folder, ".git")
+            looked += (candidate, git)
             if os.path.exists(candidate):
                 paths.append(candidate)
-            if os.path.exists(os.path.join(folder, ".git")):
+            if os.path.exists(git):
                 repository = True
                 break
             parent = os.path.dirname(folder)
@@ -85,6 +101,7 @@ class AgentsMdFiles:
             folder = parent
         if not repository:
             paths = [path for path in paths if os.path.dirname(path) == start]
+        looked += (os.path.realpath(path) for path in paths)  # a link's target counts too
         paths = [path for path in paths if _inside(path, folder if repository else start)]
         files = [_read(path, self.max_bytes) for path in reversed(paths)]
-        return [file for file in files if file is not None]
+        return Read(tuple(file for file in files if file is not None), tuple(looked))

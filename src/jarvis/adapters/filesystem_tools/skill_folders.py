@@ -19,6 +19,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
+from jarvis.adapters.inotify_watch import InotifyWatch, KeptReading, Read
 from jarvis.application.skills import (
     MAX_SKILL_BYTES,
     MAX_SKILL_FILE_BYTES,
@@ -61,7 +62,8 @@ def _read_descriptor(descriptor: int, limit: int) -> bytes:
 
 
 class SkillFolders:
-    """The skills in ``locations`` (a ``SkillLibrary``), read from disk at every call."""
+    """The skills in ``locations`` (a ``SkillLibrary``), read from disk at every call, or
+    with ``watch`` kept until a file or folder they were read from changes."""
 
     def __init__(
         self,
@@ -69,12 +71,14 @@ class SkillFolders:
         *,
         notice: Callable[[str], None] | None = None,
         opener: Strategy = "auto",
+        watch: InotifyWatch | None = None,
     ) -> None:
         self.locations = tuple(os.path.abspath(os.path.expanduser(p)) for p in locations)
         self._notice = notice
         self._noticed: set[str] = set()
         self._opener_strategy: Strategy = opener
         self._opener: BeneathOpener | None = None
+        self._kept = KeptReading(self._read_all, watch)
 
     @property
     def opener(self) -> BeneathOpener:
@@ -90,13 +94,19 @@ class SkillFolders:
             self._notice(message)
 
     def skills(self) -> list[Skill]:
-        found: dict[str, Skill] = {}
-        for location in self.locations:
-            for skill in self._scan(location):
-                found.setdefault(skill.name, skill)
-        return list(found.values())
+        return list(self._kept(None))
 
-    def _scan(self, location: str) -> Iterator[Skill]:
+    def _read_all(self, _key: None) -> Read[tuple[Skill, ...]]:
+        """Every location's skills, and what they were read from: each location (listed
+        whole), each entry, its folder as resolved and that folder's ``SKILL.md``."""
+        found: dict[str, Skill] = {}
+        paths: list[str] = []
+        for location in self.locations:
+            for skill in self._scan(location, paths):
+                found.setdefault(skill.name, skill)
+        return Read(tuple(found.values()), (*self.locations, *paths), self.locations)
+
+    def _scan(self, location: str, paths: list[str]) -> Iterator[Skill]:
         try:
             entries = sorted(
                 (e.name for e in os.scandir(location) if not e.name.startswith(".")),
@@ -112,6 +122,7 @@ class SkillFolders:
             )
         for entry in entries[:MAX_SKILLS]:
             folder = os.path.realpath(os.path.join(location, entry))
+            paths += (folder, os.path.join(folder, SKILL_FILE))
             if not os.path.isdir(folder):
                 continue
             source = os.path.join(location, entry, SKILL_FILE)

@@ -1,8 +1,8 @@
 """``FilesystemPersonaStore``: the persona files in the config dir.
 
-The files are read afresh at the start of every conversation (there is no cache, so an
-edit applies to the next conversation, also in a long-running server), and read
-defensively because whatever they hold is pasted into every prompt and may be sent to a
+The files are read at the start of every conversation, so an edit applies to the next
+one, also in a long-running server (with a watch, what was read is kept until a notice
+says a file changed: :mod:`jarvis.adapters.inotify_watch`), and read defensively because whatever they hold is pasted into every prompt and may be sent to a
 remote engine: a symlink leading out of its folder is not followed (it could expose
 ``~/.ssh``), a FIFO or device is not opened for reading, a binary file is skipped, and a
 huge file is read at its two ends only, never whole.
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from jarvis.adapters.inotify_watch import InotifyWatch, KeptReading, Read
 from jarvis.application.tools.secret_paths import secret_rule_of_paths
 from jarvis.domain.errors import PersonaError
 from jarvis.domain.persona import (
@@ -75,6 +76,7 @@ class FilesystemPersonaStore:
         user_path: str | os.PathLike[str] | None = None,
         max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        watch: InotifyWatch | None = None,
     ) -> None:
         if max_read_bytes < 2:
             raise ValueError("max_read_bytes must be at least 2")
@@ -90,6 +92,8 @@ class FilesystemPersonaStore:
         own, in the config dir)."""
         self.max_read_bytes = max_read_bytes
         self.lock_timeout = lock_timeout
+        self._kept = KeptReading(self._load, watch)
+        """With a watch, what :meth:`load` read is kept until one of its files changes."""
 
     def _place(self, kind: PersonaFile, value: str | os.PathLike[str] | None) -> Path:
         if value is None or not os.fspath(value):
@@ -100,13 +104,27 @@ class FilesystemPersonaStore:
     # -- the port: reading ---------------------------------------------------------------
 
     def load(self, persona: str | None) -> tuple[PersonaDocument, ...]:
+        return self._kept(persona)
+
+    def _load(self, persona: str | None) -> Read[tuple[PersonaDocument, ...]]:
+        """The documents of ``persona`` and the paths they depend on: each file as placed
+        and as resolved, the config dir, and the listing of named personas."""
+        listed: tuple[str, ...] = ()
         if persona is None:
             places = [(kind, self._defaults[kind]) for kind in PersonaFile]
         else:
+            listed = (str(self.root / PERSONAS_FOLDER),)
             folder = self._persona_folder(persona)
             places = [(kind, folder / FILE_NAMES[kind]) for kind in PersonaFile]
-        documents = (self._read(kind, path, persona is None) for kind, path in places)
-        return tuple(doc for doc in documents if doc is not None)
+        documents = tuple(
+            doc
+            for doc in (self._read(kind, path, persona is None) for kind, path in places)
+            if doc is not None
+        )
+        paths = [str(self.root)]
+        for _kind, path in places:
+            paths += (str(path), os.path.realpath(path))
+        return Read(documents, tuple(paths), listed)
 
     def names(self) -> list[str]:
         try:

@@ -302,7 +302,8 @@ class ToolUsingAgent(BaseAgent):
             run.exhausted = self.budget.exhausted(
                 turns=run.turns,
                 tokens=run.usage.total_tokens,
-                now=asyncio.get_running_loop().time(),
+                # the clock is read only against a deadline (each read costs a system call)
+                now=asyncio.get_running_loop().time() if run.deadline is not None else 0.0,
                 deadline=run.deadline,
             )
         return run.exhausted is not None
@@ -390,7 +391,7 @@ class ToolUsingAgent(BaseAgent):
     def _begin(self, scope: RunScope, context: AgentContext | None, *, streaming: bool) -> LoopRun:
         self.run_started(scope.input)
         max_seconds = self.budget.max_seconds
-        now = asyncio.get_running_loop().time()
+        deadline = None if max_seconds is None else asyncio.get_running_loop().time() + max_seconds
         messages = self.build_messages(scope.input, context)
         return LoopRun(
             scope=scope,
@@ -399,7 +400,7 @@ class ToolUsingAgent(BaseAgent):
             messages=messages,
             guard=LoopGuard(self.loop_guard_config),
             window=self.context_window.for_run(task_index=len(messages) - 1),
-            deadline=now + max_seconds if max_seconds is not None else None,
+            deadline=deadline,
             model=self.model,
             streaming=streaming,
             approvals=self.approvals.start() if self.approvals is not None else None,

@@ -14,8 +14,8 @@ use cases of :mod:`.services`. Nothing is built before it is used.
   by ``shutdown_resources()``; ``inference``: the engine selected by ``engine_choice``.
 * ``bus``, ``agents``, ``plugins``: the event bus, the agent registry and the plug-ins.
 * ``memory``, ``user_tools``, ``mcp_tools``, ``tools``: the tool catalogue and its parts.
-* ``persona_store``, ``prompt_builder``, ``persona``, ``prompt_context``: the persona files,
-  ``AGENTS.md`` and the Agent Skills every agent's prompt gets.
+* ``file_watch``, ``persona_store``, ``prompt_builder``, ``persona``, ``prompt_context``: the
+  persona files, ``AGENTS.md`` and the Agent Skills every agent's prompt gets.
 * ``repl``: the isolated Python REPL (``[repl]``), built on first use.
 * ``trace_writer``, ``trace_store``: saving and reading traces.
 * ``sessions``, ``operator_store``, ``managed_agent_store``, ``keyword_index``,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from jarvis.adapters.claude_agent_sdk import LoopbackEndpoint
+    from jarvis.adapters.inotify_watch import InotifyWatch
     from jarvis.application.ask import AskService, PersonaPrompt, PromptContext, ToolProvider
     from jarvis.application.conversation import ConversationService
     from jarvis.application.managed_agents import ManagedAgentService
@@ -133,8 +134,11 @@ class Container(containers.DeclarativeContainer):
     but ``auto``). Resolved asynchronously (``await container.inference.async_()``) unless
     overridden: its engines are asynchronous resources."""
 
+    file_watch: providers.Provider[InotifyWatch] = providers.Singleton(prompting.file_watch)
+    """The one watch over the files every prompt is read from (persona, ``AGENTS.md``,
+    skills): what they read is kept until one of them changes."""
     persona_store: providers.Provider[PersonaStorePort] = providers.Singleton(
-        prompting.persona_store, config
+        prompting.persona_store, config, file_watch
     )
     """SOUL.md, MEMORY.md, USER.md and ``personas/`` in the config dir (read per call)."""
     persona_tools: providers.Provider[list[ToolPort]] = providers.Singleton(
@@ -178,7 +182,7 @@ class Container(containers.DeclarativeContainer):
     """The persona sections for a selection (``PersonaPrompt``); override with
     ``providers.Object(None)`` for no persona at all."""
     prompt_context: providers.Provider[PromptContext | None] = providers.Singleton(
-        prompting.prompt_context, config, searchable_memory.provider
+        prompting.prompt_context, config, searchable_memory.provider, file_watch
     )
     """The ``AGENTS.md`` files and Agent Skills every agent's prompt gets after the persona;
     override with ``providers.Object(None)`` for neither."""

@@ -41,6 +41,7 @@ async def aclose_engines(container: Container) -> None:
     API client, the session store's connection) and forget them (idempotent): a later call
     opens them again). The MCP servers started are stopped first."""
     await aclose_mcp(container)
+    container.file_watch().close()
     pending = container.shutdown_resources()
     if pending is not None:
         await pending

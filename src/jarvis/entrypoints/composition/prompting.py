@@ -1,8 +1,9 @@
 """What enters every agent's system prompt: the persona files and the project's context.
 
-The persona (SOUL.md, MEMORY.md, USER.md and ``personas/`` in the config dir) is read per
-call; the ``AGENTS.md`` files of the working directory up to the repository root and the
-Agent Skills are looked at only for agents that take tools.
+The persona (SOUL.md, MEMORY.md, USER.md and ``personas/`` in the config dir), the
+``AGENTS.md`` files of the working directory up to the repository root and the Agent Skills
+are read per call; what was read is kept, with one watch over all these files
+(:mod:`jarvis.adapters.inotify_watch`), until one of them changes.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from jarvis.entrypoints.settings import config_dir
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from jarvis.adapters.inotify_watch import InotifyWatch
     from jarvis.application.skills import Skill, SkillLibrary
     from jarvis.application.system_prompt import SystemPromptBuilder
     from jarvis.application.tools.retrieval import MemorySearch
 
 
-def persona_store(config: JarvisConfig) -> PersonaStorePort:
+def file_watch() -> InotifyWatch:
+    from jarvis.adapters.inotify_watch import InotifyWatch
+
+    return InotifyWatch()
+
+
+def persona_store(config: JarvisConfig, watch: InotifyWatch | None = None) -> PersonaStorePort:
     from jarvis.adapters.persona_files.store import FilesystemPersonaStore
     from jarvis.application.system_prompt import read_limit_bytes
 
@@ -34,6 +42,7 @@ def persona_store(config: JarvisConfig) -> PersonaStorePort:
         memory_path=files.memory_path or None,
         user_path=files.user_path or None,
         max_read_bytes=read_limit_bytes(config.system_prompt),
+        watch=watch,
     )
 
 
@@ -59,15 +68,16 @@ class SkillsOnDemand:
     """The skill folders (a ``SkillLibrary``), imported when an agent that takes tools
     first asks for them: a question to an agent without tools never looks."""
 
-    def __init__(self, locations: Sequence[str]) -> None:
+    def __init__(self, locations: Sequence[str], watch: InotifyWatch | None = None) -> None:
         self._locations = tuple(locations)
+        self._watch = watch
         self._library: SkillLibrary | None = None
 
     def _get(self) -> SkillLibrary:
         if self._library is None:
             from jarvis.adapters.filesystem_tools.skill_folders import SkillFolders
 
-            self._library = SkillFolders(self._locations, notice=_skill_notice)
+            self._library = SkillFolders(self._locations, notice=_skill_notice, watch=self._watch)
         return self._library
 
     def skills(self) -> Sequence[Skill]:
@@ -78,7 +88,9 @@ class SkillsOnDemand:
 
 
 def prompt_context(
-    config: JarvisConfig, memory: Callable[[], MemorySearch] | None = None
+    config: JarvisConfig,
+    memory: Callable[[], MemorySearch] | None = None,
+    watch: InotifyWatch | None = None,
 ) -> PromptContext:
     """``AGENTS.md`` from the working directory up, and the skills of ``./.jarvis/skills``,
     ``[skills] paths`` and ``<config dir>/skills`` (in that precedence)."""
@@ -87,10 +99,12 @@ def prompt_context(
     budgets = config.system_prompt
     locations = [".jarvis/skills", *config.skills.paths, str(config_dir() / "skills")]
     return PromptContext(
-        instructions=AgentsMdFiles(max_bytes=max(64 * 1024, 4 * budgets.agents_md_max_chars)),
+        instructions=AgentsMdFiles(
+            max_bytes=max(64 * 1024, 4 * budgets.agents_md_max_chars), watch=watch
+        ),
         use_instructions=config.agent.project_instructions,
         agents_md_max_chars=budgets.agents_md_max_chars,
-        skills=SkillsOnDemand(locations),
+        skills=SkillsOnDemand(locations, watch),
         skill_desc_max_chars=budgets.skill_desc_max_chars,
         memory=memory,
         use_memory=config.agent.context_from_memory,
