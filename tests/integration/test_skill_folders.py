@@ -34,9 +34,7 @@ class TestSkillFolders(SkillLibraryContract):
                 (root / folder / "SKILL.md").write_text(text)
                 for name, content in files.get(folder, {}).items():
                     (root / folder / name).write_text(content)
-            library = SkillFolders(
-                [str(root)], notice=notices.append, opener=strategy, watch=watch
-            )
+            library = SkillFolders([str(root)], notice=notices.append, opener=strategy, watch=watch)
             library.skills()
             library.skills()  # kept from here on, until a file changes
             return library

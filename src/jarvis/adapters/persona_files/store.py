@@ -2,8 +2,9 @@
 
 The files are read at the start of every conversation, so an edit applies to the next
 one, also in a long-running server (with a watch, what was read is kept until a notice
-says a file changed: :mod:`jarvis.adapters.inotify_watch`), and read defensively because whatever they hold is pasted into every prompt and may be sent to a
-remote engine: a symlink leading out of its folder is not followed (it could expose
+says a file changed: :mod:`jarvis.adapters.inotify_watch`). They are read defensively
+because whatever they hold is pasted into every prompt and may be sent to a remote
+engine: a symlink leading out of its folder is not followed (it could expose
 ``~/.ssh``), a FIFO or device is not opened for reading, a binary file is skipped, and a
 huge file is read at its two ends only, never whole.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar, Self
@@ -156,8 +157,7 @@ class BaseAgent(ABC):
         if bus is None or not bus.has_subscribers:
             return await self.inference.generate(request)
         bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = time.monotonic()  # a duration: no need of the loop's clock (a system call)
         completion = await self.inference.generate(request)
         bus.publish(
             InferenceEnded(
@@ -166,7 +166,7 @@ class BaseAgent(ABC):
                 usage=completion.usage,
                 finish_reason=completion.finish_reason,
                 tool_calls=completion.tool_calls,
-                latency_seconds=loop.time() - started,
+                latency_seconds=time.monotonic() - started,
             )
         )
         return completion
@@ -177,12 +177,11 @@ class BaseAgent(ABC):
         publishing = bus is not None and bus.has_subscribers
         if publishing and bus is not None:
             bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = time.monotonic()
         first_token: float | None = None
         async for chunk in self.inference.stream(request):
             if first_token is None and chunk.content:
-                first_token = loop.time() - started
+                first_token = time.monotonic() - started
             if chunk.is_final and publishing and bus is not None:
                 bus.publish(
                     InferenceEnded(
@@ -191,7 +190,7 @@ class BaseAgent(ABC):
                         usage=chunk.usage or Usage(),
                         finish_reason=chunk.finish_reason or "stop",
                         tool_calls=chunk.tool_calls,
-                        latency_seconds=loop.time() - started,
+                        latency_seconds=time.monotonic() - started,
                         first_token_seconds=first_token,
                     )
                 )
