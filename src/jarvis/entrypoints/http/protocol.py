@@ -14,16 +14,29 @@ holding half a request were all still open 8 s later (nothing in uvicorn would e
 them), each a descriptor of the server (at the usual soft limit of 1,024 nobody else could
 connect). So a connection that has spent :attr:`JarvisHttpProtocol.header_deadline`
 seconds without a request being served (its headers unfinished, or idle) is closed.
+
+Nor does uvicorn bound a request's head with this parser (its ``h11_max_incomplete_event_size``
+applies to its h11 protocol only, and llhttp keeps no limit of its own): one connection sending
+``x-a: b`` lines without end, before any API key is checked, grew a server to 2 GB, and one
+``traceparent`` of 105 MB peaked at 314 MB. So the head of each request is counted as it
+arrives: past :data:`MAX_HEAD_BYTES` bytes (request line and headers together) or
+:data:`MAX_HEADERS` headers the request is answered 431, past :data:`MAX_TARGET_BYTES`
+bytes of URL 414, as a JSON error, and the connection is closed. Bytes are counted before
+they reach the parser (which keeps a header's name and value whole until the header ends),
+so nothing past the bound is ever buffered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from http import HTTPStatus
 from typing import ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from jarvis.entrypoints.http.errors import ApiError, openai_body
 from jarvis.entrypoints.http.listener_guard import PEER_CELL
 from jarvis.entrypoints.http.peer_user import PeerCell, unix_peer
 
@@ -74,6 +87,23 @@ class _CoalescingTransport:
 HEADER_DEADLINE = 10.0
 """Seconds a connection may spend waiting for (the rest of) a request's headers."""
 
+MAX_HEAD_BYTES = 64 * 1024
+"""The request line and headers of one request, together: past it, 431. nginx refuses a
+head past 4 × 8 KiB, Node.js past 16 KiB, h11 (uvicorn's other parser) past 16 KiB; this
+allows a few large cookies or tokens more."""
+
+MAX_HEADERS = 100
+"""Headers of one request: past it, 431 (Apache's ``LimitRequestFields`` default)."""
+
+MAX_TARGET_BYTES = 8 * 1024
+"""The URL (request target) of one request: past it, 414 (about Apache's
+``LimitRequestLine`` and nginx's one 8 KiB buffer for the request line)."""
+
+
+class _HeadRefused(Exception):
+    """Raised in a parser callback to stop parsing a head past a bound (the parser then
+    raises, and uvicorn answers through :meth:`JarvisHttpProtocol.send_400_response`)."""
+
 
 class JarvisHttpProtocol(HttpToolsProtocol):
     """uvicorn's ``httptools`` protocol over a :class:`_CoalescingTransport`, closing a
@@ -84,6 +114,11 @@ class JarvisHttpProtocol(HttpToolsProtocol):
     header_deadline: ClassVar[float] = HEADER_DEADLINE
     _timer: asyncio.TimerHandle | None = None
     _phase = 0.0
+    _in_head = True
+    """Between the end of a request (or the connection's start) and its successor's last
+    header."""
+    _head_bytes = 0
+    _refusal: ApiError | None = None
 
     def connection_made(  # type: ignore[override]  # uvicorn narrows it the same way
         self, transport: asyncio.Transport
@@ -93,6 +128,88 @@ class JarvisHttpProtocol(HttpToolsProtocol):
         self.app_state = {**self.app_state, PEER_CELL: unix_peer(transport) or PeerCell()}
         self._phase = time.monotonic()
         self._timer = self.loop.call_later(self.header_deadline, self._check)
+
+    def data_received(self, data: bytes) -> None:
+        """Hand ``data`` to the parser, never more than :data:`MAX_HEAD_BYTES` of one head:
+        what would go past it is refused unread. A head that starts in the read that ends
+        the previous request is counted from the next read on (at most one read more)."""
+        while self._in_head and self._refusal is None:
+            room = MAX_HEAD_BYTES - self._head_bytes
+            if room <= 0:
+                self._answer(_head_too_large())
+                return
+            piece, data = data[:room], data[room:]
+            self._head_bytes += len(piece)
+            super().data_received(piece)
+            if not data or self._left():
+                return
+        if data and self._refusal is None:
+            super().data_received(data)
+
+    def _left(self) -> bool:
+        """True once the connection is closing or was handed to another protocol."""
+        return self.transport.is_closing() or self.transport.get_protocol() is not self
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_TARGET_BYTES:
+            self._stop(
+                ApiError(
+                    414,
+                    f"The request's URL is longer than the server accepts ({MAX_TARGET_BYTES} "
+                    "bytes).",
+                    "invalid_request_error",
+                    "url_too_long",
+                )
+            )
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        if len(self.headers) > MAX_HEADERS:
+            self._stop(
+                ApiError(
+                    431,
+                    f"The request has more headers than the server accepts ({MAX_HEADERS}).",
+                    "invalid_request_error",
+                    "headers_too_large",
+                )
+            )
+
+    def on_headers_complete(self) -> None:
+        self._in_head, self._head_bytes = False, 0
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head = True
+
+    def _stop(self, error: ApiError) -> None:
+        self._refusal = error
+        raise _HeadRefused(error.message)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request the parser refused: the bound's own answer when a
+        callback stopped the parser for one."""
+        if self._refusal is None:
+            super().send_400_response(msg)
+        else:
+            self._answer(self._refusal)
+
+    def _answer(self, error: ApiError) -> None:
+        """Answer ``error`` as JSON (OpenAI's shape: the path may not be known yet) and
+        close the connection."""
+        self._refusal = error
+        body = json.dumps(openai_body(error)).encode()
+        head = [f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n".encode()]
+        head += [
+            name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers
+        ]
+        head.append(
+            b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % len(body)
+        )
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
 
     def on_response_complete(self) -> None:
         self._phase = time.monotonic()
@@ -115,6 +232,16 @@ class JarvisHttpProtocol(HttpToolsProtocol):
             self._timer.cancel()
             self._timer = None
         super().connection_lost(exc)
+
+
+def _head_too_large() -> ApiError:
+    return ApiError(
+        431,
+        f"The request's headers are larger than the server accepts ({MAX_HEAD_BYTES} bytes for "
+        "the request line and headers together).",
+        "invalid_request_error",
+        "headers_too_large",
+    )
 
 
 def with_header_deadline(deadline: float) -> type[JarvisHttpProtocol]:

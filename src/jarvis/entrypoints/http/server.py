@@ -66,7 +66,6 @@ class UvicornOptions(TypedDict):
     proxy_headers: bool
     server_header: bool
     timeout_keep_alive: int
-    h11_max_incomplete_event_size: int
 
 
 def uvicorn_options(log_level: str) -> UvicornOptions:
@@ -77,11 +76,12 @@ def uvicorn_options(log_level: str) -> UvicornOptions:
         # more than routing the request
         "access_log": log_level in ("info", "debug", "trace"),
         "lifespan": "off",
-        "http": JarvisHttpProtocol,  # each response in one write; a deadline on headers
+        # each response in one write; a deadline on headers, bounds on their size and count
+        # (uvicorn's h11_max_incomplete_event_size applies to its h11 parser, not this one)
+        "http": JarvisHttpProtocol,
         "proxy_headers": False,
         "server_header": False,
         "timeout_keep_alive": 5,
-        "h11_max_incomplete_event_size": 64 * 1024,
     }
 
 
