@@ -171,7 +171,8 @@ def check_owner_only(api_key: str | None) -> None:
     if not api_key and not available():
         raise ConfigurationError(
             "Without an API key jarvis serve answers only its own user, and this system "
-            "does not tell which user opened a connection (no /proc/net/tcp).",
+            "does not tell which user opened a connection (the kernel's socket diagnostics, "
+            "NETLINK_SOCK_DIAG, do not answer).",
             hint="Set an API key: JARVIS_API_KEY=... (or OPENJARVIS_API_KEY=...) or "
             "--api-key-file FILE.",
         )

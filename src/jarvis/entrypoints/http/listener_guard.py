@@ -17,9 +17,10 @@ Three checks, each answered with a JSON error naming the flag that would allow i
 * **Local user** (peer credentials): every local user can connect to a loopback port. With
   ``owner_only`` (a server without an API key) a request is served only when the client's
   socket belongs to the server's own uid or to a uid given with ``--allow-user``
-  (:mod:`.peer_user`; on a Unix socket, ``SO_PEERCRED``, read by the server's protocol);
-  when the owner cannot be told (no ``/proc``, another kind of connection) the request is
-  refused and the answer says to use an API key (403).
+  (:mod:`.peer_user`: the kernel is asked about the client's one socket; on a Unix socket,
+  ``SO_PEERCRED``, read by the server's protocol); when the owner cannot be told (no socket
+  diagnostics, a socket its client already closed, another kind of connection) the request
+  is refused and the answer says to use an API key (403).
 
 The listener's own address comes from ``scope["server"]``, so one guard object serves
 whatever port the server was given. The owner of a connection is looked up once per

@@ -1,26 +1,46 @@
-"""Which local user opened a TCP connection: the uid of the client's socket, from
-``/proc/net/tcp`` and ``/proc/net/tcp6``.
+"""Which local user opened a TCP connection: the owner of the client's socket, asked of the
+kernel for that one socket (``NETLINK_SOCK_DIAG``, the interface ``ss`` uses).
 
 Why: every local user can reach a loopback port, and a server without an API key must not
-serve the others. Linux lists each TCP socket of the network namespace with its owner's
-uid; the client's socket is the one whose local end is the request's client address and
-whose remote end is the server's address (``scope["client"]`` and ``scope["server"]``).
-Looked up while the request is being served, so the socket cannot have gone away (its
-client waits for the answer). Anything that cannot be read or matched is ``None``: the
-caller refuses then. Each table is read once per lookup and bounded in size.
+serve the others. The client's socket is the one whose local end is the request's client
+address and whose remote end is the server's address (``scope["client"]`` and
+``scope["server"]``); the kernel finds it by those four values in its connection hash and
+answers with its owner's uid, whatever the number of sockets open. Reading the whole socket
+table (``/proc/net/tcp``) instead cost 22 ms per connection with 8,000 sockets open, on the
+event loop: 3,000 connections of another user held the owner's own request 44 s.
+
+Looked up while the request is being served, so the socket is still there. A socket that no
+process holds any more (its client closed it: an orphan, or a TIME_WAIT entry, which the
+kernel reports as uid 0) tells no owner: a server run by root would have taken another
+user's closed connection for its own. Anything that cannot be asked, found or read is
+``None``: the caller refuses then.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
 import struct
-from pathlib import Path
 
-TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
-MAX_TABLE_BYTES = 64 * 1024 * 1024
-"""A table larger than this is not read (the lookup answers ``None``)."""
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST = 1
+NLMSG_ERROR = 2
+INET_DIAG_NOCOOKIE = 0xFFFFFFFF
+ALL_STATES = 0xFFFFFFFF
+
+_HEADER = struct.Struct("=IHHII")
+"""``nlmsghdr``: length, type, flags, sequence, port id."""
+_REQUEST = struct.Struct("=BBBxI2s2s16s16sIII")
+"""``inet_diag_req_v2``: family, protocol, extensions, states, then ``inet_diag_sockid``
+(ports and addresses in network order, interface, cookie)."""
+_ANSWER = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
+"""``inet_diag_msg``: family, state, timer, retransmits, the socket's id, then expiry, queues,
+uid and inode."""
+MAX_ANSWER_BYTES = 8192
+"""One socket's answer is 72 bytes and its header 16 (nothing more is asked for)."""
 
 
 class PeerCell:
@@ -48,62 +68,84 @@ def unix_peer(transport: asyncio.BaseTransport) -> PeerCell | None:
 
 
 def available() -> bool:
-    """True where the socket tables can be read (Linux with ``/proc``)."""
-    return TABLES[0].is_file()
-
-
-def _proc_address(host: str, port: int, *, six: bool) -> str | None:
-    """``host:port`` as the table spells it (each 32-bit word in host byte order, hex)."""
+    """True where the kernel tells a loopback connection's owner: one is made and looked up
+    (the first query may load the kernel's ``inet_diag`` module)."""
     try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv4Address):
-        if not six:
-            packed = address.packed
-            return f"{struct.unpack('=I', packed)[0]:08X}:{port:04X}"
-        address = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + address.packed)
-    elif not six:
-        mapped = address.ipv4_mapped
-        if mapped is None:
-            return None
-        return _proc_address(str(mapped), port, six=False)
-    words = struct.unpack("=4I", address.packed)
-    return "".join(f"{w:08X}" for w in words) + f":{port:04X}"
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            server = listener.getsockname()
+            with socket.create_connection(server, timeout=5) as client:
+                accepted, _ = listener.accept()
+                with accepted:
+                    return peer_uid(client.getsockname(), server) == os.geteuid()
+    except OSError:
+        return False
 
 
 def peer_uid(client: tuple[str, int], server: tuple[str, int]) -> int | None:
     """The uid owning the socket at ``client`` connected to ``server``, or ``None``."""
-    for table in TABLES:
-        six = table.name == "tcp6"
-        local = _proc_address(client[0], int(client[1]), six=six)
-        remote = _proc_address(server[0], int(server[1]), six=six)
-        if local is None or remote is None:
-            continue
-        uid = _find(table, local, remote)
-        if uid is not None:
-            return uid
-    return None
-
-
-def _find(table: Path, local: str, remote: str) -> int | None:
-    try:
-        with table.open("rb") as stream:
-            data = stream.read(MAX_TABLE_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_TABLE_BYTES:
-        return None
-    needle = f" {local} {remote} ".encode()
-    at = data.find(needle)
-    if at < 0:
-        return None
-    end = data.find(b"\n", at)
-    fields = data[at : end if end >= 0 else len(data)].split()
-    # local remote st tx:rx tr:when retrnsmt uid ...
-    if len(fields) < 7:
+    query = _query(client, server)
+    if query is None:
         return None
     try:
-        return int(fields[6])
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as diag:
+            diag.sendto(query, (0, 0))
+            # the kernel answers within the send: an answer not there at once is none
+            answer = diag.recv(MAX_ANSWER_BYTES, socket.MSG_DONTWAIT)
+    except (OSError, AttributeError):  # no netlink (not Linux), or no answer
+        return None
+    return _owner(answer, client[1], server[1])
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an address, an IPv4-mapped IPv6 one as IPv4 (as the kernel finds it)."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _query(client: tuple[str, int], server: tuple[str, int]) -> bytes | None:
+    """The netlink message asking for the one TCP socket from ``client`` to ``server``."""
+    local, remote = _address(client[0]), _address(server[0])
+    if local is None or remote is None or local.version != remote.version:
+        return None
+    try:
+        ports = struct.pack("!H", int(client[1])), struct.pack("!H", int(server[1]))
+    except (struct.error, ValueError):
+        return None
+    family = socket.AF_INET if local.version == 4 else socket.AF_INET6
+    request = _REQUEST.pack(
+        family,
+        socket.IPPROTO_TCP,
+        0,
+        ALL_STATES,
+        *ports,
+        local.packed.ljust(16, b"\0"),
+        remote.packed.ljust(16, b"\0"),
+        0,
+        INET_DIAG_NOCOOKIE,
+        INET_DIAG_NOCOOKIE,
+    )
+    length = _HEADER.size + len(request)
+    return _HEADER.pack(length, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0) + request
+
+
+def _owner(answer: bytes, client_port: int, server_port: int) -> int | None:
+    """The uid in the kernel's ``answer``, when it is about the socket asked for and a
+    process still holds that socket (a nonzero inode)."""
+    if len(answer) < _HEADER.size + _ANSWER.size:
+        return None  # too short for a socket: an error (not found) or nothing
+    _length, kind, _flags, _sequence, _port = _HEADER.unpack_from(answer)
+    if kind != SOCK_DIAG_BY_FAMILY:
+        return None
+    fields = _ANSWER.unpack_from(answer, _HEADER.size)
+    local_port, remote_port, uid, inode = fields[4], fields[5], fields[13], fields[14]
+    if (local_port, remote_port) != (
+        struct.pack("!H", int(client_port)),
+        struct.pack("!H", int(server_port)),
+    ):
+        return None
+    return uid if inode else None
