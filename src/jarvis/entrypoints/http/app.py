@@ -1,4 +1,5 @@
-"""The ASGI application: FastAPI routes inside the :class:`~.security.Guard`.
+"""The ASGI application: FastAPI routes inside the :class:`~.security.Guard` (the API key),
+inside CORS when it is on, inside the :class:`~.listener_guard.ListenerGuard`.
 
 ``create_app`` takes everything it serves (the ask use case and the managed-agent service
 through :class:`~.state.ServerState`), so tests build it over in-memory fakes and
@@ -103,18 +104,22 @@ def create_app(
     app.include_router(managed_routes.router)
     app.include_router(approval_routes.router)
     app.add_middleware(CatchAll)
-    asgi: App = TraceParentLayer(ChatFastPath(app, state) if fast_path else app)
-    if cors_origins:
-        from starlette.middleware.cors import CORSMiddleware
-
-        asgi = CORSMiddleware(
-            asgi, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
-        )
     limits = state.limits
-    guarded = Guard(
-        asgi,
+    asgi: App = Guard(
+        TraceParentLayer(ChatFastPath(app, state) if fast_path else app),
         api_key=api_key,
         max_body_bytes=limits.max_body_bytes,
         body_timeout=limits.body_timeout,
     )
-    return ListenerGuard(guarded, listener_policy(listener, api_key=api_key, cors=cors_origins))
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        # Outside the key: a browser's preflight never carries credentials, so a key checked
+        # first refused every one (401) and no page could send the key at all. The middleware
+        # answers a preflight (OPTIONS with Origin and Access-Control-Request-Method) itself,
+        # granting only the allowed origins, and never passes one on; every other request
+        # goes through the key, its answer (a 401 too) readable by an allowed page.
+        asgi = CORSMiddleware(
+            asgi, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
+        )
+    return ListenerGuard(asgi, listener_policy(listener, api_key=api_key, cors=cors_origins))

@@ -180,6 +180,45 @@ def test_cors_is_off_unless_configured() -> None:
     assert good.headers["access-control-allow-origin"] == "https://app.example"
 
 
+def test_with_a_key_a_browser_preflight_is_answered_and_nothing_else_passes_without_it() -> None:
+    """A browser asks before a cross-origin request with ``Authorization`` (a preflight, which
+    never carries credentials): an allowed origin's preflight gets its CORS allowance with a
+    key set. The request it announces, an ``OPTIONS`` that is not a preflight and a ``POST``
+    dressed as one still need the key; another origin's preflight gets no allowance."""
+    url = "/v1/chat/completions"
+    preflight = {
+        "origin": "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type",
+    }
+    keyed = {"origin": "https://app.example", "authorization": f"Bearer {API_KEY}"}
+    with serving(
+        ScriptedInference(["Hi."]), api_key=API_KEY, cors_origins=["https://app.example"]
+    ) as served:
+        allowed = httpx.options(served.url + url, headers=preflight)
+        other = httpx.options(
+            served.url + url, headers={**preflight, "origin": "https://evil.example"}
+        )
+        refused = [
+            httpx.options(served.url + url, headers={"origin": "https://app.example"}),
+            httpx.options(served.url + url, headers={"access-control-request-method": "POST"}),
+            httpx.post(served.url + url, json=CHAT, headers=preflight),
+            httpx.post(served.url + url, json=CHAT, headers={"origin": "https://app.example"}),
+            httpx.get(served.url + "/v1/models", headers=preflight),
+        ]
+        answered = httpx.post(served.url + url, json=CHAT, headers=keyed)
+    assert allowed.status_code == 200, allowed.text
+    assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+    assert "POST" in allowed.headers["access-control-allow-methods"]
+    assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+    assert "access-control-allow-origin" not in other.headers
+    assert [r.status_code for r in refused] == [401] * len(refused)
+    # the allowed page may read why: its 401 carries the allowance
+    assert refused[3].headers["access-control-allow-origin"] == "https://app.example"
+    assert answered.status_code == 200, answered.text
+    assert answered.headers["access-control-allow-origin"] == "https://app.example"
+
+
 def test_engine_credentials_never_reach_an_error_body() -> None:
     with serving(
         engine="openai", base_url="http://user:hunter2secret@127.0.0.1:9/v1", model="m"
