@@ -19,7 +19,7 @@ from typing import Protocol
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 MAX_DEFINITION_BYTES = 256 * 1024
 """The largest stored definition (a system prompt of a few pages is far smaller)."""
@@ -27,10 +27,13 @@ MAX_DEFINITION_BYTES = 256 * 1024
 
 def check_agent_id(agent_id: str) -> str:
     """``agent_id`` when it is a valid managed-agent id (letters, digits, ``_ -``, at most 64
-    characters), else ``ConfigurationError``: ids become store keys and session ids."""
-    if not _AGENT_ID.match(agent_id):
+    characters, nothing after: not even a newline), else ``ConfigurationError``: ids become
+    store keys and session ids. The refused id is cut at 80 characters in the message: it
+    comes from a URL, and a message echoing 30,000 characters helps nobody."""
+    if not _AGENT_ID.fullmatch(agent_id):
+        shown = agent_id if len(agent_id) <= 80 else agent_id[:77] + "..."
         raise ConfigurationError(
-            f"Invalid managed agent id {agent_id!r}.",
+            f"Invalid managed agent id {shown!r}.",
             hint="Use letters, digits, _ and - (at most 64 characters).",
         )
     return agent_id

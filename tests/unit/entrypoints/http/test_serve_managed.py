@@ -254,6 +254,27 @@ def test_unknown_agents_and_bad_bodies_are_4xx() -> None:
         assert client.get("/v1/managed-agents/a/messages?limit=-1").status_code == 400
 
 
+def test_an_invalid_id_is_cut_in_its_error_and_a_newline_is_no_id() -> None:
+    """An id of 8,000 characters in the URL (under the URL's bound; 30,000 were echoed whole
+    before it): the 400 names its start, cut at 80 characters. An id ending in a newline is
+    invalid too, not a lookup."""
+    long_id = "y" * 8000
+    with serving(ScriptedInference()) as served, httpx.Client(base_url=served.url) as client:
+        replies = [
+            client.get(f"/v1/managed-agents/{long_id}"),
+            client.post(f"/v1/managed-agents/{long_id}/messages", json={"content": "hi"}),
+            client.delete(f"/v1/managed-agents/{long_id}"),
+        ]
+        newline = client.get("/v1/managed-agents/a%0A")
+    for reply in replies:
+        assert reply.status_code == 400, reply.text
+        message = reply.json()["error"]["message"]
+        assert "y" * 77 + "..." in message
+        assert len(message) < 200, len(message)
+    assert newline.status_code == 400, newline.text
+    assert "Invalid managed agent id" in newline.json()["error"]["message"]
+
+
 def test_a_tool_that_waits_does_not_block_the_server() -> None:
     release = threading.Event()
     entered = threading.Event()
