@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jarvis.application.config_bounds import plain_number
+from jarvis.application.dotted_keys import shown
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.loop.options import Choice
@@ -143,7 +144,7 @@ class OptionReader:
     def _error(self, problem: str) -> ConfigurationError:
         return ConfigurationError(
             f"Agent '{self.agent}' cannot be built with these options: {problem}.",
-            hint="Options given: " + ", ".join(sorted(self.given)),
+            hint="Options given: " + shown(", ".join(sorted(self.given))),
         )
 
     def _get(self, key: str) -> JSONValue | None:
@@ -154,7 +155,7 @@ class OptionReader:
         return self.defaults.get(key)
 
     def _kind_error(self, key: str, value: JSONValue, kind: str) -> ConfigurationError:
-        return self._error(f"{key} takes {kind}, not {value!r}")
+        return self._error(f"{shown(key)} takes {kind}, not {shown(repr(value))}")
 
     def integer(self, key: str, default: int) -> int:
         value = self.optional_integer(key, None)
@@ -207,9 +208,10 @@ class OptionReader:
         for choice in choices:
             if value == choice:
                 return choice
-        shown = f"'{value}'" if isinstance(value, str) else repr(value)
+        given = f"'{value}'" if isinstance(value, str) else repr(value)
         raise ConfigurationError(
-            f"Unknown {self.agent} {what} {shown}.", hint="Choose one of: " + ", ".join(choices)
+            f"Unknown {self.agent} {what} {shown(given)}.",
+            hint="Choose one of: " + ", ".join(choices),
         )
 
     def engine_options(self) -> JSONObject:
@@ -228,6 +230,6 @@ class OptionReader:
             accepted = ", ".join(sorted(self.read))
             raise self._error(
                 f"unknown option{'s' if len(unknown) > 1 else ''} "
-                + ", ".join(f"'{key}'" for key in unknown)
+                + shown(", ".join(f"'{key}'" for key in unknown))
                 + f"; the {self.agent} agent takes: {accepted}"
             )

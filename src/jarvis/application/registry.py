@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from jarvis.application.agent_options import OptionReader
+from jarvis.application.dotted_keys import shown
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.workspace_host import LocalWorkspaceHost
 from jarvis.domain.errors import ConfigurationError, UnknownAgentError
@@ -134,7 +135,7 @@ class AgentRegistry:
                 raise
             raise ConfigurationError(
                 f"Agent '{canonical}' cannot be built with these options: {exc}",
-                hint="Options given: " + ", ".join(sorted(options)),
+                hint="Options given: " + shown(", ".join(sorted(options))),
             ) from exc
         reader.finish()
         return agent

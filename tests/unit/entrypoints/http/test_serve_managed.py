@@ -275,6 +275,29 @@ def test_an_invalid_id_is_cut_in_its_error_and_a_newline_is_no_id() -> None:
     assert "Invalid managed agent id" in newline.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"x" * 30000: 1},  # an unknown option: named twice (the problem, the hint)
+        {"tool_choice": "x" * 30000},  # an unknown choice
+        {"tool_choice": ["x" * 30000]},  # a value of the wrong kind
+        {f"o{i}": 1 for i in range(3000)},  # many unknown options
+    ],
+)
+def test_agent_options_are_cut_in_their_error(options: dict[str, object]) -> None:
+    """Each name and value a client sent is cut at 80 characters, the lists at 80 too: a
+    30,000-character option name came back twice, 60 KB of error."""
+    with serving(ScriptedInference()) as served:
+        reply = httpx.post(
+            served.url + "/v1/managed-agents",
+            json={"agent": "orchestrator", "agent_options": options},
+        )
+    assert reply.status_code == 400, reply.text
+    message = reply.json()["error"]["message"]
+    assert "cannot be built" in message or "Unknown orchestrator" in message
+    assert len(message) < 1000, len(message)
+
+
 def test_a_tool_that_waits_does_not_block_the_server() -> None:
     release = threading.Event()
     entered = threading.Event()
