@@ -89,9 +89,10 @@ class MemoryStoreTool:
             await self.store.put_state(full_state, value)
             self.state_stored = True
             return ToolResult(tool_name="memory_store", content="Stored the state.")
-        if not _NOTE_KEY.match(key):
+        if not _NOTE_KEY.fullmatch(key):
+            shown = key if len(key) <= 80 else key[:77] + "..."
             return self._fail(
-                f"Invalid key {key!r}: use 'state' or a name of letters, digits, _ . - "
+                f"Invalid key {shown!r}: use 'state' or a name of letters, digits, _ . - "
                 "(at most 64 characters)."
             )
         prefix = note_prefix(self.operator_id)

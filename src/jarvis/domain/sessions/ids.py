@@ -15,9 +15,10 @@ def check_session_id(session_id: str) -> str:
     Letters, digits and ``_ . : @ -``, at most 128 characters, not starting with a dot, and
     never ``..`` — so no store can be tricked into leaving its folder.
     """
-    if not _SESSION_ID.match(session_id) or ".." in session_id:
+    if not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        shown = session_id if len(session_id) <= 80 else session_id[:77] + "..."
         raise ConfigurationError(
-            f"Invalid session id {session_id!r}.",
+            f"Invalid session id {shown!r}.",
             hint="Use letters, digits and _ . : @ - (at most 128 characters).",
         )
     return session_id

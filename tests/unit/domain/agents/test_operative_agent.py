@@ -136,7 +136,9 @@ async def test_notes_are_kept_under_the_operator_and_recalled() -> None:
     assert "## Stored Notes\n- owner: team-a" in engine.requests[2].messages[0].content
 
 
-@pytest.mark.parametrize("key", ["operator:other:state", "../x", "a b", "operator:watch:memory:x"])
+@pytest.mark.parametrize(
+    "key", ["operator:other:state", "../x", "a b", "operator:watch:memory:x", "note\n"]
+)
 async def test_memory_store_never_writes_outside_its_operator(key: str) -> None:
     store = InMemoryOperatorStore()
     bound = binding(store=store)
