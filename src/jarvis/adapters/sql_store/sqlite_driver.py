@@ -9,7 +9,8 @@
   survives any process crash and the file is never corrupted, but the latest appends may be
   lost on a power cut; ``durable=True`` adds one fsync per append (``synchronous=FULL``,
   about 4 ms on a busy disk against 0.08 ms) for machines where that matters.
-* The file is created with mode 0600 in a folder made 0700.
+* The file is kept at mode 0600 (one made earlier with a wider mode is tightened, with its
+  ``-wal`` and ``-shm``: :mod:`jarvis.adapters.sqlite_files`) in a folder made 0700.
 * The driver's errors become :class:`~jarvis.domain.sessions.records.SessionStoreError` naming the
   file; a damaged or foreign file is never rewritten.
 """
@@ -27,6 +28,7 @@ from typing import TypeVar
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.run_guard import GuardedDriver, RunGuard
 from jarvis.adapters.sql_store.sqlite_schema import migrate
+from jarvis.adapters.sqlite_files import private_database
 from jarvis.adapters.sqlite_wal import enter_wal, is_busy
 from jarvis.domain.sessions.records import (
     SessionStoreCorruptError,
@@ -113,16 +115,23 @@ class _Immediate:
 
 
 class SqliteDriver(GuardedDriver):
-    """The SQLite database at ``path`` (created, mode 0600, on first use)."""
+    """The SQLite database at ``path`` (created, mode 0600, on first use). ``notice`` is
+    told when the file stays readable by other users."""
 
     dialect = SQLITE
 
     def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0, durable: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 10.0,
+        durable: bool = False,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
         self.durable = durable
+        self._notice = notice
         self._connection: _SqliteConnection | None = None
         self._guard = RunGuard(self._close_now)
 
@@ -133,7 +142,7 @@ class SqliteDriver(GuardedDriver):
     def _open(self) -> _SqliteConnection:
         location = self.location
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        private_database(self.path, self._notice)  # an older file may be open to others
         connection = sqlite3.connect(
             self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )

@@ -11,10 +11,11 @@ product over every vector; see :mod:`.vectors`). The matrix is loaded on the fir
 search and kept until the database changes (SQLite's ``data_version`` for other
 processes' writes, a counter for this one's).
 
-The file is created 0600 in a 0700 folder. SQLite calls block, so they run in a worker
-thread; one connection is shared under a lock. The database is opened on first use, not
-when the object is built. A file that is not a readable SQLite database raises
-:class:`~jarvis.domain.knowledge.MemoryStoreDamagedError` and is left as it was.
+The file is kept 0600 (:mod:`jarvis.adapters.sqlite_files`) in a 0700 folder. SQLite calls
+block, so they run in a worker thread; one connection is shared under a lock. The database
+is opened on first use, not when the object is built. A file that is not a readable SQLite
+database raises :class:`~jarvis.domain.knowledge.MemoryStoreDamagedError` and is left as it
+was.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from jarvis.adapters.sqlite_files import private_database
 from jarvis.adapters.sqlite_wal import enter_wal, is_busy
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.knowledge import (
@@ -139,11 +141,15 @@ def fts_query(text: str) -> str:
 
 
 class SqliteMemory:
-    """A persistent, searchable memory in one SQLite file (``":memory:"`` for a test)."""
+    """A persistent, searchable memory in one SQLite file (``":memory:"`` for a test);
+    ``notice`` is told when the file stays readable by other users."""
 
-    def __init__(self, path: str, *, embedding_model: str = "") -> None:
+    def __init__(
+        self, path: str, *, embedding_model: str = "", notice: Callable[[str], None] | None = None
+    ) -> None:
         self.path = path
         self.embedding_model = embedding_model
+        self._notice = notice
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._writes = 0
@@ -173,10 +179,10 @@ class SqliteMemory:
             file = Path(self.path).expanduser()
             if not file.parent.exists():
                 file.parent.mkdir(parents=True, mode=0o700)
-            if not file.exists():
-                os.close(os.open(file, os.O_WRONLY | os.O_CREAT, 0o600))
-            with contextlib.suppress(OSError):
-                os.chmod(file, 0o600)
+            try:  # an older file (and its -wal, -shm) may be open to others
+                private_database(file, self._notice)
+            except OSError as exc:
+                raise self._damaged(exc) from None
         try:
             connection = sqlite3.connect(
                 self.path, check_same_thread=False, timeout=BUSY_TIMEOUT, isolation_level=None

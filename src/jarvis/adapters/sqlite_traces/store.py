@@ -2,8 +2,9 @@
 (:mod:`.record`).
 
 The database is opened on first use (``jarvis ask`` pays nothing for tracing before its
-run ends), created with mode 0600 (a trace shows what a user asked their tools to do), in
-WAL mode so that ``jarvis traces list`` reads while a run writes. Every SQLite failure (a
+run ends), kept at mode 0600 (a trace shows what a user asked their tools to do: a file
+made earlier with a wider mode is tightened, :mod:`jarvis.adapters.sqlite_files`), in WAL
+mode so that ``jarvis traces list`` reads while a run writes. Every SQLite failure (a
 full or read-only disk, a lock held past ``busy_timeout``, a damaged file) is raised as
 :class:`~jarvis.domain.traces.TraceStoreError`. The table is ``jarvis_traces``, so the file
 may be the one OpenJarvis keeps its own ``traces`` table in (both default to
@@ -13,13 +14,13 @@ may be the one OpenJarvis keeps its own ``traces`` table in (both default to
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from jarvis.adapters.sqlite_files import private_database
 from jarvis.adapters.sqlite_traces.record import encode_trace
 from jarvis.adapters.sqlite_wal import enter_wal
 from jarvis.domain.traces import (
@@ -72,11 +73,20 @@ _SIZE_OBJECTS = (
 
 
 class SqliteTraceStore:
-    """Traces in the SQLite database at ``path`` (created, with its folder, on first use)."""
+    """Traces in the SQLite database at ``path`` (created, with its folder, on first use).
+    ``notice`` is told when the file stays readable by other users
+    (:func:`~jarvis.adapters.sqlite_files.private_database`)."""
 
-    def __init__(self, path: Path | str, *, busy_timeout: float = 2.0) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        busy_timeout: float = 2.0,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
+        self._notice = notice
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -84,8 +94,7 @@ class SqliteTraceStore:
         if self._db is not None:
             return self._db
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        private_database(self.path, self._notice)  # an older file may be open to others
         db = sqlite3.connect(
             self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None
         )

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from jarvis.domain.managed_agents import ManagedAgentStorePort
 
 
+def file_notice(message: str) -> None:
+    """A store's file that other users may read (:mod:`jarvis.adapters.sqlite_files`): one
+    line on stderr each time the store opens it, until the user acts on it."""
+    from jarvis.entrypoints.terminal_text import write_stderr
+
+    write_stderr(f"jarvis: {message}\n")
+
+
 def _open_session_store(config: JarvisConfig) -> SessionStorePort:
     chosen = config.sessions
     if chosen.backend == "postgres":
@@ -42,7 +50,8 @@ def _open_session_store(config: JarvisConfig) -> SessionStorePort:
     from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 
     path = config_dir() / Path(chosen.path or "sessions.db").expanduser()
-    return SqlBackend(SqliteDriver(path, busy_timeout=chosen.busy_timeout)).sessions
+    driver = SqliteDriver(path, busy_timeout=chosen.busy_timeout, notice=file_notice)
+    return SqlBackend(driver).sessions
 
 
 def session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:

@@ -58,10 +58,11 @@ def persona_tools(*, store: PersonaStorePort, config: JarvisConfig) -> list[Tool
 def memory(config: JarvisConfig) -> MemoryPort:
     """The SQLite FTS5 memory behind ``retrieval`` (opened on first use, not here)."""
     from jarvis.adapters.sqlite_memory.store import SqliteMemory
+    from jarvis.entrypoints.composition.stores import file_notice
 
     configured = config.tools.retrieval.db_path
     path = config_dir() / (Path(configured).expanduser() if configured else Path("memory.db"))
-    return SqliteMemory(str(path))
+    return SqliteMemory(str(path), notice=file_notice)
 
 
 def web_search_tool(config: JarvisConfig) -> ToolPort:

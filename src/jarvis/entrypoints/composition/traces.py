@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 def trace_store(config: JarvisConfig) -> TraceStorePort:
     """The SQLite trace store (``[traces] db_path``), opened on its first use."""
     from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.entrypoints.composition.stores import file_notice
 
-    return SqliteTraceStore(config_dir() / Path(config.traces.db_path or "traces.db").expanduser())
+    path = config_dir() / Path(config.traces.db_path or "traces.db").expanduser()
+    return SqliteTraceStore(path, notice=file_notice)
 
 
 def _trace_notice(message: str) -> None:
