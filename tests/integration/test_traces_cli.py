@@ -425,3 +425,23 @@ def test_no_opentelemetry_module_is_imported_unless_protobuf_is_asked_for(
         assert not otel
     else:  # the check sees them when they are imported
         assert "opentelemetry.proto.collector.trace.v1.trace_service_pb2" in otel
+
+
+@pytest.mark.parametrize("cut", [1, 5, 13])
+def test_a_url_the_content_limit_cuts_is_masked_all_the_same(jarvis_home: Path, cut: int) -> None:
+    """A question whose URL the 4,000-character limit cuts inside its password (``cut``
+    characters into it), before the ``@`` a masker looks for: nothing of the credentials is
+    kept."""
+    url = " http://admin:Hunter2Secret@db.internal/x"
+    question = "x" * (4000 - len(" http://admin:") - cut) + url
+    with ScriptedEngine([Reply("Noted.")]) as engine:
+        configure(jarvis_home, engine.url, "enabled = true\ncontent = true\n")
+        answer = jarvis("ask", "--no-keep", question)
+    assert answer.returncode == 0, answer.stderr
+    (summary,) = listed()
+    spans = shown(str(summary["id"]))["spans"]
+    assert isinstance(spans, list)
+    kept = spans[0]["content"]["input"]
+    assert kept == "x" * (4000 - len(" http://admin:") - cut) + " http://***"
+    db = b"".join(p.read_bytes() for p in jarvis_home.glob("traces.db*"))
+    assert b"admin:" not in db

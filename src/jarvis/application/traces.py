@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 
 from jarvis.application.trace_context import enter_span, trace_parent
 from jarvis.application.trace_export import exported_span_id
+from jarvis.domain.cut_text import cut_masked
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.run.events import (
     AgentRunEnded,
@@ -138,7 +139,9 @@ def _trace_ids(source: random.Random) -> list[str]:
 
 
 def _clip(text: str, mask: Callable[[str], str]) -> str:
-    return mask(text[:MAX_CONTENT_CHARS])
+    """What a span keeps of a content field: its start, masked, an authority the cut falls
+    in masked whole (:func:`~jarvis.domain.cut_text.cut_masked`)."""
+    return cut_masked(text, MAX_CONTENT_CHARS, mask)
 
 
 def _span(span: _OpenSpan, offset: float, end: float) -> Span:

@@ -17,10 +17,11 @@ while an OS or container sandbox verifiably confines it, else ``ask``; every oth
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
+from jarvis.domain.cut_text import cut_masked
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.tools.specs import ToolSpec
@@ -43,12 +44,16 @@ def effects_of(spec: ToolSpec) -> ToolEffects:
     return "read_only" if spec.read_only else "side_effects"
 
 
-def shown_arguments(call: ToolCall, limit: int = MAX_SHOWN_ARGUMENTS) -> str:
-    """A call's arguments as compact JSON, cut to ``limit`` characters with a marker."""
+def shown_arguments(
+    call: ToolCall, limit: int = MAX_SHOWN_ARGUMENTS, mask: Callable[[str], str] = str
+) -> str:
+    """A call's arguments as compact JSON, cut to ``limit`` characters with a marker, masked
+    by ``mask``: a URL the cut falls in is masked whole
+    (:func:`~jarvis.domain.cut_text.cut_masked`), where masking the cut text would miss it."""
     text = call.arguments_json()
     if len(text) <= limit:
-        return text
-    return text[:limit] + f"…[{len(text) - limit} more characters]"
+        return mask(text)
+    return cut_masked(text, limit, mask) + f"…[{len(text) - limit} more characters]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,7 +21,13 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from jarvis.application.approvals import ApprovalChoice, DenyingApprovals
-from jarvis.domain.approvals import APPROVAL_MODES, ApprovalAnswer, ApprovalRequest
+from jarvis.domain.approvals import (
+    APPROVAL_MODES,
+    ApprovalAnswer,
+    ApprovalRequest,
+    shown_arguments,
+)
+from jarvis.entrypoints.redact import redact_urls
 
 PROMPT = "  run it? [y]es / [n]o / [a]lways for this tool / never: "
 MAX_ANSWER_BYTES = 256
@@ -112,9 +118,10 @@ def describe(request: ApprovalRequest) -> str:
     """The lines that show a call waiting for approval (control characters made visible)."""
     from jarvis.entrypoints.terminal_text import terminal_safe
 
+    arguments = shown_arguments(request.call, mask=redact_urls)  # a URL cut is masked too
     return (
         f"jarvis: approve the call {terminal_safe(request.tool)}"
-        f"({terminal_safe(request.shown_arguments())})?\n"
+        f"({terminal_safe(arguments)})?\n"
         f"  why: {terminal_safe(request.reason)} ({terminal_safe(request.rule)})"
     )
 

@@ -15,6 +15,8 @@ import sys
 import threading
 from typing import TextIO
 
+from jarvis.domain.cut_text import cut_masked
+from jarvis.entrypoints.redact import redact_urls
 from jarvis.entrypoints.terminal_text import for_terminal
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -33,7 +35,11 @@ def tool_result_line(content: str, *, success: bool, limit: int = 200) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters, a URL the cut falls in masked whole: stderr
+    masks every line, but a cut URL's ``@`` is gone by then (``cut_masked``)."""
+    if len(text) <= limit:
+        return text
+    return cut_masked(text, limit - 1, redact_urls) + "…"
 
 
 def is_tty(stream: TextIO) -> bool:

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.json_types import JSONObject
 from jarvis.domain.llm.completion import Completion
 from jarvis.domain.llm.messages import ToolCall
 from jarvis.entrypoints.cli import app
@@ -64,3 +65,36 @@ def test_agent_options_reach_the_agent_and_bad_ones_are_usage_errors() -> None:
     code, _, err = run(ScriptedInference(), "-a", "orchestrator", "-O", "colour=blue", "q")
     assert code == 2
     assert "cannot be built with these options" in err
+
+
+def _cut_inside_the_password(limit: int, before: str) -> JSONObject:
+    """Arguments whose JSON is cut at ``limit`` characters five characters into a URL's
+    password (``before``: what the JSON holds ahead of the expression's text)."""
+    pad = limit - 5 - len(before) - len(" http://admin:")
+    return {"expression": "1" * pad + " http://admin:Hunter2Secret@db.internal/x"}
+
+
+def test_a_tool_line_cut_inside_a_url_keeps_none_of_its_credentials() -> None:
+    """stderr masks URL credentials, but a line cut before a URL's ``@`` has none to find."""
+    arguments = _cut_inside_the_password(199, '{"expression":"')
+    call = ToolCall(id="c1", name="calculator", arguments=arguments)
+    engine = ScriptedInference([Completion(content="", tool_calls=(call,)), "Done."])
+    code, _, err = run(engine, "-a", "orchestrator", "--tools", "calculator", "compute")
+    assert code == 0, err
+    assert '→ calculator({"expression":"111' in err
+    assert "http://***…" in err
+    assert "admin" not in err
+    assert "Hunte" not in err
+
+
+def test_an_approval_prompt_cut_inside_a_url_keeps_none_of_its_credentials() -> None:
+    from jarvis.domain.approvals import MAX_SHOWN_ARGUMENTS, ApprovalRequest
+    from jarvis.entrypoints.cli.approval_prompt import describe
+
+    arguments = _cut_inside_the_password(MAX_SHOWN_ARGUMENTS, '{"expression":"')
+    call = ToolCall(id="c1", name="shell", arguments=arguments)
+    request = ApprovalRequest(id="c1", call=call, effects="side_effects", reason="r", rule="x")
+    shown = describe(request)
+    assert "http://***…[" in shown
+    assert "admin" not in shown
+    assert "Hunte" not in shown
