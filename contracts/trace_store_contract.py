@@ -142,3 +142,24 @@ class TraceStoreContract(Generic[StoreT]):
         with pytest.raises(ValueError, match=r"finite|not JSON compliant"):
             store.encode(broken)
         assert store.list(TraceQuery()) == []
+
+    def test_a_lone_surrogate_is_kept_as_a_replacement_character(self, store: StoreT) -> None:
+        """No UTF-8 file holds a lone surrogate (a name or a text an engine or a client
+        sent): the trace is kept all the same, each one as U+FFFD."""
+        from dataclasses import replace
+
+        trace = make_trace("s")
+        run, inference = trace.spans
+        inference = replace(
+            inference,
+            name="m\ud800",
+            attributes={"finish_reason": "stop\udfff"},
+            content={"input": "run rm -rf \ud800"},
+        )
+        store.save_records([store.encode(replace(trace, spans=(run, inference)))])
+        found = store.get("s")
+        assert found is not None
+        kept = found.spans[1]
+        assert kept.name == "m\ufffd"
+        assert kept.attributes == {"finish_reason": "stop\ufffd"}
+        assert kept.content == {"input": "run rm -rf \ufffd"}

@@ -445,3 +445,50 @@ def test_a_url_the_content_limit_cuts_is_masked_all_the_same(jarvis_home: Path, 
     assert kept == "x" * (4000 - len(" http://admin:") - cut) + " http://***"
     db = b"".join(p.read_bytes() for p in jarvis_home.glob("traces.db*"))
     assert b"admin:" not in db
+
+
+def test_a_lone_surrogate_sent_to_jarvis_serve_cannot_keep_a_run_out_of_the_traces(
+    jarvis_home: Path,
+) -> None:
+    """A client's question with a lone surrogate (JSON's ``\\ud800``, which no UTF-8 store
+    can hold) is recorded every time, the surrogate as U+FFFD. A plain question asked last
+    says when the writer (which keeps the order) has written the two before it."""
+    import time
+
+    import httpx
+
+    from tests.support.serve_process import jarvis_serve
+
+    def body(content: str) -> bytes:
+        return b'{"model": "jarvis/simple", "messages": [{"role": "user", "content": "%s"}]}' % (
+            content.encode()
+        )
+
+    with ScriptedEngine([Reply("Done.")]) as engine:
+        configure(jarvis_home, engine.url, "enabled = true\ncontent = true\n")
+        with jarvis_serve() as served:
+            for content in ("run rm -rf \\ud800", "and \\udfff again", "plain"):
+                reply = httpx.post(
+                    served.url + "/v1/chat/completions",
+                    content=body(content),
+                    headers={"content-type": "application/json"},
+                    timeout=60,
+                )
+                assert reply.status_code == 200, reply.text
+            deadline = time.monotonic() + 60
+            while "plain" not in _inputs():
+                assert time.monotonic() < deadline, "the plain question was never recorded"
+                time.sleep(0.05)
+        _, rest = served.process.communicate()
+    assert "could not be recorded" not in rest.decode(), rest
+    assert sorted(_inputs()) == ["and \ufffd again", "plain", "run rm -rf \ufffd"]
+
+
+def _inputs() -> list[str]:
+    """The input kept in each recorded run's span."""
+    found: list[str] = []
+    for summary in listed():
+        spans = shown(str(summary["id"]))["spans"]
+        assert isinstance(spans, list)
+        found.append(str(spans[0]["content"].get("input")))
+    return found

@@ -41,6 +41,7 @@ from jarvis.domain.traces import (
     Trace,
     TraceParent,
     TraceStatus,
+    well_formed,
 )
 
 _Opening = AgentRunStarted | InferenceStarted | ToolCallStarted | LoopGuardTriggered
@@ -140,8 +141,10 @@ def _trace_ids(source: random.Random) -> list[str]:
 
 def _clip(text: str, mask: Callable[[str], str]) -> str:
     """What a span keeps of a content field: its start, masked, an authority the cut falls
-    in masked whole (:func:`~jarvis.domain.cut_text.cut_masked`)."""
-    return cut_masked(text, MAX_CONTENT_CHARS, mask)
+    in masked whole (:func:`~jarvis.domain.cut_text.cut_masked`), a lone surrogate as
+    U+FFFD (:func:`~jarvis.domain.traces.well_formed`: a store or a collector would refuse
+    the whole trace for it)."""
+    return well_formed(cut_masked(text, MAX_CONTENT_CHARS, mask))
 
 
 def _span(span: _OpenSpan, offset: float, end: float) -> Span:

@@ -5,7 +5,8 @@ No OpenTelemetry package is needed (nor imported) for JSON: the request body is 
 collectors accept as ``application/json``. ``http/protobuf`` encodes that same request
 with the official ``opentelemetry-proto`` messages (:mod:`.protobuf`, the ``otel`` extra).
 Each call has a bounded timeout and reads a bounded reply; a receiver that is down, slow
-or refuses is a ``TraceStoreError``. A trace that cannot be sent is left out alone.
+or refuses is a ``TraceStoreError``. A trace that cannot be sent is left out alone; a lone
+surrogate in one (which neither encoding can carry as text) is sent as U+FFFD.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import httpx
 
 from jarvis.application.trace_export import otlp_request, otlp_spans
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.traces import Trace, TraceStoreError, times_problem
+from jarvis.domain.traces import Trace, TraceStoreError, times_problem, well_formed
 
 MAX_REPLY_BYTES = 64 * 1024
 
@@ -77,12 +78,14 @@ class OtlpHttpExporter:
         if not spans:
             return left_out
         body = otlp_request(spans)
+        text = json.dumps(body, ensure_ascii=False)
+        clean = well_formed(text)  # a lone surrogate (a name an engine sent) as U+FFFD
         if self._protobuf:
             from jarvis.adapters.otlp_http.protobuf import encode
 
-            content = encode(body)
+            content = encode(body if clean is text else json.loads(clean))
         else:
-            content = json.dumps(body).encode()
+            content = clean.encode()
         if self._client is None:
             self._client = httpx.Client(timeout=self._timeout, follow_redirects=False)
         try:

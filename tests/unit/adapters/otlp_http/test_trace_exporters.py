@@ -99,3 +99,27 @@ def test_the_protocol_comes_from_the_config_then_the_standard_variables() -> Non
     env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "grpc"  # not served: JSON over HTTP
     assert traces_protocol("", env) == "http/json"
     assert traces_protocol("http/protobuf", {}) == "http/protobuf"
+
+
+@pytest.mark.parametrize("protocol", ["http/json", "http/protobuf"])
+def test_a_lone_surrogate_is_sent_as_a_replacement_character(protocol: str) -> None:
+    """Neither encoding carries a lone surrogate as text (protobuf refuses the whole batch,
+    strict JSON readers the request): it is sent as U+FFFD, with the rest of the batch."""
+    from dataclasses import replace
+
+    from contracts.trace_store_contract import make_trace
+
+    trace = make_trace("e" * 32)
+    run, inference = trace.spans
+    odd = replace(trace, spans=(run, replace(inference, name="m\ud800")))
+    with OtlpReceiver() as receiver:
+        exporter = OtlpHttpExporter(traces_endpoint(receiver.endpoint, {}), protocol=protocol)
+        assert exporter.export([make_trace("a" * 32, agent="one"), odd]) == []
+        exporter.close()
+    assert len(receiver.requests) == 1
+    assert [s["name"] for s in receiver.spans()] == [
+        "invoke_agent one",
+        "chat m",
+        "invoke_agent simple",
+        "chat m\ufffd",
+    ]
