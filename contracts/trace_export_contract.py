@@ -42,6 +42,8 @@ class TraceExportContract(Generic[ExporterT]):
         [
             (1000.0, math.nan, "not a finite number"),
             (-1.0, 1.5, "outside 1970-2554"),  # OTLP's times are unsigned
+            (10.0, -100.0, "outside 1970-2554"),  # so is its end
+            (2e10, -1e10, "outside 1970-2554"),  # a start past 2554 that ends before
             (2e10, 1.5, "outside 1970-2554"),  # past 2**64 nanoseconds
             (1e300, 1.5, "outside 1970-2554"),
         ],

@@ -492,3 +492,74 @@ def _inputs() -> list[str]:
         assert isinstance(spans, list)
         found.append(str(spans[0]["content"].get("input")))
     return found
+
+
+def _damaged_record(field: str, value: str) -> str:
+    """A stored record whose run (or first span) has ``value`` (JSON text) as ``field``."""
+    from contracts.trace_store_contract import make_trace
+    from jarvis.domain.traces import trace_to_record
+
+    record = json.loads(trace_to_record(make_trace("d" * 32, start=time_now())))
+    target = record if not field.startswith("span.") else record["spans"][1]
+    target[field.removeprefix("span.")] = "VALUE"
+    return json.dumps(record).replace('"VALUE"', value)
+
+
+def time_now() -> float:
+    import time
+
+    return time.time() - 60
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("start", "1e300"),  # past the year 9999: no date to show
+        ("start", "NaN"),
+        ("start", "-1e18"),  # before 1970: OTLP's unsigned nanoseconds
+        ("duration", "1e300"),
+        ("duration", "-1e12"),  # ends before 1970
+        ("span.start", "Infinity"),
+        ("span.attributes", '{"first_token_seconds": NaN}'),  # --json cannot write it
+        ("span.attributes", '{"tokens_in": 1e999}'),
+        ("span.content", "[" * 100_000 + "]" * 100_000),  # deeper than Python recurses
+    ],
+)
+def test_a_record_with_times_out_of_range_is_a_damaged_store(
+    jarvis_home: Path, field: str, value: str
+) -> None:
+    """A record the writer would never have kept (written by hand, or damaged): every
+    command that reads it exits 7 with one line and prints nothing else (where it printed
+    half a list, then an ``OverflowError``, or an OTLP time below zero); a good trace beside
+    it is still shown."""
+    import sqlite3
+
+    from contracts.trace_store_contract import make_trace
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+
+    configure(jarvis_home, "http://127.0.0.1:9/v1")
+    store = SqliteTraceStore(jarvis_home / "traces.db")
+    store.save_many([make_trace("d" * 32, start=time_now()), make_trace("g" * 32)])
+    store.close()
+    with sqlite3.connect(jarvis_home / "traces.db") as db:
+        db.execute(
+            "UPDATE jarvis_traces SET record = ? WHERE trace_id = ?",
+            (_damaged_record(field, value), "d" * 32),
+        )
+    db.close()
+    for command in (
+        ["traces", "list"],
+        ["traces", "list", "--json"],
+        ["traces", "show", "d" * 32],
+        ["traces", "show", "--json", "d" * 32],
+        ["traces", "export", "d" * 32],
+        ["stats"],
+        ["stats", "--json", "--since", "1h"],
+    ):
+        result = jarvis(*command)
+        assert result.returncode == 7, (command, result.stdout, result.stderr)
+        assert result.stdout == "", command
+        assert result.stderr.startswith("jarvis: the trace store cannot be read: "), command
+        assert "a trace is damaged" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert shown("g" * 32)["trace_id"] == "g" * 32

@@ -103,19 +103,20 @@ nanoseconds (the year 2554)."""
 
 def times_problem(trace: Trace) -> str:
     """Why ``trace`` cannot be kept or sent, or ``""``: a start or duration that is not a
-    finite number, or a span that starts before the epoch or ends after
+    finite number, or a span that starts or ends before the epoch or after
     :data:`LATEST_TIME` (no record or OTLP span has a place for it). The store and the
-    exporter leave such a trace out alone."""
+    exporter leave such a trace out alone, and a record read back with one is damaged
+    (:func:`trace_from_record`)."""
     # each trace is checked as its run ends, on the event loop: first by comparisons alone,
     # which every finite time in range passes (NaN and the infinities fail them), and only
     # a trace that fails them is looked at closely, for its reason
     start = trace.start
     end = start + trace.duration
-    if 0.0 <= start <= LATEST_TIME and -LATEST_TIME <= end <= LATEST_TIME:
+    if 0.0 <= start <= LATEST_TIME and 0.0 <= end <= LATEST_TIME:
         for span in trace.spans:
             start = span.start
             end = start + span.duration
-            if not (0.0 <= start <= LATEST_TIME and -LATEST_TIME <= end <= LATEST_TIME):
+            if not (0.0 <= start <= LATEST_TIME and 0.0 <= end <= LATEST_TIME):
                 break
         else:
             return ""
@@ -123,7 +124,7 @@ def times_problem(trace: Trace) -> str:
     for start, duration in spans:
         if not (isfinite(start) and isfinite(duration)):
             return f"trace {trace.trace_id}: a start or duration is not a finite number"
-        if start < 0 or start + duration > LATEST_TIME:
+        if not (0.0 <= start <= LATEST_TIME and 0.0 <= start + duration <= LATEST_TIME):
             return f"trace {trace.trace_id}: a span's times are outside 1970-2554"
     return ""
 
@@ -217,9 +218,42 @@ def _object(value: object) -> JSONObject:
     return value
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not isfinite(value):
+        raise ValueError(f"a number out of range ({text[:20]})")
+    return value
+
+
+def _not_a_number(text: str) -> float:
+    raise ValueError(f"{text} is not a number a trace holds")
+
+
+_RECORD = json.JSONDecoder(parse_float=_finite, parse_constant=_not_a_number)
+"""Reads a record: the writer keeps no number that is not finite (JSON has none), so a
+``NaN`` or ``1e999`` anywhere in one (an attribute, a time) means it was damaged, and
+showing it would fail later (``--json`` cannot write it)."""
+
+
 def trace_from_record(text: str) -> Trace:
-    """The trace :func:`trace_to_record` wrote; ``ValueError`` when ``text`` is not one."""
-    data = _object(json.loads(text))
+    """The trace :func:`trace_to_record` wrote; ``ValueError`` when ``text`` is not one,
+    times out of range included (:func:`times_problem`): the writer never keeps such a
+    trace, so a record holding one was damaged (or written by hand), and showing it would
+    fail later (a date past the year 9999, OTLP's unsigned nanoseconds below zero)."""
+    try:
+        data = _object(_RECORD.decode(text))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    trace = _trace_of(data)
+    problem = times_problem(trace)
+    if problem:
+        raise ValueError(problem)
+    return trace
+
+
+def _trace_of(data: JSONObject) -> Trace:
+    """The trace in a decoded record; ``ValueError`` for a field missing or of a wrong
+    type."""
     spans = data.get("spans")
     if not isinstance(spans, list):
         raise ValueError("no spans")
