@@ -203,7 +203,59 @@ def test_without_psycopg_the_error_says_how_to_install_it(
         ("postgres://db/x", "postgres://db/x"),
         ("host=db password='a b' user=u", "host=db password=*** user=u"),
         ("host=db password=abc", "host=db password=***"),
+        ("host=db sslpassword=abc password='x y'", "host=db sslpassword=*** password=***"),
+        ("postgresql://u@db/x?sslpassword=abc&SSLPassword=d", "postgresql://u@db/x?sslpassword=***&SSLPassword=***"),
+        # libpq reads host u, port S3cret: the password is masked all the same
+        ("postgresql://u:S3cret/Pw@db:1/x", "postgresql://u:***@db:1/x"),
+        ("postgresql://u:a?b#c@db/x?sslmode=require", "postgresql://u:***@db/x?sslmode=require"),
+        ("postgresql://u:a/b@c@db/x", "postgresql://u:***@db/x"),
+        ("postgresql://u:pw@[::1:1/db", "postgresql://u:***@[::1:1/db"),  # libpq cannot read it
+        ("postgresql://h1:5432,h2:5433/x?user=me@example.org", "postgresql://h1:5432,h2:5433/x?user=me@example.org"),
     ],
 )  # fmt: skip
 def test_urls_are_shown_without_passwords(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def _sessions_list(home: Path, url: str) -> subprocess.CompletedProcess[str]:
+    """``jarvis sessions list`` as a process, on the PostgreSQL store at ``url``."""
+    import os
+
+    (home / "config.toml").write_text(
+        f'[sessions]\nbackend = "postgres"\nurl = """{url}"""\n', encoding="utf-8"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "jarvis", "sessions", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "OPENJARVIS_HOME": str(home)},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "said"),
+    [
+        # libpq would read host u and port S3cret, and send "Pw@..." as the database name
+        ("postgresql://u:S3cret/Pw@127.0.0.1:{port}/db", 2, "is not percent-encoded"),
+        ("postgresql://u:S3cret?Pw@127.0.0.1:{port}/db", 2, "is not percent-encoded"),
+        ("postgresql://u:S3cretPw@[::1:{port}/db", 2, "is not a PostgreSQL URL libpq can read"),
+        ("postgresql://u:S3cretPw@127.0.0.1:{port}/db?bogus=1", 2, "invalid URI query parameter"),
+        ("postgresql://u@127.0.0.1:{port}/db?sslpassword=S3cretPw", 3, "?sslpassword=***"),
+        ("host=127.0.0.1 port={port} sslpassword=S3cretPw password=S3cretPw", 3, "sslpassword=***"),
+    ],
+)  # fmt: skip
+def test_a_session_store_url_is_never_shown_with_a_secret(
+    jarvis_home: Path, closed: int, url: str, code: int, said: str
+) -> None:
+    """Through the CLI: a URL libpq cannot read, or would read otherwise than it was meant
+    (a password cut by an unescaped ``/``), is a configuration error (exit 2); one that
+    cannot be reached is exit 3; neither shows a secret."""
+    result = _sessions_list(jarvis_home, url.format(port=closed))
+    assert result.returncode == code, result.stderr
+    assert said in result.stderr
+    assert "S3cret" not in result.stderr + result.stdout
+    assert "Pw@" not in result.stderr
+    assert "Traceback" not in result.stderr

@@ -14,8 +14,13 @@ take their secret there (OpenJarvis's Home Assistant example is
 
 from __future__ import annotations
 
+import re
+
 _AUTHORITY_ENDS = frozenset("/?#\\\"'<>` \t\r\n\f\v")
 """Characters that end a URL's authority (``user:pw@host:port``) in running text."""
+_CUT_ENDS = re.compile("[\"'<>`=\\s]")
+"""What ends the search for the ``@`` of a userinfo an unescaped ``/``, ``?`` or ``#`` cut:
+the end of the URL in running text, or a parameter's ``=``."""
 _URL_ENDS = frozenset("\"'<>` \t\r\n\f\v")
 """Characters that end a whole URL in running text."""
 _TRAILING = frozenset(".,;:!)]}")
@@ -29,14 +34,39 @@ LONG_SEGMENT_CHARS = 20
 """A path segment this long looks like a token whatever its characters."""
 
 
+def _cut_userinfo(text: str, start: int, end: int) -> tuple[int, int]:
+    """For an authority ``text[start:end]`` with a ``:`` and no ``@``: the ``@`` of a
+    userinfo whose password holds an unescaped ``/``, ``?`` or ``#`` (``http://u:pa/ss@h``,
+    where ``u:pa`` is no host and port anyone means) and the end of the authority after it;
+    ``(-1, end)`` when the URL has no ``@`` further on. The search stops at the end of the
+    URL, at a parameter's ``=`` and at the next ``://``, so no character is searched twice
+    for two URLs."""
+    if text[start] == "[" or text.find(":", start, end) < 0:
+        return -1, end
+    limit = text.find("://", end)
+    limit = len(text) if limit < 0 else limit
+    stop = _CUT_ENDS.search(text, end, limit)
+    later = text.find("@", end, limit if stop is None else stop.start())
+    if later < 0:
+        return -1, end
+    after = later + 1
+    while after < len(text) and text[after] not in _AUTHORITY_ENDS:
+        after += 1
+    return text.rfind("@", start, after), after
+
+
 def redact_urls(text: str) -> str:
     """``text`` with the userinfo of every ``scheme://userinfo@host`` replaced by ``***``,
     and the value of every query parameter (``?token=***&page=***``; a parameter without
     ``=`` is all value) too: which of them is a secret cannot be told from its name.
 
     The userinfo runs up to the last ``@`` of the authority (so an unescaped ``@`` in a
-    password is masked too). Linear time: each character is looked at a bounded number of
-    times, whatever the text (no regular expression that could backtrack).
+    password is masked too), or past a ``/``, ``?`` or ``#`` that cuts an authority with a
+    ``:`` to the ``@`` after it (:func:`_cut_userinfo`: ``http://u:pa/ss@h`` is masked
+    whole; a URL with a port and an ``@`` in its path, ``http://h:80/x/@y``, is masked too,
+    which shows less but gives nothing away). Linear time: each character is looked at a
+    bounded number of times, whatever the text (no regular expression that could
+    backtrack).
     """
     if "://" not in text:
         return text
@@ -58,6 +88,8 @@ def _mask_userinfo(text: str) -> str:
         while end < length and text[end] not in _AUTHORITY_ENDS:
             end += 1
         at = text.rfind("@", start, end)
+        if at < 0 and end > start:
+            at, end = _cut_userinfo(text, start, end)
         if at > start:
             pieces.append(text[kept:start])
             pieces.append(MASK)

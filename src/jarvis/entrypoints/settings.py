@@ -321,6 +321,9 @@ def _url_problem(value: str) -> str | None:
         parts = urlsplit(value)
         parts.port  # noqa: B018  # raises ValueError for a port that is not 0-65535
     except ValueError as exc:
+        if str(exc).startswith("Port could not be cast"):  # it quotes the "port": a password
+            # cut by an unescaped "/" (http://user:pa/ss@host) is read as host and port
+            return "its port is not a number (write a / ? # or @ in a password %2F %3F %23 %40)"
         return str(exc)
     if parts.scheme not in ("http", "https"):
         return "only http:// and https:// URLs are supported"

@@ -4,7 +4,9 @@
   PostgreSQL store is asked for, and then says how to install it.
 * Connecting is bounded by ``connect_timeout`` and every statement by ``statement_timeout``;
   the driver's errors become :class:`~jarvis.domain.sessions.records.SessionStoreError` naming the
-  URL with its password replaced by ``***`` (and scrubbed from the driver's message).
+  URL with its secrets replaced by ``***`` (and scrubbed from the driver's message); a URL
+  libpq cannot read, or would read otherwise than written, is a ``ConfigurationError``,
+  raised before anything is sent.
 * Every name starts with ``jarvis_``, so the tables can live in a database shared with other
   programs; lease times are the server's clock (``clock_timestamp()``).
 """
@@ -14,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import unquote
 
 from jarvis.adapters.sql_store.driver import Connection, Cursor, Dialect, Renderer
 from jarvis.adapters.sql_store.postgres_schema import migrate
 from jarvis.adapters.sql_store.run_guard import GuardedDriver, RunGuard
-from jarvis.adapters.sql_store.urls import password_of, redact_url
+from jarvis.adapters.sql_store.urls import cut_authority, redact_url, secrets_of
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.sessions.records import (
     SessionStoreError,
@@ -104,18 +105,45 @@ class PostgresDriver(GuardedDriver):
         self.statement_timeout = statement_timeout
         self._connection: _PostgresConnection | None = None
         self._guard = RunGuard(self._close_now)
-        secret = password_of(url)
-        self._secrets = {s for s in (secret, unquote(secret)) if s}
+        # longest first: a secret inside a longer one would leave the rest of that one
+        self._secrets = sorted(secrets_of(url), key=len, reverse=True)
 
     def _scrub(self, text: str) -> str:
+        if self.url:  # libpq quotes a URI it cannot read
+            text = text.replace(self.url, self.location)
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text.strip()
+
+    def _check_url(self) -> None:
+        """A URL libpq cannot read (``[::1`` without its ``]``, an unknown parameter) is a
+        configuration error (exit code 2), not a server that refused the store; so is a
+        password with a ``/``, ``?`` or ``#`` not percent-encoded, which libpq would read
+        as a host, a port and a database name, sending a part of it to that host."""
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        problem = ""
+        if cut_authority(self.url):
+            problem = "a / ? or # before the @ of its user and password is not percent-encoded"
+        else:
+            try:
+                conninfo_to_dict(self.url)
+            except psycopg.Error as exc:
+                problem = self._scrub(str(exc)) or type(exc).__name__
+        if problem:
+            raise ConfigurationError(
+                f"[sessions] url {self.location} is not a PostgreSQL URL libpq can read: "
+                f"{problem}.",
+                hint="Percent-encode a / ? # or @ in the user, password or database name "
+                "(%2F %3F %23 %40); see libpq's connection URIs.",
+            )
 
     def _open(self) -> _PostgresConnection:
         _require_psycopg()
         import psycopg
 
+        self._check_url()
         connection = psycopg.connect(
             self.url,
             autocommit=True,

@@ -263,7 +263,13 @@ class TestCredentials:
 
     @pytest.mark.parametrize("command", [["ask"], ["models"]])
     @pytest.mark.parametrize(
-        "url", ["http://127.0.0.1:99999/v1", "http://u:s3cr3t@[::1/v1", "http://127.0.0.1:1/\udcff"]
+        "url",
+        [
+            "http://127.0.0.1:99999/v1",
+            "http://u:s3cr3t@[::1/v1",
+            "http://127.0.0.1:1/\udcff",
+            "http://u:s3cr3t/pw@127.0.0.1:1/v1",  # the / cuts the password: port "s3cr3t"
+        ],
     )
     def test_a_url_the_client_cannot_use_is_a_usage_error(
         self, command: list[str], url: str
@@ -282,6 +288,13 @@ class TestCredentials:
             ("(engine at http://u:pw@h)", "(engine at http://***@h)"),
             ("https://u:pw@[::1]:8/v1", "https://***@[::1]:8/v1"),
             ("mail me@example.org, see http://h/x@y", "mail me@example.org, see http://h/x@y"),
+            ("at postgresql://u:S3cret/Pw@h:1/db.", "at postgresql://***@h:1/db."),
+            ("http://u:p?w#x@h/y", "http://***@h/y"),
+            ("http://u:a/b@c@h/y", "http://***@h/y"),
+            ("http://h:8080/x?a=b@c", "http://h:8080/x?a=***"),  # a parameter's @: a value
+            ("http://h:80/x/@y", "http://***@y"),  # masks more than needed, never less
+            ("see http://h:80/x and me@x.org", "see http://h:80/x and me@x.org"),
+            ("http://[::1]:8/x@y", "http://[::1]:8/x@y"),
             ("no url at all", "no url at all"),
         ],
     )
@@ -328,6 +341,9 @@ class TestCredentials:
             ":/" * 400_000,
             "://?" * 200_000,
             "http://h/?" + "a=b&" * 200_000,
+            "://a:b/" * 100_000,  # each authority cut, each looking past it for an @
+            "://a:b/" + "c" * 800_000 + "@",
+            ("://a:b/" + "c" * 1000) * 800 + "@",
         ],
     )
     def test_masking_takes_linear_time(self, text: str) -> None:
