@@ -3,6 +3,7 @@ on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -132,3 +133,46 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert f"Could not listen on 127.0.0.1:{port}." in done.stderr
     assert "serving on" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sigterm_right_after_an_answer_loses_no_trace_and_still_ends_by_the_signal(
+    stub_server: StubServer, tmp_path: Path
+) -> None:
+    """uvicorn raises SIGTERM again once shut down; the default handler then killed the
+    process before its exit handlers, and the trace writer's last batch (the runs of the
+    last half second) was lost. Now the exit handlers run first, and the process still
+    ends by the signal (what a service manager counts as a clean stop)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[traces]\nenabled = true\n", encoding="utf-8")
+    served = start_serve(
+        "--engine",
+        "openai",
+        "--base-url",
+        stub_server.url,
+        "--model",
+        "stub",
+        env={"OPENJARVIS_HOME": str(home)},
+    )
+    process = served.process
+    try:
+        client = openai.OpenAI(base_url=served.url + "/v1", api_key="x", max_retries=0)
+        for number in range(3):
+            answer = client.chat.completions.create(
+                model="jarvis/simple", messages=[{"role": "user", "content": f"q{number}"}]
+            )
+            assert answer.choices[0].message.content
+        process.send_signal(signal.SIGTERM)  # at once: the writer's batch is not due yet
+        assert process.wait(30) == -signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    listed = subprocess.run(
+        [sys.executable, "-m", "jarvis", "traces", "list", "--json"],
+        env={**os.environ, "OPENJARVIS_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert len(json.loads(listed.stdout)) == 3

@@ -22,6 +22,7 @@ from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.closing import CloseOnExit
 from jarvis.entrypoints.http.protocol import JarvisHttpProtocol
 from jarvis.entrypoints.http.security import App
+from jarvis.entrypoints.http.termination import exit_handlers_before_sigterm
 
 STARTUP_TIMEOUT = 30.0
 
@@ -169,18 +170,20 @@ def run(
         sock = owner_only_socket(Path(unix))
         sys.stderr.write(f"jarvis: serving on unix:{unix} (Ctrl-C to stop)\n")
         try:
-            uvicorn.Server(config).run(sockets=[sock])
+            with exit_handlers_before_sigterm():
+                uvicorn.Server(config).run(sockets=[sock])
         finally:
             sock.close()
             Path(unix).unlink(missing_ok=True)
         return
     server = _AnnouncingServer(config, host)
     try:
-        server.run()
+        with exit_handlers_before_sigterm():
+            server.run()
     except SystemExit as exc:  # uvicorn exits (status 3) when it cannot bind
-        if exc.code not in (0, None):
+        if exc.code not in (0, None) and not server.started:
             raise _cannot_listen(host, port) from None
-        raise
+        raise  # (or a SIGTERM, once served: see exit_handlers_before_sigterm)
     if not server.started:
         raise _cannot_listen(host, port)
 
