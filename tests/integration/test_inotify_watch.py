@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -314,3 +315,26 @@ def test_a_folder_on_a_remote_filesystem_is_read_every_time(
     reading("key")
     assert reader.reads == before + 2
     assert watch.generation() is None
+
+
+def test_a_child_forked_while_the_watch_is_busy_does_not_hang(tmp_path: Path) -> None:
+    """Another thread of the parent may be inside the watch (holding its lock) at the fork:
+    the child gets a lock of its own, never the held one."""
+    path = tmp_path / "SOUL.md"
+    path.write_text("one")
+    reader = Counted(path)
+    watch = InotifyWatch()
+    reading = kept(reader, watch)
+    read_end, write_end = os.pipe()
+    with watch._lock:  # what a thread reading at that moment holds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.alarm(10)  # a hang ends the child, and the test with it
+                os.write(write_end, b"1" if reading("key") == "one|" else b"0")
+            finally:
+                os._exit(0)
+    os.close(write_end)
+    assert os.read(read_end, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(read_end)

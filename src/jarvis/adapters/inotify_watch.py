@@ -298,6 +298,7 @@ def _forked(ref: weakref.ref[InotifyWatch]) -> None:
     the notices; the child reads from disk."""
     watch = ref()
     if watch is not None:
+        watch._lock = threading.Lock()  # another thread of the parent may have held it
         watch._usable = False
         watch._watches = None
 
