@@ -98,9 +98,10 @@ def test_each_change_of_the_file_counts(tmp_path: Path, change: str) -> None:
         os.truncate(path, 0)
     else:
         path.chmod(0o600)
-    reading("key")
-    assert reader.reads == before + 1
-    assert reading("key") == reader("key").value
+    value = reading("key")  # read again (twice, if it now depends on a name not watched)
+    assert reader.reads > before
+    assert value == reader("key").value
+    settled(reading, reader)
 
 
 def test_a_folder_created_later_on_the_way_counts(tmp_path: Path) -> None:
@@ -338,3 +339,81 @@ def test_a_child_forked_while_the_watch_is_busy_does_not_hang(tmp_path: Path) ->
     assert os.read(read_end, 1) == b"1"
     os.waitpid(pid, 0)
     os.close(read_end)
+
+
+def test_a_link_on_the_way_retargeted_counts(tmp_path: Path) -> None:
+    """``SOUL.md -> sub/current -> v1.md``: ``sub/current`` is neither the path as written
+    nor where it ends, and retargeting it changes what is read."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "v1.md").write_text("v1")
+    (tmp_path / "sub" / "v2.md").write_text("v2")
+    (tmp_path / "sub" / "current").symlink_to("v1.md")
+    (tmp_path / "SOUL.md").symlink_to("sub/current")
+    reader = Counted(tmp_path / "SOUL.md")
+    reading = kept(reader)
+    settled(reading, reader)
+    (tmp_path / "sub" / "next").symlink_to("v2.md")
+    os.replace(tmp_path / "sub" / "next", tmp_path / "sub" / "current")
+    assert reading("key") == "v2|"
+
+
+def test_a_linked_folder_then_dotdot_is_watched_as_the_kernel_resolves_it(
+    tmp_path: Path,
+) -> None:
+    """``home/link/..`` is the parent of where ``link`` leads, not ``home``."""
+    for name in ("a", "b"):
+        (tmp_path / name / "inner").mkdir(parents=True)
+        (tmp_path / name / "SOUL.md").write_text(name)
+    (tmp_path / "link").symlink_to(tmp_path / "a" / "inner")
+    reader = Counted(tmp_path / "link" / ".." / "SOUL.md")
+    reading = kept(reader)
+    settled(reading, reader)
+    (tmp_path / "next").symlink_to(tmp_path / "b" / "inner")
+    os.replace(tmp_path / "next", tmp_path / "link")
+    assert reading("key") == "b|"
+
+
+def test_a_listed_folder_reached_through_a_retargeted_link_is_listed_where_it_leads(
+    tmp_path: Path,
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "skills").symlink_to(tmp_path / "a")
+    reader = Counted(tmp_path / "none", (str(tmp_path / "skills"),))
+    reading = kept(reader)
+    settled(reading, reader)
+    (tmp_path / "next").symlink_to(tmp_path / "b")
+    os.replace(tmp_path / "next", tmp_path / "skills")
+    assert reading("key") is None  # b is empty
+    reading("key")
+    settled(reading, reader)
+    (tmp_path / "b" / "gamma").mkdir()
+    assert reading("key") == "None|gamma"
+
+
+def test_a_hard_link_edited_through_its_other_name_counts(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "soul.md").write_text("one")
+    os.link(tmp_path / "other" / "soul.md", tmp_path / "SOUL.md")
+    reader = Counted(tmp_path / "SOUL.md")
+    reading = kept(reader)
+    settled(reading, reader)
+    with (tmp_path / "other" / "soul.md").open("r+") as handle:
+        handle.write("two")
+    assert reading("key") == "two|"
+
+
+def test_a_relative_config_dir_follows_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("p1", "p2"):
+        (tmp_path / name / "cfg").mkdir(parents=True)
+        (tmp_path / name / "cfg" / "SOUL.md").write_text(name)
+    monkeypatch.chdir(tmp_path / "p1")
+    store = FilesystemPersonaStore("cfg", watch=InotifyWatch())
+    _three_times(lambda: store.load(None))
+    monkeypatch.chdir(tmp_path / "p2")
+    assert [d.text for d in store.load(None)] == ["p2"]
+    _three_times(lambda: store.load(None))
+    (tmp_path / "p2" / "cfg" / "SOUL.md").write_text("p2 edited")
+    assert [d.text for d in store.load(None)] == ["p2 edited"]

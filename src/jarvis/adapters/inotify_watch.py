@@ -10,8 +10,12 @@ names it depended on, each name watched in its folder (and every folder on the w
 renamed or relinked folder counts too), and reads the disk again only after a notice.
 
 No timing is involved: the kernel queues the notice inside the writer's own system call,
-before the edit returns, so the run after an edit always sees it. A notice about a name
-no reading depended on (the traces database beside the persona files) changes nothing.
+before the edit returns, so the run after an edit sees it. Each name is watched as the
+kernel resolves the path (every link on the way, and where it leads), and the file itself
+too (a write through another hard link is told only there). A notice about a name no
+reading depended on (the traces database beside the persona files) changes nothing. Two
+changes send no notice at all: a write through a shared memory map, until it is unmapped,
+and a mount over a folder on the way.
 
 Where inotify cannot be used (not Linux, the per-user limit of instances or watches
 reached, a folder that cannot be watched, a child process after ``fork``), the reading
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import struct
 import threading
 import weakref
@@ -50,6 +55,7 @@ _FOLDER_MASK = (
     | _MOVE_SELF
     | _ONLYDIR
 )
+_FILE_MASK = _MODIFY | _ATTRIB | _CLOSE_WRITE | _DELETE_SELF | _MOVE_SELF
 _START_OVER = _DELETE_SELF | _MOVE_SELF | _UNMOUNT | _OVERFLOW | _IGNORED
 """A watched folder gone, moved or unmounted, or notices lost: every reading is stale and
 the watches are set up again."""
@@ -70,6 +76,7 @@ _REMOTE_FILESYSTEMS = frozenset(
         0x7461636F,  # OCFS2
         0x0BD00BD0,  # Lustre
         0x564C,  # NCP
+        0x786F4256,  # VirtualBox shared folders
     }
 )
 """Filesystems whose files other machines (or the host) change without a notice here: a
@@ -120,15 +127,39 @@ def _libc_inotify() -> _Calls | None:
     return init, add, filesystem
 
 
-def _steps(path: str) -> list[tuple[str, str]]:
-    """(folder, name) of each component of the absolute ``path``, from ``/`` down."""
-    steps: list[tuple[str, str]] = []
-    folder = os.sep
-    for name in path.split(os.sep):
-        if name:
-            steps.append((folder, name))
-            folder = os.path.join(folder, name)
-    return steps
+MAX_LINKS = 40
+"""Links followed at most while resolving one path (the kernel's own limit)."""
+
+
+def _resolution(path: str) -> tuple[list[str], str]:
+    """Every path met while resolving ``path`` one component at a time (each link's own
+    path, then each one it leads through, ``..`` taken after the link as the kernel takes
+    it), and where it ends: a change of any of them can change what ``path`` reads."""
+    if not os.path.isabs(path):
+        path = os.path.join(os.getcwd(), path)
+    pending = [name for name in reversed(path.split(os.sep)) if name]
+    current, visited, links = os.sep, [], 0
+    while pending:
+        name = pending.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, name)
+        visited.append(step)
+        try:
+            link = stat.S_ISLNK(os.lstat(step).st_mode) and links < MAX_LINKS
+            target = os.readlink(step) if link else ""
+        except OSError:  # missing (its creation is watched by name) or unreadable
+            link = False
+        if link:
+            links += 1
+            pending.extend(name for name in reversed(target.split(os.sep)) if name)
+            current = os.sep if os.path.isabs(target) else current
+        else:
+            current = step
+    return visited, current
 
 
 @dataclass(slots=True)
@@ -153,8 +184,7 @@ class InotifyWatch:
         self._watches: _Watches | None = None
         self._usable = True
         self._calls: _Calls | None = None
-        self_ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _forked(self_ref))
+        self._fork_hooked = False
 
     def generation(self) -> int | None:
         """The count of notices so far (after reading those queued), or ``None`` when
@@ -179,22 +209,52 @@ class InotifyWatch:
             added = False
             try:
                 for path in paths:
-                    for folder, name in _steps(os.path.abspath(path)):
-                        result = self._watch_name(watches, folder, name)
-                        if result is None:
-                            break  # the folder is missing: its creation is watched above
-                        added |= result
+                    added |= self._watch_path(watches, path)
                 for folder in listed:
-                    result = self._watch_name(watches, os.path.abspath(folder), None)
-                    added |= bool(result)
+                    visited, real = _resolution(folder)
+                    for step in visited:
+                        added |= bool(self._watch_name(watches, *os.path.split(step)))
+                    added |= bool(self._watch_name(watches, real, None))
             except _CannotWatch:  # for good: trying again would cost more than reading
                 self._usable = False
                 self._start_over()
                 return None
-            if len(watches.folders) > MAX_FOLDERS:
+            if len(watches.names) > MAX_FOLDERS:
                 self._start_over()
                 return None
             return added
+
+    def _watch_path(self, watches: _Watches, path: str) -> bool:
+        """Watch every name met on the way to ``path``, links and where they lead included,
+        and the file it ends at itself: a write through another hard link of it is told
+        only there."""
+        visited, real = _resolution(path)
+        added = False
+        for step in visited:
+            result = self._watch_name(watches, *os.path.split(step))
+            if result is None:
+                break  # the folder is missing: its creation is watched above
+            added |= result
+        else:
+            added |= self._watch_file(watches, real)
+        return added
+
+    def _watch_file(self, watches: _Watches, path: str) -> bool:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return False
+        except OSError:
+            return False
+        if path in watches.folders:
+            return False
+        assert self._calls is not None
+        wd = self._calls[1](watches.fd, os.fsencode(path), _FILE_MASK)
+        if wd < 0:
+            return False  # gone since: its folder's watch tells
+        watches.folders[path] = wd
+        added = wd not in watches.names
+        watches.names[wd] = None
+        return added
 
     def close(self) -> None:
         """Close the inotify instance (a later reading opens a new one)."""
@@ -209,6 +269,12 @@ class InotifyWatch:
             if self._calls is None:  # not Linux
                 self._usable = False
                 return None
+        if self._watches is None and not self._fork_hooked:
+            # once, when a watch is first opened (a process that reads once never gets
+            # here): the hook, a few hundred bytes, stays for the process's life
+            self._fork_hooked = True
+            self_ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _forked(self_ref))
         fd = self._calls[0](os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:  # the per-user limit of instances: read from disk
             self._usable = False
@@ -275,6 +341,9 @@ class InotifyWatch:
                 relevant = True
         if relevant:
             self._generation += 1
+            # a folder's path may lead elsewhere now (a link retargeted): the next watch
+            # adds each path again, and the kernel gives a folder it has its number back
+            watches.folders.clear()
         return relevant
 
     def _start_over(self) -> None:

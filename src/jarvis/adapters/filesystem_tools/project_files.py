@@ -101,7 +101,6 @@ class AgentsMdFiles:
             folder = parent
         if not repository:
             paths = [path for path in paths if os.path.dirname(path) == start]
-        looked += (os.path.realpath(path) for path in paths)  # a link's target counts too
         paths = [path for path in paths if _inside(path, folder if repository else start)]
         files = [_read(path, self.max_bytes) for path in reversed(paths)]
         return Read(tuple(file for file in files if file is not None), tuple(looked))

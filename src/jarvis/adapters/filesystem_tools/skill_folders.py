@@ -98,7 +98,7 @@ class SkillFolders:
 
     def _read_all(self, _key: None) -> Read[tuple[Skill, ...]]:
         """Every location's skills, and what they were read from: each location (listed
-        whole), each entry, its folder as resolved and that folder's ``SKILL.md``."""
+        whole) and each entry's ``SKILL.md`` (the watch follows the links on the way)."""
         found: dict[str, Skill] = {}
         paths: list[str] = []
         for location in self.locations:
@@ -122,7 +122,7 @@ class SkillFolders:
             )
         for entry in entries[:MAX_SKILLS]:
             folder = os.path.realpath(os.path.join(location, entry))
-            paths += (folder, os.path.join(folder, SKILL_FILE))
+            paths.append(os.path.join(location, entry, SKILL_FILE))  # links followed there
             if not os.path.isdir(folder):
                 continue
             source = os.path.join(location, entry, SKILL_FILE)

@@ -105,11 +105,14 @@ class FilesystemPersonaStore:
     # -- the port: reading ---------------------------------------------------------------
 
     def load(self, persona: str | None) -> tuple[PersonaDocument, ...]:
-        return self._kept(persona)
+        # a relative config dir is read from the working directory of each call
+        return self._kept((persona, "" if self.root.is_absolute() else os.getcwd()))
 
-    def _load(self, persona: str | None) -> Read[tuple[PersonaDocument, ...]]:
-        """The documents of ``persona`` and the paths they depend on: each file as placed
-        and as resolved, the config dir, and the listing of named personas."""
+    def _load(self, key: tuple[str | None, str]) -> Read[tuple[PersonaDocument, ...]]:
+        """The documents of the persona ``key`` names (with the working directory when the
+        config dir is relative) and the paths they depend on: each file, the config dir,
+        and the listing of named personas."""
+        persona = key[0]
         listed: tuple[str, ...] = ()
         if persona is None:
             places = [(kind, self._defaults[kind]) for kind in PersonaFile]
@@ -124,7 +127,7 @@ class FilesystemPersonaStore:
         )
         paths = [str(self.root)]
         for _kind, path in places:
-            paths += (str(path), os.path.realpath(path))
+            paths.append(str(path))  # the watch follows its links itself
         return Read(documents, tuple(paths), listed)
 
     def names(self) -> list[str]:
