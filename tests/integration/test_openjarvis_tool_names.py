@@ -6,13 +6,12 @@ model was offered and what the search returned."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_jarvis
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 pytestmark = pytest.mark.integration
@@ -21,15 +20,7 @@ NOTE = "The lighthouse keeper's boat is called Marigold."
 
 
 def jarvis(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jarvis", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=os.environ.copy(),  # OPENJARVIS_HOME: this test's own config dir
-        check=False,
-    )
+    return run_jarvis(*args, timeout=120)  # OPENJARVIS_HOME: this test's own config dir
 
 
 @pytest.fixture

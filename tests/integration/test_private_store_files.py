@@ -9,7 +9,6 @@ import os
 import sqlite3
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import orjson
 import pytest
 
 from tests.integration.test_file_read_attacks import _SOURCE, _as_user, _interpreter_for
+from tests.support.cli import run_jarvis
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 from tests.support.users import open_directory, throwaway_user
 
@@ -52,15 +52,7 @@ def _openjarvis_traces(path: Path) -> None:
 
 
 def _jarvis(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jarvis", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "OPENJARVIS_HOME": str(home)},
-        check=False,
-    )
+    return run_jarvis(*args, timeout=120, env={**os.environ, "OPENJARVIS_HOME": str(home)})
 
 
 def test_files_left_world_readable_are_made_private_by_the_first_run(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ def run_jarvis(
         capture_output=True,
         text=True,
         timeout=timeout,
+        stdin=subprocess.DEVNULL,  # never the terminal's: nothing waits for a keypress
         env=dict(os.environ if env is None else env),
         check=False,
     )
