@@ -47,6 +47,17 @@ def kept(reader: Counted, watch: InotifyWatch | None = None) -> KeptReading[str,
     return reading
 
 
+def watched_soul(
+    tmp_path: Path,
+) -> tuple[Path, Counted, InotifyWatch, KeptReading[str, str | None]]:
+    """``SOUL.md`` holding "one", its counted reader, its watch, and its reading kept."""
+    path = tmp_path / "SOUL.md"
+    path.write_text("one")
+    reader = Counted(path)
+    watch = InotifyWatch()
+    return path, reader, watch, kept(reader, watch)
+
+
 def settled(reading: KeptReading[str, str | None], reader: Counted) -> None:
     """The reading is now served from what was kept: two more calls read nothing."""
     before = reader.reads
@@ -198,11 +209,7 @@ def test_without_a_watch_every_call_reads(tmp_path: Path) -> None:
 
 
 def test_a_closed_watch_opens_again_and_misses_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "SOUL.md"
-    path.write_text("one")
-    reader = Counted(path)
-    watch = InotifyWatch()
-    reading = kept(reader, watch)
+    path, reader, watch, reading = watched_soul(tmp_path)
     watch.close()
     path.write_text("two")  # while closed: nobody is told
     assert reading("key") == "two|"
@@ -212,25 +219,32 @@ def test_a_closed_watch_opens_again_and_misses_nothing(tmp_path: Path) -> None:
     assert reading("key") == "three|"
 
 
-def test_a_forked_child_reads_from_disk(tmp_path: Path) -> None:
-    path = tmp_path / "SOUL.md"
-    path.write_text("one")
-    reader = Counted(path)
-    watch = InotifyWatch()
-    reading = kept(reader, watch)
+def in_a_child(check: Callable[[], bool]) -> bool:
+    """``check()`` run in a child forked now (ended by an alarm if it hangs)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: its parent's notices are not its own to take
+    if pid == 0:
         try:
-            path.write_text("child")
-            ok = watch.generation() is None and reading("key") == "child|"
-            os.write(write_end, b"1" if ok else b"0")
+            signal.alarm(10)  # a hang ends the child, and the test with it
+            os.write(write_end, b"1" if check() else b"0")
         finally:
             os._exit(0)
     os.close(write_end)
-    assert os.read(read_end, 1) == b"1"
-    os.waitpid(pid, 0)
-    os.close(read_end)
+    try:
+        return os.read(read_end, 1) == b"1"
+    finally:
+        os.waitpid(pid, 0)
+        os.close(read_end)
+
+
+def test_a_forked_child_reads_from_disk(tmp_path: Path) -> None:
+    path, _reader, watch, reading = watched_soul(tmp_path)
+
+    def child() -> bool:  # its parent's notices are not its own to take
+        path.write_text("child")
+        return watch.generation() is None and reading("key") == "child|"
+
+    assert in_a_child(child)
     assert reading("key") == "child|"  # the parent still got its notice
 
 
@@ -321,24 +335,9 @@ def test_a_folder_on_a_remote_filesystem_is_read_every_time(
 def test_a_child_forked_while_the_watch_is_busy_does_not_hang(tmp_path: Path) -> None:
     """Another thread of the parent may be inside the watch (holding its lock) at the fork:
     the child gets a lock of its own, never the held one."""
-    path = tmp_path / "SOUL.md"
-    path.write_text("one")
-    reader = Counted(path)
-    watch = InotifyWatch()
-    reading = kept(reader, watch)
-    read_end, write_end = os.pipe()
+    _path, _reader, watch, reading = watched_soul(tmp_path)
     with watch._lock:  # what a thread reading at that moment holds
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.alarm(10)  # a hang ends the child, and the test with it
-                os.write(write_end, b"1" if reading("key") == "one|" else b"0")
-            finally:
-                os._exit(0)
-    os.close(write_end)
-    assert os.read(read_end, 1) == b"1"
-    os.waitpid(pid, 0)
-    os.close(read_end)
+        assert in_a_child(lambda: reading("key") == "one|")
 
 
 def test_a_link_on_the_way_retargeted_counts(tmp_path: Path) -> None:
