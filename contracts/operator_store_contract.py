@@ -82,6 +82,15 @@ class OperatorStoreContract(Generic[StoreT]):
         assert await store.state_keys("operator:") == ["operator:ab:state", "operator:b:state"]
         assert await store.get_state("operator:ab:state") == 1
 
+    async def test_one_key_is_deleted_alone(self, store: StoreT) -> None:
+        for key in ("operator-def:op1", "operator-def:op10", "operator-def:op1x"):
+            await store.put_state(key, 1)
+        assert await store.delete_key("operator-def:op1") is True
+        assert await store.delete_key("operator-def:op1") is False
+        assert await store.state_keys("operator-def:") == ["operator-def:op10", "operator-def:op1x"]
+        with pytest.raises(ConfigurationError):
+            await store.delete_key("a b")
+
     async def test_a_short_prefix_cannot_delete_everything(self, store: StoreT) -> None:
         await store.put_state("operator:a:state", 1)
         with pytest.raises(ConfigurationError):

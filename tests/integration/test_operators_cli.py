@@ -88,6 +88,18 @@ def test_ticks_keep_state_across_processes(jarvis_home: Path) -> None:
     assert "No operator named 'ci'" in gone.stderr
 
 
+def test_removing_an_operator_leaves_one_whose_name_it_starts(jarvis_home: Path) -> None:
+    for name in ("op1", "op10"):
+        added = jarvis("operators", "add", name, "--prompt", f"Task of {name}.")
+        assert added.returncode == 0, added.stderr
+    assert jarvis("operators", "remove", "op1").returncode == 0
+    listed = jarvis("operators", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(o["name"], o["prompt"]) for o in json.loads(listed.stdout)] == [
+        ("op10", "Task of op10.")
+    ]
+
+
 def test_a_restarted_scheduler_neither_misses_nor_repeats_a_tick(jarvis_home: Path) -> None:
     with ScriptedEngine([Reply("tick done")]) as engine:
         configure(jarvis_home, engine)

@@ -282,7 +282,7 @@ class OperatorService:
         await self.get(name)
         await self.store.delete_state(key_prefix(name))
         await self.sessions.delete(session_id_of(name))
-        await self.store.delete_state(DEFINITION_PREFIX + name)
+        await self.store.delete_key(DEFINITION_PREFIX + name)  # never op10's with op1's
 
     async def history(self, name: str, *, limit: int | None = None) -> tuple[SessionMessage, ...]:
         await self.get(name)

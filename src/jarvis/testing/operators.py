@@ -46,6 +46,9 @@ class InMemoryOperatorStore(TicksClaimedByLeases):
             del self._state[key]
         return len(doomed)
 
+    async def delete_key(self, key: str) -> bool:
+        return self._state.pop(check_state_key(key), None) is not None
+
     async def state_keys(self, prefix: str) -> list[str]:
         return sorted(
             (k for k in self._state if k.startswith(check_state_key(prefix))),

@@ -85,6 +85,14 @@ class SqlOperatorStore(TicksClaimedByLeases):
 
         return await call(self.driver, work)
 
+    async def delete_key(self, key: str) -> bool:
+        check_state_key(key)
+
+        def work(db: Connection) -> bool:
+            return db.execute("DELETE FROM {state} WHERE key = ?", (key,)).rowcount > 0
+
+        return await call(self.driver, work)
+
     async def state_keys(self, prefix: str) -> list[str]:
         low = check_state_key(prefix)
 

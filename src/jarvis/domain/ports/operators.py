@@ -32,6 +32,11 @@ class OperatorStorePort(Protocol):
         """Forget every key that starts with ``prefix`` (at least 3 characters); how many."""
         ...
 
+    async def delete_key(self, key: str) -> bool:
+        """Forget the value stored under exactly ``key`` (never a longer key it is the
+        start of, as :meth:`delete_state` would); whether there was one."""
+        ...
+
     async def state_keys(self, prefix: str) -> list[str]:
         """The keys that start with ``prefix``, sorted (byte order)."""
         ...
