@@ -29,6 +29,7 @@ def _agent(agent_id: str = "a1", **changes: object) -> ManagedAgent:
         "memory": True,
         "created_us": 1_700_000_000_000_000,
         "updated_us": 1_700_000_000_000_001,
+        "incarnation": "5f3a9c0e1d2b4a68",
     }
     fields.update(changes)
     return ManagedAgent(**fields)  # type: ignore[arg-type]

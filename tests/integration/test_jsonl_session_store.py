@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from contracts.owned_writes_contract import said
 from contracts.session_store_contract import SessionStoreContract
 from jarvis.adapters.session_files.store import JsonlSessionStore
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.llm.messages import Message
+from jarvis.domain.managed_agents import ManagedAgent, owner_of
 
 
 class TestJsonlSessionStore(SessionStoreContract[JsonlSessionStore]):
@@ -25,6 +28,16 @@ async def test_a_torn_last_line_is_skipped_not_fatal(tmp_path: Path) -> None:
     with (tmp_path / "s.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"role": "user", "content": "half')
     assert [m.content for m in await store.load("s")] == ["kept"]
+
+
+async def test_an_owned_write_is_refused_there_is_no_definition_to_check(
+    tmp_path: Path,
+) -> None:
+    store = JsonlSessionStore(tmp_path)
+    owner = owner_of(ManagedAgent(id="a", incarnation="x"))
+    with pytest.raises(ConfigurationError, match="keeps no definitions"):
+        await store.append_records("managed-agent:a", said("x"), owner=owner)
+    assert await store.sessions() == []
 
 
 def _writer(root: str, worker: int) -> None:

@@ -15,6 +15,7 @@ import pytest
 from contracts.approval_store_contract import ApprovalStoreContract, pending
 from contracts.managed_agent_store_contract import ManagedAgentStoreContract
 from contracts.operator_store_contract import OperatorStoreContract
+from contracts.owned_writes_contract import OwnedWritesContract, SharedStores, said
 from contracts.session_store_contract import SessionStoreContract
 from jarvis.adapters.sql_store import (
     SqlApprovalStore,
@@ -24,6 +25,9 @@ from jarvis.adapters.sql_store import (
     SqlSessionStore,
 )
 from jarvis.domain.managed_agents import ManagedAgent
+from jarvis.domain.managed_agents import owner_of as agent_owner
+from jarvis.domain.managed_agents import session_id_of as agent_session_id
+from jarvis.domain.owners import OwnerGoneError
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.sql_stores import postgres_backend, sqlite_backend
 
@@ -81,6 +85,13 @@ class TestSqlManagedAgentStore(ManagedAgentStoreContract[SqlManagedAgentStore]):
         return open_backend().managed_agents
 
 
+class TestSqlOwnedWrites(OwnedWritesContract):
+    @pytest.fixture
+    def stores(self, open_backend: Opener) -> SharedStores:
+        backend = open_backend()
+        return SharedStores(backend.sessions, backend.operators, backend.managed_agents)
+
+
 class TestSqlApprovalStore(ApprovalStoreContract[SqlApprovalStore]):
     @pytest.fixture
     def store(self, open_backend: Opener) -> SqlApprovalStore:
@@ -117,3 +128,64 @@ async def test_two_connections_record_one_call_and_take_its_decision_once(
     await two.decide("a1", added[0].id, allow=True, reason="", now_us=1)
     taken = await asyncio.gather(one.use("a1", added[0].id), two.use("a1", added[0].id))
     assert sum(row is not None for row in taken) == 1
+
+
+async def test_a_definition_deleted_on_another_connection_refuses_the_run_s_writes(
+    open_backend: Opener,
+) -> None:
+    running, deleting = open_backend(), open_backend()
+    agent = ManagedAgent(id="victim", incarnation="old")
+    await running.managed_agents.put(agent)
+    await deleting.managed_agents.delete("victim")
+    await deleting.managed_agents.put(ManagedAgent(id="victim", incarnation="new"))
+    with pytest.raises(OwnerGoneError):
+        await running.sessions.append_records(
+            agent_session_id("victim"), said("late"), owner=agent_owner(agent)
+        )
+    assert await deleting.sessions.load(agent_session_id("victim")) == ()
+
+
+def _waiting_on_a_lock(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as watcher:
+        row = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+async def test_on_postgres_an_owned_append_waits_for_a_deletion_in_flight_then_is_refused(
+    postgres: PostgresServer,
+) -> None:
+    """The definition's row is read FOR SHARE: an append checked while a deletion of it is
+    not yet committed waits for that deletion (a plain read would see the row, append, and
+    leave the late answer behind once the deletion commits)."""
+    import psycopg
+
+    url = postgres.create_database()
+    backend = postgres_backend(url)
+    try:
+        agent = ManagedAgent(id="victim", incarnation="old")
+        await backend.managed_agents.put(agent)
+        with psycopg.connect(url) as deleting:  # one transaction, until commit
+            deleting.execute(
+                "DELETE FROM jarvis_operator_state WHERE key = %s", ("managed_agent:victim",)
+            )
+            append = asyncio.create_task(
+                backend.sessions.append_records(
+                    agent_session_id("victim"), said("late"), owner=agent_owner(agent)
+                )
+            )
+            deadline = asyncio.get_running_loop().time() + 60
+            while not await asyncio.to_thread(_waiting_on_a_lock, url):
+                assert not append.done(), "the append did not wait for the deletion"
+                assert asyncio.get_running_loop().time() < deadline, "it never waited"
+                await asyncio.sleep(0.01)  # polls for a state the database reaches
+            deleting.commit()
+        with pytest.raises(OwnerGoneError):
+            await append
+        assert await backend.sessions.load(agent_session_id("victim")) == ()
+    finally:
+        backend.close()

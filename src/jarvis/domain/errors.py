@@ -16,6 +16,7 @@ class drawn under one of them lives in the same module unless it names another).
     │   │                                                              [application.schedules]
     │   ├── UnknownOperatorError  no operator has this name            [application.operators]
     │   ├── UnknownSessionError   no session has this id            [application.conversation]
+    │   ├── OwnerGoneError        a run's definition was deleted while it ran  [domain.owners]
     │   ├── OutputSchemaError     a typed answer's schema jarvis cannot honour
     │   │                                                              [domain.typed_output]
     │   ├── DocumentError         a document to add to memory that is refused  [domain.knowledge]

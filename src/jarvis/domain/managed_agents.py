@@ -6,7 +6,10 @@ session store under :func:`session_id_of`, so any process that shares the store 
 PostgreSQL for several servers) continues the same conversation.
 
 Definitions are stored as one canonical JSON record (:func:`agent_to_record`), the same in
-every backend, so they move between stores unchanged.
+every backend, so they move between stores unchanged. Each has an *incarnation*
+(:mod:`jarvis.domain.owners`): a run writes to the conversation only while the definition
+it started with is stored, so a definition deleted mid-run and created again under the
+same id never receives the old run's answer.
 """
 
 from __future__ import annotations
@@ -18,8 +21,13 @@ from typing import Protocol
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.owners import Owner
 
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+DEFINITION_PREFIX = "managed_agent:"
+"""Where a definition lives in the operator store of the session database:
+``managed_agent:<id>``."""
 
 MAX_DEFINITION_BYTES = 256 * 1024
 """The largest stored definition (a system prompt of a few pages is far smaller)."""
@@ -76,6 +84,13 @@ class ManagedAgent(ManagedAgentFields):
     id: str
     created_us: int = 0
     updated_us: int = 0
+    incarnation: str = ""
+    """Given at creation, kept by updates (``""``: stored before definitions had one)."""
+
+
+def owner_of(agent: ManagedAgent) -> Owner:
+    """What a run of ``agent`` writes for: this very definition."""
+    return Owner(DEFINITION_PREFIX + agent.id, agent.incarnation, f"managed agent {agent.id!r}")
 
 
 def agent_to_record(agent: ManagedAgent) -> str:
@@ -93,7 +108,8 @@ def agent_to_record(agent: ManagedAgent) -> str:
         "max_turns": agent.max_turns,
         "agent_options": agent.agent_options,
         "memory": agent.memory,
-        "created_us": agent.created_us,
+        "incarnation": agent.incarnation,
+        "created_us": agent.created_us,  # last (with updated_us): PostgreSQL sorts by it
         "updated_us": agent.updated_us,
     }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -158,6 +174,7 @@ def agent_from_record(text: str | bytes) -> ManagedAgent:
             memory=_opt_bool(data.get("memory")),
             created_us=_opt_int(data.get("created_us")) or 0,
             updated_us=_opt_int(data.get("updated_us")) or 0,
+            incarnation=_opt_str(data.get("incarnation")) or "",
         )
     except (KeyError, TypeError, ValueError, RecursionError, ConfigurationError) as exc:
         raise ValueError(f"not a managed agent definition: {exc}") from exc

@@ -7,7 +7,9 @@ the session store under :func:`session_id_of`. Every key an operator owns starts
 ``operator:<id>:``, so removing an operator removes exactly what it owned.
 
 Definitions are stored as one canonical JSON record (:func:`operator_to_record`), the same
-in every backend.
+in every backend. Each has an *incarnation* (:mod:`jarvis.domain.owners`): a tick writes its
+state, notes and history only while the definition it started with is stored, so an
+operator removed mid-tick and added again under the same name starts afresh.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Literal
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.owners import Owner
 from jarvis.domain.ports import EmbeddingPort, MemoryPort, OperatorStorePort, SessionStorePort
 
 _OPERATOR_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -161,10 +164,17 @@ class Operator:
     system_prompt: str | None = None
     """The operator's own system prompt (``operators add --system``); ``None``: the
     operative protocol's template."""
+    incarnation: str = ""
+    """Given when it is added (``""``: stored before definitions had one)."""
 
     @property
     def session_id(self) -> str:
         return session_id_of(self.id)
+
+
+def owner_of(operator: Operator) -> Owner:
+    """What a tick of ``operator`` writes for: this very definition."""
+    return Owner(DEFINITION_PREFIX + operator.id, operator.incarnation, f"operator {operator.id!r}")
 
 
 def operator_to_record(operator: Operator) -> str:
@@ -187,6 +197,8 @@ def operator_to_record(operator: Operator) -> str:
     }
     if operator.system_prompt is not None:
         data["system_prompt"] = operator.system_prompt
+    if operator.incarnation:
+        data["incarnation"] = operator.incarnation
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text.encode("utf-8")) > MAX_DEFINITION_BYTES:
         raise ConfigurationError(
@@ -210,6 +222,9 @@ def operator_from_record(value: JSONValue) -> Operator:
         system = value.get("system_prompt")
         if system is not None and not isinstance(system, str):
             raise TypeError("system_prompt is a string")
+        incarnation = value.get("incarnation", "")
+        if not isinstance(incarnation, str):
+            raise TypeError("incarnation is a string")
         if not isinstance(schedule, dict) or not isinstance(options, dict):
             raise TypeError("schedule and agent_options are objects")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
@@ -238,6 +253,7 @@ def operator_from_record(value: JSONValue) -> Operator:
             model=model,
             created_us=created,
             system_prompt=system,
+            incarnation=incarnation,
         )
     except (KeyError, TypeError, ValueError, RecursionError, ConfigurationError) as exc:
         raise ValueError(f"not an operator definition: {exc}") from exc

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from jarvis.domain.managed_agents import (
+    DEFINITION_PREFIX,
     ManagedAgent,
     Position,
     agent_to_record,
     check_agent_id,
     position_of,
 )
+from jarvis.domain.owners import Owner
 
 
 class InMemoryManagedAgentStore:
@@ -16,6 +18,15 @@ class InMemoryManagedAgentStore:
 
     def __init__(self) -> None:
         self._agents: dict[str, ManagedAgent] = {}
+
+    def holds(self, owner: Owner) -> bool:
+        """Whether ``owner`` is a definition stored here, with its incarnation (pass it as
+        the ``owners`` of the :class:`~jarvis.testing.InMemorySessionStore` that keeps the
+        agents' conversations, as the SQL stores share one database)."""
+        if not owner.key.startswith(DEFINITION_PREFIX):
+            return False
+        agent = self._agents.get(owner.key.removeprefix(DEFINITION_PREFIX))
+        return agent is not None and agent.incarnation == owner.incarnation
 
     async def put(self, agent: ManagedAgent) -> None:
         check_agent_id(agent.id)

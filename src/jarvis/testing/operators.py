@@ -16,6 +16,7 @@ from jarvis.domain.operators import (
     lease_ttl_us,
     tick_lease,
 )
+from jarvis.domain.owners import Owner, OwnerGoneError, holds
 
 
 class InMemoryOperatorStore(TicksClaimedByLeases):
@@ -37,8 +38,16 @@ class InMemoryOperatorStore(TicksClaimedByLeases):
         text = self._state.get(check_state_key(key))
         return None if text is None else decode_state(text)
 
-    async def put_state(self, key: str, value: JSONValue) -> None:
-        self._state[check_state_key(key)] = encode_state(value)
+    def holds(self, owner: Owner) -> bool:
+        """Whether ``owner``'s very definition is stored here (an operator's, whose
+        definition lives in this store)."""
+        return holds(self._state.get(owner.key), owner)
+
+    async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
+        text = encode_state(value)
+        if owner is not None and not self.holds(owner):
+            raise OwnerGoneError(owner)
+        self._state[check_state_key(key)] = text
 
     async def delete_state(self, prefix: str) -> int:
         doomed = [key for key in self._state if key.startswith(check_prefix(prefix))]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.owners import Owner, OwnerGoneError
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -36,11 +38,17 @@ class InMemorySessionStore(MessagesFromRecords):
     """Behaves like the real stores, without touching the disk.
 
     Each call runs without awaiting, so an append is one unit for every other task.
+
+    ``owners`` says whether a definition is stored (the ``holds`` of the in-memory
+    managed-agent or operator store that shares this store's "database"), for the appends
+    of a run that name their owner; without it such an append is refused, as the ``jsonl``
+    store refuses it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, owners: Callable[[Owner], bool] | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
         self._clock = 0
+        self._owners = owners
 
     async def load_records(
         self, session_id: str, *, limit: int | None = None
@@ -74,12 +82,21 @@ class InMemorySessionStore(MessagesFromRecords):
         session = self._sessions.get(session_id)
         return page_of(session.records if session else [], limit=limit, before=before)
 
-    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+    async def append_records(
+        self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
+    ) -> None:
         check_session_id(session_id)
+        if owner is not None and self._owners is None:
+            raise ConfigurationError(
+                f"This in-memory session store shares no definitions to check the "
+                f"{owner.what} against (give it owners=...)."
+            )
         if not records:
             return
         for record in records:
             encode_record(record)  # the same size bound as the real stores
+        if owner is not None and self._owners is not None and not self._owners(owner):
+            raise OwnerGoneError(owner)
         now = utc_now()
         session = self._sessions.get(session_id)
         if session is None:

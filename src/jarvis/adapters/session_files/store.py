@@ -15,6 +15,8 @@ from typing import BinaryIO
 
 from filelock import FileLock
 
+from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -135,8 +137,16 @@ class JsonlSessionStore(MessagesFromRecords):
         records = await asyncio.to_thread(self._read, path)
         return page_of(records, limit=limit, before=before)
 
-    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+    async def append_records(
+        self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
+    ) -> None:
         path = self._path(session_id)
+        if owner is not None:
+            raise ConfigurationError(
+                f"The jsonl session store keeps no definitions to check the {owner.what} against.",
+                hint='Managed agents and operators need [sessions] backend = "sqlite" or '
+                '"postgres".',
+            )
         if not records:
             return
         payload = "".join(encode_record(r) + "\n" for r in records)

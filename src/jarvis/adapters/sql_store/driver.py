@@ -35,7 +35,9 @@ class Dialect:
     ``created_us``, damaged records first), ``next_touch`` (the next ``touched`` number),
     ``returning`` (how an upserted session's message count comes back, or nothing),
     ``lock_agent`` (an expression of one placeholder, in the dialect's own spelling, that
-    holds an agent's lock until the transaction ends, or just reads the value back)."""
+    holds an agent's lock until the transaction ends, or just reads the value back),
+    ``share`` (after a ``SELECT``: the rows read stay as read until the transaction ends,
+    where the transaction does not hold the whole database already)."""
     unlimited: int | None
     """The ``LIMIT`` value meaning no limit (SQLite ``-1``, PostgreSQL ``NULL``)."""
     max_seq: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
 from jarvis.adapters.sql_store.operators import PUT_STATE
 from jarvis.domain.managed_agents import (
+    DEFINITION_PREFIX,
     ManagedAgent,
     Position,
     agent_from_record,
@@ -20,7 +21,7 @@ from jarvis.domain.managed_agents import (
 )
 from jarvis.domain.sessions.records import SessionStoreCorruptError
 
-PREFIX = "managed_agent:"
+PREFIX = DEFINITION_PREFIX
 _AFTER_PREFIX = "managed_agent;"  # the next key after every "managed_agent:..." key
 _MINE = "key{c} >= ? AND key{c} < ?"
 

@@ -3,7 +3,8 @@
 State is the ``operator_state`` table (key -> JSON value, e.g. ``operator:<id>:state``), leases
 the ``leases`` table (a named lease with its holder and expiry). Every process sharing the
 database (on one machine for SQLite, on many for PostgreSQL) sees the same state and competes
-for the same leases. Each write is one statement, atomic in both databases; a lease is taken
+for the same leases. Each write is one statement, atomic in both databases (a write for a
+run's owner is one transaction with its check); a lease is taken
 with ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the row is free, expired or already the
 taker's, which the database serialises, so exactly one of any number of concurrent takers
 wins. Lease times are the dialect's clock: this machine's for SQLite (which every process
@@ -14,6 +15,7 @@ clocks never decide who holds a lease).
 from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
+from jarvis.adapters.sql_store.owners import owner_holds
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
@@ -26,6 +28,7 @@ from jarvis.domain.operators import (
     lease_ttl_us,
     tick_lease,
 )
+from jarvis.domain.owners import Owner, OwnerGoneError
 from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 _ACQUIRE = """
@@ -66,14 +69,24 @@ class SqlOperatorStore(TicksClaimedByLeases):
                 f"Operator state {key!r} in {location} is damaged ({exc}).", location=location
             ) from exc
 
-    async def put_state(self, key: str, value: JSONValue) -> None:
+    async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
         check_state_key(key)
         text = encode_state(value)
 
         def work(db: Connection) -> None:
             db.execute(PUT_STATE, (key, text))
 
-        await call(self.driver, work)
+        def owned(db: Connection) -> bool:
+            with db.transaction():
+                if owner is None or not owner_holds(db, owner):
+                    return False
+                db.execute(PUT_STATE, (key, text))
+                return True
+
+        if owner is None:
+            await call(self.driver, work)
+        elif not await call(self.driver, owned):
+            raise OwnerGoneError(owner)
 
     async def delete_state(self, prefix: str) -> int:
         low = check_prefix(prefix)

@@ -54,6 +54,8 @@ POSTGRES = Dialect(
         ("returning", "RETURNING message_count"),
         # one writer at a time per agent, until the transaction ends
         ("lock_agent", "pg_advisory_xact_lock(hashtext(%s))"),
+        # a row read to check it stays as read until the transaction ends
+        ("share", " FOR SHARE"),
     ),
     unlimited=None,
     max_seq=(1 << 31) - 1,

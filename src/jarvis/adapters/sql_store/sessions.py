@@ -8,6 +8,8 @@
   listing the most recent sessions first reads one index in order.
 * ``seq`` is a message's position (0, 1, ... per session): a page is one range of the
   primary key.
+* An append for a managed agent's or an operator's run names its owner: the definition is
+  checked in the append's transaction (:mod:`jarvis.adapters.sql_store.owners`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from jarvis.adapters.sql_store.driver import Connection, Row, SqlDriver, call
+from jarvis.adapters.sql_store.owners import owner_holds
+from jarvis.domain.owners import Owner, OwnerGoneError
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -133,7 +137,9 @@ class SqlSessionStore(MessagesFromRecords):
         records = self._decode(session_id, [str(text) for _, text in rows])
         return SessionPage(start=int(rows[0][0]) if rows else 0, records=records)
 
-    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+    async def append_records(
+        self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
+    ) -> None:
         check_session_id(session_id)
         if not records:
             return
@@ -142,9 +148,11 @@ class SqlSessionStore(MessagesFromRecords):
         ]
         title = title_of(list(records))
 
-        def work(db: Connection) -> None:
+        def work(db: Connection) -> bool:
             now = to_micros(utc_now())
             with db.transaction():
+                if owner is not None and not owner_holds(db, owner):
+                    return False
                 rows = db.execute(_UPSERT, (session_id, now, now, len(encoded), title)).fetchall()
                 if not rows:
                     rows = db.execute(
@@ -159,8 +167,10 @@ class SqlSessionStore(MessagesFromRecords):
                         for n, (role, at, text) in enumerate(encoded)
                     ],
                 )
+            return True
 
-        await call(self.driver, work)
+        if not await call(self.driver, work) and owner is not None:
+            raise OwnerGoneError(owner)
 
     async def sessions(self) -> list[str]:
         def work(db: Connection) -> list[str]:

@@ -56,6 +56,7 @@ SQLITE = Dialect(
         ("next_touch", "(SELECT coalesce(max(touched), 0) + 1 FROM sessions)"),
         ("returning", ""),  # RETURNING costs SQLite more than a SELECT
         ("lock_agent", "?"),  # BEGIN IMMEDIATE holds the whole file already
+        ("share", ""),  # the same
     ),
     unlimited=-1,
     max_seq=1 << 62,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jarvis.domain.json_types import JSONValue
+
+if TYPE_CHECKING:
+    from jarvis.domain.owners import Owner
 
 
 class OperatorStorePort(Protocol):
@@ -22,10 +25,15 @@ class OperatorStorePort(Protocol):
         """The value stored under ``key``, or ``None`` when there is none."""
         ...
 
-    async def put_state(self, key: str, value: JSONValue) -> None:
+    async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
         """Store ``value`` under ``key`` in one atomic write (readers see the old value or
         the new one, never a mix); last writer wins. Refuses a value over
-        :data:`~jarvis.domain.operators.MAX_STATE_BYTES` or with a non-finite number."""
+        :data:`~jarvis.domain.operators.MAX_STATE_BYTES` or with a non-finite number.
+
+        With ``owner``, only while ``owner``'s definition is stored (under ``owner.key``,
+        with ``owner.incarnation``), checked in the same transaction as the write: else
+        :class:`~jarvis.domain.owners.OwnerGoneError`, and nothing is written. A delete or
+        replacement of the definition waits for a write it checked, or goes first."""
         ...
 
     async def delete_state(self, prefix: str) -> int:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.records import PAGE_SIZE, SessionInfo, SessionMessage, SessionPage
+
+if TYPE_CHECKING:
+    from jarvis.domain.owners import Owner
 
 
 class SessionStorePort(Protocol):
@@ -51,11 +54,20 @@ class SessionStorePort(Protocol):
         session, or ``before=0``, is an empty page."""
         ...
 
-    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+    async def append_records(
+        self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
+    ) -> None:
         """Add ``records`` at the end of the session as one unit: all of them or none.
 
         Concurrent appends (other tasks, processes, machines) never interleave inside one
         call and never lose a message; a crash during the call loses at most this call.
+
+        With ``owner`` (a managed agent's or an operator's run), only while ``owner``'s
+        definition is stored in the operator store of this store's database (under
+        ``owner.key``, with ``owner.incarnation``), checked in the same transaction as the
+        append: else :class:`~jarvis.domain.owners.OwnerGoneError`, and nothing is written.
+        A store that keeps no definitions (``jsonl``) refuses an owner with a
+        ``ConfigurationError``.
         """
         ...
 

@@ -6,11 +6,14 @@ applied alike."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.sessions.records import SessionMessage
+
+if TYPE_CHECKING:
+    from jarvis.domain.owners import Owner
 
 T = TypeVar("T")
 
@@ -37,7 +40,9 @@ class MessagesFromRecords:
     ) -> tuple[SessionMessage, ...]:
         raise NotImplementedError
 
-    async def append_records(self, session_id: str, records: Sequence[SessionMessage]) -> None:
+    async def append_records(
+        self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
+    ) -> None:
         raise NotImplementedError
 
     async def load(self, session_id: str, *, limit: int | None = None) -> tuple[Message, ...]:

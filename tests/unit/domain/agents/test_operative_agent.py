@@ -199,7 +199,9 @@ async def test_run_events_once_per_tick_on_every_exit_path() -> None:
 
 async def test_a_store_that_fails_while_saving_ends_the_run_with_error() -> None:
     class Failing(InMemorySessionStore):
-        async def append_records(self, session_id: str, records: object) -> None:
+        async def append_records(
+            self, session_id: str, records: object, *, owner: object = None
+        ) -> None:
             raise SessionStoreUnavailableError("down")
 
     bus, events = recording_bus()

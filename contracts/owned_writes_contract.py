@@ -1,0 +1,138 @@
+"""The behaviour every session store and operator store that share a database show for the
+writes of a run that name their owner (fake and real alike; see
+:mod:`jarvis.domain.owners`): such a write applies while the definition it names is stored
+with the incarnation it names, and never once it was deleted, even if a definition of the
+same id was created again since.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from jarvis.domain.llm.messages import Message
+from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort
+from jarvis.domain.managed_agents import owner_of as agent_owner
+from jarvis.domain.managed_agents import session_id_of as agent_session
+from jarvis.domain.operators import DEFINITION_PREFIX, Operator, operator_to_record, state_key
+from jarvis.domain.operators import owner_of as operator_owner
+from jarvis.domain.operators import session_id_of as operator_session
+from jarvis.domain.owners import OwnerGoneError
+from jarvis.domain.ports import OperatorStorePort, SessionStorePort
+from jarvis.domain.sessions.records import SessionMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SharedStores:
+    """The stores of one database: conversations, operator state, managed agents."""
+
+    sessions: SessionStorePort
+    operators: OperatorStorePort
+    agents: ManagedAgentStorePort
+
+
+def said(text: str) -> list[SessionMessage]:
+    return [SessionMessage(message=Message.assistant(text))]
+
+
+async def add_operator(stores: SharedStores, operator: Operator) -> None:
+    """Store ``operator``'s definition as ``OperatorService.add`` does."""
+    await stores.operators.put_state(DEFINITION_PREFIX + operator.id, operator_to_record(operator))
+
+
+class OwnedWritesContract:
+    """Subclass with a ``stores`` fixture returning fresh, empty stores of one database."""
+
+    @pytest.fixture
+    def stores(self) -> SharedStores:
+        raise NotImplementedError("subclass must provide the `stores` fixture")
+
+    async def test_a_run_writes_while_its_agent_is_stored_and_updated(
+        self, stores: SharedStores
+    ) -> None:
+        agent = ManagedAgent(id="victim", incarnation="a1")
+        await stores.agents.put(agent)
+        await stores.sessions.append_records(
+            agent_session("victim"), said("one"), owner=agent_owner(agent)
+        )
+        await stores.agents.put(ManagedAgent(id="victim", system_prompt="Other.", incarnation="a1"))
+        await stores.sessions.append_records(
+            agent_session("victim"), said("two"), owner=agent_owner(agent)
+        )
+        loaded = await stores.sessions.load(agent_session("victim"))
+        assert [m.content for m in loaded] == ["one", "two"]
+
+    async def test_a_deleted_agent_gets_nothing_even_when_created_again(
+        self, stores: SharedStores
+    ) -> None:
+        old = ManagedAgent(id="victim", incarnation="old")
+        await stores.agents.put(old)
+        await stores.agents.delete("victim")
+        with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
+            await stores.sessions.append_records(
+                agent_session("victim"), said("late"), owner=agent_owner(old)
+            )
+        assert await stores.sessions.load(agent_session("victim")) == ()
+        assert await stores.sessions.sessions() == []  # not even an empty session
+        new = ManagedAgent(id="victim", system_prompt="New.", incarnation="new")
+        await stores.agents.put(new)
+        with pytest.raises(OwnerGoneError):
+            await stores.sessions.append_records(
+                agent_session("victim"), said("late"), owner=agent_owner(old)
+            )
+        await stores.sessions.append_records(
+            agent_session("victim"), said("mine"), owner=agent_owner(new)
+        )
+        loaded = await stores.sessions.load(agent_session("victim"))
+        assert [m.content for m in loaded] == ["mine"]
+
+    async def test_a_tick_writes_state_and_history_while_its_operator_is_stored(
+        self, stores: SharedStores
+    ) -> None:
+        operator = Operator(id="op1", prompt="Task.", incarnation="t1")
+        await add_operator(stores, operator)
+        owner = operator_owner(operator)
+        await stores.operators.put_state(state_key("op1"), "kept", owner=owner)
+        await stores.sessions.append_records(operator_session("op1"), said("done"), owner=owner)
+        assert await stores.operators.get_state(state_key("op1")) == "kept"
+        assert [m.content for m in await stores.sessions.load(operator_session("op1"))] == ["done"]
+
+    async def test_a_removed_operator_s_tick_writes_nothing_into_its_successor(
+        self, stores: SharedStores
+    ) -> None:
+        old = Operator(id="op1", prompt="Old task.", incarnation="old")
+        await add_operator(stores, old)
+        assert await stores.operators.delete_key(DEFINITION_PREFIX + "op1")
+        for _ in range(2):  # removed, then added again under the same name
+            with pytest.raises(OwnerGoneError, match="operator 'op1' was deleted"):
+                await stores.operators.put_state(
+                    state_key("op1"), "old answer", owner=operator_owner(old)
+                )
+            with pytest.raises(OwnerGoneError):
+                await stores.sessions.append_records(
+                    operator_session("op1"), said("old answer"), owner=operator_owner(old)
+                )
+            assert await stores.operators.get_state(state_key("op1")) is None
+            assert await stores.sessions.load(operator_session("op1")) == ()
+            await add_operator(stores, Operator(id="op1", prompt="New task.", incarnation="new"))
+
+    async def test_a_definition_stored_before_incarnations_keeps_its_runs_writing(
+        self, stores: SharedStores
+    ) -> None:
+        legacy = Operator(id="op1", prompt="Task.")  # its record holds no incarnation
+        await add_operator(stores, legacy)
+        await stores.operators.put_state(state_key("op1"), 1, owner=operator_owner(legacy))
+        agent = ManagedAgent(id="old")
+        await stores.agents.put(agent)
+        await stores.sessions.append_records(
+            agent_session("old"), said("kept"), owner=agent_owner(agent)
+        )
+        assert await stores.operators.get_state(state_key("op1")) == 1
+        assert len(await stores.sessions.load(agent_session("old"))) == 1
+
+    async def test_writes_without_an_owner_are_unchanged(self, stores: SharedStores) -> None:
+        await stores.sessions.append_records("plain", said("free"))
+        await stores.operators.put_state("operator:none:state", "free")
+        assert len(await stores.sessions.load("plain")) == 1
+        assert await stores.operators.get_state("operator:none:state") == "free"

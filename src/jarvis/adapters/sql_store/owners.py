@@ -1,0 +1,22 @@
+"""The check every owned write makes first, in its own transaction (see
+:mod:`jarvis.domain.owners`): is the definition the run started with still stored?
+
+Definitions live in the operator-state table of the same database as the conversations and
+state they own, so the check and the write are one transaction. On SQLite that transaction
+holds the whole file (``BEGIN IMMEDIATE``); on PostgreSQL the definition's row is read
+``FOR SHARE``, so a delete or a replacement of the definition waits until the write it
+checked is committed, or commits first and the check sees it gone.
+"""
+
+from __future__ import annotations
+
+from jarvis.adapters.sql_store.driver import Connection
+from jarvis.domain.owners import Owner, holds
+
+_DEFINITION = "SELECT value FROM {state} WHERE key = ?{share}"
+
+
+def owner_holds(db: Connection, owner: Owner) -> bool:
+    """Whether ``owner``'s very definition is stored (call inside the write's transaction)."""
+    row = db.execute(_DEFINITION, (owner.key,)).fetchone()
+    return holds(None if row is None else str(row[0]), owner)
