@@ -34,6 +34,7 @@ from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.application.turn_recording import TurnRecorder
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.owners import Owner, OwnerGoneError
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.contract import AgentContext
 from jarvis.domain.run.updates import (
@@ -313,16 +314,32 @@ class ConversationService(Sessions):
         return self._turn(session_id, command, [], used=used, keep_partial=keep_partial)
 
     def answer(
-        self, session_id: str, turn: PendingTurn, command: AskQuestion, *, keep_partial: bool = True
+        self,
+        session_id: str,
+        turn: PendingTurn,
+        command: AskQuestion,
+        *,
+        keep_partial: bool = True,
+        owner: Owner | None = None,
     ) -> AsyncGenerator[ConversationUpdate, None]:
         """Answer a stored question (:meth:`pending`): ``command`` asked with the question's
         text and ``turn.history``; only the run's messages are appended, the question being
         stored already. By default what a failed or cancelled run completed is kept (the
         question is stored, so a partial answer belongs after it). Close the generator to
-        cancel the run; it stores before it ends."""
+        cancel the run; it stores before it ends.
+
+        ``owner``: the definition the session belongs to (a managed agent's): the answer is
+        appended only while it is stored, else ``OwnerGoneError`` (a partial answer is then
+        dropped quietly: the run's own error is the one to report)."""
         command = replace(command, question=turn.question.message.content)
         return self._turn(
-            session_id, command, [], used=turn.history, asked=False, keep_partial=keep_partial
+            session_id,
+            command,
+            [],
+            used=turn.history,
+            asked=False,
+            keep_partial=keep_partial,
+            owner=owner,
         )
 
     async def ask(self, session_id: str, command: AskQuestion) -> ConversationAnswer:
@@ -351,9 +368,10 @@ class ConversationService(Sessions):
         used: HistoryUsed | None = None,
         asked: bool = True,
         keep_partial: bool = False,
+        owner: Owner | None = None,
     ) -> AsyncGenerator[ConversationUpdate, None]:
         """``asked``: the user's message is part of the exchange to store (else it is
-        stored already)."""
+        stored already); ``owner``: see :meth:`answer`."""
         started = self.clock()
         if used is None:
             used = await self.history(session_id)
@@ -373,7 +391,7 @@ class ConversationService(Sessions):
                 if answer is not None:
                     records = [*head, *recorder.finish(answer)]
                     stored = True  # a failed append stores nothing: never retried as partial
-                    save = self.store.append_records(session_id, records)
+                    save = self.store.append_records(session_id, records, owner=owner)
                     await (_shielded(save) if keep_partial else save)
                     saved.extend(records)
                     async for _ in run:  # the run's own end: what follows its answer
@@ -390,10 +408,20 @@ class ConversationService(Sessions):
             finally:
                 if keep_partial and not stored:
                     partial = recorder.interrupted()
-                    if partial:
-                        records = [*head, *partial]
-                        await _shielded(self.store.append_records(session_id, records))
+                    records = [*head, *partial]
+                    if partial and await self._keep(session_id, records, owner):
                         saved.extend(records)
+
+    async def _keep(
+        self, session_id: str, records: list[SessionMessage], owner: Owner | None
+    ) -> bool:
+        """Store what a cut-short run completed, even while it is being cancelled; whether
+        it was stored (not when its owner is gone: nothing is kept for it)."""
+        try:
+            await _shielded(self.store.append_records(session_id, records, owner=owner))
+        except OwnerGoneError:
+            return False
+        return True
 
 
 async def _shielded(save: Awaitable[None]) -> None:

@@ -40,9 +40,11 @@ from jarvis.domain.managed_agents import (
     ManagedAgentStorePort,
     Position,
     check_agent_id,
+    owner_of,
     position_of,
     session_id_of,
 )
+from jarvis.domain.owners import new_incarnation
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.contract import AgentContext
 from jarvis.domain.sessions.records import SessionMessage, SessionPage, to_micros, utc_now
@@ -170,6 +172,7 @@ class ManagedAgentService:
             memory=spec.memory,
             created_us=now,
             updated_us=now,
+            incarnation=new_incarnation(),  # a run of an earlier one never writes to it
         )
         await self.check(agent)
         async with self._creating:
@@ -214,8 +217,16 @@ class ManagedAgentService:
         return agent
 
     async def delete(self, agent_id: str) -> None:
-        """Forget the definition and its conversation."""
-        if not await self.agents.delete(check_agent_id(agent_id)):
+        """Forget the definition and its conversation.
+
+        The conversation goes first, so that a deletion cut short leaves the agent (delete
+        it again), never a conversation without it for an agent created later under the
+        same id to inherit; and again once the definition is gone, for what a run
+        answering meanwhile appended before that: from then on the store refuses its
+        writes (each names the definition it ran for, :func:`owner_of`)."""
+        await self.get(agent_id)
+        await self.sessions.delete(session_id_of(agent_id))
+        if not await self.agents.delete(agent_id):
             raise ManagedAgentNotFoundError(agent_id)
         await self.sessions.delete(session_id_of(agent_id))
         if self.approvals is not None:
@@ -251,8 +262,9 @@ class ManagedAgentService:
 
     async def post(self, agent_id: str, content: str) -> SessionMessage:
         """Store a user message (it waits for :meth:`run`, or is answered at once by
-        :meth:`stream` when streaming)."""
-        await self.get(agent_id)
+        :meth:`stream` when streaming), while the agent is stored (``OwnerGoneError`` when
+        it was deleted meanwhile)."""
+        agent = await self.get(agent_id)
         if not content.strip():
             raise ConfigurationError("The message is empty.")
         if await self.waiting(agent_id) >= self.max_queued_messages:
@@ -262,7 +274,7 @@ class ManagedAgentService:
                 "with a higher --max-queued-messages."
             )
         record = SessionMessage(message=Message.user(content))
-        await self.sessions.append_records(session_id_of(agent_id), [record])
+        await self.sessions.append_records(session_id_of(agent_id), [record], owner=owner_of(agent))
         return record
 
     async def waiting(self, agent_id: str) -> int:
@@ -334,7 +346,9 @@ class ManagedAgentService:
         answer's ``metadata["memory_results"]`` names the chunks the run received.
 
         What the run produced is stored also when it fails or is cancelled (closing this
-        generator cancels the run, and stores what it completed before it returns)."""
+        generator cancels the run, and stores what it completed before it returns).
+        Nothing is stored once the agent was deleted (even if created again since): the
+        answer's append raises ``OwnerGoneError`` instead."""
         agent, turn = await self.prepare(agent_id, pending)
         conversations = await self.conversations()
         command = self.question(agent, turn.question.message.content)
@@ -342,7 +356,9 @@ class ManagedAgentService:
             command = replace(command, memory=memory)
         if self.approvals is not None:
             command = replace(command, approval=self.approvals.choice_for(agent_id))
-        turn_updates = conversations.answer(session_id_of(agent_id), turn, command)
+        turn_updates = conversations.answer(
+            session_id_of(agent_id), turn, command, owner=owner_of(agent)
+        )
         async with aclosing(without_history(turn_updates)) as updates:
             async for update in updates:
                 yield update

@@ -25,14 +25,14 @@ from jarvis.application.tools.catalogue import ToolCatalogue
 from jarvis.domain.errors import EngineProtocolError
 from jarvis.domain.llm.completion import Completion
 from jarvis.domain.llm.messages import Message, Role, ToolCall
-from jarvis.domain.managed_agents import session_id_of
+from jarvis.domain.managed_agents import ManagedAgentStorePort, session_id_of
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.updates import RunUpdate, TextDelta, ToolCallsRequested, ToolResultReady
 from jarvis.domain.sessions.records import SessionMessage
 from jarvis.domain.tools.specs import ToolResult
 from jarvis.testing import InMemorySessionStore, ScriptedInference
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore
-from tests.support.sql_stores import sqlite_sessions
+from tests.support.sql_stores import sqlite_backend
 
 CALL = ToolCall(id="c1", name="calculator", arguments={"expression": "12*7"})
 OTHER = ToolCall(id="c2", name="calculator", arguments={"expression": "1+1"})
@@ -40,14 +40,24 @@ TOOL_TURN = Completion(content="Computing.", tool_calls=(CALL,), finish_reason="
 ORCHESTRATOR = AskQuestion(question="", agent="orchestrator", tools=("calculator",))
 
 
+Stores = tuple[SessionStorePort, ManagedAgentStorePort]
+
+
 @pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStorePort]:
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    """A session store and the managed-agent store of its database."""
     if request.param == "memory":
-        yield InMemorySessionStore()
+        agents = InMemoryManagedAgentStore()
+        yield InMemorySessionStore(owners=agents.holds), agents
         return
-    sqlite = sqlite_sessions(tmp_path / "sessions.db")
-    yield sqlite
+    sqlite = sqlite_backend(tmp_path / "sessions.db")
+    yield sqlite.sessions, sqlite.managed_agents
     sqlite.close()
+
+
+@pytest.fixture
+def store(stores: Stores) -> SessionStorePort:
+    return stores[0]
 
 
 def asker(engine: ScriptedInference) -> AskService:
@@ -220,25 +230,23 @@ async def test_a_cancelled_run_drops_an_exchange_still_waiting(store: SessionSto
 
 
 def managed(
-    engine: ScriptedInference, store: SessionStorePort, limits: HistoryLimits
+    engine: ScriptedInference, stores: Stores, limits: HistoryLimits
 ) -> ManagedAgentService:
     service = asker(engine)
 
     async def ask() -> AskService:
         return service
 
-    return ManagedAgentService(
-        agents=InMemoryManagedAgentStore(), sessions=store, ask=ask, limits=limits
-    )
+    return ManagedAgentService(agents=stores[1], sessions=stores[0], ask=ask, limits=limits)
 
 
 async def test_a_managed_agent_replays_a_failed_tool_as_the_model_saw_it(
-    store: SessionStorePort,
+    stores: Stores,
 ) -> None:
     divide = ToolCall(id="d1", name="calculator", arguments={"expression": "1/0"})
     failing = Completion(content="", tool_calls=(divide,), finish_reason="tool_calls")
     engine = ScriptedInference([failing, "It cannot be done.", "Because of the zero."])
-    agents = managed(engine, store, HistoryLimits())
+    agents = managed(engine, stores, HistoryLimits())
     await agents.create(ManagedAgentSpec(id="calc", agent="orchestrator", tools=("calculator",)))
     await agents.post("calc", "1/0?")
     await agents.run("calc")
@@ -251,8 +259,9 @@ async def test_a_managed_agent_replays_a_failed_tool_as_the_model_saw_it(
 
 
 async def test_a_managed_agent_honours_the_history_limits_of_conversations(
-    store: SessionStorePort,
+    stores: Stores,
 ) -> None:
+    store = stores[0]
     exchanges = [
         SessionMessage(message=message)
         for n in range(45)
@@ -261,7 +270,7 @@ async def test_a_managed_agent_honours_the_history_limits_of_conversations(
     await store.append_records(session_id_of("long"), exchanges)
     unbounded = HistoryLimits(max_messages=None, max_tokens=None)
     engine = ScriptedInference(["Answered."])
-    agents = managed(engine, store, unbounded)
+    agents = managed(engine, stores, unbounded)
     await agents.create(ManagedAgentSpec(id="long"))
     history = await agents.history("long")
     conversation = await ConversationService(asker(engine), store, limits=unbounded).history(

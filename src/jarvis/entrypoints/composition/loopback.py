@@ -28,8 +28,9 @@ def loopback_state(engine: InferencePort, model: str, limits: ServeLimits) -> Se
     async def ask() -> AskService:
         return service
 
+    agents = InMemoryManagedAgentStore()
     managed = ManagedAgentService(
-        agents=InMemoryManagedAgentStore(), sessions=InMemorySessionStore(), ask=ask
+        agents=agents, sessions=InMemorySessionStore(owners=agents.holds), ask=ask
     )
     return ServerState(service=ask, managed=managed, limits=limits)
 

@@ -36,6 +36,7 @@ from jarvis.domain.errors import (
     ToolsNotSupportedError,
 )
 from jarvis.domain.knowledge import MemoryStoreBusyError, MemoryStoreDamagedError
+from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.sessions.records import SessionStoreError, SessionStoreUnavailableError
 from jarvis.entrypoints.redact import redact_urls
 
@@ -54,6 +55,7 @@ class ApiError(Exception):
 
 _BY_CLASS: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (ManagedAgentNotFoundError, 404, "not_found_error", "agent_not_found"),
+    (OwnerGoneError, 404, "not_found_error", "agent_not_found"),  # deleted while it ran
     (NothingToRunError, 409, "invalid_request_error", "nothing_to_run"),
     (QuotaExceededError, 409, "invalid_request_error", "quota_exceeded"),
     (ModelNotFoundError, 404, "not_found_error", "model_not_found"),

@@ -46,8 +46,9 @@ async def test_the_given_persona_and_session_store_are_the_conversations() -> No
 
 async def test_operators_start_no_engine_until_a_tick() -> None:
     engine = ScriptedInference(["Checked."])
+    store = InMemoryOperatorStore()
     runtime = runtime_on(
-        engine, Overrides(sessions=InMemorySessionStore(), operator_store=InMemoryOperatorStore())
+        engine, Overrides(sessions=InMemorySessionStore(owners=store.holds), operator_store=store)
     )
     try:
         operators = runtime.operators()
@@ -67,7 +68,7 @@ async def test_managed_agents_keep_their_definitions_in_the_given_store() -> Non
     agents = InMemoryManagedAgentStore()
     runtime = runtime_on(
         ScriptedInference(["Hello."]),
-        Overrides(sessions=InMemorySessionStore(), managed_agent_store=agents),
+        Overrides(sessions=InMemorySessionStore(owners=agents.holds), managed_agent_store=agents),
     )
     try:
         managed = runtime.managed_agents(ServeLimits())

@@ -26,8 +26,9 @@ from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 
 def make_state(limits: ServeLimits | None = None) -> ServerState:
     runtime = bootstrap(load_config(), inference=ScriptedInference([]))
+    agents = InMemoryManagedAgentStore()
     managed = ManagedAgentService(
-        agents=InMemoryManagedAgentStore(), sessions=InMemorySessionStore(), ask=runtime.service
+        agents=agents, sessions=InMemorySessionStore(owners=agents.holds), ask=runtime.service
     )
     return ServerState(service=runtime.service, managed=managed, limits=limits or ServeLimits())
 
