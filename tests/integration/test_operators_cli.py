@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.gated_engine import GatedEngine
+from tests.support.loopback_engine import LoopbackEngine
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 
@@ -37,7 +40,7 @@ def jarvis(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     )
 
 
-def configure(home: Path, engine: ScriptedEngine, extra: str = "") -> None:
+def configure(home: Path, engine: LoopbackEngine, extra: str = "") -> None:
     (home / "config.toml").write_text(
         f'[engine]\nname = "openai"\nmodel = "{MODEL}"\n'
         f'[engine.openai]\nbase_url = "{engine.url}"\n{extra}'
@@ -98,6 +101,46 @@ def test_removing_an_operator_leaves_one_whose_name_it_starts(jarvis_home: Path)
     assert [(o["name"], o["prompt"]) for o in json.loads(listed.stdout)] == [
         ("op10", "Task of op10.")
     ]
+
+
+def test_an_operator_removed_mid_tick_and_added_again_starts_afresh(jarvis_home: Path) -> None:
+    """The tick is held at the engine while ``op1`` is removed and added again with a new
+    task: the old tick's prompt, answer and state reach neither the new operator's history
+    nor the state its next tick reads."""
+    with GatedEngine(answer="Old answer.") as engine:
+        configure(jarvis_home, engine)
+        assert jarvis("operators", "add", "op1", "--prompt", "Old task.").returncode == 0
+        ticking = subprocess.Popen(
+            [sys.executable, "-m", "jarvis", "operators", "tick", "op1"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert engine.wait_for(lambda e: e.held == 1, 60), "the tick never reached the engine"
+            assert jarvis("operators", "remove", "op1").returncode == 0
+            assert jarvis("operators", "add", "op1", "--prompt", "New task.").returncode == 0
+            engine.release()
+            out, err = ticking.communicate(timeout=90)
+        finally:
+            if ticking.poll() is None:
+                ticking.kill()
+                ticking.wait()
+        history = jarvis("operators", "history", "op1", "--json")
+        with sqlite3.connect(jarvis_home / "sessions.db") as db:
+            state = db.execute(
+                "SELECT value FROM operator_state WHERE key = 'operator:op1:state'"
+            ).fetchall()
+        listed = json.loads(jarvis("operators", "list", "--json").stdout)
+    assert history.returncode == 0, history.stderr
+    assert json.loads(history.stdout) == []
+    assert state == []
+    assert [(o["name"], o["prompt"]) for o in listed] == [("op1", "New task.")]
+    assert ticking.returncode == 2, err
+    assert "operator 'op1' was deleted while it ran" in err
+    assert "Traceback" not in err
+    assert out == ""
 
 
 def test_a_restarted_scheduler_neither_misses_nor_repeats_a_tick(jarvis_home: Path) -> None:

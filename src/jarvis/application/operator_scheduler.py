@@ -28,7 +28,9 @@ from jarvis.application.operators import (
 )
 from jarvis.application.schedules import label, latest_ticks, next_tick
 from jarvis.domain.errors import JarvisError
-from jarvis.domain.operators import Operator, key_prefix, run_lease
+from jarvis.domain.json_types import JSONObject
+from jarvis.domain.operators import Operator, key_prefix, owner_of, run_lease, tick_lease
+from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.sessions.records import to_micros, utc_now
 
 
@@ -117,7 +119,8 @@ class Scheduler:
                 # Under the run lease, a tick that cannot be claimed was completed already
                 # (recorded before the clock went back): go on after it, without running it.
                 progress["last_tick_us"] = due
-                await store.put_state(key_prefix(operator.id) + "schedule", progress)
+                with contextlib.suppress(OwnerGoneError):  # removed meanwhile
+                    await self._record(operator, progress)
                 return None
             outcome = await self._run(operator, due)
             progress = await service.progress(operator.id)
@@ -126,9 +129,20 @@ class Scheduler:
             progress["skipped"] = (stored_int(progress.get("skipped")) or 0) + skipped
             progress["last_error"] = outcome.error
             progress["updated_us"] = to_micros(utc_now())
-            await store.put_state(key_prefix(operator.id) + "schedule", progress)
+            try:
+                await self._record(operator, progress)
+            except OwnerGoneError:  # removed while it ran: nothing of it is kept, its claim
+                await store.release_lease(tick_lease(operator.id, due), self.holder)  # let go
+                return None  # not a tick of whatever the name holds now
             await store.complete_tick(operator.id, due, self.holder)
             return outcome
+
+    async def _record(self, operator: Operator, progress: JSONObject) -> None:
+        """Store the schedule's progress, while ``operator`` (this very definition) is
+        stored: a scheduler never writes to an operator added again under its name."""
+        await self.service.store.put_state(
+            key_prefix(operator.id) + "schedule", progress, owner=owner_of(operator)
+        )
 
     async def _run(self, operator: Operator, due: int) -> TickOutcome:
         """The tick; its failure is recorded, not retried (a down engine would otherwise

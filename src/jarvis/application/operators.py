@@ -43,9 +43,12 @@ from jarvis.domain.operators import (
     key_prefix,
     operator_from_record,
     operator_to_record,
+    owner_of,
     run_lease,
     session_id_of,
 )
+from jarvis.domain.owned_stores import OwnedOperatorStore, OwnedSessionStore
+from jarvis.domain.owners import new_incarnation
 from jarvis.domain.ports import (
     EmbeddingPort,
     MemoryPort,
@@ -210,6 +213,7 @@ class OperatorService:
             model=operator.model,
             created_us=created,
             system_prompt=operator.system_prompt,
+            incarnation=new_incarnation(),  # a tick of an earlier one never writes to it
         )
         await self.store.put_state(DEFINITION_PREFIX + stored.id, operator_to_record(stored))
         return stored
@@ -278,11 +282,20 @@ class OperatorService:
         return found
 
     async def remove(self, name: str) -> None:
-        """Forget the operator: its definition, everything it kept, its session."""
+        """Forget the operator: its definition, everything it kept, its session.
+
+        What it kept goes first, so that a removal cut short leaves the operator (remove it
+        again), never its state or history without it for an operator added later under
+        the same name to find; and again once the definition is gone, for what a tick
+        running meanwhile wrote before that: from then on the store refuses its writes."""
         await self.get(name)
+        await self._forget_kept(name)
+        await self.store.delete_key(DEFINITION_PREFIX + name)  # never op10's with op1's
+        await self._forget_kept(name)
+
+    async def _forget_kept(self, name: str) -> None:
         await self.store.delete_state(key_prefix(name))
         await self.sessions.delete(session_id_of(name))
-        await self.store.delete_key(DEFINITION_PREFIX + name)  # never op10's with op1's
 
     async def history(self, name: str, *, limit: int | None = None) -> tuple[SessionMessage, ...]:
         await self.get(name)
@@ -295,10 +308,13 @@ class OperatorService:
     # -- ticks ------------------------------------------------------------------------------
 
     def binding(self, operator: Operator, tick_label: str) -> OperatorBinding:
+        """What a tick of ``operator`` runs on: stores whose every write is this very
+        definition's, refused once it is removed (even if added again meanwhile)."""
+        owner = owner_of(operator)
         return OperatorBinding(
             operator_id=operator.id,
-            sessions=self.sessions,
-            store=self.store,
+            sessions=OwnedSessionStore(self.sessions, owner),
+            store=OwnedOperatorStore(self.store, owner),
             keyword_index=self.keyword_index,
             embeddings=self.embeddings() if self.embeddings is not None else None,
             tick_label=tick_label,

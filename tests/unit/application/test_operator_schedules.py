@@ -3,6 +3,7 @@ tests move: no test waits for a tick."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -96,10 +97,14 @@ class CountingAsker:
     def __init__(self, registry: AgentRegistry) -> None:
         self.registry = registry
         self.labels: list[str] = []
+        self.during: Callable[[], Awaitable[None]] | None = None
+        """Run inside the tick (what another process does meanwhile)."""
 
     async def ask(self, command: AskQuestion) -> Answer:
         assert command.operator is not None
         self.labels.append(command.operator.tick_label)
+        if self.during is not None:
+            await self.during()
         return Answer(
             content="ok", turns=1, tool_results=(), usage=Usage(), model="m", engine="e",
             stop_reason="final_answer",
@@ -110,7 +115,7 @@ def service_on(store: InMemoryOperatorStore, clock: Clock) -> tuple[OperatorServ
     registry = builtin_agents()
     asker = CountingAsker(registry)
     service = OperatorService(
-        store=store, sessions=InMemorySessionStore(), registry=registry,
+        store=store, sessions=InMemorySessionStore(owners=store.holds), registry=registry,
         asker=lambda: asker, clock=clock,
     )  # fmt: skip
     return service, asker
@@ -147,6 +152,29 @@ async def test_a_scheduler_resumes_after_its_last_tick_and_bounds_catching_up() 
     assert [o.tick_us for o in later] == [t * S for t in range(77, 101)]
     status = await service.status(await service.get("beat"))
     assert (status.ticks, status.skipped, status.last_tick_us) == (26, 74, 100 * S)
+
+
+async def test_an_operator_removed_and_added_again_while_its_tick_runs_gets_none_of_it() -> None:
+    clock = Clock(0.0)
+    store = InMemoryOperatorStore(clock=clock)
+    service, asker = service_on(store, clock)
+    await service.add(Operator(id="beat", prompt="Old.", schedule=every("1s")))
+
+    async def replace_it() -> None:
+        await service.remove("beat")
+        await service.add(Operator(id="beat", prompt="New.", schedule=every("1s")))
+
+    asker.during = replace_it
+    clock.now = 1.5
+    scheduler = Scheduler(service)
+    ran = await scheduler.run_due()
+    assert await service.progress("beat") == {}  # the new operator has had no tick
+    assert ran == []  # the old tick belongs to no operator now
+    asker.during = None
+    clock.now = 3.5  # the new operator was added at 2 s: its first tick is due
+    assert [o.tick_us for o in await scheduler.run_due()] == [3 * S]
+    status = await service.status(await service.get("beat"))
+    assert (status.ticks, status.last_tick_us) == (1, 3 * S)
 
 
 async def test_a_tick_held_by_another_scheduler_is_not_run() -> None:

@@ -39,7 +39,8 @@ Exit codes:
        agent that takes none, unknown persona, persona file not writable, an
        option value that is not a finite number in its range, a --config or
        --context-file that is not a regular file or too large, stdout closed
-       (and stdin, for chat), a cron expression that never matches a date
+       (and stdin, for chat), a cron expression that never matches a date, an
+       operator removed while its tick ran
   3    engine or session store unavailable (the message names it, its URL and how to
        start it; a password in the URL is never printed); a session store or memory
        database another process held locked past the wait (run it again)
