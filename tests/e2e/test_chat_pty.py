@@ -13,8 +13,10 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -216,3 +218,44 @@ def test_sigterm_ends_the_chat_like_an_interruption_and_keeps_the_finished_excha
     assert "Traceback" not in seen.getvalue()
     kept = [m["content"] for m in session_messages(session)]
     assert kept == ["Capital of France?", "Paris is the capital."]
+
+
+def test_a_turn_the_store_could_not_keep_is_said_and_the_chat_then_ends_with_exit_3(
+    jarvis_home: Path,
+) -> None:
+    """In a terminal, as on a pipe: the answer of a turn whose append stayed locked past
+    ``busy_timeout`` (the test holds the SQLite write lock on its own connection) is shown
+    and said lost, the person goes on typing, and leaving says so and exits 3."""
+    (jarvis_home / "config.toml").write_text("[sessions]\nbusy_timeout = 0.2\n")
+    script = [Reply("Kept."), Reply("Shown, not kept."), Reply("Kept again.")]
+    seen = io.StringIO()
+    with ScriptedEngine(script) as engine:
+        child = spawn("--base-url", engine.url, "-m", MODEL, "--session", "t")
+        child.logfile_read = seen
+        holder = sqlite3.connect(jarvis_home / "sessions.db", isolation_level=None)
+        try:
+            child.expect_exact("you>")
+            child.send("first\r")
+            child.expect_exact("Kept.")
+            child.expect_exact("you>")
+            holder.execute("BEGIN IMMEDIATE")
+            child.send("second\r")
+            child.expect_exact("Shown, not kept.")
+            child.expect_exact("this turn is not in session t; the chat goes on")
+            holder.execute("ROLLBACK")
+            child.expect_exact("you>")
+            child.send("third\r")
+            child.expect_exact("Kept again.")
+            child.expect_exact("you>")
+            child.sendeof()
+            child.expect_exact("1 turn of this chat could not be saved")
+            child.expect(pexpect.EOF)
+        finally:
+            if holder.in_transaction:
+                holder.execute("ROLLBACK")
+            holder.close()
+            child.close()
+    assert child.exitstatus == 3, seen.getvalue()
+    assert "Traceback" not in seen.getvalue()
+    kept = [m["content"] for m in session_messages("t")]
+    assert kept == ["first", "Kept.", "third", "Kept again."]

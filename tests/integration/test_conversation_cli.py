@@ -450,6 +450,59 @@ def test_sigterm_ends_a_piped_chat_waiting_for_its_next_line() -> None:
     assert [s["message_count"] for s in kept] == [2]
 
 
+def test_a_piped_chat_whose_turn_the_store_could_not_keep_goes_on_then_exits_3(
+    jarvis_home: Path,
+) -> None:
+    """The test holds the SQLite write lock (``BEGIN IMMEDIATE`` on its own connection)
+    past the chat's 0.2 s busy timeout while the chat answers ``two``, and lets it go
+    before writing ``three``: ``two`` is shown, said lost, and the chat goes on; its exit
+    code then tells the script that piped it that the session lacks a turn."""
+    (jarvis_home / "config.toml").write_text("[sessions]\nbusy_timeout = 0.2\n")
+    with ScriptedEngine([Reply("First."), Reply("Second."), Reply("Third.")]) as engine:
+        assert ask(engine, "--session", "s", "one").returncode == 0
+        holder = sqlite3.connect(jarvis_home / "sessions.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        command = ["chat", "--base-url", engine.url, "-m", MODEL, "--session", "s"]
+        chat = subprocess.Popen(
+            [sys.executable, "-m", "jarvis", *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert chat.stdin is not None
+            assert chat.stderr is not None
+            chat.stdin.write("two\n")
+            chat.stdin.flush()
+            said: list[str] = []
+            while not said or "stayed locked" not in said[-1]:  # the append gave up
+                line = chat.stderr.readline()
+                assert line, "".join(said)
+                said.append(line)
+            holder.execute("ROLLBACK")  # the store is free again for the next turn
+            chat.stdin.write("three\n")
+            chat.stdin.close()  # the end of the chat's input
+            assert chat.stdout is not None
+            out, err = chat.stdout.read(), chat.stderr.read()  # both small: no deadlock
+            chat.wait(timeout=60)
+        finally:
+            if holder.in_transaction:
+                holder.execute("ROLLBACK")
+            holder.close()
+            if chat.poll() is None:
+                chat.kill()
+                chat.wait()
+    err = "".join(said) + err
+    assert chat.returncode == 3, err
+    assert out.splitlines() == ["Second.", "Third."]  # both shown
+    assert "this turn is not in session s; the chat goes on" in err
+    assert "1 turn of this chat could not be saved to the session store" in err
+    assert "Traceback" not in err
+    shown = json.loads(jarvis("sessions", "show", "s", "--json").stdout)
+    assert [m["content"] for m in shown["messages"]] == ["one", "First.", "three", "Third."]
+
+
 def test_a_piped_chat_reads_bytes_that_are_not_utf8_as_replacement_characters() -> None:
     with ScriptedEngine([Reply("Read.")]) as engine:
         result = subprocess.run(

@@ -7,6 +7,10 @@ Enter sends, Alt-Enter or a line ending in ``\\`` starts a new line, pasted text
 lines); otherwise one line of stdin is one message. prompt_toolkit is imported by this
 command only, so no other command pays for it.
 
+A turn the session store cannot keep (locked past ``busy_timeout``, out of reach) is said
+so and the chat goes on; the chat then ends with the store's exit code (3), in a terminal
+and on a pipe alike, so a script learns that its session lacks a turn it was shown.
+
 While an answer streams, Ctrl-C stops it and the conversation goes on (a stopped answer
 is not stored: its question and partial answer never enter later prompts); at the prompt
 Ctrl-C clears the line; Ctrl-D (or ``/exit``) leaves; ``SIGTERM`` ends the chat like an
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError, JarvisError
+from jarvis.domain.sessions.records import SessionStoreError
 from jarvis.entrypoints.cli.chat_input import MAX_MESSAGE_CHARS, line_reader
 from jarvis.entrypoints.cli.errors import guarded, write_stderr
 from jarvis.entrypoints.cli.options import (
@@ -72,6 +77,8 @@ class ChatState:
     memory: bool | None = None
     approval: ApprovalChoice | None = None
     """Who approves tool calls, for the whole chat (an *always* lasts until it ends)."""
+    unsaved: list[SessionStoreError] = field(default_factory=list)
+    """Why each turn the session store could not keep was lost (the chat ends non-zero)."""
 
 
 def _say(line: str) -> None:
@@ -194,6 +201,9 @@ async def _turn(
         if not isinstance(exc, JarvisError) or ends_the_conversation(exc):
             raise
         _say(f"jarvis: {describe(exc)}")
+        if isinstance(exc, SessionStoreError):  # shown, perhaps, but not in the session
+            state.unsaved.append(exc)
+            _say(f"jarvis: this turn is not in session {state.session_id}; the chat goes on")
     finally:
         if stoppable:
             loop.remove_signal_handler(signal.SIGINT)
@@ -301,6 +311,22 @@ async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last
                 break
             continue
         await _turn(text, state, runtime, conversations)
+    if state.unsaved:
+        raise _not_kept(state.unsaved)
+
+
+def _not_kept(lost: list[SessionStoreError]) -> SessionStoreError:
+    """What ends a chat some of whose turns the store could not keep: an error of the first
+    loss's class, so the exit code is the store's (3 for one locked or out of reach), and a
+    script that piped the chat learns that its session lacks them."""
+    first = lost[0]
+    count = f"{len(lost)} turn{'s' if len(lost) > 1 else ''}"
+    return type(first)(
+        f"{count} of this chat could not be saved to the session store (shown above, not "
+        f"kept): {first.message}",
+        location=first.location,
+        hint="The other turns are kept; ask the lost questions again.",
+    )
 
 
 def _approvals(approve: str | None) -> ApprovalChoice:

@@ -43,7 +43,8 @@ Exit codes:
        operator removed while its tick ran
   3    engine or session store unavailable (the message names it, its URL and how to
        start it; a password in the URL is never printed); a session store or memory
-       database another process held locked past the wait (run it again)
+       database another process held locked past the wait (run it again); a chat
+       some of whose turns the store could not keep
   4    model not found (the available models are listed)
   5    other engine error: context too long, protocol error, tools not supported
   6    no sandbox for model-written code or for the container sandbox: no OS
