@@ -58,3 +58,19 @@ def test_concurrent_processes_lose_no_message(tmp_path: Path) -> None:
     assert sorted(m.content for m in loaded) == sorted(
         f"{w}-{i}" for w in range(4) for i in range(20)
     )
+
+
+async def test_a_session_file_made_readable_by_others_is_kept_to_its_owner(
+    tmp_path: Path,
+) -> None:
+    """A file made earlier with a wider mode (``touch`` under umask 022, a copy) would let
+    every local user read what is appended to it; a folder the store makes is its owner's."""
+    store = JsonlSessionStore(tmp_path / "sessions")
+    await store.append("new", [Message.user("first")])
+    assert (tmp_path / "sessions").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "sessions" / "new.jsonl").stat().st_mode & 0o777 == 0o600
+    old = tmp_path / "sessions" / "old.jsonl"
+    old.touch()
+    old.chmod(0o644)
+    await store.append("old", [Message.user("private")])
+    assert old.stat().st_mode & 0o777 == 0o600

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -42,6 +43,16 @@ def _decode(line: str) -> SessionMessage | None:
         return None
 
 
+def _owner_only(fd: int, mode: int) -> None:
+    """Take other users' permissions from the open file ``fd`` when this user owns it: a
+    session file made earlier with a wider mode (a copy, ``touch`` under umask 022) would
+    let every local user read the conversations written into it. Another user's file is
+    theirs to set."""
+    info = os.fstat(fd)
+    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        os.fchmod(fd, mode)
+
+
 class JsonlSessionStore(MessagesFromRecords):
     """Sessions under ``root`` (created on first write)."""
 
@@ -66,10 +77,11 @@ class JsonlSessionStore(MessagesFromRecords):
 
     def _write(self, path: Path, payload: str) -> None:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # a folder made here
             with FileLock(str(path) + ".lock"):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 try:
+                    _owner_only(fd, 0o600)
                     os.write(fd, payload.encode("utf-8"))
                     os.fsync(fd)
                 finally:
