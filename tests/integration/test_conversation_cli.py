@@ -363,10 +363,13 @@ def test_chat_reads_one_message_a_line_from_a_pipe_and_stores_the_session() -> N
     ]
 
 
-def test_chat_reports_an_engine_that_is_down_and_goes_on() -> None:
+def test_chat_reports_an_engine_that_is_down_goes_on_and_ends_with_its_code() -> None:
+    """A script that pipes questions in learns that they went unanswered: the chat goes on
+    after each failure, and ends with the first one's exit code (3: engine unavailable)."""
     result = chat_piped("--base-url", "http://127.0.0.1:9/v1", "-m", MODEL, lines="one\ntwo\n")
-    assert result.returncode == 0
+    assert result.returncode == 3, result.stderr
     assert result.stderr.count("127.0.0.1:9") >= 2  # each question says why it got no answer
+    assert "2 questions of this chat got no answer" in result.stderr
     assert "Traceback" not in result.stderr
     assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"  # nothing stored
 

@@ -79,6 +79,10 @@ class ChatState:
     """Who approves tool calls, for the whole chat (an *always* lasts until it ends)."""
     unsaved: list[SessionStoreError] = field(default_factory=list)
     """Why each turn the session store could not keep was lost (the chat ends non-zero)."""
+    unanswered: list[JarvisError] = field(default_factory=list)
+    """Why each turn that got no answer failed (an engine down, an unknown model...): the
+    chat goes on, and ends with the first one's exit code, so a script that piped questions
+    in learns that some were never answered."""
 
 
 def _say(line: str) -> None:
@@ -204,6 +208,8 @@ async def _turn(
         if isinstance(exc, SessionStoreError):  # shown, perhaps, but not in the session
             state.unsaved.append(exc)
             _say(f"jarvis: this turn is not in session {state.session_id}; the chat goes on")
+        else:
+            state.unanswered.append(exc)
     finally:
         if stoppable:
             loop.remove_signal_handler(signal.SIGINT)
@@ -313,6 +319,22 @@ async def _converse(runtime: Runtime, state: ChatState, resume: str | None, last
         await _turn(text, state, runtime, conversations)
     if state.unsaved:
         raise _not_kept(state.unsaved)
+    if state.unanswered:
+        raise _unanswered(state.unanswered)
+
+
+def _unanswered(failed: list[JarvisError]) -> JarvisError:
+    """What ends a chat some of whose questions got no answer (each shown as it failed): the
+    first failure, of its own class (so the exit code is its own: 3 for an engine out of
+    reach), saying how many there were."""
+    import copy
+
+    count = f"{len(failed)} question{'s' if len(failed) > 1 else ''}"
+    first = copy.copy(failed[0])
+    first.message = f"{count} of this chat got no answer (shown above); the first: " + (
+        first.message
+    )
+    return first
 
 
 def _not_kept(lost: list[SessionStoreError]) -> SessionStoreError:
