@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,16 +15,11 @@ import pytest
 
 from bench.stub_server import ANSWER, StubServer
 from tests.support.gated_engine import GatedEngine
+from tests.support.ports import closed_port
 
 pytestmark = pytest.mark.integration
 
 JARVIS = [sys.executable, "-m", "jarvis"]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def env_for(home: Path) -> dict[str, str]:
@@ -79,9 +73,10 @@ def test_embedded_engine_answers(jarvis_home: Path) -> None:
 
 
 def test_closed_port_is_engine_unavailable(jarvis_home: Path) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
     (jarvis_home / "config.toml").write_text("[engine]\nmax_retries = 0\n", encoding="utf-8")
-    result = jarvis(jarvis_home, "ask", "--engine", "openai", "--base-url", url, "q")
+    with closed_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        result = jarvis(jarvis_home, "ask", "--engine", "openai", "--base-url", url, "q")
     assert result.returncode == 3, result.stderr
     assert "openai" in result.stderr
     assert url in result.stderr

@@ -23,6 +23,7 @@ from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.domain.errors import EngineUnavailableError
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import Message
+from tests.support.ports import closed_port
 
 pytestmark = pytest.mark.integration
 
@@ -133,20 +134,14 @@ async def test_requests_beyond_max_connections_wait_for_one(
     assert server.most_held == MAX_CONNECTIONS  # the last five waited for a free connection
 
 
-async def _closed_port() -> int:
-    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port: int = listener.sockets[0].getsockname()[1]
-    listener.close()
-    await listener.wait_closed()
-    return port
-
-
 async def test_a_refused_connection_is_engine_unavailable(engine_wire: EngineTransport) -> None:
-    port = await _closed_port()
-    engine = OpenAICompatibleEngine(f"http://127.0.0.1:{port}/v1", max_retries=0, wire=engine_wire)
-    with pytest.raises(EngineUnavailableError, match="ConnectError"):
-        await engine.generate(_request())
-    await engine.aclose()
+    with closed_port() as port:
+        engine = OpenAICompatibleEngine(
+            f"http://127.0.0.1:{port}/v1", max_retries=0, wire=engine_wire
+        )
+        with pytest.raises(EngineUnavailableError, match="ConnectError"):
+            await engine.generate(_request())
+        await engine.aclose()
 
 
 def _proxy_environment(monkeypatch: pytest.MonkeyPatch, proxy: str, no_proxy: str) -> None:
@@ -162,12 +157,14 @@ async def test_an_engine_behind_a_proxy_from_the_environment_is_reached_through_
 ) -> None:
     """The "engine" here is a port nothing listens on; only the proxy (the holding server,
     which answers whatever it is asked) can answer."""
-    port = await _closed_port()
-    _proxy_environment(monkeypatch, server.url, "")
-    engine = OpenAICompatibleEngine(f"http://127.0.0.1:{port}/v1", max_retries=0, wire=engine_wire)
-    assert (await engine.generate(_request())).content == "hi"
-    assert server.connections == 1
-    await engine.aclose()
+    with closed_port() as port:
+        _proxy_environment(monkeypatch, server.url, "")
+        engine = OpenAICompatibleEngine(
+            f"http://127.0.0.1:{port}/v1", max_retries=0, wire=engine_wire
+        )
+        assert (await engine.generate(_request())).content == "hi"
+        assert server.connections == 1
+        await engine.aclose()
 
 
 async def test_no_proxy_sends_an_engine_past_the_proxy(

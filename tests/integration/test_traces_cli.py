@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.ports import closed_port
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
 pytestmark = pytest.mark.integration
@@ -179,15 +179,10 @@ def test_traces_are_off_by_default_and_profile_still_reports(jarvis_home: Path) 
     assert not (jarvis_home / "traces.db").exists()  # reading creates no store
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_failed_run_is_recorded_as_failed(jarvis_home: Path) -> None:
-    configure(jarvis_home, f"http://127.0.0.1:{_closed_port()}/v1")
-    failed = jarvis("ask", "Anyone there?")
+    with closed_port() as port:
+        configure(jarvis_home, f"http://127.0.0.1:{port}/v1")
+        failed = jarvis("ask", "Anyone there?")
     assert failed.returncode == 3, failed.stderr
     (summary,) = listed("--failed")
     assert summary["status"] == "error"
@@ -312,8 +307,8 @@ def test_runs_are_exported_to_an_otlp_receiver(jarvis_home: Path) -> None:
 def test_a_receiver_that_is_down_costs_no_answer(
     jarvis_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
-    with ScriptedEngine(two_tool_calls()) as engine:
+    with closed_port() as port, ScriptedEngine(two_tool_calls()) as engine:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
         configure(jarvis_home, engine.url)  # traces kept too: the store is unaffected
         answer = ask_orchestrator()
     assert answer.returncode == 0, answer.stderr

@@ -7,7 +7,6 @@ inner process put theirs together.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,12 +35,6 @@ from jarvis.entrypoints.engine_choice import (
 )
 from jarvis.entrypoints.http.state import ServeLimits
 from jarvis.testing import ScriptedInference
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class _FakeOllama(BaseHTTPRequestHandler):
@@ -298,8 +291,8 @@ class TestEngineChoice:
         assert choice.url == fake_ollama
         assert "answered" in choice.reason
 
-    async def test_auto_falls_back_to_the_embedded_model(self) -> None:
-        host = f"http://127.0.0.1:{closed_port()}"
+    async def test_auto_falls_back_to_the_embedded_model(self, closed: int) -> None:
+        host = f"http://127.0.0.1:{closed}"
         config = JarvisConfig(engine=EngineSettings(ollama=OllamaSettings(host=host)))
         probe = Container().ollama_probe()  # the real probe, against a closed port
         choice = await choose_engine(config, probe=probe, locate_model=model_at(MODEL_FILE))
