@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jarvis.application.config_bounds import plain_number
-from jarvis.application.dotted_keys import shown
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.loop.options import Choice
 

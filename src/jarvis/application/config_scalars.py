@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import is_dataclass
 from typing import Annotated, Union, get_args, get_origin, get_type_hints
 
-from jarvis.application.dotted_keys import shown
+from jarvis.domain.errors import shown
 
 KeyPath = tuple[str | int, ...]
 """Where a value is: keys, and indexes in an array."""

@@ -87,14 +87,5 @@ def file_keys(raw: Mapping[str, object], prefix: str = "") -> list[str]:
     return keys
 
 
-MAX_SHOWN = 80
-"""The most characters of a file's key or value a message repeats: a key can be any length."""
-
-
 MAX_SHOWN_PATH = 512
 """A path in a message is shown whole up to this (a user needs it to act), cut past it."""
-
-
-def shown(text: str, limit: int = MAX_SHOWN) -> str:
-    """``text`` for a message, cut to about ``limit`` characters (``...`` marks the cut)."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -41,8 +41,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
-from jarvis.domain.errors import ConfigurationError
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.mcp import McpEndpoint, McpServerSpec
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")

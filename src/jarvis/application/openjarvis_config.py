@@ -32,7 +32,6 @@ from jarvis.application.dotted_keys import (
     pop_key,
     pop_path,
     set_key,
-    shown,
     split_key,
 )
 from jarvis.application.openjarvis_keys import (
@@ -54,6 +53,7 @@ from jarvis.application.openjarvis_keys import (
     WHY_SECTION,
     jarvis_engine_keys,
 )
+from jarvis.domain.errors import shown
 
 __all__ = [
     "ANY",

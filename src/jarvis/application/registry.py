@@ -17,10 +17,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from jarvis.application.agent_options import OptionReader
-from jarvis.application.dotted_keys import shown
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.workspace_host import LocalWorkspaceHost
-from jarvis.domain.errors import ConfigurationError, UnknownAgentError
+from jarvis.domain.errors import ConfigurationError, UnknownAgentError, shown
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.loop.options import AgentParts

@@ -76,6 +76,16 @@ if TYPE_CHECKING:
     from jarvis.domain.llm.completion import Usage
 
 
+MAX_SHOWN = 80
+"""The most characters of a name or value from outside a message repeats: it can be any
+length (a URL of 30,000 characters, a model's key), and echoing it whole helps nobody."""
+
+
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` for a message, cut to about ``limit`` characters (``...`` marks the cut)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class JarvisError(Exception):
     """Base class of every error jarvis raises on purpose."""
 
@@ -97,9 +107,8 @@ class ConfigurationError(JarvisError):
 class UnknownAgentError(ConfigurationError):
     def __init__(self, key: str, known: list[str]) -> None:
         # the key as given can be anything (``-a`` of 100,000 characters): cut in the message
-        shown = key if len(key) <= 80 else key[:77] + "..."
         super().__init__(
-            f"Unknown agent '{shown}'.", hint="Known agents: " + ", ".join(sorted(known))
+            f"Unknown agent '{shown(key)}'.", hint="Known agents: " + ", ".join(sorted(known))
         )
         self.key = key
         self.known = sorted(known)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.owners import Owner
 
@@ -39,9 +39,8 @@ def check_agent_id(agent_id: str) -> str:
     store keys and session ids. The refused id is cut at 80 characters in the message: it
     comes from a URL, and a message echoing 30,000 characters helps nobody."""
     if not _AGENT_ID.fullmatch(agent_id):
-        shown = agent_id if len(agent_id) <= 80 else agent_id[:77] + "..."
         raise ConfigurationError(
-            f"Invalid managed agent id {shown!r}.",
+            f"Invalid managed agent id {shown(agent_id)!r}.",
             hint="Use letters, digits, _ and - (at most 64 characters).",
         )
     return agent_id

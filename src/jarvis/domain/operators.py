@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.owners import Owner
 from jarvis.domain.ports import EmbeddingPort, MemoryPort, OperatorStorePort, SessionStorePort
@@ -45,10 +45,8 @@ def check_operator_id(operator_id: str) -> str:
     """``operator_id`` when valid (letters, digits, ``_ -``, at most 64 characters), else
     ``ConfigurationError``: ids become store keys and session ids."""
     if not isinstance(operator_id, str) or not _OPERATOR_ID.fullmatch(operator_id):
-        shown = str(operator_id)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise ConfigurationError(
-            f"Invalid operator name {shown!r}.",
+            f"Invalid operator name {shown(str(operator_id))!r}.",
             hint="Use letters, digits, _ and - (at most 64 characters), e.g. news-digest.",
         )
     return operator_id
@@ -57,10 +55,8 @@ def check_operator_id(operator_id: str) -> str:
 def check_state_key(key: str) -> str:
     """``key`` when it is a valid operator-store key (1-200 visible ASCII characters)."""
     if not isinstance(key, str) or not _STATE_KEY.fullmatch(key):
-        shown = str(key)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise ConfigurationError(
-            f"Invalid operator store key {shown!r}.",
+            f"Invalid operator store key {shown(str(key))!r}.",
             hint="Keys are 1 to 200 visible ASCII characters, no spaces.",
         )
     return key

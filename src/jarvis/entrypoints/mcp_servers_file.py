@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
-from jarvis.domain.errors import ConfigurationError
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.entrypoints.bounded_files import read_regular_file
 
 if TYPE_CHECKING:

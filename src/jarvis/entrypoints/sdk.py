@@ -43,8 +43,7 @@ from dataclasses import replace
 from os import PathLike
 from typing import TYPE_CHECKING, TypeVar, Unpack, overload
 
-from jarvis.application.dotted_keys import shown
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.typed_output import DEFAULT_OUTPUT_RETRIES
 from jarvis.entrypoints.closing import AcloseOnExit, CloseOnExit
 from jarvis.entrypoints.composition import AskOptions, bootstrap

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from jarvis.application.dotted_keys import MAX_SHOWN_PATH, shown
+from jarvis.application.dotted_keys import MAX_SHOWN_PATH
 from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.entrypoints.bounded_files import read_regular_file
 from jarvis.entrypoints.mcp_servers_file import with_mcp_servers_file
 

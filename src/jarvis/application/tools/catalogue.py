@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jarvis.application.dotted_keys import shown
 from jarvis.application.openjarvis_keys import OPENJARVIS_TOOL_NAMES
 from jarvis.application.plugins import PluginError, PluginSource
 from jarvis.application.tools.calculator import CalculatorTool
@@ -20,7 +19,7 @@ from jarvis.application.tools.function_tool import as_tool
 from jarvis.application.tools.llm import LLM_SPEC, LlmTool
 from jarvis.application.tools.retrieval import MemorySearch, RetrievalTool
 from jarvis.application.tools.think import ThinkTool
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.tools.specs import ToolSpec
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.operators import encode_state, key_prefix, state_key
 from jarvis.domain.ports import OperatorStorePort
@@ -90,9 +90,8 @@ class MemoryStoreTool:
             self.state_stored = True
             return ToolResult(tool_name="memory_store", content="Stored the state.")
         if not _NOTE_KEY.fullmatch(key):
-            shown = key if len(key) <= 80 else key[:77] + "..."
             return self._fail(
-                f"Invalid key {shown!r}: use 'state' or a name of letters, digits, _ . - "
+                f"Invalid key {shown(key)!r}: use 'state' or a name of letters, digits, _ . - "
                 "(at most 64 characters)."
             )
         prefix = note_prefix(self.operator_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
@@ -16,9 +16,8 @@ def check_session_id(session_id: str) -> str:
     never ``..`` — so no store can be tricked into leaving its folder.
     """
     if not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
-        shown = session_id if len(session_id) <= 80 else session_id[:77] + "..."
         raise ConfigurationError(
-            f"Invalid session id {shown!r}.",
+            f"Invalid session id {shown(session_id)!r}.",
             hint="Use letters, digits and _ . : @ - (at most 128 characters).",
         )
     return session_id

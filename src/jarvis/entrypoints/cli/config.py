@@ -30,9 +30,9 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
     """Validate the config file and say, for each key, how jarvis reads it."""
 
     def body() -> None:
-        from jarvis.application.dotted_keys import shown
         from jarvis.application.mcp_config import mcp_servers
         from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
+        from jarvis.domain.errors import shown
         from jarvis.entrypoints.settings import read_config
 
         loaded = read_config(config)

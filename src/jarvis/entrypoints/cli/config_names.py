@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jarvis.application.dotted_keys import get_key, shown
+from jarvis.application.dotted_keys import get_key
 from jarvis.application.plugins import PluginError
-from jarvis.domain.errors import ConfigurationError, UnknownAgentError
+from jarvis.domain.errors import ConfigurationError, UnknownAgentError, shown
 
 if TYPE_CHECKING:
     from jarvis.application.registry import AgentRegistry

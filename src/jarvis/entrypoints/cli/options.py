@@ -171,7 +171,7 @@ def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
 
 def config_notice(notes: Sequence[ConfigNote]) -> str:
     """The one ``--verbose`` line saying how a file's OpenJarvis keys were read."""
-    from jarvis.application.dotted_keys import shown
+    from jarvis.domain.errors import shown
 
     read = [f"{shown(n.key)} as {n.detail}" for n in notes if n.kind == "read_as"]
     ignored = [shown(n.key) for n in notes if n.kind in ("ignored", "overridden")]

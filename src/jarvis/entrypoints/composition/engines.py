@@ -10,8 +10,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from jarvis.application.config import JarvisConfig
-from jarvis.application.dotted_keys import shown
-from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.errors import ConfigurationError, shown
 from jarvis.domain.ports import InferencePort
 from jarvis.entrypoints.composition.di import resources
 from jarvis.entrypoints.composition.skip_optional_imports import import_httpx
