@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from jarvis.domain.errors import shown
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import guarded
 from jarvis.entrypoints.cli.options import ConfigOption, JsonOption
@@ -32,7 +33,6 @@ def check(ctx: typer.Context, config: ConfigOption = None, json_output: JsonOpti
     def body() -> None:
         from jarvis.application.mcp_config import mcp_servers
         from jarvis.application.openjarvis_config import ConfigNote, file_keys, note_for
-        from jarvis.domain.errors import shown
         from jarvis.entrypoints.settings import read_config
 
         loaded = read_config(config)

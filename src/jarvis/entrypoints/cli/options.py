@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.application.engine_names import EngineName
+from jarvis.domain.errors import shown
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -171,7 +172,6 @@ def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
 
 def config_notice(notes: Sequence[ConfigNote]) -> str:
     """The one ``--verbose`` line saying how a file's OpenJarvis keys were read."""
-    from jarvis.domain.errors import shown
 
     read = [f"{shown(n.key)} as {n.detail}" for n in notes if n.kind == "read_as"]
     ignored = [shown(n.key) for n in notes if n.kind in ("ignored", "overridden")]
