@@ -1,4 +1,5 @@
-"""The files of a jarvis SQLite database kept to their owner (mode 0600).
+"""The files of a jarvis SQLite database kept to their owner (mode 0600); the ``jsonl``
+session store keeps its files so through :func:`owner_only` too.
 
 Creating a database with mode 0600 protects only a new file: a ``sessions.db`` or
 ``traces.db`` made earlier (``touch`` under umask 022, an OpenJarvis install that made
@@ -29,7 +30,7 @@ _OPEN = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 in the file's place cannot hang the open."""
 
 
-def _tighten(fd: int, path: Path) -> str:
+def owner_only(fd: int, path: Path) -> str:
     """Take every permission but the owner's from the open file ``fd``; a notice when it
     stays open to other users."""
     status = os.fstat(fd)
@@ -58,7 +59,7 @@ def private_database(path: Path, notice: Callable[[str], None] | None = None) ->
     notices: list[str] = []
     fd = os.open(path, _OPEN | os.O_CREAT, 0o600)
     try:
-        notices.append(_tighten(fd, path))
+        notices.append(owner_only(fd, path))
     finally:
         os.close(fd)
     for suffix in SIDE_FILES:
@@ -68,7 +69,7 @@ def private_database(path: Path, notice: Callable[[str], None] | None = None) ->
         except OSError:
             continue  # absent (the usual case), or not readable: SQLite will say so
         try:
-            notices.append(_tighten(fd, side))
+            notices.append(owner_only(fd, side))
         finally:
             os.close(fd)
     for line in notices:

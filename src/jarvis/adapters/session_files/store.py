@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from filelock import FileLock
 
+from jarvis.adapters.sqlite_files import owner_only
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.ids import check_session_id
@@ -41,16 +41,6 @@ def _decode(line: str) -> SessionMessage | None:
         return decode_record(line)
     except ValueError:
         return None
-
-
-def _owner_only(fd: int, mode: int) -> None:
-    """Take other users' permissions from the open file ``fd`` when this user owns it: a
-    session file made earlier with a wider mode (a copy, ``touch`` under umask 022) would
-    let every local user read the conversations written into it. Another user's file is
-    theirs to set."""
-    info = os.fstat(fd)
-    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
-        os.fchmod(fd, mode)
 
 
 class JsonlSessionStore(MessagesFromRecords):
@@ -81,7 +71,7 @@ class JsonlSessionStore(MessagesFromRecords):
             with FileLock(str(path) + ".lock"):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 try:
-                    _owner_only(fd, 0o600)
+                    owner_only(fd, path)  # an older file made readable by others: 0600
                     os.write(fd, payload.encode("utf-8"))
                     os.fsync(fd)
                 finally:

@@ -59,6 +59,6 @@ def exit_handlers_before_sigterm() -> Iterator[None]:
 
 
 def _end_by_signal(ended: list[int]) -> None:
-    for signum in ended[:1]:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+    if ended:
+        signal.signal(ended[0], signal.SIG_DFL)
+        os.kill(os.getpid(), ended[0])
