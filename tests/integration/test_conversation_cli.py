@@ -419,17 +419,22 @@ def test_a_question_too_large_to_keep_is_answered_and_not_kept() -> None:
     assert jarvis("sessions", "list", "--json").stdout.strip() == "[]"
 
 
+def open_chat(*args: str) -> subprocess.Popen[str]:
+    """``jarvis chat ARGS...`` with its three streams as pipes the test writes and reads."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "jarvis", "chat", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_sigterm_ends_a_piped_chat_waiting_for_its_next_line() -> None:
     """stdin stays open and silent: the chat waits for a line, and SIGTERM still ends it
     at once (exit 130), with what was answered before kept."""
     with ScriptedEngine([Reply("One.")]) as engine:
-        chat = subprocess.Popen(
-            [sys.executable, "-m", "jarvis", "chat", "--base-url", engine.url, "-m", MODEL],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        chat = open_chat("--base-url", engine.url, "-m", MODEL)
         try:
             assert chat.stdin is not None
             assert chat.stdout is not None
@@ -465,14 +470,7 @@ def test_a_piped_chat_whose_turn_the_store_could_not_keep_goes_on_then_exits_3(
         assert ask(engine, "--session", "s", "one").returncode == 0
         holder = sqlite3.connect(jarvis_home / "sessions.db", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
-        command = ["chat", "--base-url", engine.url, "-m", MODEL, "--session", "s"]
-        chat = subprocess.Popen(
-            [sys.executable, "-m", "jarvis", *command],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        chat = open_chat("--base-url", engine.url, "-m", MODEL, "--session", "s")
         try:
             assert chat.stdin is not None
             assert chat.stderr is not None
