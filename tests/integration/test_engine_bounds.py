@@ -284,6 +284,24 @@ async def test_deeply_nested_json_is_a_protocol_error(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_quoted_body_keeps_no_password_its_cut_falls_in(
+    engine_wire: EngineTransport, server: HostileEngine, kind: Kind, streamed: bool
+) -> None:
+    engine = make(kind, server, engine_wire)
+    read = collect if streamed else whole
+    try:
+        with pytest.raises(EngineProtocolError) as raised:
+            await read(engine, ask("echo-secret"))
+    finally:
+        await engine.aclose()
+    message = str(raised.value)
+    assert "xxxx" in message  # the body is quoted
+    assert "Hunter" not in message
+    assert "admin" not in message
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("figures", ["negative", "huge", "float", "text"])
 async def test_usage_figures_that_cannot_be_true_are_dropped(
     engine_wire: EngineTransport, server: HostileEngine, kind: Kind, figures: str

@@ -16,6 +16,7 @@ answers as an OpenAI-compatible server (SSE when streaming), ``POST /api/chat`` 
   sent without a length (chunked) — a client without a size cap takes it all;
 * ``long-content``: a valid answer of ``LONG_CONTENT`` characters, far beyond any small
   ``max_tokens``;
+* ``echo-secret``: ``ECHOED_SECRET``, not JSON, as the body (or as one stream event/line);
 * ``nested``: ``NESTING`` opening brackets as the body (or as one stream event/line);
 * ``bad-usage-<kind>``: a correct answer whose usage figures cannot be true (``negative``,
   ``huge``, ``float``, ``text``; any other kind: honest figures);
@@ -42,6 +43,8 @@ TICK = 0.05
 HUGE_BODY = 48 * 1024 * 1024
 LONG_CONTENT = 200_000
 NESTING = 100_000
+ECHOED_SECRET = b"x" * 180 + b" http://admin:Hunter2Secret@db.internal/ more"
+"""A body an engine echoes: the first 200 characters end inside the URL's password."""
 BAD_TEXT = b"caf\xc3\xa9 \xff\xfe ok \\ud800 end"
 """Raw bytes put inside a JSON string: invalid UTF-8, then a lone surrogate escape."""
 
@@ -136,6 +139,12 @@ class HostileEngine:
                 + payload
             )
             await writer.drain()
+            return True
+        if model == "echo-secret":  # not JSON, with a password where a quote is cut
+            payload = ECHOED_SECRET
+            if stream:
+                payload = payload + b"\n" if ollama else b"data: " + payload + b"\n\n"
+            await self._whole(writer, payload, "application/json")
             return True
         if model == "nested":
             payload = b"[" * NESTING

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jarvis.domain.url_masks import redact_urls
+
 
 def cut_masked(text: str, limit: int, mask: Callable[[str], str]) -> str:
     """The first ``limit`` characters of ``text``, masked by ``mask``; an authority the cut
@@ -26,3 +28,10 @@ def cut_masked(text: str, limit: int, mask: Callable[[str], str]) -> str:
         return mask(text)
     masked = mask(text[:limit] + "@")
     return masked[:-1] if masked.endswith("@") else masked
+
+
+def masked_prefix(text: str, limit: int) -> str:
+    """What an error message quotes of text from outside (an engine's body, a process's
+    stderr): its first ``limit`` characters with URL credentials masked, a cut authority
+    included. Masking it later, whole, would miss a password the cut ends in."""
+    return cut_masked(text, limit, redact_urls)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jarvis.application.plugins import PluginError
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.loop.base import BaseAgent
 from jarvis.domain.ports import ToolPort
 
@@ -37,7 +38,7 @@ class _Found:
 
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__
+    return masked_prefix(f"{type(exc).__name__}: {text}", 500) if text else type(exc).__name__
 
 
 class InstalledPlugins:

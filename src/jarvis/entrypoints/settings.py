@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from jarvis.application.dotted_keys import MAX_SHOWN_PATH
 from jarvis.application.engine_names import ENGINE_NAMES, ENGINE_URL_KEYS
 from jarvis.domain.errors import ConfigurationError, shown
+from jarvis.domain.url_masks import mask_url, redact_urls
 from jarvis.entrypoints.bounded_files import read_regular_file
 from jarvis.entrypoints.mcp_servers_file import with_mcp_servers_file
 
@@ -338,8 +339,6 @@ def check_url(value: str, where: str) -> str:
     problem = _url_problem(value)
     if problem is None:
         return value
-    from jarvis.entrypoints.redact import mask_url
-
     text = mask_url(value.encode("utf-8", "backslashreplace").decode("utf-8"))
     raise ConfigurationError(
         f"{where}: {shown(repr(text))} is not a usable URL ({problem}).",
@@ -391,8 +390,6 @@ def _normalized(normalize: Callable[[str], str], value: str, where: str) -> str:
     try:
         return normalize(value)
     except ValueError as exc:
-        from jarvis.entrypoints.redact import redact_urls
-
         raise ConfigurationError(
             f"{where}: {shown(repr(redact_urls(value)))} is not a usable address ({exc}).",
             hint="Give host[:port] or an http:// URL, e.g. localhost:11434.",

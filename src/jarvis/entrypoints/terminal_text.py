@@ -21,7 +21,7 @@ import re
 import sys
 from typing import TextIO
 
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.url_masks import redact_urls
 
 REPLACEMENT = "\ufffd"
 

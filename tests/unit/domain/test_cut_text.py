@@ -3,8 +3,8 @@ its credentials, and masking costs only what is kept."""
 
 from __future__ import annotations
 
-from jarvis.domain.cut_text import cut_masked
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.cut_text import cut_masked, masked_prefix
+from jarvis.domain.url_masks import redact_urls
 
 TEXT = "see http://admin:Hunter2Secret@db.internal:5432/x and https://tok3n@h/y, then more"
 SECRETS = ("admin", "Hunter2Secret", "tok3n")
@@ -35,3 +35,8 @@ def test_masking_costs_only_what_is_kept() -> None:
     huge = "http://" + "a" * 10_000_000 + "@host"
     assert cut_masked(huge, 4000, mask) == "http://***"
     assert seen == [4001]
+
+
+def test_a_quote_of_outside_text_masks_with_the_url_masker() -> None:
+    assert masked_prefix(TEXT, 25) == "see http://***"
+    assert masked_prefix(TEXT, len(TEXT)) == redact_urls(TEXT)

@@ -25,6 +25,7 @@ from jarvis.adapters.docker_containers.options import (
     host_config_options,
     ulimit_values,
 )
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import (
     ContainerImageError,
     ContainerRuntimeUnavailableError,
@@ -303,9 +304,9 @@ class DockerApi:
                     continue
                 text = str(event.get("stream") or event.get("status") or "").strip()
                 if text:
-                    say(text[:500])
+                    say(masked_prefix(text, 500))
                 if event.get("error"):
-                    failure = str(event["error"])[:2000]
+                    failure = masked_prefix(str(event["error"]), 2000)
         if failure:
             raise ContainerImageError(f"Building the sandbox image failed: {failure}", image=tag)
         if not self.image_exists(tag):

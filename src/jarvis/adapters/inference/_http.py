@@ -62,6 +62,7 @@ from jarvis.adapters.inference._json import encode, loads, names_in
 from jarvis.adapters.inference._replies import EngineStatusError, Reply, default_status_error
 from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
 from jarvis.adapters.inference._wire import EngineTransport, HttpxWire, Streamed, Wire
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import (
     EngineProtocolError,
     EngineTimeoutError,
@@ -450,4 +451,4 @@ def _reason(exc: Exception) -> str:
 
 def _snippet(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    return repr(masked_prefix(text, limit) + ("..." if len(text) > limit else ""))

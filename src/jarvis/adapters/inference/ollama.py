@@ -68,6 +68,7 @@ from jarvis.adapters.inference._json import (
 )
 from jarvis.adapters.inference._missing_model import model_not_found
 from jarvis.adapters.inference._openai_wire import tools_to_openai
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -253,7 +254,7 @@ class OllamaEngine:
             data, why = None, f" ({exc})"
         if data is None:
             raise self._http.protocol_error(
-                url, f"a body that is not a JSON object{why}: {reply.text[:200]!r}"
+                url, f"a body that is not a JSON object{why}: {masked_prefix(reply.text, 200)!r}"
             )
         if get_str(data, "error"):
             raise await self._error(reply.status, reply.text, url, request)
@@ -297,7 +298,9 @@ class OllamaEngine:
                     data, why = None, f" ({exc})"
                 if data is None:
                     raise self._http.protocol_error(
-                        url, f"a stream line that is not a JSON object{why}: {line[:200]!r}"
+                        url,
+                        f"a stream line that is not a JSON object{why}: "
+                        f"{masked_prefix(line, 200)!r}",
                     )
                 if get_str(data, "error"):
                     raise await self._error(response.status_code, line, url, request)

@@ -75,6 +75,7 @@ from jarvis.adapters.inference._openai_wire import (
     response_format_with_inline_schema,
 )
 from jarvis.adapters.inference._sse import sse_data
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import (
     ContextTooLongError,
     EngineProtocolError,
@@ -283,7 +284,7 @@ class OpenAICompatibleEngine:
             data = loads(reply.body)
         except ValueError as exc:
             raise self._http.protocol_error(
-                reply.url, f"a body that is not JSON ({exc}): {reply.text[:200]!r}"
+                reply.url, f"a body that is not JSON ({exc}): {masked_prefix(reply.text, 200)!r}"
             ) from exc
         body = as_object(data)
         if body is not None and "error" in body and "choices" not in body:
@@ -330,7 +331,9 @@ class OpenAICompatibleEngine:
                     chunk, why = None, f" ({exc})"
                 if chunk is None:
                     raise self._http.protocol_error(
-                        url, f"a stream event that is not a JSON object{why}: {data[:200]!r}"
+                        url,
+                        f"a stream event that is not a JSON object{why}: "
+                        f"{masked_prefix(data, 200)!r}",
                     )
                 if "error" in chunk and "choices" not in chunk:
                     raise await self._status_error(

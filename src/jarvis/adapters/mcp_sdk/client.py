@@ -41,6 +41,7 @@ from jarvis.adapters.mcp_sdk.process_group import (
 )
 from jarvis.adapters.mcp_sdk.sdk_results import call_result, list_tools
 from jarvis.application.trace_context import running_span
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.mcp import (
     MCP_SAFE_ENVIRONMENT,
@@ -447,9 +448,8 @@ class McpSdkClient:
             try:
                 message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except ValueError:
-                shown = line[:120].decode("utf-8", "replace").strip()
-                self._broken(f"it sent a malformed frame on stdout: {shown!r}")
-                return
+                shown = masked_prefix(line[:480].decode("utf-8", "replace").strip(), 120)
+                return self._broken(f"it sent a malformed frame on stdout: {shown!r}")
             try:
                 await sink.send(SessionMessage(message))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -497,4 +497,4 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = [_describe(e) for e in exc.exceptions]
         text = "; ".join(inner) or text
-    return text[:500]
+    return masked_prefix(text, 500)

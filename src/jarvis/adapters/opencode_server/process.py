@@ -42,6 +42,7 @@ from jarvis.adapters.subprocess_repl.process_jail import (
     kill_tree,
     process_tree,
 )
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import ExternalRuntimeError
 
 START_DEADLINE = 60.0
@@ -222,7 +223,7 @@ class ServerProcess:
                 chunk = await stream.read(MAX_LINE)
             if not chunk:
                 return
-            self.tail.append(chunk.decode("utf-8", "replace").rstrip()[:500])
+            self.tail.append(masked_prefix(chunk.decode("utf-8", "replace").rstrip(), 500))
 
     async def _healthy(self) -> None:
         async with httpx.AsyncClient(auth=self.endpoint.auth, timeout=2.0) as client:

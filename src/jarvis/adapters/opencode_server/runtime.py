@@ -39,6 +39,7 @@ from jarvis.adapters.opencode_server.wire import (
 )
 from jarvis.adapters.subprocess_repl.janitor import Janitor
 from jarvis.adapters.subprocess_repl.process_jail import Confinement
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import ConfigurationError, ExternalRuntimeError
 from jarvis.domain.external_runtime import (
     ExternalEvent,
@@ -269,7 +270,8 @@ class OpenCodeRuntime:
     def _check(self, reply: httpx.Response, what: str) -> None:
         if reply.status_code >= 400:
             raise ExternalRuntimeError(
-                f"opencode could not {what} (HTTP {reply.status_code}): {reply.text[:300]}",
+                f"opencode could not {what} (HTTP {reply.status_code}): "
+                f"{masked_prefix(reply.text, 300)}",
                 runtime="opencode",
             )
 

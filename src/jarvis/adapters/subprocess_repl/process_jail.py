@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jarvis.adapters.subprocess_repl.bwrap import ISOLATION, bwrap_candidates
+from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import SandboxError
 
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run")
@@ -166,7 +167,7 @@ def _probe(bwrap: str) -> str:
             return f"{type(exc).__name__}: {exc}"
         if done.returncode == 0 and done.stdout.strip() == b"ok":
             return ""
-        said = done.stderr.decode("utf-8", "replace").strip()[:300]
+        said = masked_prefix(done.stderr.decode("utf-8", "replace").strip(), 300)
         return said or f"exit status {done.returncode}"
 
 

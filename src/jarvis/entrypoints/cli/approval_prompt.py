@@ -27,7 +27,7 @@ from jarvis.domain.approvals import (
     ApprovalRequest,
     shown_arguments,
 )
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.url_masks import redact_urls
 
 PROMPT = "  run it? [y]es / [n]o / [a]lways for this tool / never: "
 MAX_ANSWER_BYTES = 256

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jarvis.domain.errors import ConfigurationError
+from jarvis.domain.url_masks import mask_url, redact_urls
 from jarvis.entrypoints.cli.command_group import command_group
 from jarvis.entrypoints.cli.errors import EXIT_UNEXPECTED, guarded
 from jarvis.entrypoints.cli.listener_options import (
@@ -77,8 +78,6 @@ def server_json(source: McpToolSource, state: McpServerState) -> JSONObject:
     """One server as ``jarvis mcp list --json`` shows it: its target with the credentials
     a URL may carry masked (a URL's userinfo, query values and token-like path segments;
     a URL in a command's arguments or in the error: its userinfo and query values)."""
-    from jarvis.entrypoints.redact import mask_url, redact_urls
-
     spec = state.entry.spec
     tools: list[JSONValue] = []
     for info in state.tools:

@@ -16,7 +16,7 @@ import threading
 from typing import TextIO
 
 from jarvis.domain.cut_text import cut_masked
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.url_masks import redact_urls
 from jarvis.entrypoints.terminal_text import for_terminal
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

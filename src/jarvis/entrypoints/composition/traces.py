@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from jarvis.application.config import JarvisConfig
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
 from jarvis.domain.run.events import EventBus
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.url_masks import redact_urls
 from jarvis.entrypoints.settings import config_dir
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from jarvis.domain.errors import (
 from jarvis.domain.knowledge import MemoryStoreBusyError, MemoryStoreDamagedError
 from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.sessions.records import SessionStoreError, SessionStoreUnavailableError
-from jarvis.entrypoints.redact import redact_urls
+from jarvis.domain.url_masks import redact_urls
 
 LOG = logging.getLogger("jarvis.serve")
 

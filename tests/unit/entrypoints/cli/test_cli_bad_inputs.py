@@ -16,12 +16,12 @@ from typer.testing import CliRunner, Result
 
 from jarvis.application.config import MAX_TOKENS
 from jarvis.domain.llm.completion import StreamChunk
+from jarvis.domain.url_masks import mask_url, redact_urls
 from jarvis.entrypoints.cli import app, question_input
 from jarvis.entrypoints.cli import ask as ask_module
 from jarvis.entrypoints.cli.agent_options import NUMBER_OPTIONS, RESERVED_OPTIONS
 from jarvis.entrypoints.cli.errors import EXIT_ENGINE_UNAVAILABLE, EXIT_USAGE
 from jarvis.entrypoints.composition import Container
-from jarvis.entrypoints.redact import mask_url, redact_urls
 from jarvis.testing import InMemoryRepl, ScriptedInference
 
 
