@@ -186,6 +186,9 @@ def test_mcp_list_shows_each_server_its_state_and_why_one_failed(tmp_path: Path,
     text = jarvis("mcp", "list", "--config", str(config))
     assert "ref (stdio): running" in text.stdout
     assert "ref.echo (as ref_echo) [read-only]" in text.stdout
+    # why a server failed is said once, in the listing
+    assert text.stdout.count("cannot run '/nonexistent/mcp-server'") == 1
+    assert "gone" not in result.stderr + text.stderr
 
 
 SECRETS = ("alice", "s3cr3t", "tok-QUERY-secret", "private_abc123", "postgres-pw")

@@ -236,25 +236,29 @@ class McpToolSource:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def prepare(self, names: Sequence[str], *, bare: Sequence[str] = ()) -> None:
+    async def prepare(
+        self, names: Sequence[str], *, bare: Sequence[str] = (), report: bool = True
+    ) -> None:
         """Begin a run that asks for ``names``: start the servers they need that are not
         running, concurrently, and give each its restarts again. A server that fails to
         start is reported (one line) and its tools fail when called. ``bare``: tool names
         without a server, which every server that could offer them is started to look up
-        (:meth:`offering`)."""
+        (:meth:`offering`). ``report=False``: a failure is kept in the server's state only
+        (a caller that shows every state says it there)."""
         wanted = {name.split(".", 1)[0] for name in names if self.owns(name)}
         wanted.update(server for tool in bare for server in self.could_offer(tool))
         for server in wanted:
             self._servers[server].restarts = 0
             self._servers[server].ran = self._running(self._servers[server])
         if wanted:
-            await asyncio.gather(*(self._ensure(self._servers[s]) for s in sorted(wanted)))
+            starts = (self._ensure(self._servers[s], report) for s in sorted(wanted))
+            await asyncio.gather(*starts)
 
-    async def _ensure(self, state: McpServerState) -> None:
+    async def _ensure(self, state: McpServerState, report: bool) -> None:
         """Start ``state``'s server unless it runs: once, however many runs ask at once."""
         async with self._lock_for(state.name):
             if not self._running(state):
-                await self._start(state)
+                await self._start(state, report=report)
 
     def _lock_for(self, server: str) -> asyncio.Lock:
         """One lock per server and event loop (an asyncio lock belongs to one loop)."""
@@ -275,7 +279,7 @@ class McpToolSource:
             return False
         return state.client.running
 
-    async def _start(self, state: McpServerState) -> bool:
+    async def _start(self, state: McpServerState, *, report: bool = True) -> bool:
         """Start (or restart) one server; ``False`` with its error set when it cannot."""
         if state.client is not None:
             if state.loop is asyncio.get_running_loop():
@@ -289,12 +293,14 @@ class McpToolSource:
             state.tools = await state.client.start()
         except McpError as exc:
             state.error = _one_line(exc)
-            self._report(state.error)
+            if report:
+                self._report(state.error)
             await state.client.aclose()
             return False
         except Exception as exc:  # a fault of a server never fails the run
             state.error = f"MCP server '{state.name}' could not start: {type(exc).__name__}: {exc}"
-            self._report(state.error)
+            if report:
+                self._report(state.error)
             await state.client.aclose()
             return False
         state.error = ""
@@ -443,10 +449,11 @@ class McpToolSource:
 
     # --- listing --------------------------------------------------------------------------
 
-    async def states(self, *, start: bool) -> list[McpServerState]:
-        """Every server's state; with ``start``, the stopped ones are started first."""
+    async def states(self, *, start: bool, report: bool = True) -> list[McpServerState]:
+        """Every server's state; with ``start``, the stopped ones are started first (a
+        failure reported unless ``report`` is false: see :meth:`prepare`)."""
         if start:
-            await self.prepare(self.servers())
+            await self.prepare(self.servers(), report=report)
         return [self._servers[name] for name in self.servers()]
 
     def spec_of(self, server: str, info: McpToolInfo) -> ToolSpec:

@@ -148,7 +148,8 @@ def list_servers(
 
         async def listing(source: McpToolSource) -> list[JSONObject]:
             try:
-                states = await source.states(start=True)
+                # each failure is shown in the listing: not on stderr as well
+                states = await source.states(start=True, report=False)
                 return [server_json(source, state) for state in states]
             finally:
                 await source.aclose()
