@@ -50,11 +50,12 @@ from bench.bench_tool_loop import QUESTION, RawPayload, raw_payload, raw_tool_ru
 from bench.common import BenchContext, Row, stub_process, time_processes
 
 Call = Callable[[], Awaitable[object]]
-TRANSPORTS = ("aiohttp", "httpx")
-STREAMED = "jarvis on aiohttp, tool turns streamed"
+TRANSPORTS = ("httptools", "aiohttp", "httpx")
+STREAMED = "jarvis on httptools, tool turns streamed"
 JARVIS_SIDES = (
+    ("jarvis on httptools", "httptools", True),
     ("jarvis on aiohttp", "aiohttp", True),
-    (STREAMED, "aiohttp", False),
+    (STREAMED, "httptools", False),
     ("jarvis on httpx", "httpx", True),
 )
 """(side, transport, whether a tool-using turn is asked for whole)."""
@@ -338,8 +339,14 @@ def _rows(
 ) -> list[Row]:
     bare = "bare aiohttp"
     rows: list[Row] = []
-    for side in ("jarvis on aiohttp", STREAMED, "jarvis on httpx", "bare httpx"):
-        judged = side == "jarvis on aiohttp"
+    for side in (
+        "jarvis on httptools",
+        "jarvis on aiohttp",
+        STREAMED,
+        "jarvis on httpx",
+        "bare httpx",
+    ):
+        judged = side == "jarvis on httptools"
         rows += [
             Row(
                 name=f"CPU per two-call tool run, {side}",

@@ -81,7 +81,7 @@ def ollama_server(llama_server: LlamaServer) -> Iterator[OllamaProtocolServer]:
         yield server
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
+@pytest.fixture(params=["httptools", "aiohttp", "httpx"])
 def engine_wire(request: pytest.FixtureRequest) -> str:
     """The transport an HTTP engine adapter sends over: every engine test runs on each."""
     value: str = request.param

@@ -98,7 +98,7 @@ class EngineSettings(_Section):
     """Default model; empty = the engine's first listed model."""
     timeout: Annotated[float, Bounds(gt=0, le=MAX_TIMEOUT_SECONDS)] = 120.0
     max_retries: Annotated[int, Bounds(ge=0, le=10)] = 2
-    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
+    transport: Literal["auto", "httptools", "aiohttp", "httpx"] = "auto"
     """The HTTP client under the Ollama, vLLM and OpenAI-compatible engines: aiohttp (about
     a third of httpx's client CPU per request) or httpx. Both enforce the same bounds.
     ``auto``: httpx for ``jarvis ask`` (one question a process: importing aiohttp costs

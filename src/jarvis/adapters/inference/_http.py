@@ -122,7 +122,7 @@ class EngineHttp:
         retry: RetryPolicy,
         headers: dict[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        wire: EngineTransport = "aiohttp",
+        wire: EngineTransport = "httptools",
     ) -> None:
         self.engine_id = engine_id
         self.base_url = base_url.rstrip("/")
@@ -439,9 +439,13 @@ def make_wire(
     """The wire of one engine: httpx's when a test transport is given or it is asked for."""
     if transport is not None or kind == "httpx":
         return HttpxWire(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
-    from jarvis.adapters.inference._wire_aiohttp import AiohttpWire
+    if kind == "aiohttp":
+        from jarvis.adapters.inference._wire_aiohttp import AiohttpWire
 
-    return AiohttpWire(headers=headers, timeout=timeout)
+        return AiohttpWire(headers=headers, timeout=timeout)
+    from jarvis.adapters.inference._wire_httptools import HttptoolsWire
+
+    return HttptoolsWire(headers=headers, timeout=timeout)
 
 
 def _reason(exc: Exception) -> str:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from typing import Literal, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
-EngineTransport = Literal["aiohttp", "httpx"]
+EngineTransport = Literal["httptools", "aiohttp", "httpx"]
 """Which wire an engine sends over (``[engine] transport``)."""
 
 MAX_CONNECTIONS = 100
@@ -146,3 +147,16 @@ class HttpxWire:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``None`` when none, or ``NO_PROXY``
+    exempts its host), as ``urllib`` (and httpx) read it."""
+    import urllib.request  # only when a wire first sends to a URL: it costs start-up
+
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
+        return None
+    return proxy if "://" in proxy else "http://" + proxy

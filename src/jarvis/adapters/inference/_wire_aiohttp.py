@@ -18,14 +18,12 @@ raised as the httpx exceptions the caller maps, the most specific first.
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import AsyncGenerator, Mapping
-from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
 
-from jarvis.adapters.inference._wire import MAX_CONNECTIONS, Streamed
+from jarvis.adapters.inference._wire import MAX_CONNECTIONS, Streamed, environment_proxy
 
 _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
@@ -92,17 +90,6 @@ class _AiohttpStreamed:
             self._response.release()
         else:
             self._response.close()
-
-
-def environment_proxy(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (``None`` when none, or ``NO_PROXY``
-    exempts its host), as ``urllib`` (and httpx) read it."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or (parts.hostname and urllib.request.proxy_bypass(parts.hostname)):
-        return None
-    return proxy if "://" in proxy else "http://" + proxy
 
 
 class AiohttpWire:

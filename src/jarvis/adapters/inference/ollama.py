@@ -134,7 +134,7 @@ class OllamaEngine:
         max_retries: int = 2,
         num_ctx: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        wire: EngineTransport = "aiohttp",
+        wire: EngineTransport = "httptools",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
     ) -> None:

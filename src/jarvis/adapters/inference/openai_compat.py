@@ -127,7 +127,7 @@ class OpenAICompatibleEngine:
         timeout: float = 120.0,
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
-        wire: EngineTransport = "aiohttp",
+        wire: EngineTransport = "httptools",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
         start_hint: str = _OPENAI_HINT,

@@ -51,7 +51,7 @@ class VllmEngine(OpenAICompatibleEngine):
         timeout: float = 120.0,
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
-        wire: EngineTransport = "aiohttp",
+        wire: EngineTransport = "httptools",
         backoff: float = 0.5,
         backoff_cap: float = 8.0,
         honours_max_tokens: bool | None = None,

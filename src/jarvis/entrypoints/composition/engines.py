@@ -31,10 +31,10 @@ def embedded_model_file() -> str:
     return default_model_path()
 
 
-def wire_of(config: JarvisConfig) -> Literal["aiohttp", "httpx"]:
-    """``[engine] transport``, ``auto`` read as aiohttp (``jarvis ask`` sets httpx)."""
+def wire_of(config: JarvisConfig) -> Literal["httptools", "aiohttp", "httpx"]:
+    """``[engine] transport``, ``auto`` read as httptools."""
     chosen = config.engine.transport
-    return "aiohttp" if chosen == "auto" else chosen
+    return "httptools" if chosen == "auto" else chosen
 
 
 def ollama_engine(config: JarvisConfig) -> InferencePort:
