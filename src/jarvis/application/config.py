@@ -99,10 +99,11 @@ class EngineSettings(_Section):
     timeout: Annotated[float, Bounds(gt=0, le=MAX_TIMEOUT_SECONDS)] = 120.0
     max_retries: Annotated[int, Bounds(ge=0, le=10)] = 2
     transport: Literal["auto", "httptools", "aiohttp", "httpx"] = "auto"
-    """The HTTP client under the Ollama, vLLM and OpenAI-compatible engines: aiohttp (about
-    a third of httpx's client CPU per request) or httpx. Both enforce the same bounds.
-    ``auto``: httpx for ``jarvis ask`` (one question a process: importing aiohttp costs
-    more than it saves there), aiohttp everywhere else."""
+    """The HTTP client under the Ollama, vLLM and OpenAI-compatible engines: httptools
+    (HTTP/1.1 over asyncio, parsed by httptools; about half of aiohttp's client CPU per
+    request, and https or proxied requests sent through aiohttp), aiohttp, or httpx. All
+    three enforce the same bounds.
+    ``auto`` (the default) is httptools."""
     honours_max_tokens: bool | None = None
     """Whether the vLLM or OpenAI-compatible server stops at ``max_tokens`` when tools are
     offered. Then a tool-using turn is asked for whole, which costs less client CPU than

@@ -199,14 +199,14 @@ class TestSelector:
         await aclose_engines(container)
 
     @pytest.mark.parametrize("name", ["openai", "vllm", "ollama"])
-    @pytest.mark.parametrize("transport", ["aiohttp", "httpx", None])
+    @pytest.mark.parametrize("transport", ["httptools", "aiohttp", "httpx", None])
     async def test_the_engine_sends_over_the_configured_transport(
         self, name: str, transport: str | None
     ) -> None:
         config = config_with(name=name, **({"transport": transport} if transport else {}))
         container = configured(config, engine=name)
         engine: InferencePort = await resolved(container.inference)
-        assert engine._http.wire_kind == (transport or "aiohttp")  # type: ignore[attr-defined]
+        assert engine._http.wire_kind == (transport or "httptools")  # type: ignore[attr-defined]
         await aclose_engines(container)
 
     @pytest.mark.parametrize(

@@ -238,7 +238,7 @@ def ask(
         loaded = read_config(  # the URL is checked: undecodable bytes are refused there
             config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=arg(model))
         )
-        runtime = runtime_for(ctx, loaded, verbose=verbose, one_question=True)
+        runtime = runtime_for(ctx, loaded, verbose=verbose)
         if agent is None:  # an unknown default agent: say which key of which file named it
             from jarvis.entrypoints.cli.config_names import check_default_agent
 

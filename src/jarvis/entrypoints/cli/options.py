@@ -7,7 +7,6 @@ are imported inside :func:`open_runtime` (which calls
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -126,36 +125,28 @@ def open_runtime(
     base_url: str | None,
     model: str | None,
     verbose: bool,
-    one_question: bool = False,
 ) -> Runtime:
     """The runtime for one command, from its options.
 
     The container is ``ctx.obj`` when the caller provided one (tests pass a container
-    whose providers are overridden with fakes), else a fresh one. ``one_question``: the
-    process asks one question (``jarvis ask``), so ``[engine] transport = "auto"`` means
-    httpx, whose import costs less than aiohttp's saves on a request or two.
+    whose providers are overridden with fakes), else a fresh one.
     """
     from jarvis.entrypoints.settings import EngineOverrides, read_config
 
     loaded = read_config(
         config, overrides=EngineOverrides(engine=engine, base_url=base_url, model=model)
     )
-    return runtime_for(ctx, loaded, verbose=verbose, one_question=one_question)
+    return runtime_for(ctx, loaded, verbose=verbose)
 
 
-def runtime_for(
-    ctx: typer.Context, loaded: LoadedConfig, *, verbose: bool, one_question: bool = False
-) -> Runtime:
+def runtime_for(ctx: typer.Context, loaded: LoadedConfig, *, verbose: bool) -> Runtime:
     """:func:`open_runtime` for a configuration read already (a command that also says
     where a setting came from reads it itself)."""
     from jarvis.entrypoints.composition import bootstrap
 
     if verbose and loaded.notes:
         stderr_line(config_notice(loaded.notes))
-    chosen = loaded.config
-    if one_question and chosen.engine.transport == "auto":
-        chosen = replace(chosen, engine=replace(chosen.engine, transport="httpx"))
-    return bootstrap(chosen, container=ctx.obj, notice=stderr_line if verbose else None)
+    return bootstrap(loaded.config, container=ctx.obj, notice=stderr_line if verbose else None)
 
 
 def open_store_runtime(ctx: typer.Context, config: Path | None) -> Runtime:
