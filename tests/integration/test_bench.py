@@ -90,8 +90,8 @@ def test_runner_quick_mode(tmp_path: Path) -> None:
         "50 concurrent two-call tool runs",
         "import jarvis",
         "peak RSS of jarvis ask",
-        "CPU per two-call tool run, jarvis on aiohttp",
-        "jarvis ask, end to end (stub), on aiohttp",
+        "CPU per two-call tool run, jarvis on httptools",
+        "jarvis ask, end to end (stub), on httptools",
     } <= names
     assert "| benchmark |" in result.stdout
 

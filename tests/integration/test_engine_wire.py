@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.stub_server import StubServer
 from jarvis.adapters.inference._wire import MAX_CONNECTIONS, EngineTransport
 from jarvis.adapters.inference.openai_compat import OpenAICompatibleEngine
 from jarvis.domain.errors import EngineUnavailableError
@@ -132,6 +133,27 @@ async def test_requests_beyond_max_connections_wait_for_one(
         await engine.aclose()
     assert [a.content for a in answers] == ["hi"] * (MAX_CONNECTIONS + 5)
     assert server.most_held == MAX_CONNECTIONS  # the last five waited for a free connection
+
+
+def test_each_wire_answers_and_streams_under_uvloop(engine_wire: EngineTransport) -> None:
+    """``jarvis serve`` runs on uvloop, whose transports are not asyncio's classes."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario(url: str) -> list[str]:
+        engine = OpenAICompatibleEngine(url, max_retries=0, wire=engine_wire)
+        try:
+            request = InferenceRequest(messages=(Message.user("hello"),), model="stub-model")
+            answers = await asyncio.gather(*(engine.generate(request) for _ in range(3)))
+            streamed = [chunk.content async for chunk in engine.stream(request)]
+            again = await engine.generate(request)
+        finally:
+            await engine.aclose()
+        return [a.content for a in answers] + ["".join(streamed), again.content]
+
+    with StubServer() as stub:
+        contents = uvloop.run(scenario(stub.url))
+        assert stub.connections == 3  # the pooled connections were reused
+    assert contents == ["The capital of France is Paris."] * 5
 
 
 async def test_a_refused_connection_is_engine_unavailable(engine_wire: EngineTransport) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import AsyncGenerator, Mapping
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -154,8 +155,8 @@ class _Connection(asyncio.Protocol):
     # asyncio's side --------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport, though not always a subclass of asyncio's (uvloop's is not)
+        self.transport = cast("asyncio.Transport", transport)
 
     def data_received(self, data: bytes) -> None:
         if not self._active or self.complete:
