@@ -156,6 +156,23 @@ def test_each_wire_answers_and_streams_under_uvloop(engine_wire: EngineTransport
     assert contents == ["The capital of France is Paris."] * 5
 
 
+async def test_a_key_with_a_line_break_is_refused_on_each_wire(
+    engine_wire: EngineTransport, server: HoldingServer
+) -> None:
+    """A key pasted with its line end (or a line injected through it) is never written: the
+    request ends as an engine error, not as a traceback of the HTTP client's."""
+    key = "sk-test\r\nX-Injected: 1"
+    engine = OpenAICompatibleEngine(
+        server.url + "/v1", api_key=key, max_retries=0, wire=engine_wire
+    )
+    try:
+        with pytest.raises(EngineUnavailableError):
+            await engine.generate(_request())
+    finally:
+        await engine.aclose()
+    assert server.most_held == 0
+
+
 async def test_a_refused_connection_is_engine_unavailable(engine_wire: EngineTransport) -> None:
     with closed_port() as port:
         engine = OpenAICompatibleEngine(

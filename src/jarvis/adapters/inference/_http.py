@@ -1,7 +1,7 @@
 """One pooled HTTP client per engine, bounded retries, and typed transport errors.
 
 Every HTTP engine adapter talks through :class:`EngineHttp`. It owns a single wire (see
-:mod:`._wire`: aiohttp's client by default, httpx's on request; created on first use, so
+:mod:`._wire`: httptools' by default, aiohttp's or httpx's on request; created on first use, so
 building an engine costs nothing and no client or TLS context is rebuilt per request),
 retries what is worth retrying, and turns what the wire raises (httpx's exception types,
 whichever the wire) into the errors of :mod:`jarvis.domain.errors`:

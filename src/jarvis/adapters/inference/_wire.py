@@ -1,13 +1,15 @@
 """The transport under :class:`~._http.EngineHttp`: what sends a request and streams back
 its answer, behind one small seam so that the retry, deadline and cap logic is written once.
 
-Two wires exist. :class:`~._wire_aiohttp.AiohttpWire` (the default) sends over aiohttp's
-connection pool: a request costs about a third of the client CPU of httpx's own (see the
-README's section on engines). :class:`HttpxWire` sends over an ``httpx.AsyncClient``; it is
-the one a test's mock transport plugs into (``transport=``), and the fallback
-(``[engine] transport = "httpx"``).
+Three wires exist. :class:`~._wire_httptools.HttptoolsWire` (the default) writes HTTP/1.1
+itself over asyncio's transports and parses answers with httptools: a request costs about
+half the client CPU of aiohttp's, a seventh of httpx's (see the README's section on
+engines); what it does not send itself (``https``, proxies) goes through
+:class:`~._wire_aiohttp.AiohttpWire`, aiohttp's client and pool (``[engine] transport =
+"aiohttp"``). :class:`HttpxWire` sends over an ``httpx.AsyncClient``; it is the one a
+test's mock transport plugs into (``transport=``), and ``transport = "httpx"``.
 
-Both raise httpx's transport exceptions (``httpx.ConnectError``, ``httpx.ReadError``,
+All raise httpx's transport exceptions (``httpx.ConnectError``, ``httpx.ReadError``,
 ``httpx.ReadTimeout``...), so the caller maps one family of errors whichever wire it has.
 """
 

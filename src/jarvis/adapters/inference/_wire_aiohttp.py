@@ -1,9 +1,11 @@
-"""The default wire: aiohttp's client under :class:`~._http.EngineHttp`.
+"""aiohttp's client under :class:`~._http.EngineHttp`: what the default wire
+(:mod:`._wire_httptools`) does not send itself (``https``, proxies), and ``[engine]
+transport = "aiohttp"``.
 
 aiohttp's HTTP/1.1 parser and connection pool are written for speed (its parser in C): a
 request to a local engine costs about a third of the client CPU it costs through httpx, and
 its pool keeps its cost per request flat however many connections it holds. This module is
-imported only when the first engine request is sent.
+imported only when the first request it sends is sent.
 
 What the engines enforce stays enforced here: a connect timeout of ``min(timeout, 10)`` s
 (the caller adds the request's deadline, ``timeout`` after it started, which every read of
@@ -139,6 +141,8 @@ class AiohttpWire:
             )
         except aiohttp.ClientError as exc:
             raise _ours(exc) from exc
+        except ValueError as exc:  # what aiohttp will not write (a line break in a header)
+            raise httpx.LocalProtocolError(str(exc)) from exc
         return _AiohttpStreamed(response, url)
 
     async def aclose(self) -> None:

@@ -75,11 +75,14 @@ class _Streamed:
     """An answer read from a :class:`~._httptools_pool.Connection`, seen through
     :class:`~._wire.Streamed`."""
 
-    __slots__ = ("_connection", "_pool", "_turn", "status_code", "url")
+    __slots__ = ("_connection", "_loop", "_pool", "_turn", "status_code", "url")
 
-    def __init__(self, connection: Connection, pool: Pool, url: str) -> None:
+    def __init__(
+        self, connection: Connection, pool: Pool, url: str, loop: asyncio.AbstractEventLoop
+    ) -> None:
         self._connection: Connection | None = connection
         self._pool = pool
+        self._loop = loop
         self._turn = connection.turn
         self.status_code = connection.status
         self.url = url
@@ -101,11 +104,12 @@ class _Streamed:
 
     def __del__(self) -> None:
         # an answer dropped unclosed gives its connection back (closed: its body may be
-        # unread), or a careless caller would use up the pool's places one by one
+        # unread), or a careless caller would use up the pool's places one by one; on its
+        # loop, since the collector may run in any thread
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to free
-                self._pool.give_back(connection, reusable=False)
+                self._loop.call_soon_threadsafe(self._pool.drop, connection)
 
 
 _PLAIN_METHODS = frozenset({"GET", "POST", "PUT", "DELETE"})
@@ -176,14 +180,15 @@ class HttptoolsWire:
         else:
             request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(content), content)
         connection = await self._pool.take(route.key)
-        headed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        headed: asyncio.Future[None] = loop.create_future()
         try:
             connection.start(request, headed)
             await headed
         except BaseException:
             self._pool.give_back(connection, reusable=False)
             raise
-        return _Streamed(connection, self._pool, url)
+        return _Streamed(connection, self._pool, url, loop)
 
     def _aiohttp(self) -> Wire:
         if self._fallback is None:
