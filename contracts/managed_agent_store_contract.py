@@ -148,3 +148,38 @@ class ManagedAgentStoreContract(Generic[StoreT]):
     async def test_limit_zero_lists_nothing(self, store: StoreT) -> None:
         await store.put(_agent())
         assert await store.list(limit=0) == []
+
+    async def test_update_changes_only_the_definition_it_read(self, store: StoreT) -> None:
+        await store.put(_agent())
+        changed = _agent(system_prompt="Other.", max_turns=None)
+        assert await store.update(changed) is True
+        assert await store.get("a1") == changed
+        legacy = ManagedAgent(id="old")  # stored before definitions had an incarnation
+        await store.put(legacy)
+        assert await store.update(ManagedAgent(id="old", name="renamed")) is True
+        assert await store.count() == 2
+
+    async def test_update_never_creates_a_definition(self, store: StoreT) -> None:
+        assert await store.update(_agent()) is False
+        assert await store.get("a1") is None
+        await store.put(_agent())
+        assert await store.delete("a1") is True
+        assert await store.update(_agent(system_prompt="Late.")) is False  # deleted meanwhile
+        assert await store.get("a1") is None
+        assert await store.count() == 0
+
+    async def test_update_leaves_a_definition_created_again_alone(self, store: StoreT) -> None:
+        await store.put(_agent())
+        await store.delete("a1")
+        successor = _agent(system_prompt="New.", incarnation="0000000000000002")
+        await store.put(successor)
+        assert await store.update(_agent(system_prompt="Late.")) is False
+        assert await store.get("a1") == successor
+
+    async def test_update_refuses_what_put_refuses(self, store: StoreT) -> None:
+        await store.put(_agent())
+        with pytest.raises(ConfigurationError):
+            await store.update(_agent(system_prompt="x" * (MAX_DEFINITION_BYTES + 1)))
+        with pytest.raises(ConfigurationError):
+            await store.update(ManagedAgent(id="../etc"))
+        assert await store.get("a1") == _agent()

@@ -7,7 +7,8 @@ fresh database on a server these tests start), runs the suites in ``contracts/``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -156,12 +157,33 @@ def _waiting_on_a_lock(url: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-async def test_on_postgres_an_owned_append_waits_for_a_deletion_in_flight_then_is_refused(
-    postgres: PostgresServer,
+async def _append_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Append ``agent``'s run's answer; whether it was stored."""
+    try:
+        await backend.sessions.append_records(
+            agent_session_id(agent.id), said("late"), owner=agent_owner(agent)
+        )
+    except OwnerGoneError:
+        return False
+    return True
+
+
+async def _update_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Change ``agent`` as read before; whether the change was stored."""
+    return await backend.managed_agents.update(replace(agent, system_prompt="Late."))
+
+
+LateWrite = Callable[[SqlBackend, ManagedAgent], Coroutine[None, None, bool]]
+
+
+@pytest.mark.parametrize("write", [_append_late, _update_late], ids=["append", "update"])
+async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is_refused(
+    postgres: PostgresServer, write: LateWrite
 ) -> None:
-    """The definition's row is read FOR SHARE: an append checked while a deletion of it is
-    not yet committed waits for that deletion (a plain read would see the row, append, and
-    leave the late answer behind once the deletion commits)."""
+    """The definition's row is read FOR SHARE (FOR UPDATE by an update of the definition):
+    a write checked while a deletion of it is not yet committed waits for that deletion (a
+    plain read would see the row, write, and leave the late answer behind, or the
+    definition back, once the deletion commits)."""
     import psycopg
 
     url = postgres.create_database()
@@ -173,19 +195,15 @@ async def test_on_postgres_an_owned_append_waits_for_a_deletion_in_flight_then_i
             deleting.execute(
                 "DELETE FROM jarvis_operator_state WHERE key = %s", ("managed_agent:victim",)
             )
-            append = asyncio.create_task(
-                backend.sessions.append_records(
-                    agent_session_id("victim"), said("late"), owner=agent_owner(agent)
-                )
-            )
+            late = asyncio.create_task(write(backend, agent))
             deadline = asyncio.get_running_loop().time() + 60
             while not await asyncio.to_thread(_waiting_on_a_lock, url):
-                assert not append.done(), "the append did not wait for the deletion"
+                assert not late.done(), "the write did not wait for the deletion"
                 assert asyncio.get_running_loop().time() < deadline, "it never waited"
                 await asyncio.sleep(0.01)  # polls for a state the database reaches
             deleting.commit()
-        with pytest.raises(OwnerGoneError):
-            await append
+        assert await late is False
         assert await backend.sessions.load(agent_session_id("victim")) == ()
+        assert await backend.managed_agents.get("victim") is None
     finally:
         backend.close()

@@ -208,12 +208,25 @@ class ManagedAgentService:
         return AgentPage(agents, cursor_of(position_of(agents[-1])))
 
     async def update(
-        self, agent_id: str, spec: ManagedAgentSpec, fields_set: Sequence[str]
+        self,
+        agent_id: str,
+        spec: ManagedAgentSpec,
+        fields_set: Sequence[str],
+        *,
+        allow: Callable[[ManagedAgent], Awaitable[None]] | None = None,
     ) -> ManagedAgent:
+        """Change the definition stored now, and only it. ``allow`` (the server's policy)
+        and :meth:`check` may refuse the changed definition first; it is stored only while
+        the one read is (the store checks its incarnation), else
+        ``ManagedAgentNotFoundError``, as for an unknown id: a change read before a
+        deletion never brings the agent back, nor lands on one created again since."""
         agent = _apply(await self.get(agent_id), spec, fields_set)
         agent = replace(agent, updated_us=max(agent.updated_us, to_micros(utc_now())))
+        if allow is not None:
+            await allow(agent)
         await self.check(agent)
-        await self.agents.put(agent)
+        if not await self.agents.update(agent):
+            raise ManagedAgentNotFoundError(agent_id)
         return agent
 
     async def delete(self, agent_id: str) -> None:

@@ -200,6 +200,13 @@ class ManagedAgentStorePort(Protocol):
         """Create the definition, or replace the one with the same id."""
         ...
 
+    async def update(self, agent: ManagedAgent) -> bool:
+        """Replace the stored definition of ``agent.id`` only while it is the one ``agent``
+        was read from (the same incarnation, checked in the write's transaction); ``False``,
+        and nothing written, when it was deleted meanwhile, even if created again since.
+        Never creates one: a change read before a deletion must not bring the agent back."""
+        ...
+
     async def get(self, agent_id: str) -> ManagedAgent | None:
         """The definition, or ``None`` when there is none with that id."""
         ...

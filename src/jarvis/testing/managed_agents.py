@@ -8,9 +8,16 @@ from jarvis.domain.managed_agents import (
     Position,
     agent_to_record,
     check_agent_id,
+    owner_of,
     position_of,
 )
 from jarvis.domain.owners import Owner
+
+
+def _check(agent: ManagedAgent) -> None:
+    """Refuse what the real stores refuse: an invalid id, an oversized definition."""
+    check_agent_id(agent.id)
+    agent_to_record(agent)
 
 
 class InMemoryManagedAgentStore:
@@ -29,9 +36,15 @@ class InMemoryManagedAgentStore:
         return agent is not None and agent.incarnation == owner.incarnation
 
     async def put(self, agent: ManagedAgent) -> None:
-        check_agent_id(agent.id)
-        agent_to_record(agent)  # the same size bound as the real stores
+        _check(agent)
         self._agents[agent.id] = agent
+
+    async def update(self, agent: ManagedAgent) -> bool:
+        _check(agent)
+        if not self.holds(owner_of(agent)):
+            return False
+        self._agents[agent.id] = agent
+        return True
 
     async def get(self, agent_id: str) -> ManagedAgent | None:
         return self._agents.get(check_agent_id(agent_id))

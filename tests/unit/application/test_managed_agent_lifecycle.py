@@ -1,9 +1,11 @@
-"""A managed agent deleted while one of its runs is under way: what the run produces, whole
-or cut short, never reaches the conversation of an agent created again under the same id.
+"""A managed agent deleted while one of its runs or updates is under way: what the run
+produces, whole or cut short, never reaches the conversation of an agent created again under
+the same id, and an update never brings a deleted definition back.
 
 The engine streams its first word, then waits for the test (an ``asyncio.Event``), so the
-deletion always lands mid-run. Run on the SQLite stores and on the in-memory fakes linked as
-one database.
+deletion always lands mid-run; an update is held the same way between its read and its
+write (its check of the definition asks for the ask use case, which waits for the test).
+Run on the SQLite stores and on the in-memory fakes linked as one database.
 """
 
 from __future__ import annotations
@@ -11,16 +13,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from jarvis.application.ask import AskService
-from jarvis.application.managed_agents import ManagedAgentService, ManagedAgentSpec
+from jarvis.application.managed_agents import (
+    ManagedAgentNotFoundError,
+    ManagedAgentService,
+    ManagedAgentSpec,
+)
 from jarvis.application.registry import builtin_agents
 from jarvis.application.run_updates import answer_of
 from jarvis.domain.llm.completion import StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
+from jarvis.domain.managed_agents import ManagedAgent
 from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.run.updates import TextDelta
 from jarvis.testing import InMemorySessionStore, ScriptedInference
@@ -46,26 +54,47 @@ class HeldEngine(ScriptedInference):
                 await self.go_on.wait()
 
 
-Running = tuple[ManagedAgentService, HeldEngine]
+class HeldAsk:
+    """The service's ``ask``: once :attr:`holding` is set, its next call waits until
+    :attr:`go_on` is set (an update checks the changed definition through it: the update
+    has read the definition then, and not yet stored it)."""
+
+    def __init__(self, asker: AskService) -> None:
+        self.asker = asker
+        self.holding = False
+        self.waiting = asyncio.Event()
+        self.go_on = asyncio.Event()
+
+    async def __call__(self) -> AskService:
+        if self.holding:
+            self.holding = False
+            self.waiting.set()
+            await self.go_on.wait()
+        return self.asker
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A managed-agent service on the held engine and the held ``ask``."""
+
+    service: ManagedAgentService
+    engine: HeldEngine
+    ask: HeldAsk
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 def running(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Running]:
     """A managed-agent service on the held engine, over one database's stores."""
     engine = HeldEngine()
-    asker = AskService(registry=builtin_agents(), inference=engine)
-
-    async def ask() -> AskService:
-        return asker
-
+    ask = HeldAsk(AskService(registry=builtin_agents(), inference=engine))
     if request.param == "memory":
         agents = InMemoryManagedAgentStore()
         sessions = InMemorySessionStore(owners=agents.holds)
-        yield ManagedAgentService(agents=agents, sessions=sessions, ask=ask), engine
+        yield Running(ManagedAgentService(agents=agents, sessions=sessions, ask=ask), engine, ask)
         return
     backend = sqlite_backend(tmp_path / "sessions.db")
     sql = ManagedAgentService(agents=backend.managed_agents, sessions=backend.sessions, ask=ask)
-    yield sql, engine
+    yield Running(sql, engine, ask)
     backend.close()
 
 
@@ -77,7 +106,7 @@ async def replace_victim(service: ManagedAgentService) -> None:
 async def test_an_answer_finished_after_the_deletion_is_refused_not_stored(
     running: Running,
 ) -> None:
-    service, engine = running
+    service, engine = running.service, running.engine
     await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     await service.post("victim", "What is the secret?")
     seen: list[str] = []
@@ -102,7 +131,7 @@ async def test_an_answer_finished_after_the_deletion_is_refused_not_stored(
 async def test_a_run_cut_short_after_the_deletion_keeps_nothing_and_raises_nothing(
     running: Running,
 ) -> None:
-    service, engine = running
+    service, engine = running.service, running.engine
     await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     await service.post("victim", "What is the secret?")
     updates = service.stream("victim")
@@ -113,3 +142,40 @@ async def test_a_run_cut_short_after_the_deletion_keeps_nothing_and_raises_nothi
     await replace_victim(service)
     await updates.aclose()  # the client goes away: the run is cancelled, its part refused
     assert await service.messages("victim") == []
+
+
+async def held_update(running: Running) -> asyncio.Task[ManagedAgent]:
+    """An update of ``victim``'s prompt, held once it has read the definition."""
+    running.ask.holding = True
+    spec = ManagedAgentSpec(system_prompt="Patched.")
+    update = asyncio.create_task(running.service.update("victim", spec, ["system_prompt"]))
+    await running.ask.waiting.wait()
+    return update
+
+
+async def test_an_update_that_read_a_deleted_agent_never_brings_it_back(
+    running: Running,
+) -> None:
+    service = running.service
+    await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
+    update = await held_update(running)
+    await service.delete("victim")
+    running.ask.go_on.set()
+    with pytest.raises(ManagedAgentNotFoundError, match="No managed agent with id 'victim'"):
+        await update
+    assert await service.agents.get("victim") is None
+    assert await service.all() == []
+
+
+async def test_an_update_that_read_a_deleted_agent_leaves_its_successor_alone(
+    running: Running,
+) -> None:
+    service = running.service
+    await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
+    update = await held_update(running)
+    await replace_victim(service)
+    successor = await service.get("victim")
+    running.ask.go_on.set()
+    with pytest.raises(ManagedAgentNotFoundError):
+        await update
+    assert await service.get("victim") == successor  # its prompt is its own

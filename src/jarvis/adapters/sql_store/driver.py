@@ -37,7 +37,9 @@ class Dialect:
     ``lock_agent`` (an expression of one placeholder, in the dialect's own spelling, that
     holds an agent's lock until the transaction ends, or just reads the value back),
     ``share`` (after a ``SELECT``: the rows read stay as read until the transaction ends,
-    where the transaction does not hold the whole database already)."""
+    where the transaction does not hold the whole database already), ``lock`` (the same,
+    for rows the transaction goes on to change: no other writer reads them ``share`` or
+    changes them meanwhile, so two such transactions queue instead of deadlocking)."""
     unlimited: int | None
     """The ``LIMIT`` value meaning no limit (SQLite ``-1``, PostgreSQL ``NULL``)."""
     max_seq: int

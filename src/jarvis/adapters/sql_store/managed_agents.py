@@ -4,13 +4,16 @@ They live next to the conversations they own, in the ``operator_state`` table un
 ``managed_agent:<id>``, so every server on the database sees the same definitions. A page is
 read in the database, ordered by the record's ``created_us`` (the dialect reads it from the
 JSON record; a damaged record sorts first and is reported when read), then the key (the
-id's order), so listing reads no more than the page.
+id's order), so listing reads no more than the page. An update replaces a definition only
+while it is the one the update read (its incarnation, checked in the same transaction:
+:mod:`jarvis.adapters.sql_store.owners`), so it never brings back one deleted meanwhile.
 """
 
 from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
 from jarvis.adapters.sql_store.operators import PUT_STATE
+from jarvis.adapters.sql_store.owners import owner_holds
 from jarvis.domain.managed_agents import (
     DEFINITION_PREFIX,
     ManagedAgent,
@@ -18,12 +21,14 @@ from jarvis.domain.managed_agents import (
     agent_from_record,
     agent_to_record,
     check_agent_id,
+    owner_of,
 )
 from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 PREFIX = DEFINITION_PREFIX
 _AFTER_PREFIX = "managed_agent;"  # the next key after every "managed_agent:..." key
 _MINE = "key{c} >= ? AND key{c} < ?"
+_REPLACE = "UPDATE {state} SET value = ?, updated_us = {now} WHERE key = ?"
 
 
 class SqlManagedAgentStore:
@@ -49,6 +54,20 @@ class SqlManagedAgentStore:
             db.execute(PUT_STATE, (key, text))
 
         await call(self.driver, work)
+
+    async def update(self, agent: ManagedAgent) -> bool:
+        key = PREFIX + check_agent_id(agent.id)
+        text = agent_to_record(agent)
+        owner = owner_of(agent)
+
+        def work(db: Connection) -> bool:
+            with db.transaction():
+                if not owner_holds(db, owner, changing=True):
+                    return False
+                db.execute(_REPLACE, (text, key))
+                return True
+
+        return await call(self.driver, work)
 
     async def get(self, agent_id: str) -> ManagedAgent | None:
         key = PREFIX + check_agent_id(agent_id)

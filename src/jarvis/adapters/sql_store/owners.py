@@ -5,7 +5,9 @@ Definitions live in the operator-state table of the same database as the convers
 state they own, so the check and the write are one transaction. On SQLite that transaction
 holds the whole file (``BEGIN IMMEDIATE``); on PostgreSQL the definition's row is read
 ``FOR SHARE``, so a delete or a replacement of the definition waits until the write it
-checked is committed, or commits first and the check sees it gone.
+checked is committed, or commits first and the check sees it gone. A write that replaces
+the definition itself reads it ``FOR UPDATE`` instead (two of them queue; with ``FOR SHARE``
+each would wait for the other's lock).
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from jarvis.adapters.sql_store.driver import Connection
 from jarvis.domain.owners import Owner, holds
 
 _DEFINITION = "SELECT value FROM {state} WHERE key = ?{share}"
+_DEFINITION_TO_CHANGE = "SELECT value FROM {state} WHERE key = ?{lock}"
 
 
-def owner_holds(db: Connection, owner: Owner) -> bool:
-    """Whether ``owner``'s very definition is stored (call inside the write's transaction)."""
-    row = db.execute(_DEFINITION, (owner.key,)).fetchone()
+def owner_holds(db: Connection, owner: Owner, *, changing: bool = False) -> bool:
+    """Whether ``owner``'s very definition is stored (call inside the write's transaction);
+    ``changing``: the write replaces the definition itself."""
+    query = _DEFINITION_TO_CHANGE if changing else _DEFINITION
+    row = db.execute(query, (owner.key,)).fetchone()
     return holds(None if row is None else str(row[0]), owner)

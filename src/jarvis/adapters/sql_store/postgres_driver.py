@@ -56,6 +56,8 @@ POSTGRES = Dialect(
         ("lock_agent", "pg_advisory_xact_lock(hashtext(%s))"),
         # a row read to check it stays as read until the transaction ends
         ("share", " FOR SHARE"),
+        # a row read to change it: a second writer waits for the first one's commit
+        ("lock", " FOR UPDATE"),
     ),
     unlimited=None,
     max_seq=(1 << 31) - 1,

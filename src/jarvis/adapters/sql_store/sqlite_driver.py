@@ -57,6 +57,7 @@ SQLITE = Dialect(
         ("returning", ""),  # RETURNING costs SQLite more than a SELECT
         ("lock_agent", "?"),  # BEGIN IMMEDIATE holds the whole file already
         ("share", ""),  # the same
+        ("lock", ""),  # the same
     ),
     unlimited=-1,
     max_seq=1 << 62,

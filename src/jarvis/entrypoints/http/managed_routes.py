@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse, Response
 from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.errors import JarvisError
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.managed_agents import ManagedAgent
 from jarvis.domain.sessions.records import SessionMessage
 from jarvis.entrypoints.http.managed_frames import ManagedRunFrames, memory_chunks
 from jarvis.entrypoints.http.managed_wire import (
@@ -96,15 +97,15 @@ async def get(agent_id: str, request: Request) -> ManagedAgentOut:
 
 @router.patch("/{agent_id}", response_model=ManagedAgentOut)
 async def update(agent_id: str, body: ManagedAgentPatch, request: Request) -> ManagedAgentOut:
+    """Change the fields sent; 404 also when the agent was deleted while this ran (the
+    change is never stored then, see :meth:`ManagedAgentService.update`)."""
     spec, fields = body.spec()
     state = state_of(request)
-    current = await state.managed.get(agent_id)
-    await allowed(
-        state,
-        spec.agent if "agent" in fields else current.agent,
-        spec.agent_options if "agent_options" in fields else current.agent_options,
-    )
-    return ManagedAgentOut.of(await state.managed.update(agent_id, spec, fields))
+
+    async def allow(changed: ManagedAgent) -> None:
+        await allowed(state, changed.agent, changed.agent_options)
+
+    return ManagedAgentOut.of(await state.managed.update(agent_id, spec, fields, allow=allow))
 
 
 @router.delete("/{agent_id}")
