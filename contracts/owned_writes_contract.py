@@ -1,5 +1,5 @@
-"""The behaviour every session store and operator store that share a database show for the
-writes of a run that name their owner (fake and real alike; see
+"""The behaviour every session, operator and approval store that share a database show for
+the writes of a run that name their owner (fake and real alike; see
 :mod:`jarvis.domain.owners`): such a write applies while the definition it names is stored
 with the incarnation it names, and never once it was deleted, even if a definition of the
 same id was created again since.
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from contracts.approval_store_contract import pending as call
+from jarvis.domain.approval_store import ApprovalStorePort
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort
 from jarvis.domain.managed_agents import owner_of as agent_owner
@@ -25,11 +27,13 @@ from jarvis.domain.sessions.records import SessionMessage
 
 @dataclass(frozen=True, slots=True)
 class SharedStores:
-    """The stores of one database: conversations, operator state, managed agents."""
+    """The stores of one database: conversations, operator state, managed agents and their
+    runs' approvals."""
 
     sessions: SessionStorePort
     operators: OperatorStorePort
     agents: ManagedAgentStorePort
+    approvals: ApprovalStorePort
 
 
 def said(text: str) -> list[SessionMessage]:
@@ -87,6 +91,45 @@ class OwnedWritesContract:
         loaded = await stores.sessions.load(agent_session("victim"))
         assert [m.content for m in loaded] == ["mine"]
 
+    async def test_a_run_records_takes_and_expires_approvals_while_its_agent_is_stored(
+        self, stores: SharedStores
+    ) -> None:
+        agent = ManagedAgent(id="victim", incarnation="a1")
+        await stores.agents.put(agent)
+        owner = agent_owner(agent)
+        recorded = await stores.approvals.add(call("c0", agent="victim"), owner=owner)
+        assert recorded == call("c0", agent="victim")
+        await stores.approvals.decide("victim", "c0", allow=True, reason="", now_us=1)
+        used = await stores.approvals.use("victim", "c0", owner=owner)
+        assert used is not None
+        assert used.allowed
+        await stores.approvals.add(call("c1", agent="victim", arguments="{}"), owner=owner)
+        assert await stores.approvals.expire("victim", "c1", owner=owner) is True
+        assert await stores.approvals.pending("victim", limit=10) == []
+
+    async def test_a_deleted_agent_s_run_touches_no_approval_of_its_successor(
+        self, stores: SharedStores
+    ) -> None:
+        old = ManagedAgent(id="victim", incarnation="old")
+        await stores.agents.put(old)
+        await stores.agents.delete("victim")
+        with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
+            await stores.approvals.add(call("c0", agent="victim"), owner=agent_owner(old))
+        new = ManagedAgent(id="victim", incarnation="new")
+        await stores.agents.put(new)
+        with pytest.raises(OwnerGoneError):
+            await stores.approvals.add(call("c0", agent="victim"), owner=agent_owner(old))
+        assert await stores.approvals.pending("victim", limit=10) == []
+        for approval in (call("c0", agent="victim"), call("c1", agent="victim", arguments="1")):
+            await stores.approvals.add(approval, owner=agent_owner(new))
+        await stores.approvals.decide("victim", "c0", allow=True, reason="", now_us=1)
+        with pytest.raises(OwnerGoneError):  # engines reuse call ids: "c0" is the new one's
+            await stores.approvals.use("victim", "c0", owner=agent_owner(old))
+        with pytest.raises(OwnerGoneError):
+            await stores.approvals.expire("victim", "c1", owner=agent_owner(old))
+        listed = await stores.approvals.pending("victim", limit=10)
+        assert [(row.id, row.status) for row in listed] == [("c0", "allowed"), ("c1", "pending")]
+
     async def test_a_tick_writes_state_and_history_while_its_operator_is_stored(
         self, stores: SharedStores
     ) -> None:
@@ -134,5 +177,7 @@ class OwnedWritesContract:
     async def test_writes_without_an_owner_are_unchanged(self, stores: SharedStores) -> None:
         await stores.sessions.append_records("plain", said("free"))
         await stores.operators.put_state("operator:none:state", "free")
+        await stores.approvals.add(call("c0", agent="nobody"))
         assert len(await stores.sessions.load("plain")) == 1
         assert await stores.operators.get_state("operator:none:state") == "free"
+        assert await stores.approvals.expire("nobody", "c0") is True

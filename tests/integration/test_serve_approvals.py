@@ -20,6 +20,7 @@ from jarvis.domain.llm.completion import Completion
 from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.ports import ToolPort
 from jarvis.testing import InMemoryApprovalStore, ScriptedInference
+from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 from scripts.export_schemas import target
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 from tests.support.serve import serving
@@ -74,9 +75,12 @@ def delete_turn(*paths: str) -> Completion:
 def test_parallel_calls_wait_for_their_own_decisions_over_http() -> None:
     deleted: list[str] = []
     engine = ScriptedInference([delete_turn("a.txt", "b.txt"), "Deleted a.txt."])
-    approvals = ManagedApprovals(InMemoryApprovalStore(), timeout=TIMEOUT)
+    agents = InMemoryManagedAgentStore()
+    approvals = ManagedApprovals(InMemoryApprovalStore(owners=agents.holds), timeout=TIMEOUT)
     with (
-        serving(engine, tools=[deleting_tool(deleted)], approvals=approvals) as served,
+        serving(
+            engine, tools=[deleting_tool(deleted)], agents=agents, approvals=approvals
+        ) as served,
         httpx.Client(base_url=served.url, timeout=TIMEOUT) as client,
     ):
         client.post(
@@ -141,9 +145,13 @@ def test_parallel_calls_wait_for_their_own_decisions_over_http() -> None:
 def test_a_call_nobody_answers_is_denied_after_the_approval_timeout() -> None:
     deleted: list[str] = []
     engine = ScriptedInference([delete_turn("a.txt"), "Gave up."])
-    approvals = ManagedApprovals(InMemoryApprovalStore(), timeout=0.05, poll_seconds=0.01)
+    agents = InMemoryManagedAgentStore()
+    store = InMemoryApprovalStore(owners=agents.holds)
+    approvals = ManagedApprovals(store, timeout=0.05, poll_seconds=0.01)
     with (
-        serving(engine, tools=[deleting_tool(deleted)], approvals=approvals) as served,
+        serving(
+            engine, tools=[deleting_tool(deleted)], agents=agents, approvals=approvals
+        ) as served,
         httpx.Client(base_url=served.url, timeout=TIMEOUT) as client,
     ):
         client.post(

@@ -90,7 +90,9 @@ class TestSqlOwnedWrites(OwnedWritesContract):
     @pytest.fixture
     def stores(self, open_backend: Opener) -> SharedStores:
         backend = open_backend()
-        return SharedStores(backend.sessions, backend.operators, backend.managed_agents)
+        return SharedStores(
+            backend.sessions, backend.operators, backend.managed_agents, backend.approvals
+        )
 
 
 class TestSqlApprovalStore(ApprovalStoreContract[SqlApprovalStore]):
@@ -173,10 +175,21 @@ async def _update_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
     return await backend.managed_agents.update(replace(agent, system_prompt="Late."))
 
 
+async def _record_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Record a call of ``agent``'s run for approval; whether it was recorded."""
+    try:
+        await backend.approvals.add(pending("c0", agent=agent.id), owner=agent_owner(agent))
+    except OwnerGoneError:
+        return False
+    return True
+
+
 LateWrite = Callable[[SqlBackend, ManagedAgent], Coroutine[None, None, bool]]
 
 
-@pytest.mark.parametrize("write", [_append_late, _update_late], ids=["append", "update"])
+@pytest.mark.parametrize(
+    "write", [_append_late, _update_late, _record_late], ids=["append", "update", "approval"]
+)
 async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is_refused(
     postgres: PostgresServer, write: LateWrite
 ) -> None:
@@ -205,5 +218,6 @@ async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is
         assert await late is False
         assert await backend.sessions.load(agent_session_id("victim")) == ()
         assert await backend.managed_agents.get("victim") is None
+        assert await backend.approvals.pending("victim", limit=10) == []
     finally:
         backend.close()

@@ -55,11 +55,8 @@ def serving(
     config = load_config(overrides=EngineOverrides(engine=engine, base_url=base_url, model=model))
     runtime = bootstrap(config, inference=inference)
     runtime.container.user_tools().extend(tools)
-    if agents is None:
-        in_memory = InMemoryManagedAgentStore()
-        agents, owners = in_memory, in_memory.holds
-    else:
-        owners = None
+    agents = InMemoryManagedAgentStore() if agents is None else agents
+    owners = agents.holds if isinstance(agents, InMemoryManagedAgentStore) else None
     sessions = InMemorySessionStore(owners=owners) if sessions is None else sessions
     limits = limits or ServeLimits()
     managed = ManagedAgentService(

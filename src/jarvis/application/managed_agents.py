@@ -368,7 +368,8 @@ class ManagedAgentService:
         if memory is not None:
             command = replace(command, memory=memory)
         if self.approvals is not None:
-            command = replace(command, approval=self.approvals.choice_for(agent_id))
+            choice = self.approvals.choice_for(agent_id, owner_of(agent))
+            command = replace(command, approval=choice)
         turn_updates = conversations.answer(
             session_id_of(agent_id), turn, command, owner=owner_of(agent)
         )

@@ -27,6 +27,7 @@ from jarvis.domain.approval_store import (
 )
 from jarvis.domain.approvals import ApprovalAnswer, ApprovalRequest
 from jarvis.domain.errors import JarvisError
+from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.records import to_micros, utc_now
 
 MAX_PENDING_LISTED = 100
@@ -93,9 +94,11 @@ class ManagedApprovals:
         self.clock = clock or (lambda: to_micros(utc_now()))
         self._waiters = _Waiters()
 
-    def choice_for(self, agent_id: str) -> ApprovalChoice:
-        """The approvals of one run of ``agent_id``."""
-        return ApprovalChoice(port=StoredApprovals(self, agent_id), mode_source="approve")
+    def choice_for(self, agent_id: str, owner: Owner | None = None) -> ApprovalChoice:
+        """The approvals of one run of ``agent_id``, whose writes are ``owner``'s (the
+        definition the run started with: see :mod:`jarvis.domain.owners`)."""
+        port = StoredApprovals(self, agent_id, owner)
+        return ApprovalChoice(port=port, mode_source="approve")
 
     async def answer(
         self, agent_id: str, approval_id: str, *, allow: bool, reason: str
@@ -131,12 +134,16 @@ class StoredApprovals:
 
     approvals: ManagedApprovals
     agent_id: str
+    owner: Owner | None = None
+    """The definition the run started with: what it records, takes or lets expire is
+    refused (``OwnerGoneError``) once that definition was deleted, even if an agent of the
+    same id was created since."""
     _fresh: set[str] = field(default_factory=set)
     """Ids recorded by this run just now: nothing can have decided them before it waits."""
 
     async def submit(self, request: ApprovalRequest) -> ApprovalRequest:
-        owner = self.approvals
-        created = owner.clock()
+        approvals = self.approvals
+        created = approvals.clock()
         record = StoredApproval(
             agent_id=self.agent_id,
             id=request.id or "call",
@@ -145,12 +152,12 @@ class StoredApprovals:
             request=json.dumps(request.to_json(), ensure_ascii=False),
             created_us=created,
         )
-        stored = await owner.store.add(record)
+        stored = await approvals.store.add(record, owner=self.owner)
         if stored.id == record.id and not _same_call(stored, record):
             # engines reuse call ids ("call_0" in every reply): this one names another call
             record = replace(record, id=f"{record.id}.{secrets.token_hex(4)}")
-            stored = await owner.store.add(record)
-        owner._waiters.event((self.agent_id, stored.id))  # an answer from now on wakes it
+            stored = await approvals.store.add(record, owner=self.owner)
+        approvals._waiters.event((self.agent_id, stored.id))  # an answer from now on wakes it
         if stored.status == "pending" and stored.created_us == created:
             self._fresh.add(stored.id)
         if stored.id == request.id:
@@ -164,11 +171,11 @@ class StoredApprovals:
         )
 
     async def decide(self, request: ApprovalRequest) -> ApprovalAnswer:
-        owner = self.approvals
+        approvals = self.approvals
         key = (self.agent_id, request.id)
-        event = owner._waiters.event(key)
+        event = approvals._waiters.event(key)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + owner.timeout
+        deadline = loop.time() + approvals.timeout
         look = request.id not in self._fresh
         try:
             while True:
@@ -179,26 +186,26 @@ class StoredApprovals:
                 look = True
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    if await owner.store.expire(self.agent_id, request.id):
+                    if await approvals.store.expire(self.agent_id, request.id, owner=self.owner):
                         return ApprovalAnswer(
                             allow=False,
-                            reason=f"nobody answered within {owner.timeout:g} s",
+                            reason=f"nobody answered within {approvals.timeout:g} s",
                             rule="approval_timeout",
                         )
                     continue  # decided at the last moment: take it
                 try:
-                    async with asyncio.timeout(min(owner.poll_seconds, remaining)):
+                    async with asyncio.timeout(min(approvals.poll_seconds, remaining)):
                         await event.wait()
                 except TimeoutError:
                     pass
                 event.clear()
         finally:
-            owner._waiters.done(key)
+            approvals._waiters.done(key)
 
     async def _look(self, approval_id: str) -> ApprovalAnswer | None:
         """The decision when there is one to take (``None``: still pending)."""
         store = self.approvals.store
-        used = await store.use(self.agent_id, approval_id)
+        used = await store.use(self.agent_id, approval_id, owner=self.owner)
         if used is not None:
             verb = "allowed" if used.allowed else "denied"
             return ApprovalAnswer(allow=used.allowed, reason=used.reason, rule=f"HTTP: {verb}")

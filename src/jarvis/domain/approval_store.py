@@ -10,6 +10,12 @@ waited in vain marks it ``expired``.
 The same call (agent, tool, arguments) recorded and not used yet is found again
 (:meth:`ApprovalStorePort.add`): a run started again after a restart is answered by the
 decision given meanwhile, or waits on the same id.
+
+A run's own writes (recording a call, taking its decision, marking it expired) name the
+definition it runs for (:mod:`jarvis.domain.owners`) and apply only while that very
+definition is stored: a run of an agent deleted meanwhile, perhaps on another server,
+neither leaves a call for an agent created again under the same id to list, nor takes or
+expires one of that agent's (engines reuse call ids: ``call_0`` in every reply).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from jarvis.domain.json_types import JSONObject
+from jarvis.domain.owners import Owner
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "used", "expired"]
 DECIDED: tuple[ApprovalStatus, ...] = ("allowed", "denied")
@@ -72,10 +79,12 @@ class ApprovalStorePort(Protocol):
     ``denied`` / ``expired`` and ``allowed`` / ``denied`` → ``used`` once, whoever tries.
     """
 
-    async def add(self, approval: StoredApproval) -> StoredApproval:
+    async def add(self, approval: StoredApproval, *, owner: Owner | None = None) -> StoredApproval:
         """Record ``approval`` (``pending``), unless the same call of the same agent (tool
         and arguments) is recorded and not ``used`` or ``expired``: then that one is
-        returned and nothing is added. An id already taken returns the row it names."""
+        returned and nothing is added. An id already taken returns the row it names.
+        ``owner``: the run's definition; ``OwnerGoneError``, and nothing recorded, unless it
+        is stored (checked in the same transaction)."""
         ...
 
     async def get(self, agent_id: str, approval_id: str) -> StoredApproval | None: ...
@@ -87,13 +96,17 @@ class ApprovalStorePort(Protocol):
         pending: its status says what it is), ``None`` when there is none."""
         ...
 
-    async def use(self, agent_id: str, approval_id: str) -> StoredApproval | None:
+    async def use(
+        self, agent_id: str, approval_id: str, *, owner: Owner | None = None
+    ) -> StoredApproval | None:
         """Take a decided approval for the run that waits for it (``used``): the row as it
-        was decided, or ``None`` when it is not decided or someone took it already."""
+        was decided, or ``None`` when it is not decided or someone took it already.
+        ``owner``: as for :meth:`add`."""
         ...
 
-    async def expire(self, agent_id: str, approval_id: str) -> bool:
-        """Mark a ``pending`` approval ``expired``; ``True`` when it was pending."""
+    async def expire(self, agent_id: str, approval_id: str, *, owner: Owner | None = None) -> bool:
+        """Mark a ``pending`` approval ``expired``; ``True`` when it was pending. ``owner``:
+        as for :meth:`add`."""
         ...
 
     async def pending(self, agent_id: str, *, limit: int) -> list[StoredApproval]:

@@ -10,6 +10,8 @@ from dataclasses import replace
 
 from jarvis.domain.approval_store import DECIDED, StoredApproval
 from jarvis.domain.approvals import ApprovalAnswer, ApprovalRequest
+from jarvis.domain.owners import Owner
+from jarvis.testing.owned import Owners, check_owner
 
 
 class ScriptedApprovals:
@@ -42,12 +44,19 @@ class ScriptedApprovals:
 
 
 class InMemoryApprovalStore:
-    """Behaves like the SQL stores (same matching, same conditional changes)."""
+    """Behaves like the SQL stores (same matching, same conditional changes).
 
-    def __init__(self) -> None:
+    ``owners`` says whether a definition is stored (the ``holds`` of the in-memory
+    managed-agent store that shares this store's "database"), for the writes of a run that
+    name their owner; without it such a write is refused, as the
+    :class:`~jarvis.testing.InMemorySessionStore` refuses it."""
+
+    def __init__(self, *, owners: Owners | None = None) -> None:
         self._rows: dict[tuple[str, str], StoredApproval] = {}
+        self._owners = owners
 
-    async def add(self, approval: StoredApproval) -> StoredApproval:
+    async def add(self, approval: StoredApproval, *, owner: Owner | None = None) -> StoredApproval:
+        check_owner(self._owners, owner, "approval store")
         taken = self._rows.get((approval.agent_id, approval.id))
         if taken is not None:
             return taken
@@ -78,14 +87,18 @@ class InMemoryApprovalStore:
         self._rows[(agent_id, approval_id)] = row
         return row
 
-    async def use(self, agent_id: str, approval_id: str) -> StoredApproval | None:
+    async def use(
+        self, agent_id: str, approval_id: str, *, owner: Owner | None = None
+    ) -> StoredApproval | None:
+        check_owner(self._owners, owner, "approval store")
         row = self._rows.get((agent_id, approval_id))
         if row is None or row.status not in DECIDED:
             return None
         self._rows[(agent_id, approval_id)] = replace(row, status="used")
         return row
 
-    async def expire(self, agent_id: str, approval_id: str) -> bool:
+    async def expire(self, agent_id: str, approval_id: str, *, owner: Owner | None = None) -> bool:
+        check_owner(self._owners, owner, "approval store")
         row = self._rows.get((agent_id, approval_id))
         if row is None or row.status != "pending":
             return False

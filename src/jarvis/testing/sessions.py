@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jarvis.domain.errors import ConfigurationError
-from jarvis.domain.owners import Owner, OwnerGoneError
+from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
     PAGE_SIZE,
@@ -23,6 +22,7 @@ from jarvis.domain.sessions.records import (
     utc_now,
 )
 from jarvis.domain.sessions.store_defaults import MessagesFromRecords, check_limit, newest
+from jarvis.testing.owned import Owners, check_owner
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class InMemorySessionStore(MessagesFromRecords):
     store refuses it.
     """
 
-    def __init__(self, *, owners: Callable[[Owner], bool] | None = None) -> None:
+    def __init__(self, *, owners: Owners | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
         self._clock = 0
         self._owners = owners
@@ -86,17 +86,11 @@ class InMemorySessionStore(MessagesFromRecords):
         self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
     ) -> None:
         check_session_id(session_id)
-        if owner is not None and self._owners is None:
-            raise ConfigurationError(
-                f"This in-memory session store shares no definitions to check the "
-                f"{owner.what} against (give it owners=...)."
-            )
         if not records:
             return
         for record in records:
             encode_record(record)  # the same size bound as the real stores
-        if owner is not None and self._owners is not None and not self._owners(owner):
-            raise OwnerGoneError(owner)
+        check_owner(self._owners, owner, "session store")
         now = utc_now()
         session = self._sessions.get(session_id)
         if session is None:

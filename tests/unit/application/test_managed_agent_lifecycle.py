@@ -18,29 +18,40 @@ from pathlib import Path
 
 import pytest
 
+from jarvis.adapters.sql_store import SqlBackend
 from jarvis.application.ask import AskService
 from jarvis.application.managed_agents import (
     ManagedAgentNotFoundError,
     ManagedAgentService,
     ManagedAgentSpec,
 )
+from jarvis.application.managed_approvals import ManagedApprovals
 from jarvis.application.registry import builtin_agents
-from jarvis.application.run_updates import answer_of
-from jarvis.domain.llm.completion import StreamChunk
+from jarvis.application.run_updates import AnswerUpdate, answer_of
+from jarvis.application.tools.catalogue import ToolCatalogue
+from jarvis.application.tools.function_tool import tool
+from jarvis.domain.approval_store import ApprovalStorePort
+from jarvis.domain.llm.completion import Completion, StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
-from jarvis.domain.managed_agents import ManagedAgent
+from jarvis.domain.llm.messages import ToolCall
+from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort
 from jarvis.domain.owners import OwnerGoneError
-from jarvis.domain.run.updates import TextDelta
-from jarvis.testing import InMemorySessionStore, ScriptedInference
+from jarvis.domain.ports import SessionStorePort
+from jarvis.domain.run.updates import ApprovalRequired, TextDelta
+from jarvis.testing import InMemoryApprovalStore, InMemorySessionStore, ScriptedInference
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 from tests.support.sql_stores import sqlite_backend
 
+WAIT = 60.0
+"""How long a run waits for an approval: longer than any test (none is ever answered)."""
+
 
 class HeldEngine(ScriptedInference):
-    """Streams the first word of its answer, then waits until :attr:`go_on` is set."""
+    """Streams the first word of each answer (what a test :meth:`add`-ed), then waits until
+    :attr:`go_on` is set."""
 
     def __init__(self) -> None:
-        super().__init__(["Old secret answer."])
+        super().__init__(())
         self.streaming = asyncio.Event()
         self.go_on = asyncio.Event()
 
@@ -73,29 +84,60 @@ class HeldAsk:
         return self.asker
 
 
+@tool(destructive=True)
+def delete_file(path: str) -> str:
+    """Delete a file (a tool whose calls wait for an approval).
+
+    Args:
+        path: The file.
+    """
+    return f"deleted {path}"
+
+
 @dataclass(frozen=True, slots=True)
 class Running:
-    """A managed-agent service on the held engine and the held ``ask``."""
+    """A managed-agent service on the held engine and the held ``ask``, and ``other``: the
+    service of another server on the same database (a deletion there stops no run here)."""
 
     service: ManagedAgentService
     engine: HeldEngine
     ask: HeldAsk
+    other: ManagedAgentService
+
+
+Stores = tuple[ManagedAgentStorePort, SessionStorePort, ApprovalStorePort]
+"""The definitions, conversations and approvals of one database."""
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 def running(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Running]:
-    """A managed-agent service on the held engine, over one database's stores."""
+    """Two servers' managed-agent services on the held engine, over one database's stores
+    (each SQLite one on a connection of its own)."""
     engine = HeldEngine()
-    ask = HeldAsk(AskService(registry=builtin_agents(), inference=engine))
-    if request.param == "memory":
-        agents = InMemoryManagedAgentStore()
-        sessions = InMemorySessionStore(owners=agents.holds)
-        yield Running(ManagedAgentService(agents=agents, sessions=sessions, ask=ask), engine, ask)
-        return
-    backend = sqlite_backend(tmp_path / "sessions.db")
-    sql = ManagedAgentService(agents=backend.managed_agents, sessions=backend.sessions, ask=ask)
-    yield Running(sql, engine, ask)
-    backend.close()
+    tools = ToolCatalogue([delete_file])
+    ask = HeldAsk(AskService(registry=builtin_agents(), inference=engine, tools=tools))
+    agents = InMemoryManagedAgentStore()
+    in_memory = (
+        agents,
+        InMemorySessionStore(owners=agents.holds),
+        InMemoryApprovalStore(owners=agents.holds),
+    )
+    opened: list[SqlBackend] = []
+
+    def on(stores: Stores) -> ManagedAgentService:
+        waiting = ManagedApprovals(stores[2], timeout=WAIT)
+        return ManagedAgentService(agents=stores[0], sessions=stores[1], ask=ask, approvals=waiting)
+
+    def server() -> ManagedAgentService:
+        if request.param == "memory":
+            return on(in_memory)
+        opened.append(sqlite_backend(tmp_path / "sessions.db"))
+        backend = opened[-1]
+        return on((backend.managed_agents, backend.sessions, backend.approvals))
+
+    yield Running(server(), engine, ask, server())
+    for backend in opened:
+        backend.close()
 
 
 async def replace_victim(service: ManagedAgentService) -> None:
@@ -107,6 +149,7 @@ async def test_an_answer_finished_after_the_deletion_is_refused_not_stored(
     running: Running,
 ) -> None:
     service, engine = running.service, running.engine
+    engine.add("Old secret answer.")
     await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     await service.post("victim", "What is the secret?")
     seen: list[str] = []
@@ -132,6 +175,7 @@ async def test_a_run_cut_short_after_the_deletion_keeps_nothing_and_raises_nothi
     running: Running,
 ) -> None:
     service, engine = running.service, running.engine
+    engine.add("Old secret answer.")
     await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     await service.post("victim", "What is the secret?")
     updates = service.stream("victim")
@@ -179,3 +223,32 @@ async def test_an_update_that_read_a_deleted_agent_leaves_its_successor_alone(
     with pytest.raises(ManagedAgentNotFoundError):
         await update
     assert await service.get("victim") == successor  # its prompt is its own
+
+
+async def no_approval_required(updates: AsyncIterator[AnswerUpdate]) -> None:
+    """Read ``updates`` to their end: none announces a call waiting for an approval."""
+    async for update in updates:
+        assert not isinstance(update, ApprovalRequired)
+
+
+async def test_a_run_of_an_agent_deleted_elsewhere_records_no_approval_for_its_successor(
+    running: Running,
+) -> None:
+    """Deleted through another server (this one's run goes on), created again: the old
+    run's tool call, met after the deletion, is never recorded for the new agent to list."""
+    service, engine = running.service, running.engine
+    call = ToolCall(id="call_0", name="delete_file", arguments={"path": "a.txt"})
+    engine.add(Completion(content="Deleting.", tool_calls=(call,), finish_reason="tool_calls"))
+    spec = ManagedAgentSpec(id="ops", agent="orchestrator", tools=("delete_file",))
+    await service.create(spec)
+    await service.post("ops", "Clean up.")
+    updates = service.stream("ops")
+    async with aclosing(updates):
+        assert isinstance(await anext(updates), TextDelta)  # held after its first word
+        await running.other.delete("ops")
+        await running.other.create(spec)
+        engine.go_on.set()
+        with pytest.raises(OwnerGoneError, match="managed agent 'ops' was deleted"):
+            await no_approval_required(updates)
+    assert running.other.approvals is not None
+    assert await running.other.approvals.pending("ops") == []

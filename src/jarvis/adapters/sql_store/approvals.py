@@ -5,13 +5,17 @@ process or server on the database sees them, also after the one that ran the cal
 restarted. Recording a call looks for the same call and inserts in one transaction that
 first takes the agent's write lock (SQLite's ``BEGIN IMMEDIATE`` holds the whole file; on
 PostgreSQL an advisory lock on the agent), so two writers cannot both add it; every change
-of status is one conditional ``UPDATE``, so exactly one caller wins it.
+of status is one conditional ``UPDATE``, so exactly one caller wins it. A run's writes that
+name their owner check its definition in the same transaction
+(:mod:`jarvis.adapters.sql_store.owners`).
 """
 
 from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, Row, SqlDriver, call
+from jarvis.adapters.sql_store.owners import owned_call, owner_holds
 from jarvis.domain.approval_store import ApprovalStatus, StoredApproval
+from jarvis.domain.owners import Owner, OwnerGoneError
 
 _COLUMNS = "agent_id, id, tool, arguments, request, status, reason, created_us, decided_us"
 _OPEN = "('pending', 'allowed', 'denied')"
@@ -69,12 +73,14 @@ class SqlApprovalStore:
     def __init__(self, driver: SqlDriver) -> None:
         self.driver = driver
 
-    async def add(self, approval: StoredApproval) -> StoredApproval:
+    async def add(self, approval: StoredApproval, *, owner: Owner | None = None) -> StoredApproval:
         a = approval
 
-        def work(db: Connection) -> StoredApproval:
+        def work(db: Connection) -> list[StoredApproval]:
             with db.transaction():
                 db.execute("SELECT {lock_agent}", (a.agent_id,))
+                if owner is not None and not owner_holds(db, owner):
+                    return []
                 found = _select(db, a.agent_id, a.id)
                 if found is None:
                     row = db.execute(_SELECT_SAME_CALL, (a.agent_id, a.tool, a.arguments))
@@ -86,9 +92,12 @@ class SqlApprovalStore:
                     )
                     found = _select(db, a.agent_id, a.id)
             assert found is not None
-            return found
+            return [found]
 
-        return await call(self.driver, work)
+        recorded = await call(self.driver, work)
+        if owner is not None and not recorded:
+            raise OwnerGoneError(owner)
+        return recorded[0]
 
     async def get(self, agent_id: str, approval_id: str) -> StoredApproval | None:
         return await call(self.driver, lambda db: _select(db, agent_id, approval_id))
@@ -104,7 +113,9 @@ class SqlApprovalStore:
 
         return await call(self.driver, work)
 
-    async def use(self, agent_id: str, approval_id: str) -> StoredApproval | None:
+    async def use(
+        self, agent_id: str, approval_id: str, *, owner: Owner | None = None
+    ) -> StoredApproval | None:
         def work(db: Connection) -> StoredApproval | None:
             found = _select(db, agent_id, approval_id)
             if found is None or found.status not in ("allowed", "denied"):
@@ -112,13 +123,13 @@ class SqlApprovalStore:
             taken = db.execute(_USE, (agent_id, approval_id, found.status)).rowcount
             return found if taken == 1 else None
 
-        return await call(self.driver, work)
+        return await owned_call(self.driver, owner, work)
 
-    async def expire(self, agent_id: str, approval_id: str) -> bool:
+    async def expire(self, agent_id: str, approval_id: str, *, owner: Owner | None = None) -> bool:
         def work(db: Connection) -> bool:
             return db.execute(_EXPIRE, (agent_id, approval_id)).rowcount == 1
 
-        return await call(self.driver, work)
+        return await owned_call(self.driver, owner, work)
 
     async def pending(self, agent_id: str, *, limit: int) -> list[StoredApproval]:
         def work(db: Connection) -> list[Row]:

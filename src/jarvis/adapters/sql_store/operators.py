@@ -15,7 +15,7 @@ clocks never decide who holds a lease).
 from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
-from jarvis.adapters.sql_store.owners import owner_holds
+from jarvis.adapters.sql_store.owners import owned_call
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
@@ -28,7 +28,7 @@ from jarvis.domain.operators import (
     lease_ttl_us,
     tick_lease,
 )
-from jarvis.domain.owners import Owner, OwnerGoneError
+from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 _ACQUIRE = """
@@ -76,17 +76,7 @@ class SqlOperatorStore(TicksClaimedByLeases):
         def work(db: Connection) -> None:
             db.execute(PUT_STATE, (key, text))
 
-        def owned(db: Connection) -> bool:
-            with db.transaction():
-                if owner is None or not owner_holds(db, owner):
-                    return False
-                db.execute(PUT_STATE, (key, text))
-                return True
-
-        if owner is None:
-            await call(self.driver, work)
-        elif not await call(self.driver, owned):
-            raise OwnerGoneError(owner)
+        await owned_call(self.driver, owner, work)
 
     async def delete_state(self, prefix: str) -> int:
         low = check_prefix(prefix)

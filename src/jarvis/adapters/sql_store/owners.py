@@ -12,8 +12,13 @@ each would wait for the other's lock).
 
 from __future__ import annotations
 
-from jarvis.adapters.sql_store.driver import Connection
-from jarvis.domain.owners import Owner, holds
+from collections.abc import Callable
+from typing import TypeVar
+
+from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
+from jarvis.domain.owners import Owner, OwnerGoneError, holds
+
+T = TypeVar("T")
 
 _DEFINITION = "SELECT value FROM {state} WHERE key = ?{share}"
 _DEFINITION_TO_CHANGE = "SELECT value FROM {state} WHERE key = ?{lock}"
@@ -25,3 +30,21 @@ def owner_holds(db: Connection, owner: Owner, *, changing: bool = False) -> bool
     query = _DEFINITION_TO_CHANGE if changing else _DEFINITION
     row = db.execute(query, (owner.key,)).fetchone()
     return holds(None if row is None else str(row[0]), owner)
+
+
+async def owned_call(driver: SqlDriver, owner: Owner | None, work: Callable[[Connection], T]) -> T:
+    """``work`` (statements that open no transaction) for ``owner``: in one transaction
+    after the check, ``OwnerGoneError`` and nothing done when its definition is gone;
+    without an owner, as it is."""
+    if owner is None:
+        return await call(driver, work)
+    checked = owner
+
+    def checked_work(db: Connection) -> list[T]:
+        with db.transaction():
+            return [work(db)] if owner_holds(db, checked) else []
+
+    done = await call(driver, checked_work)
+    if not done:
+        raise OwnerGoneError(owner)
+    return done[0]

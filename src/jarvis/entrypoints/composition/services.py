@@ -147,7 +147,7 @@ def managed_agent_service(
     from jarvis.application.managed_approvals import ManagedApprovals
 
     approvals = ManagedApprovals(
-        approval_store(sessions), timeout=config.tools.approval.approval_timeout
+        approval_store(sessions, agents), timeout=config.tools.approval.approval_timeout
     )
     return ManagedAgentService(
         approvals=approvals,

@@ -94,17 +94,22 @@ def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
     )
 
 
-def approval_store(sessions: SessionStorePort) -> ApprovalStorePort:
+def approval_store(sessions: SessionStorePort, agents: ManagedAgentStorePort) -> ApprovalStorePort:
     """Managed agents' pending approvals in ``sessions``' own database (``jarvis serve``);
-    kept in memory, for this process only, over any other session store."""
+    kept in memory, for this process only, over any other session store: there a run's
+    writes are checked against ``agents`` when it is the in-memory store too (any other
+    cannot be asked in the write's step, so they are refused, as the in-memory session
+    store refuses them)."""
     from jarvis.adapters.sql_store import SqlBackend
 
     backend = SqlBackend.serving(sessions)
     if backend is not None:
         return backend.approvals
     from jarvis.testing.approvals import InMemoryApprovalStore
+    from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 
-    return InMemoryApprovalStore()
+    owners = agents.holds if isinstance(agents, InMemoryManagedAgentStore) else None
+    return InMemoryApprovalStore(owners=owners)
 
 
 def keyword_index() -> MemoryPort:

@@ -10,7 +10,10 @@ import pytest
 from jarvis.application.ask import AskQuestion, ToolProvider
 from jarvis.application.config import JarvisConfig
 from jarvis.application.managed_agents import ManagedAgentSpec
+from jarvis.domain.approval_store import StoredApproval
+from jarvis.domain.managed_agents import owner_of
 from jarvis.domain.operators import Operator
+from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.ports import InferencePort, ReplPort, ToolPort
 from jarvis.entrypoints.composition import Overrides, Runtime, bootstrap
 from jarvis.entrypoints.http.state import ServeLimits
@@ -76,6 +79,27 @@ async def test_managed_agents_keep_their_definitions_in_the_given_store() -> Non
         assert await agents.get(created.id) == created
         await managed.post(created.id, "Hi")
         assert (await managed.run(created.id)).content == "Hello."
+    finally:
+        await runtime.aclose()
+
+
+async def test_runs_over_in_memory_stores_record_approvals_only_for_their_own_agent() -> None:
+    agents = InMemoryManagedAgentStore()
+    runtime = runtime_on(
+        ScriptedInference(),
+        Overrides(sessions=InMemorySessionStore(owners=agents.holds), managed_agent_store=agents),
+    )
+    call = StoredApproval(agent_id="a", id="c0", tool="delete_file", arguments="{}")
+    try:
+        managed = runtime.managed_agents(ServeLimits())
+        owner = owner_of(await managed.create(ManagedAgentSpec(id="a")))
+        assert managed.approvals is not None
+        assert await managed.approvals.store.add(call, owner=owner) == call
+        await managed.delete("a")
+        await managed.create(ManagedAgentSpec(id="a"))
+        with pytest.raises(OwnerGoneError):
+            await managed.approvals.store.add(call, owner=owner)
+        assert await managed.approvals.pending("a") == []
     finally:
         await runtime.aclose()
 
