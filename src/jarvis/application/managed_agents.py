@@ -30,6 +30,7 @@ from jarvis.application.conversation import (
     PendingTurn,
     without_history,
 )
+from jarvis.application.managed_runs import ManagedRuns
 from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.domain.errors import ConfigurationError, JarvisError
 from jarvis.domain.json_types import JSONObject
@@ -138,6 +139,7 @@ class ManagedAgentService:
         self.max_queued_messages = max_queued_messages
         """The most user messages one agent may have waiting for an answer."""
         self._creating = asyncio.Lock()  # count-then-store is one step in this process
+        self._runs = ManagedRuns()  # what a deletion stops in this process
 
     # -- definitions -----------------------------------------------------------------------
 
@@ -230,17 +232,20 @@ class ManagedAgentService:
         return agent
 
     async def delete(self, agent_id: str) -> None:
-        """Forget the definition and its conversation.
+        """Forget the definition and its conversation, and cancel its runs in this process.
 
         The conversation goes first, so that a deletion cut short leaves the agent (delete
         it again), never a conversation without it for an agent created later under the
         same id to inherit; and again once the definition is gone, for what a run
         answering meanwhile appended before that: from then on the store refuses its
-        writes (each names the definition it ran for, :func:`owner_of`)."""
-        await self.get(agent_id)
+        writes (each names the definition it ran for, :func:`owner_of`), and its runs
+        here are cancelled where they wait (:mod:`.managed_runs`): nothing they could
+        still produce would be kept."""
+        agent = await self.get(agent_id)
         await self.sessions.delete(session_id_of(agent_id))
         if not await self.agents.delete(agent_id):
             raise ManagedAgentNotFoundError(agent_id)
+        self._runs.stop(agent_id, agent.incarnation)
         await self.sessions.delete(session_id_of(agent_id))
         if self.approvals is not None:
             await self.approvals.forget(agent_id)
@@ -361,25 +366,29 @@ class ManagedAgentService:
         What the run produced is stored also when it fails or is cancelled (closing this
         generator cancels the run, and stores what it completed before it returns).
         Nothing is stored once the agent was deleted (even if created again since): the
-        answer's append raises ``OwnerGoneError`` instead."""
-        agent, turn = await self.prepare(agent_id, pending)
-        conversations = await self.conversations()
-        command = self.question(agent, turn.question.message.content)
-        if memory is not None:
-            command = replace(command, memory=memory)
-        if self.approvals is not None:
-            choice = self.approvals.choice_for(agent_id, owner_of(agent))
-            command = replace(command, approval=choice)
-        turn_updates = conversations.answer(
-            session_id_of(agent_id), turn, command, owner=owner_of(agent)
-        )
-        async with aclosing(without_history(turn_updates)) as updates:
-            async for update in updates:
-                yield update
+        answer's append raises ``OwnerGoneError`` instead; deleted through this service,
+        the run is cancelled at once and raises ``RunCancelledError``."""
+        with self._runs.run(agent_id) as run:
+            agent, turn = await self.prepare(agent_id, pending)
+            run.runs(agent.incarnation)
+            conversations = await self.conversations()
+            command = self.question(agent, turn.question.message.content)
+            if memory is not None:
+                command = replace(command, memory=memory)
+            if self.approvals is not None:
+                choice = self.approvals.choice_for(agent_id, owner_of(agent))
+                command = replace(command, approval=choice)
+            turn_updates = conversations.answer(
+                session_id_of(agent_id), turn, command, owner=owner_of(agent)
+            )
+            async with aclosing(without_history(turn_updates)) as updates:
+                while (update := await run.next(updates)) is not None:
+                    yield update
 
     async def run(self, agent_id: str, *, memory: bool | None = None) -> Answer:
         """:meth:`stream` to the end: the answer. Cancelling it closes the run at once
-        (what it completed is stored, as when a stream is closed)."""
+        (what it completed is stored, as when a stream is closed); so does deleting the
+        agent (``RunCancelledError``)."""
         answer: Answer | None = None
         async with aclosing(self.stream(agent_id, memory=memory)) as updates:
             async for update in updates:

@@ -62,7 +62,8 @@ class drawn under one of them lives in the same module unless it names another).
     │                                                        [application.managed_approvals]
     ├── ApprovalConflictError     the approval was decided already, used or expired
     │                                                        [application.managed_approvals]
-    └── RunCancelledError         the run was cancelled by its caller
+    └── RunCancelledError         the run was cancelled: by its caller, or its managed
+                                  agent was deleted while it ran
 
 ``retryable`` is a class-level fact: the engine adapters retry only retryable errors, with
 bounded backoff, and everything else surfaces at once.
@@ -220,7 +221,8 @@ class ContainerImageError(SandboxError):
 
 
 class RunCancelledError(JarvisError):
-    pass
+    """The run was cancelled before its answer: by its caller (Ctrl-C), or by the deletion
+    of the managed agent it ran for (what it produced has nowhere to go)."""
 
 
 class ExternalRuntimeError(SandboxError):

@@ -1,6 +1,7 @@
-"""A managed agent deleted while one of its runs or updates is under way: what the run
-produces, whole or cut short, never reaches the conversation of an agent created again under
-the same id, and an update never brings a deleted definition back.
+"""A managed agent deleted while one of its runs or updates is under way: its runs in this
+process are cancelled where they wait; what a run produces, whole or cut short (here, or in
+another server on the same database), never reaches the conversation or the approvals of an
+agent created again under the same id; and an update never brings a deleted definition back.
 
 The engine streams its first word, then waits for the test (an ``asyncio.Event``), so the
 deletion always lands mid-run; an update is held the same way between its read and its
@@ -11,10 +12,11 @@ Run on the SQLite stores and on the in-memory fakes linked as one database.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -31,6 +33,7 @@ from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.application.tools.catalogue import ToolCatalogue
 from jarvis.application.tools.function_tool import tool
 from jarvis.domain.approval_store import ApprovalStorePort
+from jarvis.domain.errors import RunCancelledError
 from jarvis.domain.llm.completion import Completion, StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import ToolCall
@@ -42,18 +45,22 @@ from jarvis.testing import InMemoryApprovalStore, InMemorySessionStore, Scripted
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 from tests.support.sql_stores import sqlite_backend
 
+T = TypeVar("T")
+
 WAIT = 60.0
 """How long a run waits for an approval: longer than any test (none is ever answered)."""
 
 
 class HeldEngine(ScriptedInference):
     """Streams the first word of each answer (what a test :meth:`add`-ed), then waits until
-    :attr:`go_on` is set."""
+    :attr:`go_on` is set; :attr:`streaming` says a stream waits."""
 
     def __init__(self) -> None:
         super().__init__(())
         self.streaming = asyncio.Event()
         self.go_on = asyncio.Event()
+        self.cancelled = 0
+        """Streams cancelled while they were held."""
 
     async def stream(self, request: InferenceRequest) -> AsyncIterator[StreamChunk]:
         first = True
@@ -62,7 +69,11 @@ class HeldEngine(ScriptedInference):
             if first:
                 first = False
                 self.streaming.set()
-                await self.go_on.wait()
+                try:
+                    await self.go_on.wait()
+                except asyncio.CancelledError:
+                    self.cancelled += 1
+                    raise
 
 
 class HeldAsk:
@@ -145,9 +156,11 @@ async def replace_victim(service: ManagedAgentService) -> None:
     await service.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
 
 
-async def test_an_answer_finished_after_the_deletion_is_refused_not_stored(
+async def test_an_answer_finished_after_a_deletion_elsewhere_is_refused_not_stored(
     running: Running,
 ) -> None:
+    """Deleted through another server: this server's run is not stopped, it streams its
+    answer to the end, and the store refuses it."""
     service, engine = running.service, running.engine
     engine.add("Old secret answer.")
     await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
@@ -163,7 +176,7 @@ async def test_an_answer_finished_after_the_deletion_is_refused_not_stored(
 
     task = asyncio.create_task(run())
     await engine.streaming.wait()
-    await replace_victim(service)
+    await replace_victim(running.other)
     engine.go_on.set()
     with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
         await task
@@ -186,6 +199,74 @@ async def test_a_run_cut_short_after_the_deletion_keeps_nothing_and_raises_nothi
     await replace_victim(service)
     await updates.aclose()  # the client goes away: the run is cancelled, its part refused
     assert await service.messages("victim") == []
+
+
+async def ended(step: Awaitable[T]) -> T:
+    """``step``'s end, which the test awaits now (a backstop only bounds a failure: a run
+    that is never stopped fails the test instead of hanging it)."""
+    async with asyncio.timeout(WAIT / 2):
+        return await step
+
+
+async def read_stream(service: ManagedAgentService, agent_id: str) -> None:
+    """A streamed run of ``agent_id``, read to its end."""
+    async with aclosing(service.stream(agent_id)) as updates:
+        async for _ in updates:
+            pass
+
+
+async def run_whole(service: ManagedAgentService, agent_id: str) -> None:
+    """A run of ``agent_id`` not streamed: its answer at the end."""
+    await service.run(agent_id)
+
+
+Reader = Callable[[ManagedAgentService, str], Coroutine[None, None, None]]
+
+
+@pytest.mark.parametrize("read", [read_stream, run_whole], ids=["streamed", "whole"])
+async def test_deleting_an_agent_cancels_its_runs_here_where_they_wait(
+    running: Running, read: Reader
+) -> None:
+    service, engine = running.service, running.engine
+    engine.add("Old secret answer.", "Bystander answer.")
+    for agent_id in ("victim", "bystander"):
+        await service.create(ManagedAgentSpec(id=agent_id))
+        await service.post(agent_id, "What is the secret?")
+    victim = asyncio.create_task(read(service, "victim"))
+    await engine.streaming.wait()  # the victim's run waits for the engine
+    engine.streaming.clear()
+    bystander = asyncio.create_task(read(service, "bystander"))
+    await engine.streaming.wait()
+    await replace_victim(service)
+    with pytest.raises(RunCancelledError, match="'victim' was deleted while it ran"):
+        await ended(victim)
+    assert engine.cancelled == 1  # its engine request was let go of at once
+    assert not bystander.done()  # another agent's run goes on
+    engine.go_on.set()
+    await bystander
+    [*_, answered] = await service.messages("bystander")
+    assert answered.message.content == "Bystander answer."
+    assert await service.messages("victim") == []
+    await service.post("victim", "Hello?")  # the new agent's runs are not stopped
+    await read(service, "victim")
+    assert len(await service.messages("victim")) == 2
+
+
+async def test_a_run_read_between_its_updates_ends_at_its_next_read(running: Running) -> None:
+    """Its reader holds an update (a server sends it to its client) when the agent is
+    deleted: the reader is not cancelled there, its next read ends the run."""
+    service, engine = running.service, running.engine
+    engine.add("Old secret answer.")
+    await service.create(ManagedAgentSpec(id="victim"))
+    await service.post("victim", "What is the secret?")
+    updates = service.stream("victim")
+    async with aclosing(updates):
+        assert isinstance(await anext(updates), TextDelta)
+        await service.delete("victim")
+        with pytest.raises(RunCancelledError):
+            await ended(anext(updates))
+    assert not engine.go_on.is_set()
+    assert engine.cancelled == 0  # it was never left waiting
 
 
 async def held_update(running: Running) -> asyncio.Task[ManagedAgent]:

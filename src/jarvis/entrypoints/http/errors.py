@@ -32,6 +32,7 @@ from jarvis.domain.errors import (
     ModelNotFoundError,
     OutputValidationError,
     RateLimitedError,
+    RunCancelledError,
     SandboxError,
     ToolsNotSupportedError,
 )
@@ -56,6 +57,7 @@ class ApiError(Exception):
 _BY_CLASS: tuple[tuple[type[BaseException], int, str, str | None], ...] = (
     (ManagedAgentNotFoundError, 404, "not_found_error", "agent_not_found"),
     (OwnerGoneError, 404, "not_found_error", "agent_not_found"),  # deleted while it ran
+    (RunCancelledError, 409, "invalid_request_error", "cancelled"),  # ... in this process
     (NothingToRunError, 409, "invalid_request_error", "nothing_to_run"),
     (QuotaExceededError, 409, "invalid_request_error", "quota_exceeded"),
     (ModelNotFoundError, 404, "not_found_error", "model_not_found"),

@@ -92,7 +92,8 @@ class RunSummary(_Event):
 
     stop_reason: str
     """``final_answer``, ``max_turns``, ``max_seconds``, ``max_total_tokens``,
-    ``loop_detected``, ``parse_error``, ``error``..."""
+    ``loop_detected``, ``parse_error``, ``error``, ``cancelled`` (a managed agent deleted
+    while it ran)..."""
     turns: int
     tool_calls: int
     memory_results: list[MemoryChunk] | None = None

@@ -34,7 +34,7 @@ def memory_chunks(answer: Answer) -> list[ev.MemoryChunk]:
 class ManagedRunFrames(AgentChunks):
     """An agent's run with its tool loop shown (``tool_calls``, ``approval_required``,
     ``approval`` and ``tool_result`` events); a failure is an ``error`` event and a final
-    chunk whose ``stop_reason`` is ``error``."""
+    chunk whose ``stop_reason`` is ``error`` (``cancelled`` for a cancelled run)."""
 
     def __init__(self, model: str, reply_id: str, *, approval_timeout: float = 0.0) -> None:
         super().__init__(model, reply_id)
@@ -102,7 +102,10 @@ class ManagedRunFrames(AgentChunks):
         return (self.chunk(ev.Delta(), finish_for(update), update.usage, summary),)
 
     def failure(self, error: ApiError) -> Iterable[bytes]:
-        summary = ev.RunSummary(stop_reason="error", turns=0, tool_calls=self.calls)
+        """The ``error`` event, then the final chunk: its ``stop_reason`` is ``cancelled``
+        for a run the server cancelled (its agent was deleted), else ``error``."""
+        stop = "cancelled" if error.code == "cancelled" else "error"
+        summary = ev.RunSummary(stop_reason=stop, turns=0, tool_calls=self.calls)
         return (
             ev.encode("error", error_event(error)),
             self.chunk(ev.Delta(), "stop", None, summary),

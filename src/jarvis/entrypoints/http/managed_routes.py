@@ -8,7 +8,9 @@ the agent runs at once and the reply is Server-Sent Events (see
 final chunk with ``finish_reason``, ``usage`` and the run's ``stop_reason``, then
 ``data: [DONE]``, whatever happened. Without ``stream`` the message is only queued;
 ``POST .../run`` answers what waits. A client that disconnects cancels the run, streamed or
-not; what it completed is stored.
+not; what it completed is stored. Deleting the agent cancels its runs in this process at
+once: a stream ends with ``event: error`` (code ``cancelled``), a final chunk whose
+``stop_reason`` is ``cancelled`` and ``[DONE]``; ``POST .../run`` answers 409 ``cancelled``.
 
 Quotas (:class:`~jarvis.application.managed_agents.ManagedAgentService`): definitions and
 messages waiting per agent are bounded (409 ``quota_exceeded``); the list of definitions is
