@@ -70,9 +70,7 @@ class OwnedWritesContract:
     async def test_a_deleted_agent_gets_nothing_even_when_created_again(
         self, stores: SharedStores
     ) -> None:
-        old = ManagedAgent(id="victim", incarnation="old")
-        await stores.agents.put(old)
-        await stores.agents.delete("victim")
+        old = await deleted_victim(stores)
         with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
             await stores.sessions.append_records(
                 agent_session("victim"), said("late"), owner=agent_owner(old)
@@ -110,9 +108,7 @@ class OwnedWritesContract:
     async def test_a_deleted_agent_s_run_touches_no_approval_of_its_successor(
         self, stores: SharedStores
     ) -> None:
-        old = ManagedAgent(id="victim", incarnation="old")
-        await stores.agents.put(old)
-        await stores.agents.delete("victim")
+        old = await deleted_victim(stores)
         with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
             await stores.approvals.add(call("c0", agent="victim"), owner=agent_owner(old))
         new = ManagedAgent(id="victim", incarnation="new")
@@ -181,3 +177,11 @@ class OwnedWritesContract:
         assert len(await stores.sessions.load("plain")) == 1
         assert await stores.operators.get_state("operator:none:state") == "free"
         assert await stores.approvals.expire("nobody", "c0") is True
+
+
+async def deleted_victim(stores: SharedStores) -> ManagedAgent:
+    """``victim``'s definition, stored and then deleted: what a late run still names."""
+    old = ManagedAgent(id="victim", incarnation="old")
+    await stores.agents.put(old)
+    await stores.agents.delete("victim")
+    return old

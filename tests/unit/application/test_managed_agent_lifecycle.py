@@ -270,7 +270,9 @@ async def test_a_run_read_between_its_updates_ends_at_its_next_read(running: Run
 
 
 async def held_update(running: Running) -> asyncio.Task[ManagedAgent]:
-    """An update of ``victim``'s prompt, held once it has read the definition."""
+    """``victim`` created, then an update of its prompt, held once it has read the
+    definition."""
+    await running.service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     running.ask.holding = True
     spec = ManagedAgentSpec(system_prompt="Patched.")
     update = asyncio.create_task(running.service.update("victim", spec, ["system_prompt"]))
@@ -282,7 +284,6 @@ async def test_an_update_that_read_a_deleted_agent_never_brings_it_back(
     running: Running,
 ) -> None:
     service = running.service
-    await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     update = await held_update(running)
     await service.delete("victim")
     running.ask.go_on.set()
@@ -296,7 +297,6 @@ async def test_an_update_that_read_a_deleted_agent_leaves_its_successor_alone(
     running: Running,
 ) -> None:
     service = running.service
-    await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
     update = await held_update(running)
     await replace_victim(service)
     successor = await service.get("victim")
