@@ -365,10 +365,6 @@ class Pool:
             connection.close()
             self.forget(connection)
 
-    def drop(self, connection: Connection) -> None:
-        """Close ``connection`` and free its place (an answer nobody gave back)."""
-        self.give_back(connection, reusable=False)
-
     def _reuse(self, connection: Connection) -> None:
         """A connection free for another answer: to the first in line if it is for its
         host, else closed to make room for the first in line, else kept idle."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Iterable, Mapping
+from functools import partial
 from urllib.parse import urlsplit
 
 import httpx
@@ -109,7 +110,9 @@ class _Streamed:
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to free
-                self._loop.call_soon_threadsafe(self._pool.drop, connection)
+                self._loop.call_soon_threadsafe(
+                    partial(self._pool.give_back, connection, reusable=False)
+                )
 
 
 _PLAIN_METHODS = frozenset({"GET", "POST", "PUT", "DELETE"})

@@ -20,14 +20,13 @@ from jarvis.domain.owners import Owner, OwnerGoneError, holds
 
 T = TypeVar("T")
 
-_DEFINITION = "SELECT value FROM {state} WHERE key = ?{share}"
-_DEFINITION_TO_CHANGE = "SELECT value FROM {state} WHERE key = ?{lock}"
+_DEFINITION = "SELECT value FROM {state} WHERE key = ?"
 
 
 def owner_holds(db: Connection, owner: Owner, *, changing: bool = False) -> bool:
     """Whether ``owner``'s very definition is stored (call inside the write's transaction);
     ``changing``: the write replaces the definition itself."""
-    query = _DEFINITION_TO_CHANGE if changing else _DEFINITION
+    query = _DEFINITION + ("{lock}" if changing else "{share}")
     row = db.execute(query, (owner.key,)).fetchone()
     return holds(None if row is None else str(row[0]), owner)
 
