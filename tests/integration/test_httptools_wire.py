@@ -33,7 +33,7 @@ from jarvis.adapters.inference._httptools_pool import (
 from jarvis.adapters.inference._json import encode
 from jarvis.adapters.inference._wire import MAX_CONNECTIONS
 from jarvis.adapters.inference._wire_httptools import HttptoolsWire
-from jarvis.domain.errors import EngineTimeoutError, EngineUnavailableError
+from jarvis.domain.errors import EngineProtocolError, EngineTimeoutError, EngineUnavailableError
 
 pytestmark = pytest.mark.integration
 
@@ -287,7 +287,7 @@ async def test_a_head_that_does_not_end_is_refused_early_with_bounded_memory(
     tracemalloc.start()
     try:
         async with talking(on_first(flooding(prefix, piece, 32 * MIB, end))) as (engine, http):
-            with pytest.raises(EngineUnavailableError, match=TOO_LARGE):
+            with pytest.raises(EngineProtocolError, match=TOO_LARGE):
                 await body_of(http)
             _, peak = tracemalloc.get_traced_memory()
             assert await body_of(http) == b"hi"  # on a new connection
@@ -308,14 +308,14 @@ async def test_a_head_of_more_than_max_headers_fields_is_refused(
         if fields <= MAX_HEADERS:
             assert await body_of(http) == b"hi"
         else:
-            with pytest.raises(EngineUnavailableError, match=TOO_LARGE):
+            with pytest.raises(EngineProtocolError, match=TOO_LARGE):
                 await body_of(http)
 
 
 async def test_a_single_field_larger_than_max_head_bytes_is_refused() -> None:
     field = b"X-Long: " + b"a" * MAX_HEAD_BYTES + b"\r\n"
     async with talking(answering(STATUS + field + FIELDS)) as (_, http):
-        with pytest.raises(EngineUnavailableError, match=TOO_LARGE):
+        with pytest.raises(EngineProtocolError, match=TOO_LARGE):
             await body_of(http)
 
 
@@ -340,7 +340,11 @@ async def test_bytes_sent_before_any_request_cost_only_that_connection() -> None
         await link.send(b"garbage\r\n")
         await answering(OK)(link)
 
+    # the request goes out as soon as the connection is up: what comes back is its answer,
+    # malformed, and not asked for again, retries or not
     async with talking(on_first(early), retries=1) as (engine, http):
+        with pytest.raises(EngineProtocolError, match="malformed HTTP answer"):
+            await body_of(http)
         assert await body_of(http) == b"hi"
         assert engine.connections == 2
 
@@ -421,7 +425,7 @@ async def test_switching_protocols_is_refused() -> None:
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
     )
     async with talking(on_first(answering(switch + b"\x81\x00"))) as (engine, http):
-        with pytest.raises(EngineUnavailableError, match="switched protocols"):
+        with pytest.raises(EngineProtocolError, match="switched protocols"):
             await body_of(http)
         assert await body_of(http) == b"hi"
         assert engine.connections == 2

@@ -10,14 +10,28 @@ whichever the wire) into the errors of :mod:`jarvis.domain.errors`:
   backoff and jitter (``Retry-After`` is honoured, capped at ``backoff_cap``); after that
   a connect error is an ``EngineUnavailableError`` naming the engine, the URL and how to
   start it, a 429 a ``RateLimitedError``, a 503 an ``EngineUnavailableError``;
-* a connection that breaks before any response arrived (read / write error, the peer
-  closing it) is retried too, counted against the same ``max_retries``: the first such
-  retry at once, because the usual cause is a pooled keep-alive connection the server had
-  closed while it sat idle (the pool discards the broken connection, and one the server
-  closed long enough ago is seen as closed before use, so the retry goes out on a live or
-  a new connection); further ones back off like connect errors. Nothing of the answer was
-  received, so nothing can be delivered twice. (Connect errors never happen on a reused
-  connection: they keep their backoff from the first retry on — the server is not up.)
+* a **broken connection** — one that the engine closed or reset, or that failed to read or
+  write, before the answer was complete (``httpx.ReadError``, ``httpx.WriteError``, or an
+  ``httpx.RemoteProtocolError`` that is no :class:`~._wire.MalformedAnswer`) — is retried
+  too, counted against the same ``max_retries``: the first such retry at once, because the
+  usual cause is a pooled keep-alive connection the server had closed while it sat idle
+  (the pool discards the broken connection, and one the server closed long enough ago is
+  seen as closed before use, so the retry goes out on a live or a new connection); further
+  ones back off like connect errors. Most often not a byte of the answer had arrived (the
+  idle connection; an engine that closed it on reading the request); an answer cut off
+  part way (before the end of its head; for :meth:`EngineHttp.request`, of its body) is a
+  broken connection all the same. Nothing of the answer was handed to the caller, so
+  nothing can be delivered twice. (Connect errors never happen on a reused connection:
+  they keep their backoff from the first retry on — the server is not up.)
+* a **malformed answer** — bytes that are no HTTP/1.1 answer the wire accepts: garbage
+  instead of a status line, a head past the wire's bounds, a field, length or chunk that
+  does not parse, ``101 Switching Protocols`` — is an ``EngineProtocolError`` at once,
+  never retried, streamed or not, wherever in the answer it is met (but for a bad chunk
+  that aiohttp never reports, see :mod:`._wire_aiohttp`): the engine received the request
+  and answered it, and asking again would only cost it the answer again. Each
+  wire tells the two apart and raises the malformed answer as a
+  :class:`~._wire.MalformedAnswer` (see :mod:`._wire`); its reason is quoted masked and
+  cut, like every text of the engine's;
 * a read timeout is an ``EngineTimeoutError`` at once (the engine is up but slow: retrying
   would double the wait);
 * every request has one **deadline**, ``timeout`` seconds after it started: connecting,
@@ -61,7 +75,13 @@ from jarvis.adapters.inference._bounds import ERROR_BODY_BYTES, LIST_BYTES
 from jarvis.adapters.inference._json import encode, loads, names_in
 from jarvis.adapters.inference._replies import EngineStatusError, Reply, default_status_error
 from jarvis.adapters.inference._retry import RetryPolicy, parse_retry_after
-from jarvis.adapters.inference._wire import EngineTransport, HttpxWire, Streamed, Wire
+from jarvis.adapters.inference._wire import (
+    EngineTransport,
+    HttpxWire,
+    MalformedAnswer,
+    Streamed,
+    Wire,
+)
 from jarvis.domain.cut_text import masked_prefix
 from jarvis.domain.errors import (
     EngineProtocolError,
@@ -89,8 +109,10 @@ _JSON_HEADERS = {"Content-Type": "application/json"}
 RETRIED_STATUSES = frozenset({429, 503})
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 _BROKEN_CONNECTION_ERRORS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-"""Raised by ``send`` before a response arrived: most often a pooled keep-alive connection
-that the server closed while it sat idle (the close was still on its way)."""
+"""A connection that broke before the answer was complete: most often a pooled keep-alive
+connection that the server closed while it sat idle (the close was still on its way).
+A :class:`~._wire.MalformedAnswer` is a ``RemoteProtocolError`` too: it is told apart
+first, and never retried."""
 Splitter = Callable[[AsyncIterator[bytes], float, int], AsyncGenerator[str, None]]
 """Cuts a body's chunks into pieces, each read before a deadline, under a cap in bytes."""
 DRAIN_SECONDS = 0.2
@@ -192,7 +214,8 @@ class EngineHttp:
         """Send a request and read its whole body, at most ``max_bytes`` of it.
 
         A body that breaks off is retried like a connection that broke (nothing of it was
-        delivered). Raises :class:`EngineStatusError` for an error status not retried.
+        delivered); one that is malformed is not. Raises :class:`EngineStatusError` for an
+        error status not retried.
         """
         response, body = await self._exchange(method, path, send, max_bytes=max_bytes)
         return Reply(status=response.status_code, url=response.url, body=body or b"")
@@ -331,6 +354,8 @@ class EngineHttp:
                 engine=self.engine_id,
                 url=url,
             ) from exc
+        except MalformedAnswer as exc:
+            raise self.malformed(url, exc) from exc
         except httpx.TransportError as exc:
             raise EngineUnavailableError(
                 f"The connection to the {self.engine_id} engine at {url} dropped mid-stream "
@@ -372,6 +397,11 @@ class EngineHttp:
             url=url,
         )
 
+    def malformed(self, url: str, exc: MalformedAnswer) -> EngineProtocolError:
+        """The error of an answer the wire could not read as HTTP (its reason may quote
+        the engine's bytes: masked and cut)."""
+        return self.protocol_error(url, f"a malformed HTTP answer: {_snippet(str(exc))}")
+
 
 class _Attempts:
     """How many tries a request has left, and the wait before the next one."""
@@ -402,6 +432,8 @@ class _Attempts:
             if await self._wait(http.retry.delay(self.count)):
                 return
             raise http.unavailable(url, _reason(exc)) from exc
+        if isinstance(exc, MalformedAnswer):  # the engine answered: never asked again
+            raise http.malformed(url, exc) from exc
         if isinstance(exc, _BROKEN_CONNECTION_ERRORS):
             # the first one at once (a stale pooled connection, now discarded);
             # a second one means the server itself is in trouble: back off

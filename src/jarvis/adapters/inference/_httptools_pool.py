@@ -10,6 +10,15 @@ so without this count one would grow until the deadline); reading pauses while m
 time: bytes nobody asked for (before a request, after a complete answer) make it unusable,
 so an engine can never slip bytes into an answer, or an answer to the next request.
 
+What goes wrong is raised as one of two kinds of error, because only one of them is worth
+another try (see :mod:`._wire`). Bytes that do not parse as the answer, or pass its bounds,
+or come unasked, are a :class:`~._wire.MalformedAnswer`: the parser says so, or these
+bounds do. The connection closing or breaking before the answer is complete is told by
+asyncio (``connection_lost``), not by the parser, and is a plain
+``httpx.RemoteProtocolError`` ("Server disconnected") before the head was complete, an
+``httpx.ReadError`` after: the parser never sees an end of file, so a parse error can only
+come from bytes received, and a lost connection never reads as a malformed answer.
+
 The pool opens at most :data:`~._wire.MAX_CONNECTIONS` connections; a request that finds
 none free waits in line, first come first served: a place (or an idle connection to its
 host) is handed to the first in line, so a request that arrives later cannot take it, and
@@ -27,7 +36,7 @@ from typing import cast
 import httptools
 import httpx
 
-from jarvis.adapters.inference._wire import MAX_CONNECTIONS
+from jarvis.adapters.inference._wire import MAX_CONNECTIONS, SWITCHED, MalformedAnswer
 
 MAX_HEAD_BYTES = 64 * 1024
 """A response's status line and headers (and its trailers), at most."""
@@ -40,8 +49,8 @@ Key = tuple[str, int]
 """A pool's key: host and port."""
 
 
-def _too_large() -> httpx.RemoteProtocolError:
-    return httpx.RemoteProtocolError(
+def _too_large() -> MalformedAnswer:
+    return MalformedAnswer(
         f"An answer head (or trailer) larger than {MAX_HEAD_BYTES} bytes or {MAX_HEADERS} fields"
     )
 
@@ -145,23 +154,23 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not self._active or self.complete:
             # bytes nobody asked for: this connection's state is unknown from here on
-            self._fail(httpx.RemoteProtocolError("The engine sent bytes it was not asked for"))
+            self._fail(MalformedAnswer("The engine sent bytes it was not asked for"))
             return
         buffered = self._buffered
         error: httpx.TransportError
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            error = httpx.RemoteProtocolError("The engine switched protocols")
+            error = MalformedAnswer(SWITCHED)
         except httptools.HttpParserCallbackError as exc:
-            cause = exc.__context__  # what a callback raised: a RemoteProtocolError
+            cause = exc.__context__  # what a callback raised: a MalformedAnswer
             error = (
                 cause
-                if isinstance(cause, httpx.TransportError)
-                else httpx.RemoteProtocolError(f"Malformed HTTP answer: {cause}")
+                if isinstance(cause, MalformedAnswer)
+                else MalformedAnswer(str(cause) or type(cause).__name__)
             )
         except httptools.HttpParserError as exc:
-            error = httpx.RemoteProtocolError(f"Malformed HTTP answer: {exc}")
+            error = MalformedAnswer(str(exc) or type(exc).__name__)
         else:
             if self._buffered != buffered:
                 self._head_run = 0
@@ -194,7 +203,7 @@ class Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self.complete:  # a second answer to one request
-            raise httpx.RemoteProtocolError("The engine sent bytes after its answer")
+            raise MalformedAnswer("The engine sent bytes after its answer")
 
     def on_status(self, status: bytes) -> None:
         self._count(len(status))

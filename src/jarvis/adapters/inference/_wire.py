@@ -10,13 +10,33 @@ engines); what it does not send itself (``https``, proxies) goes through
 test's mock transport plugs into (``transport=``), and ``transport = "httpx"``.
 
 All raise httpx's transport exceptions (``httpx.ConnectError``, ``httpx.ReadError``,
-``httpx.ReadTimeout``...), so the caller maps one family of errors whichever wire it has.
+``httpx.ReadTimeout``...), so the caller maps one family of errors whichever wire it has,
+and all draw the same line through the errors of an answer:
+
+* a connection that closed or broke before the answer was complete (the engine closed it,
+  reset it, the network failed) is ``httpx.ReadError`` or a plain
+  ``httpx.RemoteProtocolError`` (what httpcore itself raises for a connection closed before
+  any answer, "Server disconnected without sending a response."): a broken connection,
+  worth another try;
+* an answer whose bytes are no HTTP/1.1 answer the wire accepts (garbage instead of a
+  status line, a head past the wire's bounds, a field that does not parse, a bad chunk,
+  ``101 Switching Protocols``, bytes nobody asked for) is :class:`MalformedAnswer`, a
+  subclass of ``httpx.RemoteProtocolError``: the engine did answer, and would answer the
+  same again, so it is never retried.
+
+The malformed answer is the one marked, by a type of its own, rather than the closed
+connection: a closed connection keeps the type and message users, logs and tests know
+("RemoteProtocolError: Server disconnected..."), and the caller checks for the one error
+that must never be retried before it retries the rest. Each wire knows which is which where
+it reads the answer: :mod:`._httptools_pool` from its own parser and asyncio,
+:mod:`._wire_aiohttp` from aiohttp's exception types, :class:`HttpxWire` from httpcore's
+messages (see :func:`_raise_classified`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import Literal, Protocol
+from typing import Literal, NoReturn, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -26,6 +46,22 @@ EngineTransport = Literal["httptools", "aiohttp", "httpx"]
 
 MAX_CONNECTIONS = 100
 """Connections to one engine at most."""
+SWITCHED = "The engine switched protocols"
+"""Why a ``101 Switching Protocols`` answer is refused: the wire never asks to switch."""
+_DISCONNECTED = (
+    "Server disconnected",
+    "peer closed connection without sending complete message body",
+)
+"""How httpcore and h11 begin the message of the ``RemoteProtocolError`` they raise for a
+connection closed before the answer was complete (before the end of its head, whether or
+not part of it had come: "Server disconnected without sending a response."; in its body:
+"peer closed connection without sending complete message body (...)"). Every other
+``RemoteProtocolError`` of theirs is about bytes that were received and did not parse."""
+
+
+class MalformedAnswer(httpx.RemoteProtocolError):
+    """The engine answered with bytes that are no HTTP/1.1 answer the wire accepts (see the
+    module): never a broken connection, so never retried."""
 
 
 class Streamed(Protocol):
@@ -81,8 +117,11 @@ class _HttpxStreamed:
         if self._response.is_stream_consumed:
             yield self._response.content
             return
-        async for chunk in self._response.aiter_raw():
-            yield chunk
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.RemoteProtocolError as exc:
+            _raise_classified(exc)
 
     async def close(self, *, reusable: bool) -> None:
         response = self._response
@@ -142,13 +181,33 @@ class HttpxWire:
             if len(self._parsed) < 32:
                 self._parsed[url] = target
         request = client.build_request(method, target, content=content, headers=headers)
-        response = await client.send(request, stream=True)
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.RemoteProtocolError as exc:
+            _raise_classified(exc)
+        if response.status_code == 101:  # h11 refuses one itself; a test transport may not
+            await response.aclose()
+            raise MalformedAnswer(SWITCHED)
         return _HttpxStreamed(response, url)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+def _raise_classified(exc: httpx.RemoteProtocolError) -> NoReturn:
+    """Raise httpx's ``RemoteProtocolError`` as it is when it says the connection closed
+    before the answer was complete, else as a :class:`MalformedAnswer`.
+
+    httpcore and h11 raise the one type for both, and tell them apart only by the message
+    (see :data:`_DISCONNECTED`): the two messages of a closed connection are matched by
+    their start, and everything else, which h11 raises for bytes it received and could not
+    parse, is a malformed answer. A read error (``httpx.ReadError``: a reset) is a broken
+    connection and never reaches here."""
+    if isinstance(exc, MalformedAnswer) or str(exc).startswith(_DISCONNECTED):
+        raise exc
+    raise MalformedAnswer(str(exc)) from exc
 
 
 def environment_proxy(url: str) -> str | None:

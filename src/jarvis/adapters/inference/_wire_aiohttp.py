@@ -15,7 +15,17 @@ verified against the system's CA store; the proxy the environment names for the 
 URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, with ``NO_PROXY`` honoured), looked up
 once per URL rather than per request as aiohttp's own ``trust_env`` would (two thread
 hops per request); no redirects followed; bodies never decompressed. aiohttp's errors are
-raised as the httpx exceptions the caller maps, the most specific first.
+raised as the httpx exceptions the caller maps, the most specific first, on the line
+:mod:`._wire` draws: a connection that closed or broke before the answer was complete
+(``ServerDisconnectedError``: closed, most often an idle pooled connection the engine had
+closed; ``ClientOSError``: reset; ``ClientPayloadError``: closed mid-body) is a broken
+connection, while an answer aiohttp's parser refused (``ClientResponseError``, which
+aiohttp raises for every ``http_exceptions`` error its parser meets before the answer is
+handed back: a bad status line, field, length or chunk, a head past its limits) or a
+``101 Switching Protocols`` it hands back as an answer is a
+:class:`~._wire.MalformedAnswer`. (A chunk that does not parse after the answer was handed
+back is not reported by aiohttp at all: its body reader waits, and the request's deadline
+ends it.)
 """
 
 from __future__ import annotations
@@ -25,7 +35,13 @@ from collections.abc import AsyncGenerator, Mapping
 import aiohttp
 import httpx
 
-from jarvis.adapters.inference._wire import MAX_CONNECTIONS, Streamed, environment_proxy
+from jarvis.adapters.inference._wire import (
+    MAX_CONNECTIONS,
+    SWITCHED,
+    MalformedAnswer,
+    Streamed,
+    environment_proxy,
+)
 
 _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
@@ -33,11 +49,11 @@ _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
     (aiohttp.ClientProxyConnectionError, httpx.ProxyError),
     (aiohttp.ClientConnectorError, httpx.ConnectError),
-    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),
     (aiohttp.ClientPayloadError, httpx.ReadError),
     (aiohttp.ClientConnectionResetError, httpx.ReadError),
     (aiohttp.ClientOSError, httpx.ReadError),
-    (aiohttp.ClientResponseError, httpx.RemoteProtocolError),
+    (aiohttp.ClientHttpProxyError, httpx.ProxyError),  # a proxy refused to open a tunnel
+    (aiohttp.ClientResponseError, MalformedAnswer),
     (aiohttp.InvalidURL, httpx.UnsupportedProtocol),
     (aiohttp.ClientError, httpx.TransportError),
 )
@@ -45,6 +61,9 @@ _ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
 
 def _ours(exc: aiohttp.ClientError) -> httpx.TransportError:
     """aiohttp's error as the httpx exception the caller maps, the most specific first."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        # its message is what it had parsed of a head cut short, if any: the engine's text
+        return httpx.RemoteProtocolError("Server disconnected")
     for theirs, ours in _ERRORS:
         if isinstance(exc, theirs):
             return ours(str(exc) or type(exc).__name__)
@@ -143,6 +162,9 @@ class AiohttpWire:
             raise _ours(exc) from exc
         except ValueError as exc:  # what aiohttp will not write (a line break in a header)
             raise httpx.LocalProtocolError(str(exc)) from exc
+        if response.status == 101:  # aiohttp hands it back as an answer, its body empty
+            response.close()
+            raise MalformedAnswer(SWITCHED)
         return _AiohttpStreamed(response, url)
 
     async def aclose(self) -> None:

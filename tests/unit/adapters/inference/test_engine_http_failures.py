@@ -178,6 +178,34 @@ async def test_a_connection_broken_before_any_answer_is_retried_at_once(error: E
     assert len(recorder.requests) == 2
 
 
+MALFORMED_ANSWERS = [
+    httpx.RemoteProtocolError("illegal status line: bytearray(b'garbage')"),
+    httpx.RemoteProtocolError("Receive buffer too long"),
+    httpx.RemoteProtocolError("Received server _SWITCH_UPGRADE event without a pending proposal"),
+]
+
+
+@pytest.mark.parametrize("error", MALFORMED_ANSWERS, ids=["garbage", "oversize", "switch"])
+async def test_a_malformed_answer_is_a_protocol_error_and_never_asked_again(
+    error: Exception,
+) -> None:
+    # what httpcore raises for bytes that do not parse: the engine did answer
+    recorder = Recorder(raises(error), ok())
+    with pytest.raises(EngineProtocolError, match="malformed HTTP answer"):
+        await openai(recorder, max_retries=2).generate(REQUEST)
+    assert len(recorder.requests) == 1
+
+
+async def test_a_malformed_answer_is_quoted_masked_and_cut() -> None:
+    line = b"X-Echo: http://admin:Hunter2Secret@db.internal/ " + b"x" * 500
+    recorder = Recorder(raises(httpx.RemoteProtocolError(f"illegal header line: {line!r}")))
+    with pytest.raises(EngineProtocolError) as raised:
+        await openai(recorder).generate(REQUEST)
+    assert "Hunter2Secret" not in raised.value.message
+    assert "illegal header line" in raised.value.message
+    assert len(raised.value.message) < 400
+
+
 async def test_a_stream_broken_before_its_headers_is_retried_too() -> None:
     done = b"data: [DONE]\n\n"
     final = {"model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
