@@ -12,6 +12,9 @@ from jarvis.domain.managed_agents import MAX_DEFINITION_BYTES, ManagedAgent, Man
 
 StoreT = TypeVar("StoreT", bound=ManagedAgentStorePort)
 
+INCARNATION = "5f3a9c0e1d2b4a68"
+"""The incarnation of every :func:`_agent` unless it is given another."""
+
 
 def _agent(agent_id: str = "a1", **changes: object) -> ManagedAgent:
     fields: dict[str, object] = {
@@ -29,7 +32,7 @@ def _agent(agent_id: str = "a1", **changes: object) -> ManagedAgent:
         "memory": True,
         "created_us": 1_700_000_000_000_000,
         "updated_us": 1_700_000_000_000_001,
-        "incarnation": "5f3a9c0e1d2b4a68",
+        "incarnation": INCARNATION,
     }
     fields.update(changes)
     return ManagedAgent(**fields)  # type: ignore[arg-type]
@@ -45,7 +48,7 @@ class ManagedAgentStoreContract(Generic[StoreT]):
     async def test_an_unknown_id_is_none(self, store: StoreT) -> None:
         assert await store.get("nobody") is None
         assert await store.list() == []
-        assert await store.delete("nobody") is False
+        assert await store.delete("nobody", INCARNATION) is False
 
     async def test_a_definition_round_trips_exactly(self, store: StoreT) -> None:
         agent = _agent()
@@ -84,7 +87,7 @@ class ManagedAgentStoreContract(Generic[StoreT]):
     async def test_delete_forgets_only_that_one(self, store: StoreT) -> None:
         await store.put(_agent("x"))
         await store.put(_agent("y"))
-        assert await store.delete("x") is True
+        assert await store.delete("x", INCARNATION) is True
         assert await store.get("x") is None
         assert [a.id for a in await store.list()] == ["y"]
 
@@ -95,7 +98,7 @@ class ManagedAgentStoreContract(Generic[StoreT]):
         with pytest.raises(ConfigurationError):
             await store.put(ManagedAgent(id=bad))
         with pytest.raises(ConfigurationError):
-            await store.delete(bad)
+            await store.delete(bad, "")
 
     async def test_an_oversized_definition_is_refused_and_nothing_stored(
         self, store: StoreT
@@ -114,7 +117,7 @@ class ManagedAgentStoreContract(Generic[StoreT]):
             await store.put(_agent(f"c{i}"))
         await store.put(_agent("c0", name="replaced"))
         assert await store.count() == 3
-        await store.delete("c1")
+        assert await store.delete("c1", INCARNATION) is True
         assert await store.count() == 2
 
     async def test_pages_walk_every_definition_once_in_order(self, store: StoreT) -> None:
@@ -141,7 +144,7 @@ class ManagedAgentStoreContract(Generic[StoreT]):
         for i in range(4):
             await store.put(_agent(f"p{i}", created_us=i))
         first = await store.list(limit=2)
-        await store.delete(first[-1].id)
+        assert await store.delete(first[-1].id, first[-1].incarnation) is True
         rest = await store.list(after=(first[-1].created_us, first[-1].id), limit=10)
         assert [a.id for a in rest] == ["p2", "p3"]
 
@@ -163,18 +166,47 @@ class ManagedAgentStoreContract(Generic[StoreT]):
         assert await store.update(_agent()) is False
         assert await store.get("a1") is None
         await store.put(_agent())
-        assert await store.delete("a1") is True
+        assert await store.delete("a1", INCARNATION) is True
         assert await store.update(_agent(system_prompt="Late.")) is False  # deleted meanwhile
         assert await store.get("a1") is None
         assert await store.count() == 0
 
     async def test_update_leaves_a_definition_created_again_alone(self, store: StoreT) -> None:
         await store.put(_agent())
-        await store.delete("a1")
+        assert await store.delete("a1", INCARNATION) is True
         successor = _agent(system_prompt="New.", incarnation="0000000000000002")
         await store.put(successor)
         assert await store.update(_agent(system_prompt="Late.")) is False
         assert await store.get("a1") == successor
+
+    async def test_delete_forgets_only_the_definition_it_read(self, store: StoreT) -> None:
+        await store.put(_agent())
+        assert await store.delete("a1", "0000000000000009") is False  # not the one stored
+        assert await store.get("a1") == _agent()
+        assert await store.delete("a1", INCARNATION) is True
+        assert await store.get("a1") is None
+        assert await store.delete("a1", INCARNATION) is False  # gone already
+        legacy = ManagedAgent(id="old")  # stored before definitions had an incarnation
+        await store.put(legacy)
+        assert await store.delete("old", "") is True
+        assert await store.count() == 0
+
+    async def test_a_stale_delete_leaves_a_definition_created_again_alone(
+        self, store: StoreT
+    ) -> None:
+        """Read, then deleted and created again by another client: the deletion of what was
+        read removes nothing; one of the definition stored now removes it."""
+        read = _agent()
+        await store.put(read)
+        assert await store.delete("a1", read.incarnation) is True  # the other client's
+        successor = _agent(system_prompt="New.", incarnation="0000000000000002")
+        await store.put(successor)
+        assert await store.delete("a1", read.incarnation) is False
+        assert await store.get("a1") == successor
+        assert await store.count() == 1
+        assert await store.delete("a1", successor.incarnation) is True
+        assert await store.get("a1") is None
+        assert await store.count() == 0
 
     async def test_update_refuses_what_put_refuses(self, store: StoreT) -> None:
         await store.put(_agent())

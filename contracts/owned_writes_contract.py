@@ -89,6 +89,37 @@ class OwnedWritesContract:
         loaded = await stores.sessions.load(agent_session("victim"))
         assert [m.content for m in loaded] == ["mine"]
 
+    async def test_an_agent_s_conversation_is_deleted_for_it_while_it_is_stored(
+        self, stores: SharedStores
+    ) -> None:
+        agent = ManagedAgent(id="victim", incarnation="a1")
+        await stores.agents.put(agent)
+        await stores.sessions.append_records(
+            agent_session("victim"), said("one"), owner=agent_owner(agent)
+        )
+        await stores.sessions.delete(agent_session("victim"), owner=agent_owner(agent))
+        assert await stores.sessions.load(agent_session("victim")) == ()
+        assert await stores.sessions.sessions() == []
+        await stores.sessions.delete(agent_session("victim"), owner=agent_owner(agent))  # none
+
+    async def test_a_deleted_agent_s_conversation_deletion_leaves_its_successor_s_alone(
+        self, stores: SharedStores
+    ) -> None:
+        old = await deleted_victim(stores)
+        with pytest.raises(OwnerGoneError, match="managed agent 'victim' was deleted"):
+            await stores.sessions.delete(agent_session("victim"), owner=agent_owner(old))
+        new = ManagedAgent(id="victim", system_prompt="New.", incarnation="new")
+        await stores.agents.put(new)
+        await stores.sessions.append_records(
+            agent_session("victim"), said("mine"), owner=agent_owner(new)
+        )
+        with pytest.raises(OwnerGoneError):
+            await stores.sessions.delete(agent_session("victim"), owner=agent_owner(old))
+        loaded = await stores.sessions.load(agent_session("victim"))
+        assert [m.content for m in loaded] == ["mine"]
+        await stores.sessions.delete(agent_session("victim"), owner=agent_owner(new))
+        assert await stores.sessions.sessions() == []
+
     async def test_a_run_records_takes_and_expires_approvals_while_its_agent_is_stored(
         self, stores: SharedStores
     ) -> None:
@@ -183,5 +214,5 @@ async def deleted_victim(stores: SharedStores) -> ManagedAgent:
     """``victim``'s definition, stored and then deleted: what a late run still names."""
     old = ManagedAgent(id="victim", incarnation="old")
     await stores.agents.put(old)
-    await stores.agents.delete("victim")
+    assert await stores.agents.delete("victim", old.incarnation)
     return old

@@ -30,7 +30,7 @@ async def test_a_torn_last_line_is_skipped_not_fatal(tmp_path: Path) -> None:
     assert [m.content for m in await store.load("s")] == ["kept"]
 
 
-async def test_an_owned_write_is_refused_there_is_no_definition_to_check(
+async def test_an_owned_write_or_deletion_is_refused_there_is_no_definition_to_check(
     tmp_path: Path,
 ) -> None:
     store = JsonlSessionStore(tmp_path)
@@ -38,6 +38,10 @@ async def test_an_owned_write_is_refused_there_is_no_definition_to_check(
     with pytest.raises(ConfigurationError, match="keeps no definitions"):
         await store.append_records("managed-agent:a", said("x"), owner=owner)
     assert await store.sessions() == []
+    await store.append_records("managed-agent:a", said("x"))
+    with pytest.raises(ConfigurationError, match="keeps no definitions"):
+        await store.delete("managed-agent:a", owner=owner)
+    assert await store.sessions() == ["managed-agent:a"]
 
 
 def _writer(root: str, worker: int) -> None:

@@ -25,7 +25,7 @@ from jarvis.adapters.sql_store import (
     SqlOperatorStore,
     SqlSessionStore,
 )
-from jarvis.domain.managed_agents import ManagedAgent
+from jarvis.domain.managed_agents import ManagedAgent, agent_to_record
 from jarvis.domain.managed_agents import owner_of as agent_owner
 from jarvis.domain.managed_agents import session_id_of as agent_session_id
 from jarvis.domain.owners import OwnerGoneError
@@ -139,7 +139,7 @@ async def test_a_definition_deleted_on_another_connection_refuses_the_run_s_writ
     running, deleting = open_backend(), open_backend()
     agent = ManagedAgent(id="victim", incarnation="old")
     await running.managed_agents.put(agent)
-    await deleting.managed_agents.delete("victim")
+    assert await deleting.managed_agents.delete("victim", agent.incarnation)
     await deleting.managed_agents.put(ManagedAgent(id="victim", incarnation="new"))
     with pytest.raises(OwnerGoneError):
         await running.sessions.append_records(
@@ -184,12 +184,39 @@ async def _record_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
     return True
 
 
+async def _delete_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Delete ``agent`` as read before; whether it was deleted."""
+    return await backend.managed_agents.delete(agent.id, agent.incarnation)
+
+
+async def _delete_conversation_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Delete ``agent``'s conversation as read before; whether it was deleted."""
+    try:
+        await backend.sessions.delete(agent_session_id(agent.id), owner=agent_owner(agent))
+    except OwnerGoneError:
+        return False
+    return True
+
+
 LateWrite = Callable[[SqlBackend, ManagedAgent], Coroutine[None, None, bool]]
+LATE_WRITES = [_append_late, _update_late, _record_late, _delete_late, _delete_conversation_late]
+LATE_IDS = ["append", "update", "approval", "delete", "delete-conversation"]
 
 
-@pytest.mark.parametrize(
-    "write", [_append_late, _update_late, _record_late], ids=["append", "update", "approval"]
-)
+async def _commit_once_it_waits(
+    url: str, commit: Callable[[], None], late: asyncio.Task[bool]
+) -> None:
+    """``commit`` a transaction in flight on ``url`` once ``late`` waits for one of its
+    locks (never before: ``late`` must meet the transaction in flight)."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while not await asyncio.to_thread(_waiting_on_a_lock, url):
+        assert not late.done(), "the write did not wait for the deletion"
+        assert asyncio.get_running_loop().time() < deadline, "it never waited"
+        await asyncio.sleep(0.01)  # polls for a state the database reaches
+    commit()
+
+
+@pytest.mark.parametrize("write", LATE_WRITES, ids=LATE_IDS)
 async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is_refused(
     postgres: PostgresServer, write: LateWrite
 ) -> None:
@@ -209,15 +236,48 @@ async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is
                 "DELETE FROM jarvis_operator_state WHERE key = %s", ("managed_agent:victim",)
             )
             late = asyncio.create_task(write(backend, agent))
-            deadline = asyncio.get_running_loop().time() + 60
-            while not await asyncio.to_thread(_waiting_on_a_lock, url):
-                assert not late.done(), "the write did not wait for the deletion"
-                assert asyncio.get_running_loop().time() < deadline, "it never waited"
-                await asyncio.sleep(0.01)  # polls for a state the database reaches
-            deleting.commit()
+            await _commit_once_it_waits(url, deleting.commit, late)
         assert await late is False
         assert await backend.sessions.load(agent_session_id("victim")) == ()
         assert await backend.managed_agents.get("victim") is None
         assert await backend.approvals.pending("victim", limit=10) == []
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    "write", [_delete_late, _delete_conversation_late], ids=["delete", "delete-conversation"]
+)
+async def test_on_postgres_a_stale_deletion_waits_for_a_delete_and_create_then_spares_it(
+    postgres: PostgresServer, write: LateWrite
+) -> None:
+    """Another client deletes the definition read and creates it again in one transaction:
+    a deletion of what was read waits for it (the row is locked), then removes neither the
+    new definition nor the conversation there, which is the new one's now."""
+    import psycopg
+
+    url = postgres.create_database()
+    backend = postgres_backend(url)
+    try:
+        agent = ManagedAgent(id="victim", incarnation="old")
+        await backend.managed_agents.put(agent)
+        await backend.sessions.append_records(
+            agent_session_id("victim"), said("kept"), owner=agent_owner(agent)
+        )
+        successor = ManagedAgent(id="victim", system_prompt="New.", incarnation="new")
+        with psycopg.connect(url) as deleting:  # one transaction, until commit
+            deleting.execute(
+                "DELETE FROM jarvis_operator_state WHERE key = %s", ("managed_agent:victim",)
+            )
+            deleting.execute(
+                "INSERT INTO jarvis_operator_state (key, value, updated_us) VALUES (%s, %s, 0)",
+                ("managed_agent:victim", agent_to_record(successor)),
+            )
+            late = asyncio.create_task(write(backend, agent))
+            await _commit_once_it_waits(url, deleting.commit, late)
+        assert await late is False
+        assert await backend.managed_agents.get("victim") == successor
+        loaded = await backend.sessions.load(agent_session_id("victim"))
+        assert [m.content for m in loaded] == ["kept"]
     finally:
         backend.close()

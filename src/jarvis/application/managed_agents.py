@@ -45,7 +45,7 @@ from jarvis.domain.managed_agents import (
     position_of,
     session_id_of,
 )
-from jarvis.domain.owners import new_incarnation
+from jarvis.domain.owners import OwnerGoneError, new_incarnation
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.contract import AgentContext
 from jarvis.domain.sessions.records import SessionMessage, SessionPage, to_micros, utc_now
@@ -185,6 +185,9 @@ class ManagedAgentService:
                 )
             if await self.agents.get(agent_id) is not None:
                 raise ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
+            # what an earlier agent's run appended while it was being deleted (no run can
+            # append while no definition is stored): the new agent starts a conversation
+            await self.sessions.delete(session_id_of(agent_id))
             await self.agents.put(agent)
         return agent
 
@@ -232,21 +235,28 @@ class ManagedAgentService:
         return agent
 
     async def delete(self, agent_id: str) -> None:
-        """Forget the definition and its conversation, and cancel its runs in this process.
+        """Forget the definition read and its conversation, and cancel its runs in this
+        process. Only that very definition: one deleted meanwhile, even if created again
+        since, is left alone, with its conversation (``ManagedAgentNotFoundError``, as for
+        an unknown id).
 
         The conversation goes first, so that a deletion cut short leaves the agent (delete
         it again), never a conversation without it for an agent created later under the
-        same id to inherit; and again once the definition is gone, for what a run
-        answering meanwhile appended before that: from then on the store refuses its
-        writes (each names the definition it ran for, :func:`owner_of`), and its runs
-        here are cancelled where they wait (:mod:`.managed_runs`): nothing they could
-        still produce would be kept."""
+        same id to inherit; it is deleted only while the definition read is stored, and
+        the definition only while it is the one read (each checked by the store in its
+        transaction: :func:`owner_of`). From then on the store refuses its runs' writes
+        (each names the definition it ran for), and its runs here are cancelled where
+        they wait (:mod:`.managed_runs`): nothing they could still produce would be kept.
+        What a run answering in between appended is not deleted after the definition (a
+        successor's conversation may be there by then): :meth:`create` clears it."""
         agent = await self.get(agent_id)
-        await self.sessions.delete(session_id_of(agent_id))
-        if not await self.agents.delete(agent_id):
+        try:
+            await self.sessions.delete(session_id_of(agent_id), owner=owner_of(agent))
+        except OwnerGoneError:
+            raise ManagedAgentNotFoundError(agent_id) from None
+        if not await self.agents.delete(agent_id, agent.incarnation):
             raise ManagedAgentNotFoundError(agent_id)
         self._runs.stop(agent_id, agent.incarnation)
-        await self.sessions.delete(session_id_of(agent_id))
         if self.approvals is not None:
             await self.approvals.forget(agent_id)
 

@@ -89,7 +89,13 @@ class ManagedAgent(ManagedAgentFields):
 
 def owner_of(agent: ManagedAgent) -> Owner:
     """What a run of ``agent`` writes for: this very definition."""
-    return Owner(DEFINITION_PREFIX + agent.id, agent.incarnation, f"managed agent {agent.id!r}")
+    return definition_owner(agent.id, agent.incarnation)
+
+
+def definition_owner(agent_id: str, incarnation: str) -> Owner:
+    """The definition of ``agent_id`` with ``incarnation`` (a deletion names the one it
+    read this way), as :func:`owner_of` names it."""
+    return Owner(DEFINITION_PREFIX + agent_id, incarnation, f"managed agent {agent_id!r}")
 
 
 def agent_to_record(agent: ManagedAgent) -> str:
@@ -193,7 +199,8 @@ class ManagedAgentStorePort(Protocol):
 
     Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` (never a driver
     exception) when the store fails, as the session store does; an invalid id is a
-    ``ConfigurationError``. Writers are last-writer-wins per definition.
+    ``ConfigurationError``. Writers are last-writer-wins per definition, except
+    :meth:`update` and :meth:`delete`, which change only the definition they read.
     """
 
     async def put(self, agent: ManagedAgent) -> None:
@@ -222,6 +229,10 @@ class ManagedAgentStorePort(Protocol):
         """How many definitions there are."""
         ...
 
-    async def delete(self, agent_id: str) -> bool:
-        """Forget a definition; ``True`` when there was one."""
+    async def delete(self, agent_id: str, incarnation: str) -> bool:
+        """Forget the definition of ``agent_id`` only while it is the one read (stored with
+        ``incarnation``, checked in the delete's transaction); ``False``, and nothing
+        deleted, when there is none or it was deleted meanwhile, even if created again
+        since: a deletion read before another client's delete-and-create must not remove
+        the definition created since."""
         ...

@@ -90,5 +90,5 @@ class OwnedSessionStore(MessagesFromRecords):
     async def list_sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
         return await self.store.list_sessions(limit=limit)
 
-    async def delete(self, session_id: str) -> None:
-        await self.store.delete(session_id)
+    async def delete(self, session_id: str, *, owner: Owner | None = None) -> None:
+        await self.store.delete(session_id, owner=owner)

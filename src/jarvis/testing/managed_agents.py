@@ -8,6 +8,7 @@ from jarvis.domain.managed_agents import (
     Position,
     agent_to_record,
     check_agent_id,
+    definition_owner,
     owner_of,
     position_of,
 )
@@ -60,5 +61,8 @@ class InMemoryManagedAgentStore:
     async def count(self) -> int:
         return len(self._agents)
 
-    async def delete(self, agent_id: str) -> bool:
-        return self._agents.pop(check_agent_id(agent_id), None) is not None
+    async def delete(self, agent_id: str, incarnation: str) -> bool:
+        if not self.holds(definition_owner(check_agent_id(agent_id), incarnation)):
+            return False
+        del self._agents[agent_id]
+        return True

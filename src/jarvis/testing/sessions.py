@@ -41,8 +41,8 @@ class InMemorySessionStore(MessagesFromRecords):
 
     ``owners`` says whether a definition is stored (the ``holds`` of the in-memory
     managed-agent or operator store that shares this store's "database"), for the appends
-    of a run that name their owner; without it such an append is refused, as the ``jsonl``
-    store refuses it.
+    of a run and the deletions that name their owner; without it such a call is refused,
+    as the ``jsonl`` store refuses it.
     """
 
     def __init__(self, *, owners: Owners | None = None) -> None:
@@ -121,6 +121,7 @@ class InMemorySessionStore(MessagesFromRecords):
             for session_id, session in items
         ]
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str, *, owner: Owner | None = None) -> None:
         check_session_id(session_id)
+        check_owner(self._owners, owner, "session store")
         self._sessions.pop(session_id, None)

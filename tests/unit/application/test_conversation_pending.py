@@ -267,11 +267,11 @@ async def test_a_managed_agent_honours_the_history_limits_of_conversations(
         for n in range(45)
         for message in (Message.user(f"q{n}"), Message.assistant(f"a{n}"))
     ]
-    await store.append_records(session_id_of("long"), exchanges)
     unbounded = HistoryLimits(max_messages=None, max_tokens=None)
     engine = ScriptedInference(["Answered."])
     agents = managed(engine, stores, unbounded)
     await agents.create(ManagedAgentSpec(id="long"))
+    await store.append_records(session_id_of("long"), exchanges)
     history = await agents.history("long")
     conversation = await ConversationService(asker(engine), store, limits=unbounded).history(
         session_id_of("long")

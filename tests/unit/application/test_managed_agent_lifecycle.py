@@ -1,11 +1,14 @@
-"""A managed agent deleted while one of its runs or updates is under way: its runs in this
-process are cancelled where they wait; what a run produces, whole or cut short (here, or in
-another server on the same database), never reaches the conversation or the approvals of an
-agent created again under the same id; and an update never brings a deleted definition back.
+"""A managed agent deleted while one of its runs, updates or deletions is under way: its
+runs in this process are cancelled where they wait; what a run produces, whole or cut short
+(here, or in another server on the same database), never reaches the conversation or the
+approvals of an agent created again under the same id; an update never brings a deleted
+definition back; and a deletion never removes an agent created again since, nor its
+conversation.
 
 The engine streams its first word, then waits for the test (an ``asyncio.Event``), so the
 deletion always lands mid-run; an update is held the same way between its read and its
-write (its check of the definition asks for the ask use case, which waits for the test).
+write (its check of the definition asks for the ask use case, which waits for the test),
+and a deletion once a call of its stores returned (:func:`hold_next`).
 Run on the SQLite stores and on the in-memory fakes linked as one database.
 """
 
@@ -37,7 +40,7 @@ from jarvis.domain.errors import RunCancelledError
 from jarvis.domain.llm.completion import Completion, StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import ToolCall
-from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort
+from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort, session_id_of
 from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.updates import ApprovalRequired, TextDelta
@@ -304,6 +307,89 @@ async def test_an_update_that_read_a_deleted_agent_leaves_its_successor_alone(
     with pytest.raises(ManagedAgentNotFoundError):
         await update
     assert await service.get("victim") == successor  # its prompt is its own
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A call held once it ran: :attr:`waits` is set then, :attr:`go_on` lets it return."""
+
+    waits: asyncio.Event
+    go_on: asyncio.Event
+
+
+def hold_next(monkeypatch: pytest.MonkeyPatch, store: object, method: str) -> Held:
+    """The next call of ``store``'s ``method`` runs, then waits until the test lets it go
+    on (the calls after it run as they are)."""
+    held = Held(asyncio.Event(), asyncio.Event())
+    call = getattr(store, method)
+    first = [True]
+
+    async def holding(*args: object, **kwargs: object) -> object:
+        result = await call(*args, **kwargs)
+        if first:
+            first.clear()
+            held.waits.set()
+            await held.go_on.wait()
+        return result
+
+    monkeypatch.setattr(store, method, holding)
+    return held
+
+
+HOLD_POINTS = {"read": ("agents", "get"), "conversation-deleted": ("sessions", "delete")}
+"""Where a deletion is held: once it read the definition; once it deleted the
+conversation, before it deletes the definition."""
+
+
+async def held_delete(
+    monkeypatch: pytest.MonkeyPatch, running: Running, point: str
+) -> tuple[asyncio.Task[None], Held]:
+    """``victim`` created, with a message, then a deletion of it, held at ``point``."""
+    service = running.service
+    await service.create(ManagedAgentSpec(id="victim", system_prompt="Old secrets."))
+    await service.post("victim", "Old question.")
+    store, method = HOLD_POINTS[point]
+    held = hold_next(monkeypatch, getattr(service, store), method)
+    deletion = asyncio.create_task(service.delete("victim"))
+    await held.waits.wait()
+    return deletion, held
+
+
+@pytest.mark.parametrize("point", list(HOLD_POINTS))
+async def test_a_deletion_that_read_an_agent_deleted_and_created_again_leaves_the_new_one(
+    monkeypatch: pytest.MonkeyPatch, running: Running, point: str
+) -> None:
+    """Another server deletes the agent the deletion read and creates it again, which is
+    sent a message: the deletion removes neither the new definition nor its conversation,
+    and answers as for an unknown agent (HTTP 404)."""
+    service, other = running.service, running.other
+    deletion, held = await held_delete(monkeypatch, running, point)
+    await replace_victim(other)
+    await other.post("victim", "New question.")
+    successor = await other.get("victim")
+    held.go_on.set()
+    with pytest.raises(ManagedAgentNotFoundError, match="No managed agent with id 'victim'"):
+        await deletion
+    assert await service.get("victim") == successor
+    assert [m.message.content for m in await service.messages("victim")] == ["New question."]
+    await service.delete("victim")  # the new one, deleted as read
+    assert await service.all() == []
+    assert await service.sessions.load(session_id_of("victim")) == ()
+
+
+async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
+    monkeypatch: pytest.MonkeyPatch, running: Running
+) -> None:
+    """A message stored between the deletion of the conversation and of the definition
+    (the definition is stored still, so the store takes it) is never the conversation of
+    the agent created again under the same id."""
+    service, other = running.service, running.other
+    deletion, held = await held_delete(monkeypatch, running, "conversation-deleted")
+    await other.post("victim", "Late question.")
+    held.go_on.set()
+    await deletion
+    await other.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
+    assert await service.messages("victim") == []
 
 
 async def no_approval_required(updates: AsyncIterator[AnswerUpdate]) -> None:

@@ -34,6 +34,11 @@ async def test_a_store_that_shares_no_definitions_refuses_an_owned_write() -> No
     owner = owner_of(ManagedAgent(id="a", incarnation="x"))
     with pytest.raises(ConfigurationError, match="session store shares no definitions"):
         await sessions.append_records("managed-agent:a", said("x"), owner=owner)
+    await sessions.append_records("managed-agent:a", said("x"))
+    with pytest.raises(ConfigurationError, match="session store shares no definitions"):
+        await sessions.delete("managed-agent:a", owner=owner)
+    assert len(await sessions.load("managed-agent:a")) == 1
+    await sessions.delete("managed-agent:a")
     with pytest.raises(ConfigurationError, match="approval store shares no definitions"):
         await approvals.add(call("c0", agent="a"), owner=owner)
     assert await sessions.sessions() == []

@@ -36,6 +36,15 @@ from jarvis.domain.sessions.records import (
 from jarvis.domain.sessions.store_defaults import MessagesFromRecords, check_limit, newest
 
 
+def _refuse(owner: Owner | None) -> None:
+    """Refuse a call that names its owner: there is no definition here to check it against."""
+    if owner is not None:
+        raise ConfigurationError(
+            f"The jsonl session store keeps no definitions to check the {owner.what} against.",
+            hint='Managed agents and operators need [sessions] backend = "sqlite" or "postgres".',
+        )
+
+
 def _decode(line: str) -> SessionMessage | None:
     try:
         return decode_record(line)
@@ -143,12 +152,7 @@ class JsonlSessionStore(MessagesFromRecords):
         self, session_id: str, records: Sequence[SessionMessage], *, owner: Owner | None = None
     ) -> None:
         path = self._path(session_id)
-        if owner is not None:
-            raise ConfigurationError(
-                f"The jsonl session store keeps no definitions to check the {owner.what} against.",
-                hint='Managed agents and operators need [sessions] backend = "sqlite" or '
-                '"postgres".',
-            )
+        _refuse(owner)
         if not records:
             return
         payload = "".join(encode_record(r) + "\n" for r in records)
@@ -192,5 +196,7 @@ class JsonlSessionStore(MessagesFromRecords):
         infos = await asyncio.to_thread(self._infos)
         return infos if limit is None else infos[:limit]
 
-    async def delete(self, session_id: str) -> None:
-        await asyncio.to_thread(self._delete, self._path(session_id))
+    async def delete(self, session_id: str, *, owner: Owner | None = None) -> None:
+        path = self._path(session_id)
+        _refuse(owner)
+        await asyncio.to_thread(self._delete, path)

@@ -4,9 +4,10 @@ They live next to the conversations they own, in the ``operator_state`` table un
 ``managed_agent:<id>``, so every server on the database sees the same definitions. A page is
 read in the database, ordered by the record's ``created_us`` (the dialect reads it from the
 JSON record; a damaged record sorts first and is reported when read), then the key (the
-id's order), so listing reads no more than the page. An update replaces a definition only
-while it is the one the update read (its incarnation, checked in the same transaction:
-:mod:`jarvis.adapters.sql_store.owners`), so it never brings back one deleted meanwhile.
+id's order), so listing reads no more than the page. An update replaces, and a deletion
+removes, a definition only while it is the one read (its incarnation, checked in the same
+transaction, its row locked on PostgreSQL: :mod:`jarvis.adapters.sql_store.owners`), so an
+update never brings back one deleted meanwhile, and neither touches one created again since.
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from jarvis.domain.managed_agents import (
     agent_from_record,
     agent_to_record,
     check_agent_id,
+    definition_owner,
     owner_of,
 )
+from jarvis.domain.owners import Owner
 from jarvis.domain.sessions.records import SessionStoreCorruptError
 
 PREFIX = DEFINITION_PREFIX
 _AFTER_PREFIX = "managed_agent;"  # the next key after every "managed_agent:..." key
 _MINE = "key{c} >= ? AND key{c} < ?"
 _REPLACE = "UPDATE {state} SET value = ?, updated_us = {now} WHERE key = ?"
+_DELETE = "DELETE FROM {state} WHERE key = ?"
 
 
 class SqlManagedAgentStore:
@@ -55,19 +59,22 @@ class SqlManagedAgentStore:
 
         await call(self.driver, work)
 
-    async def update(self, agent: ManagedAgent) -> bool:
-        key = PREFIX + check_agent_id(agent.id)
-        text = agent_to_record(agent)
-        owner = owner_of(agent)
+    async def _change(self, owner: Owner, statement: str, arguments: tuple[str, ...]) -> bool:
+        """``statement`` in one transaction with the check that ``owner``'s very definition
+        is stored (its row locked for the change); whether it ran."""
 
         def work(db: Connection) -> bool:
             with db.transaction():
                 if not owner_holds(db, owner, changing=True):
                     return False
-                db.execute(_REPLACE, (text, key))
+                db.execute(statement, arguments)
                 return True
 
         return await call(self.driver, work)
+
+    async def update(self, agent: ManagedAgent) -> bool:
+        key = PREFIX + check_agent_id(agent.id)
+        return await self._change(owner_of(agent), _REPLACE, (agent_to_record(agent), key))
 
     async def get(self, agent_id: str) -> ManagedAgent | None:
         key = PREFIX + check_agent_id(agent_id)
@@ -108,10 +115,6 @@ class SqlManagedAgentStore:
 
         return await call(self.driver, work)
 
-    async def delete(self, agent_id: str) -> bool:
+    async def delete(self, agent_id: str, incarnation: str) -> bool:
         key = PREFIX + check_agent_id(agent_id)
-
-        def work(db: Connection) -> bool:
-            return db.execute("DELETE FROM {state} WHERE key = ?", (key,)).rowcount > 0
-
-        return await call(self.driver, work)
+        return await self._change(definition_owner(agent_id, incarnation), _DELETE, (key,))

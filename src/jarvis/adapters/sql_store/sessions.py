@@ -9,7 +9,8 @@
 * ``seq`` is a message's position (0, 1, ... per session): a page is one range of the
   primary key.
 * An append for a managed agent's or an operator's run names its owner: the definition is
-  checked in the append's transaction (:mod:`jarvis.adapters.sql_store.owners`).
+  checked in the append's transaction (:mod:`jarvis.adapters.sql_store.owners`); so is a
+  deletion that names the definition whose conversation it deletes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from jarvis.adapters.sql_store.driver import Connection, Row, SqlDriver, call
-from jarvis.adapters.sql_store.owners import owner_holds
+from jarvis.adapters.sql_store.owners import owned_call, owner_holds
 from jarvis.domain.owners import Owner, OwnerGoneError
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import (
@@ -192,12 +193,19 @@ class SqlSessionStore(MessagesFromRecords):
 
         return list(map(SessionInfo._make, await call(self.driver, work)))
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str, *, owner: Owner | None = None) -> None:
         check_session_id(session_id)
 
         def work(db: Connection) -> None:
-            with db.transaction():
-                db.execute("DELETE FROM {messages} WHERE session_id = ?", (session_id,))
-                db.execute("DELETE FROM {sessions} WHERE id = ?", (session_id,))
+            db.execute("DELETE FROM {messages} WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM {sessions} WHERE id = ?", (session_id,))
 
-        await call(self.driver, work)
+        if owner is not None:
+            await owned_call(self.driver, owner, work)
+            return
+
+        def whole(db: Connection) -> None:
+            with db.transaction():
+                work(db)
+
+        await call(self.driver, whole)

@@ -79,6 +79,14 @@ class SessionStorePort(Protocol):
         """Every session (the ``limit`` most recent), most recently appended to first."""
         ...
 
-    async def delete(self, session_id: str) -> None:
-        """Forget a session; deleting an unknown id is not an error."""
+    async def delete(self, session_id: str, *, owner: Owner | None = None) -> None:
+        """Forget a session; deleting an unknown id is not an error.
+
+        With ``owner`` (the definition whose conversation it is), only while ``owner``'s
+        definition is stored, checked in the same transaction as the deletion, as for
+        :meth:`append_records`: else :class:`~jarvis.domain.owners.OwnerGoneError`, and
+        nothing is deleted (the session may be the conversation of a definition created
+        again since under the same id). A store that keeps no definitions (``jsonl``)
+        refuses an owner with a ``ConfigurationError``.
+        """
         ...

@@ -245,12 +245,12 @@ def test_a_long_conversation_is_read_back_page_by_page(store: str, tmp_path: Pat
     )
     conversation = session_id_of("long")
     contents = [f"message {i}" for i in range(2500)]
-    asyncio.run(sessions.append(conversation, [Message.user(c) for c in contents]))
     with (
         serving(ScriptedInference(["unused"]), sessions=sessions) as served,
         httpx.Client(base_url=served.url, timeout=30) as client,
     ):
         client.post("/v1/managed-agents", json={"id": "long"}).raise_for_status()
+        asyncio.run(sessions.append(conversation, [Message.user(c) for c in contents]))
         url = "/v1/managed-agents/long/messages"
         pages: list[list[str]] = []
         params: dict[str, int] = {}
