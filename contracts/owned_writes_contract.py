@@ -135,6 +135,9 @@ class OwnedWritesContract:
         await stores.approvals.add(call("c1", agent="victim", arguments="{}"), owner=owner)
         assert await stores.approvals.expire("victim", "c1", owner=owner) is True
         assert await stores.approvals.pending("victim", limit=10) == []
+        await stores.approvals.add(call("c2", agent="victim", arguments="[]"), owner=owner)
+        await stores.approvals.forget("victim", owner=owner)  # the agent is being deleted
+        assert await stores.approvals.get("victim", "c2") is None
 
     async def test_a_deleted_agent_s_run_touches_no_approval_of_its_successor(
         self, stores: SharedStores
@@ -154,6 +157,8 @@ class OwnedWritesContract:
             await stores.approvals.use("victim", "c0", owner=agent_owner(old))
         with pytest.raises(OwnerGoneError):
             await stores.approvals.expire("victim", "c1", owner=agent_owner(old))
+        with pytest.raises(OwnerGoneError):  # a deletion of the old one, read before
+            await stores.approvals.forget("victim", owner=agent_owner(old))
         listed = await stores.approvals.pending("victim", limit=10)
         assert [(row.id, row.status) for row in listed] == [("c0", "allowed"), ("c1", "pending")]
 

@@ -198,9 +198,25 @@ async def _delete_conversation_late(backend: SqlBackend, agent: ManagedAgent) ->
     return True
 
 
+async def _forget_approvals_late(backend: SqlBackend, agent: ManagedAgent) -> bool:
+    """Delete ``agent``'s approvals as read before; whether they were deleted."""
+    try:
+        await backend.approvals.forget(agent.id, owner=agent_owner(agent))
+    except OwnerGoneError:
+        return False
+    return True
+
+
 LateWrite = Callable[[SqlBackend, ManagedAgent], Coroutine[None, None, bool]]
-LATE_WRITES = [_append_late, _update_late, _record_late, _delete_late, _delete_conversation_late]
-LATE_IDS = ["append", "update", "approval", "delete", "delete-conversation"]
+LATE_WRITES = [
+    _append_late,
+    _update_late,
+    _record_late,
+    _delete_late,
+    _delete_conversation_late,
+    _forget_approvals_late,
+]
+LATE_IDS = ["append", "update", "approval", "delete", "delete-conversation", "forget-approvals"]
 
 
 async def _commit_once_it_waits(
@@ -246,14 +262,16 @@ async def test_on_postgres_an_owned_write_waits_for_a_deletion_in_flight_then_is
 
 
 @pytest.mark.parametrize(
-    "write", [_delete_late, _delete_conversation_late], ids=["delete", "delete-conversation"]
+    "write",
+    [_delete_late, _delete_conversation_late, _forget_approvals_late],
+    ids=["delete", "delete-conversation", "forget-approvals"],
 )
 async def test_on_postgres_a_stale_deletion_waits_for_a_delete_and_create_then_spares_it(
     postgres: PostgresServer, write: LateWrite
 ) -> None:
     """Another client deletes the definition read and creates it again in one transaction:
     a deletion of what was read waits for it (the row is locked), then removes neither the
-    new definition nor the conversation there, which is the new one's now."""
+    new definition nor the conversation or approvals there, which are the new one's now."""
     import psycopg
 
     url = postgres.create_database()
@@ -264,6 +282,7 @@ async def test_on_postgres_a_stale_deletion_waits_for_a_delete_and_create_then_s
         await backend.sessions.append_records(
             agent_session_id("victim"), said("kept"), owner=agent_owner(agent)
         )
+        await backend.approvals.add(pending("c0", agent="victim"), owner=agent_owner(agent))
         successor = ManagedAgent(id="victim", system_prompt="New.", incarnation="new")
         with psycopg.connect(url) as deleting:  # one transaction, until commit
             deleting.execute(
@@ -279,5 +298,6 @@ async def test_on_postgres_a_stale_deletion_waits_for_a_delete_and_create_then_s
         assert await backend.managed_agents.get("victim") == successor
         loaded = await backend.sessions.load(agent_session_id("victim"))
         assert [m.content for m in loaded] == ["kept"]
+        assert [row.id for row in await backend.approvals.pending("victim", limit=10)] == ["c0"]
     finally:
         backend.close()

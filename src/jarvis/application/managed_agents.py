@@ -45,7 +45,7 @@ from jarvis.domain.managed_agents import (
     position_of,
     session_id_of,
 )
-from jarvis.domain.owners import OwnerGoneError, new_incarnation
+from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.contract import AgentContext
 from jarvis.domain.sessions.records import SessionMessage, SessionPage, to_micros, utc_now
@@ -185,9 +185,7 @@ class ManagedAgentService:
                 )
             if await self.agents.get(agent_id) is not None:
                 raise ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
-            # what an earlier agent's run appended while it was being deleted (no run can
-            # append while no definition is stored): the new agent starts a conversation
-            await self.sessions.delete(session_id_of(agent_id))
+            await self._forget_kept(agent_id)  # of an earlier agent (see delete)
             await self.agents.put(agent)
         return agent
 
@@ -235,30 +233,37 @@ class ManagedAgentService:
         return agent
 
     async def delete(self, agent_id: str) -> None:
-        """Forget the definition read and its conversation, and cancel its runs in this
-        process. Only that very definition: one deleted meanwhile, even if created again
-        since, is left alone, with its conversation (``ManagedAgentNotFoundError``, as for
-        an unknown id).
+        """Forget the definition read, its conversation and its approvals, and cancel its
+        runs in this process. Only that very definition: one deleted meanwhile, even if
+        created again since, is left alone, with what it keeps
+        (``ManagedAgentNotFoundError``, as for an unknown id).
 
-        The conversation goes first, so that a deletion cut short leaves the agent (delete
-        it again), never a conversation without it for an agent created later under the
-        same id to inherit; it is deleted only while the definition read is stored, and
-        the definition only while it is the one read (each checked by the store in its
-        transaction: :func:`owner_of`). From then on the store refuses its runs' writes
-        (each names the definition it ran for), and its runs here are cancelled where
-        they wait (:mod:`.managed_runs`): nothing they could still produce would be kept.
-        What a run answering in between appended is not deleted after the definition (a
-        successor's conversation may be there by then): :meth:`create` clears it."""
+        What it keeps goes first, so that a deletion cut short leaves the agent (delete it
+        again), never a conversation or approvals without it for an agent created later
+        under the same id to inherit. It is deleted only while the definition read is
+        stored, and the definition only while it is the one read (each checked by the
+        store in its transaction: :func:`owner_of`). From then on the store refuses its
+        runs' writes (each names the definition it ran for), and its runs here are
+        cancelled where they wait (:mod:`.managed_runs`): nothing they could still produce
+        would be kept. Nothing is deleted after the definition (an agent created again
+        may keep its own there by then): what a run wrote in between is cleared by
+        :meth:`create`, before it stores the next definition of the id."""
         agent = await self.get(agent_id)
         try:
-            await self.sessions.delete(session_id_of(agent_id), owner=owner_of(agent))
+            await self._forget_kept(agent_id, owner_of(agent))
         except OwnerGoneError:
             raise ManagedAgentNotFoundError(agent_id) from None
         if not await self.agents.delete(agent_id, agent.incarnation):
             raise ManagedAgentNotFoundError(agent_id)
         self._runs.stop(agent_id, agent.incarnation)
+
+    async def _forget_kept(self, agent_id: str, owner: Owner | None = None) -> None:
+        """Delete the conversation and the approvals of ``agent_id``: with ``owner``, only
+        while that definition is stored (else ``OwnerGoneError``); without, as they are
+        (no run can write while no definition of the id is stored)."""
+        await self.sessions.delete(session_id_of(agent_id), owner=owner)
         if self.approvals is not None:
-            await self.approvals.forget(agent_id)
+            await self.approvals.forget(agent_id, owner=owner)
 
     # -- conversation ----------------------------------------------------------------------
 

@@ -121,8 +121,9 @@ class ManagedApprovals:
     async def pending(self, agent_id: str) -> list[StoredApproval]:
         return await self.store.pending(agent_id, limit=MAX_PENDING_LISTED)
 
-    async def forget(self, agent_id: str) -> None:
-        await self.store.forget(agent_id)
+    async def forget(self, agent_id: str, *, owner: Owner | None = None) -> None:
+        """Delete every approval of the agent (see :meth:`ApprovalStorePort.forget`)."""
+        await self.store.forget(agent_id, owner=owner)
 
 
 @dataclass(slots=True)

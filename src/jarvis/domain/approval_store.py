@@ -113,6 +113,9 @@ class ApprovalStorePort(Protocol):
         """The agent's approvals not used or expired yet, oldest first (at most ``limit``)."""
         ...
 
-    async def forget(self, agent_id: str) -> None:
-        """Delete every approval of the agent (the agent was deleted)."""
+    async def forget(self, agent_id: str, *, owner: Owner | None = None) -> None:
+        """Delete every approval of the agent (it is being deleted, or created again).
+        ``owner``: the definition they are deleted for; ``OwnerGoneError``, and nothing
+        deleted, unless it is stored (checked in the same transaction): they may be those
+        of an agent created again since under the same id."""
         ...

@@ -113,6 +113,7 @@ class InMemoryApprovalStore:
         ]
         return sorted(rows, key=lambda r: (r.created_us, r.id))[:limit]
 
-    async def forget(self, agent_id: str) -> None:
+    async def forget(self, agent_id: str, *, owner: Owner | None = None) -> None:
+        check_owner(self._owners, owner, "approval store")
         for key in [key for key in self._rows if key[0] == agent_id]:
             del self._rows[key]

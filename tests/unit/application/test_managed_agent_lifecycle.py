@@ -23,6 +23,7 @@ from typing import TypeVar
 
 import pytest
 
+from contracts.approval_store_contract import pending
 from jarvis.adapters.sql_store import SqlBackend
 from jarvis.application.ask import AskService
 from jarvis.application.managed_agents import (
@@ -40,7 +41,12 @@ from jarvis.domain.errors import RunCancelledError
 from jarvis.domain.llm.completion import Completion, StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import ToolCall
-from jarvis.domain.managed_agents import ManagedAgent, ManagedAgentStorePort, session_id_of
+from jarvis.domain.managed_agents import (
+    ManagedAgent,
+    ManagedAgentStorePort,
+    owner_of,
+    session_id_of,
+)
 from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.updates import ApprovalRequired, TextDelta
@@ -336,9 +342,13 @@ def hold_next(monkeypatch: pytest.MonkeyPatch, store: object, method: str) -> He
     return held
 
 
-HOLD_POINTS = {"read": ("agents", "get"), "conversation-deleted": ("sessions", "delete")}
+HOLD_POINTS = {
+    "read": ("agents", "get"),
+    "conversation-deleted": ("sessions", "delete"),
+    "definition-deleted": ("agents", "delete"),
+}
 """Where a deletion is held: once it read the definition; once it deleted the
-conversation, before it deletes the definition."""
+conversation, before it deletes the definition; once it deleted the definition."""
 
 
 async def held_delete(
@@ -355,7 +365,7 @@ async def held_delete(
     return deletion, held
 
 
-@pytest.mark.parametrize("point", list(HOLD_POINTS))
+@pytest.mark.parametrize("point", ["read", "conversation-deleted"])
 async def test_a_deletion_that_read_an_agent_deleted_and_created_again_leaves_the_new_one(
     monkeypatch: pytest.MonkeyPatch, running: Running, point: str
 ) -> None:
@@ -377,6 +387,25 @@ async def test_a_deletion_that_read_an_agent_deleted_and_created_again_leaves_th
     assert await service.sessions.load(session_id_of("victim")) == ()
 
 
+async def test_an_agent_created_again_before_its_deletion_returns_keeps_what_it_keeps(
+    monkeypatch: pytest.MonkeyPatch, running: Running
+) -> None:
+    """Created again by another server, sent a message, with a call waiting for its
+    approval, once the deletion deleted the definition and before it returns: nothing the
+    deletion still does touches the new agent's conversation or approvals."""
+    service, other = running.service, running.other
+    deletion, held = await held_delete(monkeypatch, running, "definition-deleted")
+    await other.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
+    await other.post("victim", "New question.")
+    assert other.approvals is not None
+    successor = await other.get("victim")
+    await other.approvals.store.add(pending("c0", agent="victim"), owner=owner_of(successor))
+    held.go_on.set()
+    await deletion
+    assert [m.message.content for m in await service.messages("victim")] == ["New question."]
+    assert [row.id for row in await other.approvals.pending("victim")] == ["c0"]
+
+
 async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
     monkeypatch: pytest.MonkeyPatch, running: Running
 ) -> None:
@@ -386,10 +415,14 @@ async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
     service, other = running.service, running.other
     deletion, held = await held_delete(monkeypatch, running, "conversation-deleted")
     await other.post("victim", "Late question.")
+    read = await other.get("victim")
+    assert other.approvals is not None
+    await other.approvals.store.add(pending("c0", agent="victim"), owner=owner_of(read))
     held.go_on.set()
     await deletion
     await other.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
     assert await service.messages("victim") == []
+    assert await other.approvals.pending("victim") == []
 
 
 async def no_approval_required(updates: AsyncIterator[AnswerUpdate]) -> None:

@@ -41,5 +41,10 @@ async def test_a_store_that_shares_no_definitions_refuses_an_owned_write() -> No
     await sessions.delete("managed-agent:a")
     with pytest.raises(ConfigurationError, match="approval store shares no definitions"):
         await approvals.add(call("c0", agent="a"), owner=owner)
+    await approvals.add(call("c0", agent="a"))
+    with pytest.raises(ConfigurationError, match="approval store shares no definitions"):
+        await approvals.forget("a", owner=owner)
+    assert len(await approvals.pending("a", limit=10)) == 1
+    await approvals.forget("a")
     assert await sessions.sessions() == []
     assert await approvals.pending("a", limit=10) == []

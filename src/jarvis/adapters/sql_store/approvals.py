@@ -137,8 +137,8 @@ class SqlApprovalStore:
 
         return [_approval(row) for row in await call(self.driver, work)]
 
-    async def forget(self, agent_id: str) -> None:
+    async def forget(self, agent_id: str, *, owner: Owner | None = None) -> None:
         def work(db: Connection) -> None:
             db.execute(_FORGET, (agent_id,))
 
-        await call(self.driver, work)
+        await owned_call(self.driver, owner, work)
