@@ -13,12 +13,13 @@ that neither side shares its interpreter with the load.
 * time to the first token through the server against a direct streamed call to the stub,
   alternating, one request at a time: the server's overhead (p50);
 * non-streamed throughput at 50 concurrent requests against the same agent through
-  ``Jarvis.aask`` in this process, interleaved blocks, each a few rounds of 50 concurrent
-  requests. Both sides reach the stub the same way (the engine adapter, keep-alive). The
-  clients of the server are 50 persistent HTTP/1.1 keep-alive connections written and read
-  with asyncio streams (:class:`_KeepAlive`), every answer checked: a few microseconds of
-  CPU per request, where an ``httpx.AsyncClient`` costs more than the server itself does
-  (its row is reported beside, for comparison). Every ratio is of one run;
+  ``Jarvis.aask`` in this process, interleaved blocks; in each, 50 clients ask one
+  question after another, the next as soon as the last is answered. Both sides reach the
+  stub the same way (the engine adapter, keep-alive). The clients of the server are 50
+  persistent HTTP/1.1 keep-alive connections, each a bare asyncio protocol
+  (:class:`_KeepAlive`), every answer checked: about 10 us of CPU per request, where an
+  ``httpx.AsyncClient`` costs more than the server itself does (its row is reported
+  beside, for comparison). Every ratio is of one run;
 * the server's peak RSS (``VmHWM``) after that load;
 * the same throughput with ``--workers 2`` (no goal: the goal compares one server process
   with one ``Jarvis.aask`` process).
@@ -207,14 +208,52 @@ async def _first_token_rows(ctx: BenchContext, url: str) -> Row:
     )
 
 
+class _Reply(asyncio.Protocol):
+    """One keep-alive connection of :class:`_KeepAlive`: hands each whole answer (its
+    status line and body, read by its ``content-length``) to the request waiting for it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[tuple[bytes, bytes]] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0 or self.waiter is None:
+            return
+        head = bytes(self.buffer[:end]).lower()
+        at = head.find(b"\r\ncontent-length:")
+        if at < 0:
+            self.waiter.set_exception(RuntimeError(f"no content-length: {head!r}"))
+            return
+        length = int(head[at + 17 :].split(b"\r\n", 1)[0])
+        if len(self.buffer) < end + 4 + length:
+            return
+        status = head.split(b"\r\n", 1)[0]
+        body = bytes(self.buffer[end + 4 : end + 4 + length])
+        del self.buffer[: end + 4 + length]
+        self.waiter.set_result((status, body))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(RuntimeError("jarvis serve closed the connection"))
+
+
 class _KeepAlive:
     """``WIDTH`` persistent HTTP/1.1 keep-alive connections to the server, one request at a
     time on each: the load generator of the throughput row.
 
-    It writes a prepared request and reads the reply by its ``content-length``, and checks
-    the answer, at a few microseconds of CPU per request; httpx costs some 1.5 ms per request
-    at this concurrency (its pool walks every connection on each request), so a load
-    generator built on it measures itself, in the process that also runs ``Jarvis.aask``.
+    Each connection is a bare asyncio protocol (:class:`_Reply`): it writes a prepared
+    request and hands back the answer by its ``content-length``, and the answer is checked,
+    at about 10 us of CPU per request. A load generator built on httpx costs some 1.5 ms
+    per request at this concurrency (its pool walks every connection on each request), and
+    one on asyncio streams with a ``wait_for`` per read about 50 us: on a machine of two
+    cores, whatever the generator takes is taken from the server it measures.
     """
 
     def __init__(self, url: str, body: Mapping[str, object]) -> None:
@@ -225,28 +264,36 @@ class _KeepAlive:
             f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}:{port}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
         ).encode() + payload
-        self.streams: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.connections: list[_Reply] = []
 
     async def __aenter__(self) -> _KeepAlive:
-        self.streams = [await asyncio.open_connection(self.host, self.port) for _ in range(WIDTH)]
+        loop = asyncio.get_running_loop()
+        for _ in range(WIDTH):
+            _, reply = await loop.create_connection(_Reply, self.host, self.port)
+            self.connections.append(reply)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for _, writer in self.streams:
-            writer.close()
+        for reply in self.connections:
+            if reply.transport is not None:
+                reply.transport.close()
 
     async def ask(self, index: int) -> str:
-        reader, writer = self.streams[index]
-        writer.write(self.request)
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
-        status, *headers = head.decode("latin-1").split("\r\n")
-        if not status.startswith("HTTP/1.1 200"):
+        reply = self.connections[index]
+        if reply.transport is None or reply.transport.is_closing():
+            # the server closed it while it sat idle (its keep-alive timeout): as any
+            # keep-alive client does, ask on a new one
+            loop = asyncio.get_running_loop()
+            _, reply = await loop.create_connection(_Reply, self.host, self.port)
+            self.connections[index] = reply
+        assert reply.transport is not None
+        reply.waiter = asyncio.get_running_loop().create_future()
+        reply.transport.write(self.request)
+        status, body = await reply.waiter
+        reply.waiter = None
+        if not status.startswith(b"http/1.1 200"):
             raise RuntimeError(f"jarvis serve answered {status!r}")
-        length = next(
-            int(h.partition(":")[2]) for h in headers if h.lower().startswith("content-length:")
-        )
-        reply = json.loads(await asyncio.wait_for(reader.readexactly(length), 60))
-        content: str = reply["choices"][0]["message"]["content"]
+        content: str = json.loads(body)["choices"][0]["message"]["content"]
         return content
 
 
@@ -263,14 +310,23 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: in
     what bounds each side's rate once a process has a core to itself."""
     from jarvis import Jarvis
 
-    rounds, blocks = (2, 2) if ctx.quick else (4, 5)
+    rounds, blocks = (4, 2) if ctx.quick else (20, 5)
+    slow_rounds = 4  # httpx as the client: some 200 requests a second
 
-    async def rate(one: Callable[[int], Awaitable[object]]) -> float:
+    async def rate(one: Callable[[int], Awaitable[object]], rounds: int = rounds) -> float:
+        """Requests a second of ``WIDTH`` clients, each asking its next question as soon as
+        it has its answer (as ``wrk -c`` does; a barrier after every ``WIDTH`` answers
+        would measure the slowest answer of each round instead)."""
+
+        async def client(index: int) -> None:
+            for _ in range(rounds):
+                answer = await one(index)
+                if answer != ANSWER:
+                    raise RuntimeError(f"a wrong answer: {answer!r}")
+
         started = time.perf_counter()
-        for _ in range(rounds):
-            answers = await asyncio.gather(*(one(i) for i in range(WIDTH)))
-            if any(a != ANSWER for a in answers):
-                raise RuntimeError(f"a wrong answer: {answers[0]!r}")
+        async with asyncio.timeout(120):
+            await asyncio.gather(*(client(i) for i in range(WIDTH)))
         return WIDTH * rounds / (time.perf_counter() - started)
 
     limits = httpx.Limits(max_connections=WIDTH * 2, max_keepalive_connections=WIDTH * 2)
@@ -290,7 +346,7 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: in
 
         for _ in range(2):
             await rate(keep_alive.ask)
-            await rate(served)
+            await rate(served, slow_rounds)
             await rate(sdk)
         ours, through_httpx, theirs = [], [], []
         server_cpu = own_cpu = 0.0
@@ -302,9 +358,13 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: in
             theirs.append(await rate(sdk))
             own_cpu += time.process_time() - before
             if workers == 1:
-                through_httpx.append(await rate(served))
+                through_httpx.append(await rate(served, slow_rounds))
     value, baseline = statistics.median(ours), statistics.median(theirs)
-    note = f"median of {blocks} interleaved blocks of {rounds} x {WIDTH}"
+
+    def blocks_of(requests: int) -> str:
+        return f"median of {blocks} interleaved blocks of {WIDTH} clients x {requests} requests"
+
+    note = blocks_of(rounds)
     if workers > 1:
         return [
             Row(
@@ -339,7 +399,7 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: in
             unit="runs/s",
             baseline=baseline,
             baseline_name="Jarvis.aask in one process",
-            note=f"one httpx.AsyncClient; {note}",
+            note=f"one httpx.AsyncClient; {blocks_of(slow_rounds)}",
         ),
     ]
 

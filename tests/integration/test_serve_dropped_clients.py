@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from jarvis.entrypoints.http.state import ServeLimits
 from tests.support.gated_engine import MODEL, GatedEngine
 from tests.support.serve import Served, serving
 
@@ -84,21 +85,34 @@ def _requests(served: Served, kind: str) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize(
-    ("kind", "fast_path"),
+    ("kind", "fast_path", "uvicorn_protocol"),
     [
-        ("chat", True),  # the pure-ASGI fast path
-        ("chat", False),  # FastAPI's route
-        ("proxy", True),
-        ("messages", True),
-        ("managed", True),
+        ("chat", True, False),  # the pure-ASGI fast path
+        ("chat", False, False),  # FastAPI's route
+        ("proxy", True, False),
+        ("messages", True, False),
+        ("managed", True, False),
+        # served by uvicorn's own protocol: no connection hook, the client watched through
+        # ASGI's ``receive()``
+        ("chat", True, True),
+        ("chat", False, True),
+        ("proxy", True, True),
+        ("messages", True, True),
+        ("managed", True, True),
     ],
 )
 def test_dropped_non_streamed_requests_are_counted_then_cancelled(
-    kind: str, fast_path: bool
+    kind: str, fast_path: bool, uvicorn_protocol: bool
 ) -> None:
     with (
         GatedEngine() as engine,
-        serving(engine="openai", base_url=engine.url, model=MODEL, fast_path=fast_path) as served,
+        serving(
+            engine="openai",
+            base_url=engine.url,
+            model=MODEL,
+            fast_path=fast_path,
+            uvicorn_protocol=uvicorn_protocol,
+        ) as served,
     ):
         connections = [_send(served.url, path, body) for path, body in _requests(served, kind)]
         try:
@@ -144,3 +158,31 @@ def test_a_client_that_waits_still_gets_its_answer() -> None:
         assert reply.json()["choices"][0]["message"]["content"] == engine.answer
         assert served.state.active_runs == 0
         assert engine.abandoned == 0
+
+
+@pytest.mark.parametrize("uvicorn_protocol", [False, True])
+def test_a_run_past_the_request_deadline_is_answered_504_and_its_engine_request_closed(
+    uvicorn_protocol: bool,
+) -> None:
+    """The deadline cancels the request's task while its run waits (the engine never
+    answers): the run is cancelled with it, and the deadline, not the client leaving, answers."""
+    with (
+        GatedEngine() as engine,
+        serving(
+            engine="openai",
+            base_url=engine.url,
+            model=MODEL,
+            limits=ServeLimits(request_timeout=0.5),
+            uvicorn_protocol=uvicorn_protocol,
+        ) as served,
+    ):
+        reply = httpx.post(
+            served.url + "/v1/chat/completions",
+            json={"model": "jarvis/simple", "messages": QUESTION},
+            timeout=WAIT,
+        )
+        assert reply.status_code == 504, reply.text
+        assert reply.json()["error"]["type"] == "timeout_error"
+        assert engine.wait_for(lambda e: e.abandoned == 1, WAIT), engine.abandoned
+        _until(lambda: served.state.active_runs == 0, "the run ended")
+        assert not engine.gate.is_set()

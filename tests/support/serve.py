@@ -51,7 +51,10 @@ def serving(
     cors_origins: Sequence[str] = (),
     fast_path: bool = True,
     approvals: ManagedApprovals | None = None,
+    uvicorn_protocol: bool = False,
 ) -> Iterator[Served]:
+    """``uvicorn_protocol``: serve with uvicorn's own httptools protocol instead of jarvis's
+    (as an application mounting jarvis's ASGI app in its own server would)."""
     config = load_config(overrides=EngineOverrides(engine=engine, base_url=base_url, model=model))
     runtime = bootstrap(config, inference=inference)
     runtime.container.user_tools().extend(tools)
@@ -69,5 +72,8 @@ def serving(
     )
     state = ServerState(service=runtime.service, managed=managed, limits=limits)
     app = create_app(state, api_key=api_key, cors_origins=cors_origins, fast_path=fast_path)
-    with ServerThread(app) as address:
+    server = ServerThread(app)
+    if uvicorn_protocol:
+        server.server.config.http = "httptools"  # read when the server starts
+    with server as address:
         yield Served(address.url, state, sessions, agents, runtime)

@@ -124,6 +124,9 @@ def app_from_environment() -> App:
         raise RuntimeError(f"{SPEC_VARIABLE} is not set: start workers with jarvis serve.")
     if supervisor is not None:
         end_with_parent(int(supervisor))
+    from jarvis.entrypoints.http.collector import pace_for_serving
+
+    pace_for_serving()  # a worker process serves and nothing else
     return build_app(ServeSpec.from_json(text))
 
 

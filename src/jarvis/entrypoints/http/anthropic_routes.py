@@ -145,7 +145,7 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
         return EventStream(encoded(state, chunks, encoder))
     async with asyncio.timeout(state.limits.request_timeout):
         completion = await while_connected(
-            state, request.receive, service.inference.generate(inference_request)
+            state, request.scope, request.receive, service.inference.generate(inference_request)
         )
     return JSONResponse(_message(message_id, body.model, completion, estimate).model_dump())
 

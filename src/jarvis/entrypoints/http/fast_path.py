@@ -63,7 +63,7 @@ class ChatFastPath:
         tracked = ResponseStartWatch(send)
         try:
             try:
-                response = await complete(self.state, request, receive)
+                response = await complete(self.state, request, scope, receive)
             except Exception as exc:  # what FastAPI's exception handlers answer
                 response = _error_reply(exc)
             await response(scope, receive, tracked)

@@ -197,7 +197,7 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
         return EventStream(run_frames(state, agent_id, memory=memory))
     async with asyncio.timeout(state.limits.request_timeout):
         ran = state.managed.run(agent_id, memory=memory)
-        answer = await while_connected(state, request.receive, ran)
+        answer = await while_connected(state, request.scope, request.receive, ran)
     return JSONResponse(
         {
             "status": "completed",

@@ -50,7 +50,7 @@ from jarvis.entrypoints.http.openai_wire import (
     tool_call_out,
 )
 from jarvis.entrypoints.http.response_format import engine_format, output_for
-from jarvis.entrypoints.http.security import Receive
+from jarvis.entrypoints.http.security import Receive, Scope
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import EventStream, encoded
 from jarvis.entrypoints.http.watched import while_connected
@@ -81,14 +81,13 @@ async def command_for(
         if not service.registry.contains(key):
             raise _unknown_model(body.model)
         state.policy.check(service.registry, key, {})
-        command = AskQuestion(
+        return AskQuestion(  # built once, capped (a dataclass's replace costs as much again)
             question=question,
             agent=key,
             temperature=body.temperature,  # unset: AskService applies the [agent] defaults
-            max_tokens=max_tokens,
+            max_tokens=_capped_tokens(service, key, max_tokens, cap),
             context=context,
         )
-        return capped(service, command, cap)
     try:
         agent_id = check_agent_id(body.model)
     except ConfigurationError:
@@ -110,15 +109,24 @@ def capped(service: AskService, command: AskQuestion, cap: int) -> AskQuestion:
     (``max_tokens`` / ``max_completion_tokens``), else the managed agent's, else ``[agent]
     max_tokens``, else the agent's own default, clamped to ``cap`` (as ``/v1/messages``
     clamps its ``max_tokens``); none of them set asks for ``cap``."""
-    wanted = command.max_tokens
+    wanted = _capped_tokens(service, command.agent, command.max_tokens, cap)
+    return command if wanted == command.max_tokens else replace(command, max_tokens=wanted)
+
+
+def _capped_tokens(
+    service: AskService, agent: str | None, asked: int | None, cap: int
+) -> int | None:
+    """The ``max_tokens`` of :func:`capped`: ``asked`` when it is set and within ``cap``,
+    else unset when the defaults are within ``cap``, else ``cap``."""
+    wanted = asked
     if wanted is None:
         wanted = service.default_max_tokens
     if wanted is None:
-        key = service.registry.resolve(command.agent or service.default_agent)
+        key = service.registry.resolve(agent or service.default_agent)
         wanted = service.registry.get(key).default_sampling.max_tokens
     if wanted is not None and wanted <= cap:
-        return command
-    return replace(command, max_tokens=cap)
+        return asked
+    return cap
 
 
 def _unknown_model(model: str) -> ApiError:
@@ -158,10 +166,12 @@ async def list_models(request: Request) -> dict[str, object]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatRequest, request: Request) -> Response:
-    return await complete(state_of(request), body, request.receive)
+    return await complete(state_of(request), body, request.scope, request.receive)
 
 
-async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> Response:
+async def complete(
+    state: ServerState, body: ChatRequest, scope: Scope, receive: Receive
+) -> Response:
     """The whole of ``POST /v1/chat/completions`` once its body is validated. FastAPI's
     route above and the fast path in front of FastAPI (:mod:`.fast_path`) both answer
     through it, so the two cannot answer differently. ``receive`` (the body already read)
@@ -170,7 +180,7 @@ async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> R
     messages = to_messages(body.messages, max_chars=limits.max_message_chars)
     service = await state.service()
     if body.tools:
-        return await _proxy(state, service, body, messages, receive)
+        return await _proxy(state, service, body, messages, scope, receive)
     question, history = split_question(messages)
     command = await command_for(state, service, body, question, history)
     output = output_for(body.response_format)
@@ -182,7 +192,7 @@ async def complete(state: ServerState, body: ChatRequest, receive: Receive) -> R
             encoded(state, service.stream(command), AgentChunks(body.model, reply_id))
         )
     async with asyncio.timeout(limits.request_timeout):
-        answer = await while_connected(state, receive, service.ask(command))
+        answer = await while_connected(state, scope, receive, service.ask(command))
     return JSONResponse(
         _completion(reply_id, body.model, answer.content, (), finish_for(answer), answer.usage)
     )
@@ -209,6 +219,7 @@ async def _proxy(
     service: AskService,
     body: ChatRequest,
     messages: list[Message],
+    scope: Scope,
     receive: Receive,
 ) -> Response:
     """One inference with the agent's system prompt and the client's tools."""
@@ -242,7 +253,9 @@ async def _proxy(
         chunks = service.inference.stream(request)
         return EventStream(encoded(state, chunks, ProxyChunks(body.model, reply_id)))
     async with asyncio.timeout(state.limits.request_timeout):
-        completion = await while_connected(state, receive, service.inference.generate(request))
+        completion = await while_connected(
+            state, scope, receive, service.inference.generate(request)
+        )
     calls = tuple(tool_call_out(i, c) for i, c in enumerate(completion.tool_calls))
     for call in calls:
         call.pop("index")

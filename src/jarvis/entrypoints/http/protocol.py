@@ -36,6 +36,7 @@ from typing import ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from jarvis.entrypoints.http.client_connection import CLIENT_CONNECTION, ClientConnection
 from jarvis.entrypoints.http.errors import ApiError, openai_body
 from jarvis.entrypoints.http.listener_guard import PEER_CELL
 from jarvis.entrypoints.http.peer_user import PeerCell, unix_peer
@@ -119,13 +120,20 @@ class JarvisHttpProtocol(HttpToolsProtocol):
     header."""
     _head_bytes = 0
     _refusal: ApiError | None = None
+    _connection: ClientConnection
+    """What this connection's requests are told of it (made as it opens)."""
 
     def connection_made(  # type: ignore[override]  # uvicorn narrows it the same way
         self, transport: asyncio.Transport
     ) -> None:
+        self._connection = ClientConnection()
         super().connection_made(cast(asyncio.Transport, _CoalescingTransport(transport, self.loop)))
         # the connection's owner, looked up once by the listener guard for all its requests
-        self.app_state = {**self.app_state, PEER_CELL: unix_peer(transport) or PeerCell()}
+        self.app_state = {
+            **self.app_state,
+            PEER_CELL: unix_peer(transport) or PeerCell(),
+            CLIENT_CONNECTION: self._connection,
+        }
         self._phase = time.monotonic()
         self._timer = self.loop.call_later(self.header_deadline, self._check)
 
@@ -175,6 +183,10 @@ class JarvisHttpProtocol(HttpToolsProtocol):
                 )
             )
 
+    def on_message_begin(self) -> None:
+        self._connection.body_arrived = False
+        super().on_message_begin()
+
     def on_headers_complete(self) -> None:
         self._in_head, self._head_bytes = False, 0
         super().on_headers_complete()
@@ -182,6 +194,7 @@ class JarvisHttpProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._in_head = True
+        self._connection.body_arrived = True
 
     def _stop(self, error: ApiError) -> None:
         self._refusal = error
@@ -232,6 +245,7 @@ class JarvisHttpProtocol(HttpToolsProtocol):
             self._timer.cancel()
             self._timer = None
         super().connection_lost(exc)
+        self._connection.left()  # a run this connection's request waits for is cancelled
 
 
 def _head_too_large() -> ApiError:

@@ -22,6 +22,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from jarvis.entrypoints.http.client_connection import connection_of
 from jarvis.entrypoints.http.errors import ApiError, body_for
 
 Scope = MutableMapping[str, Any]
@@ -82,8 +83,7 @@ class Guard:
                 )
                 return
         try:
-            async with asyncio.timeout(self.body_timeout):  # no task per request (wait_for's)
-                body = await self._read_body(scope, receive)
+            body = await self._read_body_in_time(scope, receive)
         except ApiError as error:
             await _refuse(scope, send, error)
             return
@@ -111,6 +111,16 @@ class Guard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read_body_in_time(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The body, read before :attr:`body_timeout` (``TimeoutError`` after it). No timer
+        when the server's protocol says the whole body is in already: nothing to wait for
+        (:mod:`.client_connection`)."""
+        connection = connection_of(scope)
+        if connection is not None and connection.body_arrived:
+            return await self._read_body(scope, receive)
+        async with asyncio.timeout(self.body_timeout):  # no task per request (wait_for's)
+            return await self._read_body(scope, receive)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
         for name, value in scope.get("headers") or ():

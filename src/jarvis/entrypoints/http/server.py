@@ -20,6 +20,7 @@ import uvicorn
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.entrypoints.closing import CloseOnExit
+from jarvis.entrypoints.http.collector import pace_for_serving
 from jarvis.entrypoints.http.protocol import JarvisHttpProtocol
 from jarvis.entrypoints.http.security import App
 from jarvis.entrypoints.http.termination import exit_handlers_before_sigterm
@@ -162,6 +163,7 @@ def run(
     socket ``unix`` (mode 0600) instead of ``host:port`` when given. Once it listens, it
     says where on stderr (``jarvis: serving on http://HOST:PORT``)."""
     config = uvicorn_config(app, host=host, port=port, log_level=log_level)
+    pace_for_serving()  # this process serves and nothing else
     if unix is not None:
         from pathlib import Path
 

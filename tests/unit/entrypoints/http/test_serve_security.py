@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 
@@ -108,15 +109,43 @@ def test_oversized_bodies_are_refused_before_and_while_reading() -> None:
         assert reply.json()["error"]["message"]
 
 
-def test_a_body_that_never_finishes_arriving_is_timed_out() -> None:
+def _one_answer(sock: socket.socket) -> tuple[bytes, bytes]:
+    """The status line and body of one answer read whole from ``sock`` (by its length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head.split(b"\r\n", 1)[0], body
+
+
+@pytest.mark.parametrize("after_a_whole_request", [False, True])
+def test_a_body_that_never_finishes_arriving_is_timed_out(after_a_whole_request: bool) -> None:
+    """Also on a connection whose last request came whole: what the server knew of that
+    body (all of it in, no timer needed) is not taken for the next one's."""
     limits = ServeLimits(body_timeout=0.3)
-    with serving(ScriptedInference(), limits=limits) as served:
+    with serving(ScriptedInference(["first"]), limits=limits) as served:
         port = int(served.url.rsplit(":", 1)[1])
+        head = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+            "content-type: application/json\r\ncontent-length: {}\r\n\r\n"
+        )
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(
-                f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n".encode()
-                + b'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"mo'
-            )
+            if after_a_whole_request:
+                whole = json.dumps(
+                    {"model": "jarvis/simple", "messages": [{"role": "user", "content": "x"}]}
+                ).encode()
+                sock.sendall(head.format(len(whole)).encode() + whole)
+                status, body = _one_answer(sock)
+                assert status.startswith(b"HTTP/1.1 200")
+                assert b"first" in body
+            sock.sendall(head.format(100).encode() + b'{"mo')
             reply = sock.recv(65536).decode()  # waits for the server, not a timer of ours
     assert reply.startswith("HTTP/1.1 408")
     assert "request_timeout" in reply
