@@ -75,3 +75,30 @@ def test_a_slow_answer_is_not_cut_by_the_header_deadline(monkeypatch: pytest.Mon
     monkeypatch.setattr(JarvisHttpProtocol, "header_deadline", DEADLINE)
     with serving(ScriptedInference(["Slow."], latency=4 * DEADLINE)) as served:
         assert _complete(served) == 200
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_deadline_and_not_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After an answer the connection's deadline starts again: a client may ask again on
+    it meanwhile, and one that stays idle is closed (the only timer of an idle
+    connection: uvicorn's own keep-alive timer is not armed)."""
+    monkeypatch.setattr(JarvisHttpProtocol, "header_deadline", DEADLINE)
+    with serving(ScriptedInference(["One.", "Two."])) as served:
+        port = int(served.url.rsplit(":", 1)[1])
+        body = b'{"model": "jarvis/simple", "messages": [{"role": "user", "content": "hi"}]}'
+        request = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % (port, len(body))
+        ) + body
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            for answer in (b"One.", b"Two."):  # the same connection, answered twice
+                connection.sendall(request)
+                received = b""
+                while answer not in received:
+                    chunk = connection.recv(65536)
+                    assert chunk, f"closed before the answer: {received!r}"
+                    received += chunk
+            started = time.monotonic()
+            assert _closed_by_server(connection, 30)
+            assert time.monotonic() - started >= DEADLINE * 0.9
