@@ -4,12 +4,12 @@ what ``JSONResponse`` writes for the same reply."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from starlette.responses import JSONResponse
 
 from jarvis.domain.llm.completion import Usage
-from jarvis.entrypoints.http import openai_routes
 from jarvis.entrypoints.http.openai_routes import _completion, completion_json
 
 CONTENTS = [
@@ -29,7 +29,7 @@ CONTENTS = [
 def test_the_template_writes_what_json_response_writes(
     content: str, model: str, finish: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(openai_routes.time, "time", lambda: 1_796_000_000.75)
+    monkeypatch.setattr(time, "time", lambda: 1_796_000_000.75)  # both read the clock
     usage = Usage(prompt_tokens=12, completion_tokens=345)
     reply_id = "chatcmpl-0123456789abcdef01234567"
     written = completion_json(reply_id, model, content, finish, usage)
