@@ -310,7 +310,7 @@ async def _throughput_rows(ctx: BenchContext, url: str, *, pid: int, workers: in
     what bounds each side's rate once a process has a core to itself."""
     from jarvis import Jarvis
 
-    rounds, blocks = (4, 2) if ctx.quick else (20, 5)
+    rounds, blocks = (4, 2) if ctx.quick else (20, 9)
     slow_rounds = 4  # httpx as the client: some 200 requests a second
 
     async def rate(one: Callable[[int], Awaitable[object]], rounds: int = rounds) -> float:
