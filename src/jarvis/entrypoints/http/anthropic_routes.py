@@ -15,7 +15,6 @@ server's ``max_output_tokens``.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 
 from fastapi import APIRouter, Request
@@ -143,10 +142,9 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
         chunks = service.inference.stream(inference_request)
         encoder = MessageEvents(body.model, message_id, estimate)
         return EventStream(encoded(state, chunks, encoder))
-    async with asyncio.timeout(state.limits.request_timeout):
-        completion = await while_connected(
-            state, request.scope, request.receive, service.inference.generate(inference_request)
-        )
+    completion = await while_connected(
+        state, request.scope, request.receive, service.inference.generate(inference_request)
+    )
     return JSONResponse(_message(message_id, body.model, completion, estimate).model_dump())
 
 

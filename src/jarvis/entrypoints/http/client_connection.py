@@ -31,7 +31,7 @@ CLIENT_CONNECTION = "jarvis.connection"
 class ClientConnection:
     """One client connection as its protocol sees it."""
 
-    __slots__ = ("body_arrived", "gone", "task", "told")
+    __slots__ = ("body_arrived", "expired", "gone", "task", "told")
 
     def __init__(self) -> None:
         self.gone = False
@@ -39,9 +39,23 @@ class ClientConnection:
         """The task of a run this connection's request waits for, if one is."""
         self.told = False
         """True once :meth:`left` cancelled :attr:`task`."""
+        self.expired = False
+        """True once :meth:`expire` cancelled :attr:`task`."""
         self.body_arrived = False
         """True from the end of a request's body until the next request begins: the
         request being served has all its body in the server's hands."""
+
+    def watch(self, task: asyncio.Future[Any]) -> None:
+        """Cancel ``task`` (a run this connection's request waits for) if the client
+        leaves or :meth:`expire` is called before it ends."""
+        self.task, self.told, self.expired = task, False, False
+
+    def expire(self) -> None:
+        """The request's deadline has passed: cancel the run waiting for it, if one is."""
+        task = self.task
+        if task is not None and not task.done():
+            self.expired = True
+            task.cancel()
 
     def left(self) -> None:
         """The connection is lost: cancel the run waiting for it, if one is."""

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from jarvis.entrypoints.http.errors import ResponseStartWatch, api_error, body_for
 from jarvis.entrypoints.http.openai_routes import complete
 from jarvis.entrypoints.http.openai_wire import ChatRequest
-from jarvis.entrypoints.http.security import App, Message, Receive, Scope, Send
+from jarvis.entrypoints.http.security import READ_BODY, App, Message, Receive, Scope, Send
 from jarvis.entrypoints.http.state import ServerState
 
 PATH = "/v1/chat/completions"
@@ -49,8 +49,10 @@ class ChatFastPath:
         ):
             await self.app(scope, receive, send)
             return
+        body = scope.get(READ_BODY)  # read by the Guard in front: nothing to receive
         received: list[Message] = []
-        body = await _read_body(receive, received)
+        if not isinstance(body, bytes):
+            body = await _read_body(receive, received)
         request = None if body is None or not _is_json(scope) else validated(body)
         if request is None:
             await self.app(scope, _replay(received, receive), send)

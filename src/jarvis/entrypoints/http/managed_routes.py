@@ -195,9 +195,8 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
     if body is not None and body.stream:
         await state.managed.prepare(agent_id)  # 404 / 409 before the stream starts
         return EventStream(run_frames(state, agent_id, memory=memory))
-    async with asyncio.timeout(state.limits.request_timeout):
-        ran = state.managed.run(agent_id, memory=memory)
-        answer = await while_connected(state, request.scope, request.receive, ran)
+    ran = state.managed.run(agent_id, memory=memory)
+    answer = await while_connected(state, request.scope, request.receive, ran)
     return JSONResponse(
         {
             "status": "completed",

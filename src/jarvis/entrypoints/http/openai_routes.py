@@ -19,7 +19,6 @@ used then: the client owns the tools, so it owns the loop.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -192,8 +191,7 @@ async def complete(
         return EventStream(
             encoded(state, service.stream(command), AgentChunks(body.model, reply_id))
         )
-    async with asyncio.timeout(limits.request_timeout):
-        answer = await while_connected(state, scope, receive, service.ask(command))
+    answer = await while_connected(state, scope, receive, service.ask(command))
     return Response(
         completion_json(reply_id, body.model, answer.content, finish_for(answer), answer.usage),
         media_type="application/json",
@@ -271,10 +269,7 @@ async def _proxy(
     if body.stream:
         chunks = service.inference.stream(request)
         return EventStream(encoded(state, chunks, ProxyChunks(body.model, reply_id)))
-    async with asyncio.timeout(state.limits.request_timeout):
-        completion = await while_connected(
-            state, scope, receive, service.inference.generate(request)
-        )
+    completion = await while_connected(state, scope, receive, service.inference.generate(request))
     calls = tuple(tool_call_out(i, c) for i, c in enumerate(completion.tool_calls))
     for call in calls:
         call.pop("index")

@@ -26,6 +26,8 @@ from jarvis.entrypoints.http.client_connection import connection_of
 from jarvis.entrypoints.http.errors import ApiError, body_for
 
 Scope = MutableMapping[str, Any]
+READ_BODY = "jarvis.body"
+"""The scope key under which :class:`Guard` leaves the request body it read (``bytes``)."""
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -101,6 +103,7 @@ class Guard:
             return
         if body is None:  # the client left while sending
             return
+        scope[READ_BODY] = body  # for a layer that reads it as it is (no replay to await)
         replayed = False
 
         async def replay() -> Message:

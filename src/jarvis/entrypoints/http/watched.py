@@ -40,11 +40,18 @@ def client_gone() -> ApiError:
 async def while_connected(
     state: ServerState, scope: Scope, receive: Receive, work: Awaitable[T]
 ) -> T:
-    """``work``'s result; cancelled with :func:`client_gone` raised when the client leaves.
-    The run counts in ``state.active_runs`` until it has ended (cancelled runs included)."""
+    """``work``'s result, within the server's ``request_timeout`` (``TimeoutError`` after
+    it); cancelled with :func:`client_gone` raised when the client leaves. The run counts
+    in ``state.active_runs`` until it has ended (cancelled runs included)."""
     connection = connection_of(scope)
     if connection is not None:
         return await _run_watched(state, connection, work)
+    async with asyncio.timeout(state.limits.request_timeout):
+        return await _run_beside_watcher(state, receive, work)
+
+
+async def _run_beside_watcher(state: ServerState, receive: Receive, work: Awaitable[T]) -> T:
+    """``work`` as a task, and the client watched through ``receive()`` by another."""
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_disconnected(receive))
     state.active_runs += 1
@@ -64,24 +71,32 @@ async def while_connected(
 
 async def _run_watched(state: ServerState, connection: ClientConnection, work: Awaitable[T]) -> T:
     """``work`` run as a task of its own, which ``connection`` cancels if the client leaves
-    meanwhile (answered as :func:`client_gone`). A task of its own, not awaited in the
-    request's: every time the run resumes, Python resumes each coroutine between it and its
-    task, and the request's task holds a dozen (the server's layers and routes) that would
-    each be passed through on every engine read (20 us a request, measured)."""
+    meanwhile (answered as :func:`client_gone`) or when the request's deadline passes (a
+    ``TimeoutError``, as ``asyncio.timeout`` raises: one timer, no context manager). A task
+    of its own, not awaited in the request's: every time the run resumes, Python resumes
+    each coroutine between it and its task, and the request's task holds a dozen (the
+    server's layers and routes) that would each be passed through on every engine read
+    (20 us a request, measured)."""
     if connection.gone:
         if asyncio.iscoroutine(work):
             work.close()  # never started: nothing to wait for
         raise client_gone()
     task = asyncio.ensure_future(work)
-    connection.task, connection.told = task, False
+    connection.watch(task)
+    deadline = asyncio.get_running_loop().call_later(
+        state.limits.request_timeout, connection.expire
+    )
     state.active_runs += 1
     try:
         return await task
     except asyncio.CancelledError:
-        if connection.told and task.cancelled():
+        if task.cancelled() and connection.told:
             raise client_gone() from None
+        if task.cancelled() and connection.expired:
+            raise TimeoutError from None
         raise
     finally:  # the run has ended: a cancelled request's task waits for its run's end
+        deadline.cancel()
         connection.task = None
         state.active_runs -= 1
 
