@@ -52,6 +52,7 @@ from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.updates import ApprovalRequired, TextDelta
 from jarvis.testing import InMemoryApprovalStore, InMemorySessionStore, ScriptedInference
 from jarvis.testing.managed_agents import InMemoryManagedAgentStore
+from tests.support.holds import Held, hold_next
 from tests.support.sql_stores import sqlite_backend
 
 T = TypeVar("T")
@@ -313,33 +314,6 @@ async def test_an_update_that_read_a_deleted_agent_leaves_its_successor_alone(
     with pytest.raises(ManagedAgentNotFoundError):
         await update
     assert await service.get("victim") == successor  # its prompt is its own
-
-
-@dataclass(frozen=True, slots=True)
-class Held:
-    """A call held once it ran: :attr:`waits` is set then, :attr:`go_on` lets it return."""
-
-    waits: asyncio.Event
-    go_on: asyncio.Event
-
-
-def hold_next(monkeypatch: pytest.MonkeyPatch, store: object, method: str) -> Held:
-    """The next call of ``store``'s ``method`` runs, then waits until the test lets it go
-    on (the calls after it run as they are)."""
-    held = Held(asyncio.Event(), asyncio.Event())
-    call = getattr(store, method)
-    first = [True]
-
-    async def holding(*args: object, **kwargs: object) -> object:
-        result = await call(*args, **kwargs)
-        if first:
-            first.clear()
-            held.waits.set()
-            await held.go_on.wait()
-        return result
-
-    monkeypatch.setattr(store, method, holding)
-    return held
 
 
 HOLD_POINTS = {
