@@ -9,13 +9,30 @@ import pytest
 
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.operators import MAX_STATE_BYTES
+from jarvis.domain.operators import (
+    DEFINITION_PREFIX,
+    MAX_STATE_BYTES,
+    Operator,
+    key_prefix,
+    operator_to_record,
+    owner_of,
+    state_key,
+)
+from jarvis.domain.owners import OwnerGoneError
 from jarvis.domain.ports import OperatorStorePort
 
 StoreT = TypeVar("StoreT", bound=OperatorStorePort)
 
 EXPIRED_AFTER = 0.3
 """How long the expiry tests wait past a 0.05 s lease: longer is always expired."""
+
+DEFINITION = DEFINITION_PREFIX + "op1"
+
+
+async def added(store: OperatorStorePort, operator: Operator, state: str) -> None:
+    """Store ``operator``'s definition as ``OperatorService.add`` does, and its state."""
+    await store.put_state(DEFINITION, operator_to_record(operator))
+    await store.put_state(state_key(operator.id), state, owner=owner_of(operator))
 
 
 class OperatorStoreContract(Generic[StoreT]):
@@ -90,6 +107,47 @@ class OperatorStoreContract(Generic[StoreT]):
         assert await store.state_keys("operator-def:") == ["operator-def:op10", "operator-def:op1x"]
         with pytest.raises(ConfigurationError):
             await store.delete_key("a b")
+
+    async def test_a_removal_deletes_the_state_and_definition_it_read(self, store: StoreT) -> None:
+        read = Operator(id="op1", prompt="Task.", incarnation="t1")
+        await added(store, read, "kept")
+        await store.put_state("operator:op10:state", "another's")
+        other = Operator(id="op1", prompt="Task.", incarnation="t2")  # not the one stored
+        with pytest.raises(OwnerGoneError, match="operator 'op1'"):
+            await store.delete_state(key_prefix("op1"), owner=owner_of(other))
+        with pytest.raises(OwnerGoneError):
+            await store.delete_key(DEFINITION, owner=owner_of(other))
+        assert await store.get_state(state_key("op1")) == "kept"
+        assert await store.delete_state(key_prefix("op1"), owner=owner_of(read)) == 1
+        assert await store.delete_key(DEFINITION, owner=owner_of(read)) is True
+        assert await store.state_keys("operator") == ["operator:op10:state"]
+        with pytest.raises(OwnerGoneError):  # gone already
+            await store.delete_key(DEFINITION, owner=owner_of(read))
+        legacy = Operator(id="op1", prompt="Task.")  # stored before definitions had one
+        await store.put_state(DEFINITION, operator_to_record(legacy))
+        assert await store.delete_key(DEFINITION, owner=owner_of(legacy)) is True
+        assert await store.state_keys("operator-def:") == []
+
+    async def test_a_stale_removal_leaves_an_operator_added_again_alone(
+        self, store: StoreT
+    ) -> None:
+        """Read, then removed and added again by another client: the removal of what was
+        read deletes neither the new definition nor its state; one of the definition
+        stored now deletes both."""
+        read = Operator(id="op1", prompt="Old task.", incarnation="old")
+        await added(store, read, "old state")
+        assert await store.delete_key(DEFINITION, owner=owner_of(read)) is True  # another's
+        new = Operator(id="op1", prompt="New task.", incarnation="new")
+        await added(store, new, "new state")
+        with pytest.raises(OwnerGoneError, match="operator 'op1' was deleted"):
+            await store.delete_state(key_prefix("op1"), owner=owner_of(read))
+        with pytest.raises(OwnerGoneError):
+            await store.delete_key(DEFINITION, owner=owner_of(read))
+        assert await store.get_state(DEFINITION) == operator_to_record(new)
+        assert await store.get_state(state_key("op1")) == "new state"
+        assert await store.delete_state(key_prefix("op1"), owner=owner_of(new)) == 1
+        assert await store.delete_key(DEFINITION, owner=owner_of(new)) is True
+        assert await store.state_keys("operator") == []
 
     async def test_a_short_prefix_cannot_delete_everything(self, store: StoreT) -> None:
         await store.put_state("operator:a:state", 1)

@@ -192,6 +192,27 @@ class OwnedWritesContract:
             assert await stores.sessions.load(operator_session("op1")) == ()
             await add_operator(stores, Operator(id="op1", prompt="New task.", incarnation="new"))
 
+    async def test_an_operator_s_history_is_deleted_for_it_only_while_it_is_stored(
+        self, stores: SharedStores
+    ) -> None:
+        """A removal deletes the history of the operator it read; read before another
+        client removed it and added it again, it leaves the new one's history alone."""
+        old = Operator(id="op1", prompt="Old task.", incarnation="old")
+        await add_operator(stores, old)
+        owner = operator_owner(old)
+        await stores.sessions.append_records(operator_session("op1"), said("old"), owner=owner)
+        await stores.sessions.delete(operator_session("op1"), owner=owner)
+        assert await stores.sessions.sessions() == []
+        assert await stores.operators.delete_key(DEFINITION_PREFIX + "op1", owner=owner)
+        new = Operator(id="op1", prompt="New task.", incarnation="new")
+        await add_operator(stores, new)
+        await stores.sessions.append_records(
+            operator_session("op1"), said("mine"), owner=operator_owner(new)
+        )
+        with pytest.raises(OwnerGoneError, match="operator 'op1' was deleted"):
+            await stores.sessions.delete(operator_session("op1"), owner=owner)
+        assert [m.content for m in await stores.sessions.load(operator_session("op1"))] == ["mine"]
+
     async def test_a_definition_stored_before_incarnations_keeps_its_runs_writing(
         self, stores: SharedStores
     ) -> None:

@@ -28,6 +28,16 @@ from jarvis.adapters.sql_store import (
 from jarvis.domain.managed_agents import ManagedAgent, agent_to_record
 from jarvis.domain.managed_agents import owner_of as agent_owner
 from jarvis.domain.managed_agents import session_id_of as agent_session_id
+from jarvis.domain.operators import (
+    DEFINITION_PREFIX,
+    Operator,
+    encode_state,
+    key_prefix,
+    operator_to_record,
+    state_key,
+)
+from jarvis.domain.operators import owner_of as operator_owner
+from jarvis.domain.operators import session_id_of as operator_session_id
 from jarvis.domain.owners import OwnerGoneError
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.sql_stores import postgres_backend, sqlite_backend
@@ -299,5 +309,77 @@ async def test_on_postgres_a_stale_deletion_waits_for_a_delete_and_create_then_s
         loaded = await backend.sessions.load(agent_session_id("victim"))
         assert [m.content for m in loaded] == ["kept"]
         assert [row.id for row in await backend.approvals.pending("victim", limit=10)] == ["c0"]
+    finally:
+        backend.close()
+
+
+async def _remove_definition_late(backend: SqlBackend, operator: Operator) -> bool:
+    """Delete ``operator``'s definition as read before; whether it was deleted."""
+    try:
+        key = DEFINITION_PREFIX + operator.id
+        return await backend.operators.delete_key(key, owner=operator_owner(operator))
+    except OwnerGoneError:
+        return False
+
+
+async def _remove_state_late(backend: SqlBackend, operator: Operator) -> bool:
+    """Delete ``operator``'s state as read before; whether it was deleted."""
+    try:
+        prefix = key_prefix(operator.id)
+        await backend.operators.delete_state(prefix, owner=operator_owner(operator))
+    except OwnerGoneError:
+        return False
+    return True
+
+
+async def _remove_history_late(backend: SqlBackend, operator: Operator) -> bool:
+    """Delete ``operator``'s history as read before; whether it was deleted."""
+    try:
+        session = operator_session_id(operator.id)
+        await backend.sessions.delete(session, owner=operator_owner(operator))
+    except OwnerGoneError:
+        return False
+    return True
+
+
+LateRemoval = Callable[[SqlBackend, Operator], Coroutine[None, None, bool]]
+
+
+@pytest.mark.parametrize(
+    "removal",
+    [_remove_definition_late, _remove_state_late, _remove_history_late],
+    ids=["definition", "state", "history"],
+)
+async def test_on_postgres_a_stale_removal_waits_for_a_remove_and_add_then_spares_it(
+    postgres: PostgresServer, removal: LateRemoval
+) -> None:
+    """Another client removes the operator read and adds it again in one transaction: each
+    step of a removal of what was read waits for it (the definition's row is locked), then
+    deletes neither the new definition nor the state or history there, the new one's now."""
+    import psycopg
+
+    url = postgres.create_database()
+    backend = postgres_backend(url)
+    try:
+        operator = Operator(id="op1", prompt="Old task.", incarnation="old")
+        key = DEFINITION_PREFIX + "op1"
+        await backend.operators.put_state(key, operator_to_record(operator))
+        owner = operator_owner(operator)
+        await backend.operators.put_state(state_key("op1"), "kept", owner=owner)
+        await backend.sessions.append_records(operator_session_id("op1"), said("kept"), owner=owner)
+        successor = Operator(id="op1", prompt="New task.", incarnation="new")
+        with psycopg.connect(url) as replacing:  # one transaction, until commit
+            replacing.execute("DELETE FROM jarvis_operator_state WHERE key = %s", (key,))
+            replacing.execute(
+                "INSERT INTO jarvis_operator_state (key, value, updated_us) VALUES (%s, %s, 0)",
+                (key, encode_state(operator_to_record(successor))),
+            )
+            late = asyncio.create_task(removal(backend, operator))
+            await _commit_once_it_waits(url, replacing.commit, late)
+        assert await late is False
+        assert await backend.operators.get_state(key) == operator_to_record(successor)
+        assert await backend.operators.get_state(state_key("op1")) == "kept"
+        loaded = await backend.sessions.load(operator_session_id("op1"))
+        assert [m.content for m in loaded] == ["kept"]
     finally:
         backend.close()

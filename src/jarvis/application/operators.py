@@ -48,7 +48,7 @@ from jarvis.domain.operators import (
     session_id_of,
 )
 from jarvis.domain.owned_stores import OwnedOperatorStore, OwnedSessionStore
-from jarvis.domain.owners import new_incarnation
+from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation
 from jarvis.domain.ports import (
     EmbeddingPort,
     MemoryPort,
@@ -71,14 +71,20 @@ than that means the clock went back, and the operator's progress is clamped."""
 class UnknownOperatorError(ConfigurationError):
     """No operator has this name (exit code 2), naming the existing ones."""
 
-    def __init__(self, name: str, existing: list[str]) -> None:
+    def __init__(self, name: str, existing: list[str], *, meanwhile: bool = False) -> None:
         listing = (
             "Existing operators: " + ", ".join(existing[:LISTED_IN_ERRORS]) + "."
             if existing
             else "There are no operators yet."
         )
+        gone = (
+            " (the one read was removed meanwhile; one added since under that name is"
+            " another operator, left alone)"
+            if meanwhile
+            else ""
+        )
         super().__init__(
-            f"No operator named {name!r}. {listing}",
+            f"No operator named {name!r}{gone}. {listing}",
             hint="See them with `jarvis operators list`; add one with `jarvis operators add`.",
         )
         self.name = name
@@ -215,6 +221,7 @@ class OperatorService:
             system_prompt=operator.system_prompt,
             incarnation=new_incarnation(),  # a tick of an earlier one never writes to it
         )
+        await self._forget_kept(stored.id)  # of an earlier operator of the name (see remove)
         await self.store.put_state(DEFINITION_PREFIX + stored.id, operator_to_record(stored))
         return stored
 
@@ -282,20 +289,33 @@ class OperatorService:
         return found
 
     async def remove(self, name: str) -> None:
-        """Forget the operator: its definition, everything it kept, its session.
+        """Forget the operator read: its definition, everything it kept, its session. Only
+        that very definition: one removed meanwhile, even if added again since, is left
+        alone with what it keeps (``UnknownOperatorError``, as for an unknown name).
 
         What it kept goes first, so that a removal cut short leaves the operator (remove it
         again), never its state or history without it for an operator added later under
-        the same name to find; and again once the definition is gone, for what a tick
-        running meanwhile wrote before that: from then on the store refuses its writes."""
-        await self.get(name)
-        await self._forget_kept(name)
-        await self.store.delete_key(DEFINITION_PREFIX + name)  # never op10's with op1's
-        await self._forget_kept(name)
+        the same name to find. It is deleted only while the definition read is stored, and
+        the definition only while it is the one read (each checked by the store in its
+        transaction: :func:`owner_of`); from then on the store refuses its ticks' writes.
+        Nothing is deleted after the definition (an operator added again may keep its own
+        there by then): what a tick wrote in between is cleared by :meth:`add`, before it
+        stores the next definition of the name."""
+        operator = await self.get(name)
+        owner = owner_of(operator)
+        try:
+            await self._forget_kept(name, owner)
+            # exactly this key: never op10's with op1's
+            await self.store.delete_key(DEFINITION_PREFIX + name, owner=owner)
+        except OwnerGoneError:
+            raise UnknownOperatorError(name, await self.names(), meanwhile=True) from None
 
-    async def _forget_kept(self, name: str) -> None:
-        await self.store.delete_state(key_prefix(name))
-        await self.sessions.delete(session_id_of(name))
+    async def _forget_kept(self, name: str, owner: Owner | None = None) -> None:
+        """Delete the state and the session of ``name``: with ``owner``, only while that
+        definition is stored (else ``OwnerGoneError``); without, as they are (no tick can
+        write while no definition of the name is stored)."""
+        await self.store.delete_state(key_prefix(name), owner=owner)
+        await self.sessions.delete(session_id_of(name), owner=owner)
 
     async def history(self, name: str, *, limit: int | None = None) -> tuple[SessionMessage, ...]:
         await self.get(name)

@@ -30,11 +30,11 @@ class OwnedOperatorStore:
     async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
         await self.store.put_state(key, value, owner=owner or self.owner)
 
-    async def delete_state(self, prefix: str) -> int:
-        return await self.store.delete_state(prefix)
+    async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
+        return await self.store.delete_state(prefix, owner=owner)
 
-    async def delete_key(self, key: str) -> bool:
-        return await self.store.delete_key(key)
+    async def delete_key(self, key: str, *, owner: Owner | None = None) -> bool:
+        return await self.store.delete_key(key, owner=owner)
 
     async def state_keys(self, prefix: str) -> list[str]:
         return await self.store.state_keys(prefix)

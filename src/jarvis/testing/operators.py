@@ -43,20 +43,28 @@ class InMemoryOperatorStore(TicksClaimedByLeases):
         definition lives in this store)."""
         return holds(self._state.get(owner.key), owner)
 
-    async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
-        text = encode_state(value)
+    def _check(self, owner: Owner | None) -> None:
+        """Refuse a call for ``owner`` unless its very definition is stored here."""
         if owner is not None and not self.holds(owner):
             raise OwnerGoneError(owner)
+
+    async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
+        text = encode_state(value)
+        self._check(owner)
         self._state[check_state_key(key)] = text
 
-    async def delete_state(self, prefix: str) -> int:
-        doomed = [key for key in self._state if key.startswith(check_prefix(prefix))]
+    async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
+        check_prefix(prefix)
+        self._check(owner)
+        doomed = [key for key in self._state if key.startswith(prefix)]
         for key in doomed:
             del self._state[key]
         return len(doomed)
 
-    async def delete_key(self, key: str) -> bool:
-        return self._state.pop(check_state_key(key), None) is not None
+    async def delete_key(self, key: str, *, owner: Owner | None = None) -> bool:
+        check_state_key(key)
+        self._check(owner)
+        return self._state.pop(key, None) is not None
 
     async def state_keys(self, prefix: str) -> list[str]:
         return sorted(

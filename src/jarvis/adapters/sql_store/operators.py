@@ -3,8 +3,10 @@
 State is the ``operator_state`` table (key -> JSON value, e.g. ``operator:<id>:state``), leases
 the ``leases`` table (a named lease with its holder and expiry). Every process sharing the
 database (on one machine for SQLite, on many for PostgreSQL) sees the same state and competes
-for the same leases. Each write is one statement, atomic in both databases (a write for a
-run's owner is one transaction with its check); a lease is taken
+for the same leases. Each write is one statement, atomic in both databases (a write or a
+deletion for a definition, its owner, is one transaction with the check that the very
+definition is stored: :mod:`jarvis.adapters.sql_store.owners`; the deletion of the
+definition itself locks its row ``FOR UPDATE`` on PostgreSQL); a lease is taken
 with ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the row is free, expired or already the
 taker's, which the database serialises, so exactly one of any number of concurrent takers
 wins. Lease times are the dialect's clock: this machine's for SQLite (which every process
@@ -78,7 +80,7 @@ class SqlOperatorStore(TicksClaimedByLeases):
 
         await owned_call(self.driver, owner, work)
 
-    async def delete_state(self, prefix: str) -> int:
+    async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
         low = check_prefix(prefix)
 
         def work(db: Connection) -> int:
@@ -86,15 +88,16 @@ class SqlOperatorStore(TicksClaimedByLeases):
                 "DELETE FROM {state} WHERE key{c} >= ? AND key{c} < ?", (low, key_after(low))
             ).rowcount
 
-        return await call(self.driver, work)
+        return await owned_call(self.driver, owner, work)
 
-    async def delete_key(self, key: str) -> bool:
+    async def delete_key(self, key: str, *, owner: Owner | None = None) -> bool:
         check_state_key(key)
 
         def work(db: Connection) -> bool:
             return db.execute("DELETE FROM {state} WHERE key = ?", (key,)).rowcount > 0
 
-        return await call(self.driver, work)
+        changing = owner is not None and owner.key == key  # the definition itself
+        return await owned_call(self.driver, owner, work, changing=changing)
 
     async def state_keys(self, prefix: str) -> list[str]:
         low = check_state_key(prefix)

@@ -6,8 +6,8 @@ state they own, so the check and the write are one transaction. On SQLite that t
 holds the whole file (``BEGIN IMMEDIATE``); on PostgreSQL the definition's row is read
 ``FOR SHARE``, so a delete or a replacement of the definition waits until the write it
 checked is committed, or commits first and the check sees it gone. A write that replaces
-the definition itself reads it ``FOR UPDATE`` instead (two of them queue; with ``FOR SHARE``
-each would wait for the other's lock).
+or deletes the definition itself reads it ``FOR UPDATE`` instead (two of them queue; with
+``FOR SHARE`` each would wait for the other's lock).
 """
 
 from __future__ import annotations
@@ -31,17 +31,24 @@ def owner_holds(db: Connection, owner: Owner, *, changing: bool = False) -> bool
     return holds(None if row is None else str(row[0]), owner)
 
 
-async def owned_call(driver: SqlDriver, owner: Owner | None, work: Callable[[Connection], T]) -> T:
+async def owned_call(
+    driver: SqlDriver,
+    owner: Owner | None,
+    work: Callable[[Connection], T],
+    *,
+    changing: bool = False,
+) -> T:
     """``work`` (statements that open no transaction) for ``owner``: in one transaction
     after the check, ``OwnerGoneError`` and nothing done when its definition is gone;
-    without an owner, as it is."""
+    without an owner, as it is. ``changing``: ``work`` replaces or deletes the definition
+    itself (:func:`owner_holds`)."""
     if owner is None:
         return await call(driver, work)
     checked = owner
 
     def checked_work(db: Connection) -> list[T]:
         with db.transaction():
-            return [work(db)] if owner_holds(db, checked) else []
+            return [work(db)] if owner_holds(db, checked, changing=changing) else []
 
     done = await call(driver, checked_work)
     if not done:

@@ -36,13 +36,25 @@ class OperatorStorePort(Protocol):
         replacement of the definition waits for a write it checked, or goes first."""
         ...
 
-    async def delete_state(self, prefix: str) -> int:
-        """Forget every key that starts with ``prefix`` (at least 3 characters); how many."""
+    async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
+        """Forget every key that starts with ``prefix`` (at least 3 characters); how many.
+
+        With ``owner`` (the definition whose state it is), only while ``owner``'s definition
+        is stored, checked in the same transaction as the deletion, as for
+        :meth:`put_state`: else :class:`~jarvis.domain.owners.OwnerGoneError`, and nothing
+        is deleted (the keys may be those of a definition added again since under the same
+        name)."""
         ...
 
-    async def delete_key(self, key: str) -> bool:
+    async def delete_key(self, key: str, *, owner: Owner | None = None) -> bool:
         """Forget the value stored under exactly ``key`` (never a longer key it is the
-        start of, as :meth:`delete_state` would); whether there was one."""
+        start of, as :meth:`delete_state` would); whether there was one.
+
+        With ``owner``, only while ``owner``'s definition is stored, checked in the same
+        transaction (else ``OwnerGoneError``, and nothing deleted), as for
+        :meth:`delete_state`. ``key`` may be ``owner.key`` itself: the definition is then
+        removed only while it is the very one read, never one removed and added again
+        meanwhile (its row is locked for the deletion, as a replacement locks it)."""
         ...
 
     async def state_keys(self, prefix: str) -> list[str]:
