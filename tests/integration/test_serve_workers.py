@@ -166,3 +166,37 @@ def _end(process: subprocess.Popen[bytes], children: list[_Child]) -> None:
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(child.fd, signal.SIGKILL)
         os.close(child.fd)
+
+
+def test_the_workers_write_their_last_traces_when_stopped(
+    stub_server: StubServer, tmp_path: Path
+) -> None:
+    """Stopped by ``SIGTERM`` right after their answers, the workers write every trace of
+    them first: each is ended by the signal uvicorn raises again, before Python's exit
+    handlers, so the writer's last batch is written when the server's lifespan ends. (Without
+    that, whether a trace is lost depends on when the writer last woke: this test saw it in
+    some runs only; ``test_serve_lifespan.py`` checks each part of the mechanism.)"""
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.domain.traces import TraceQuery
+
+    (tmp_path / "config.toml").write_text("[traces]\nenabled = true\n", encoding="utf-8")
+    served = _two_workers(stub_server, tmp_path, stdout=subprocess.DEVNULL)
+    process = served.process
+    try:
+        wait_until_healthy(served, timeout=STARTUP)
+        asked = 20
+        for _ in range(asked):  # a connection each: the workers share them as they accept
+            reply = httpx.post(
+                served.url + "/v1/chat/completions",
+                json={"model": "jarvis/simple", "messages": [{"role": "user", "content": "hi"}]},
+                timeout=60,
+            )
+            assert reply.status_code == 200, reply.text
+        process.send_signal(signal.SIGTERM)  # at once: the writer's batch is still pending
+        assert process.wait(60) in (0, -signal.SIGTERM)
+        assert process.stderr is not None
+        assert "Traceback" not in process.stderr.read().decode()
+    finally:
+        _end(process, [])
+    kept = SqliteTraceStore(tmp_path / "traces.db").list(TraceQuery(limit=1000))
+    assert len(kept) == asked

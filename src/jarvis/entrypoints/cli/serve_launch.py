@@ -108,8 +108,18 @@ def build_app(spec: ServeSpec) -> App:
         allowed_origins=spec.allowed_origins,
         allowed_uids=spec.allowed_uids,
     )
+
+    def write_pending_traces() -> None:  # the last batch, before a worker's process ends
+        writer = runtime.trace_writer()
+        if writer is not None:
+            writer.flush()
+
     return create_app(
-        state, api_key=spec.api_key, cors_origins=spec.cors_origins, listener=listener
+        state,
+        api_key=spec.api_key,
+        cors_origins=spec.cors_origins,
+        listener=listener,
+        at_shutdown=write_pending_traces,
     )
 
 

@@ -9,7 +9,9 @@ OpenAPI document at ``/openapi.json`` (and ``/docs``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -72,6 +74,22 @@ def answer_errors_as_json(app: FastAPI, *, forward_headers: bool) -> None:
         return reply
 
 
+def _lifespan(
+    at_shutdown: Callable[[], None],
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """A lifespan that calls ``at_shutdown`` once the server has stopped serving. Why: a
+    ``--workers`` process is stopped by ``SIGTERM``, which uvicorn raises again once it has
+    shut down, ending the process before Python's exit handlers run (the trace writer's
+    last batch was lost with them); the lifespan's end comes before that."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await asyncio.to_thread(at_shutdown)
+
+    return lifespan
+
+
 def create_app(
     state: ServerState,
     *,
@@ -79,17 +97,21 @@ def create_app(
     cors_origins: Sequence[str] = (),
     fast_path: bool = True,
     listener: ListenerPolicy | None = None,
+    at_shutdown: Callable[[], None] | None = None,
 ) -> App:
     """The application for ``state``: an API key makes every route but ``/health`` ask
     for it; ``cors_origins`` switches CORS on for those origins (off by default).
     ``fast_path=False`` leaves ``POST /v1/chat/completions`` to FastAPI as well (the tests
     compare both ways of serving it). Everything sits behind the
     :class:`~.listener_guard.ListenerGuard` (Host, Origin, and, without an API key, the
-    connecting user: ``listener``, by default the server's own names and user)."""
+    connecting user: ``listener``, by default the server's own names and user).
+    ``at_shutdown`` is called (in a thread: it may wait for a write) when a server that runs
+    the ASGI lifespan protocol stops, before it ends its process (see :func:`_lifespan`)."""
     app = FastAPI(
         title="jarvis",
         summary="Managed agents over SSE, OpenAI- and Anthropic-compatible endpoints.",
         version="1",
+        lifespan=None if at_shutdown is None else _lifespan(at_shutdown),
     )
     app.state.jarvis = state
 

@@ -206,9 +206,11 @@ def run_factory(factory: str, *, host: str, port: int, workers: int, log_level: 
     serves, with the port the system chose for ``--port 0``."""
     from uvicorn.supervisors import Multiprocess
 
-    config = uvicorn.Config(
-        factory, factory=True, host=host, port=port, workers=workers, **uvicorn_options(log_level)
-    )
+    options = uvicorn_options(log_level)
+    # a worker ends by the SIGTERM uvicorn raises again, before Python's exit handlers:
+    # what must be done before (the traces' last batch) is done at the lifespan's end
+    options["lifespan"] = "on"
+    config = uvicorn.Config(factory, factory=True, host=host, port=port, workers=workers, **options)
     try:
         sock = config.bind_socket()
         sock.listen(config.backlog)  # connections wait for the first worker, not refused
