@@ -6,6 +6,7 @@ does not grow with what is sent, and ordinary requests around them are served.""
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -16,7 +17,12 @@ import pytest
 
 from bench.stub_server import StubServer
 from jarvis.entrypoints.http.protocol import MAX_HEAD_BYTES, MAX_HEADERS, MAX_TARGET_BYTES
-from tests.support.serve_process import ServeProcess, jarvis_serve
+from tests.support.serve_process import (
+    ServeProcess,
+    jarvis_serve,
+    start_serve,
+    wait_until_healthy,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -193,3 +199,28 @@ def _one_response(connection: socket.socket) -> bytes:
         assert chunk
         body += chunk
     return head + b"\r\n\r\n" + body
+
+
+def test_a_refusal_of_a_bound_is_logged_as_itself_and_garbage_as_uvicorn_says(
+    stub_server: StubServer,
+) -> None:
+    """A request stopped at a bound is answered with its reason, and the log does not call
+    it invalid HTTP (``--verbose`` shows what was refused); a request that is not HTTP at
+    all is still logged as uvicorn logs it."""
+    engine = ("--engine", "openai", "--base-url", stub_server.url, "--model", "stub")
+    served = start_serve(*engine)
+    try:
+        wait_until_healthy(served)
+        too_many = [f"x-h{i}: v" for i in range(MAX_HEADERS + 1)]
+        assert _request(served, "/v1/models", *too_many)[0] == 431
+        assert _request(served, "/" + "a" * (MAX_TARGET_BYTES + 1))[0] == 414
+        with socket.create_connection(("127.0.0.1", served.port)) as connection:
+            connection.sendall(b"\x00\x01 not http at all\r\n\r\n")
+            assert _status(_read_reply(connection)) == 400
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(60)
+    assert served.process.stderr is not None
+    logged = served.process.stderr.read().decode()
+    assert logged.count("Invalid HTTP request received.") == 1, logged  # the garbage only
+    assert "Traceback" not in logged

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from http import HTTPStatus
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -106,6 +107,26 @@ class _HeadRefused(Exception):
     raises, and uvicorn answers through :meth:`JarvisHttpProtocol.send_400_response`)."""
 
 
+class _ConnectionLogger:
+    """uvicorn's logger, for one connection, without uvicorn's generic warning about a
+    request its parser refused when one of jarvis's bounds stopped the parser: that request
+    was answered 431 or 414 with its reason, and "Invalid HTTP request received." would
+    mislead whoever reads the log (jarvis says, at info level, what it refused)."""
+
+    __slots__ = ("_logger", "_protocol")
+
+    def __init__(self, logger: logging.Logger, protocol: JarvisHttpProtocol) -> None:
+        self._logger = logger
+        self._protocol = protocol
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if self._protocol._refusal is None:
+            self._logger.warning(msg, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._logger, name)
+
+
 class JarvisHttpProtocol(HttpToolsProtocol):
     """uvicorn's ``httptools`` protocol over a :class:`_CoalescingTransport`, closing a
     connection that spends :attr:`header_deadline` s without a request being served: the
@@ -127,6 +148,7 @@ class JarvisHttpProtocol(HttpToolsProtocol):
         self, transport: asyncio.Transport
     ) -> None:
         self._connection = ClientConnection()
+        self.logger = cast(logging.Logger, _ConnectionLogger(self.logger, self))
         super().connection_made(cast(asyncio.Transport, _CoalescingTransport(transport, self.loop)))
         # the connection's owner, looked up once by the listener guard for all its requests
         self.app_state = {
@@ -212,6 +234,7 @@ class JarvisHttpProtocol(HttpToolsProtocol):
         """Answer ``error`` as JSON (OpenAI's shape: the path may not be known yet) and
         close the connection."""
         self._refusal = error
+        self.logger.info("refused a request: %s %s", error.status, error.code)
         body = json.dumps(openai_body(error)).encode()
         head = [f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n".encode()]
         head += [
