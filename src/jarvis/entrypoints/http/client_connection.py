@@ -31,14 +31,13 @@ CLIENT_CONNECTION = "jarvis.connection"
 class ClientConnection:
     """One client connection as its protocol sees it."""
 
-    __slots__ = ("body_arrived", "expired", "gone", "task", "told")
+    __slots__ = ("body_arrived", "expired", "gone", "task")
 
     def __init__(self) -> None:
         self.gone = False
+        """True once the connection is lost (:meth:`left`)."""
         self.task: asyncio.Future[Any] | None = None
         """The task of a run this connection's request waits for, if one is."""
-        self.told = False
-        """True once :meth:`left` cancelled :attr:`task`."""
         self.expired = False
         """True once :meth:`expire` cancelled :attr:`task`."""
         self.body_arrived = False
@@ -48,7 +47,7 @@ class ClientConnection:
     def watch(self, task: asyncio.Future[Any]) -> None:
         """Cancel ``task`` (a run this connection's request waits for) if the client
         leaves or :meth:`expire` is called before it ends."""
-        self.task, self.told, self.expired = task, False, False
+        self.task, self.expired = task, False
 
     def expire(self) -> None:
         """The request's deadline has passed: cancel the run waiting for it, if one is."""
@@ -60,10 +59,8 @@ class ClientConnection:
     def left(self) -> None:
         """The connection is lost: cancel the run waiting for it, if one is."""
         self.gone = True
-        task = self.task
-        if task is not None and not self.told:
-            self.told = True
-            task.cancel()
+        if self.task is not None:
+            self.task.cancel()
 
 
 def connection_of(scope: MutableMapping[str, Any]) -> ClientConnection | None:

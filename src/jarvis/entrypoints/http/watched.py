@@ -90,7 +90,7 @@ async def _run_watched(state: ServerState, connection: ClientConnection, work: A
     try:
         return await task
     except asyncio.CancelledError:
-        if task.cancelled() and connection.told:
+        if task.cancelled() and connection.gone:
             raise client_gone() from None
         if task.cancelled() and connection.expired:
             raise TimeoutError from None
