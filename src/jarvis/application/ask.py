@@ -30,6 +30,7 @@ from jarvis.domain.run.updates import (
     ToolCallsRequested,
     ToolResultReady,
 )
+from jarvis.domain.run.well_formed import well_formed_result, well_formed_update
 from jarvis.domain.tools.specs import ToolResult
 
 if TYPE_CHECKING:  # only named in annotations: a question that runs no operator, typed
@@ -425,7 +426,7 @@ class AskService:
         if command.output is not None:
             typed = await self._typed(agent, model, command, command.output)
             return self._report_memory(command, typed)
-        result = await agent.arun(command.question, command.context)
+        result = well_formed_result(await agent.arun(command.question, command.context))
         answer = Answer.from_result(result, model=model, engine=self.inference.engine_id)
         return self._report_memory(command, answer)
 
@@ -437,7 +438,8 @@ class AskService:
 
         engine = self.inference.engine_id
         typed = await answer_typed(agent, command.question, command.context, spec, engine=engine)
-        return Answer.from_result(typed.result, model=model, engine=engine, output=typed.output)
+        result = well_formed_result(typed.result)
+        return Answer.from_result(result, model=model, engine=engine, output=typed.output)
 
     async def stream(
         self, command: AskQuestion
@@ -463,7 +465,8 @@ class AskService:
             yield answer
             return
         streamed = False
-        async for update in agent.astream(command.question, command.context):
+        async for given in agent.astream(command.question, command.context):
+            update = well_formed_update(given)  # a plug-in's, a tool's, an engine's text
             if isinstance(update, RunFinished):
                 if not streamed and update.result.content:
                     # an agent that does not stream (a plug-in's synchronous run()): its

@@ -41,8 +41,8 @@ from jarvis.domain.traces import (
     Trace,
     TraceParent,
     TraceStatus,
-    well_formed,
 )
+from jarvis.domain.well_formed import well_formed
 
 _Opening = AgentRunStarted | InferenceStarted | ToolCallStarted | LoopGuardTriggered
 """The event a span starts with (a loop-guard verdict starts and ends its span)."""
@@ -142,7 +142,7 @@ def _trace_ids(source: random.Random) -> list[str]:
 def _clip(text: str, mask: Callable[[str], str]) -> str:
     """What a span keeps of a content field: its start, masked, an authority the cut falls
     in masked whole (:func:`~jarvis.domain.cut_text.cut_masked`), a lone surrogate as
-    U+FFFD (:func:`~jarvis.domain.traces.well_formed`: a store or a collector would refuse
+    U+FFFD (:func:`~jarvis.domain.well_formed.well_formed`: a store or a collector would refuse
     the whole trace for it)."""
     return well_formed(cut_masked(text, MAX_CONTENT_CHARS, mask))
 

@@ -9,13 +9,13 @@ user needs to see where a run spent its time and its tokens; the words are their
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from math import isfinite
 from typing import Literal, TypeAlias
 
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.quick_init import quick_init
+from jarvis.domain.well_formed import well_formed
 
 SpanKind: TypeAlias = Literal["run", "inference", "tool"]
 TraceStatus: TypeAlias = Literal["ok", "error", "cancelled"]
@@ -168,27 +168,11 @@ def trace_fields(trace: Trace) -> dict[str, object]:
     return head
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD. A surrogate is no character
-    (JSON carries one as ``\\ud800``, a command line's undecodable byte becomes one): UTF-8,
-    which SQLite and OTLP's protobuf strings are written in, has no place for it, and a
-    trace holding one would be refused whole, so a client could keep its runs out of the
-    record with one. A text without any pays one C-speed check."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
-    return text
-
-
 def trace_to_record(trace: Trace) -> str:
     """``trace`` as one line of JSON (what a store keeps); a lone surrogate anywhere in it (a
-    name or an attribute from an engine) is written U+FFFD (:func:`well_formed`)."""
+    name or an attribute from an engine) is written U+FFFD (:func:`well_formed`): the UTF-8
+    of SQLite and of OTLP's protobuf strings has no place for it, and a trace holding one
+    would be refused whole, so a client could keep its runs out of the record with one."""
     text = json.dumps(
         trace_fields(trace), ensure_ascii=False, separators=(",", ":"), allow_nan=False
     )

@@ -21,11 +21,11 @@ from typing import cast
 import orjson
 
 from jarvis.domain.json_types import JSONObject, JSONValue
+from jarvis.domain.well_formed import well_formed
 
 MAX_DEPTH = 128
 """The deepest nesting of arrays and objects accepted from an engine."""
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -65,10 +65,6 @@ def _depth(value: object) -> int:
     return deepest
 
 
-def _clean(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
 def _without_lone_surrogates(value: object) -> object:
     """``value`` with every lone surrogate (in strings and keys) replaced by U+FFFD.
 
@@ -76,7 +72,7 @@ def _without_lone_surrogates(value: object) -> object:
     string stands alone. The walk is iterative and rebuilds containers in place.
     """
     if isinstance(value, str):
-        return _clean(value)
+        return well_formed(value)
     pending: list[object] = [value]
     while pending:
         item = pending.pop()
@@ -84,10 +80,10 @@ def _without_lone_surrogates(value: object) -> object:
             mapping = cast("dict[str, object]", item)
             for key, child in list(mapping.items()):
                 if isinstance(child, str):
-                    child = _clean(child)
+                    child = well_formed(child)
                 else:
                     pending.append(child)
-                clean_key = _clean(key)
+                clean_key = well_formed(key)
                 if clean_key != key:
                     del mapping[key]
                 mapping[clean_key] = child
@@ -95,7 +91,7 @@ def _without_lone_surrogates(value: object) -> object:
             sequence = cast("list[object]", item)
             for index, child in enumerate(sequence):
                 if isinstance(child, str):
-                    sequence[index] = _clean(child)
+                    sequence[index] = well_formed(child)
                 else:
                     pending.append(child)
     return value

@@ -18,7 +18,8 @@ import httpx
 
 from jarvis.application.trace_export import otlp_request, otlp_spans
 from jarvis.domain.json_types import JSONValue
-from jarvis.domain.traces import Trace, TraceStoreError, times_problem, well_formed
+from jarvis.domain.traces import Trace, TraceStoreError, times_problem
+from jarvis.domain.well_formed import well_formed
 
 MAX_REPLY_BYTES = 64 * 1024
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import secrets
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from jarvis.application.ask import AskQuestion, AskService
 from jarvis.domain.llm.completion import Completion, Usage
@@ -36,6 +36,7 @@ from jarvis.entrypoints.http.anthropic_wire import (
     to_tool_specs,
 )
 from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.json_body import JSONBody
 from jarvis.entrypoints.http.openai_routes import state_of
 from jarvis.entrypoints.http.state import ServerState
 from jarvis.entrypoints.http.streaming import EventStream, encoded
@@ -145,7 +146,7 @@ async def messages(body: MessagesRequest, request: Request) -> Response:
     completion = await while_connected(
         state, request.scope, request.receive, service.inference.generate(inference_request)
     )
-    return JSONResponse(_message(message_id, body.model, completion, estimate).model_dump())
+    return JSONBody(_message(message_id, body.model, completion, estimate).model_dump())
 
 
 @router.post("/v1/messages/count_tokens", summary="An estimate of a request's input tokens")

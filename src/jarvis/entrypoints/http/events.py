@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from jarvis.domain.json_types import JSONObject
+from jarvis.entrypoints.http.json_body import model_json
 
 
 class _Event(BaseModel):
@@ -307,7 +308,7 @@ ANTHROPIC_EVENTS: TypeAdapter[AnthropicEvent] = TypeAdapter(AnthropicEvent)
 def encode(event_name: str | None, event: _Event) -> bytes:
     """One SSE frame: ``event: NAME`` (when named), ``data: JSON``, blank line. Fields that
     are ``None`` are left out (``finish_reason`` excepted)."""
-    data = event.model_dump_json(exclude_none=True)
+    data = model_json(event)
     if event_name is None:
         return b"data: " + data.encode() + b"\n\n"
     return b"event: " + event_name.encode() + b"\ndata: " + data.encode() + b"\n\n"

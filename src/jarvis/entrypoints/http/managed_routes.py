@@ -27,13 +27,14 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from jarvis.application.managed_agents import MAX_PAGE
 from jarvis.domain.errors import JarvisError
 from jarvis.domain.json_types import JSONObject
 from jarvis.domain.managed_agents import ManagedAgent
 from jarvis.domain.sessions.records import SessionMessage
+from jarvis.entrypoints.http.json_body import JSONBody
 from jarvis.entrypoints.http.managed_frames import ManagedRunFrames, memory_chunks
 from jarvis.entrypoints.http.managed_wire import (
     ManagedAgentIn,
@@ -165,12 +166,12 @@ async def post_message(agent_id: str, body: MessageIn, request: Request) -> Resp
     if body.mode == "immediate":
         from starlette.background import BackgroundTask
 
-        return JSONResponse(
+        return JSONBody(
             {"status": "running", "message": MessageOut.of(record).model_dump()},
             status_code=202,
             background=BackgroundTask(_run_in_background, state, agent_id, record, body.memory),
         )
-    return JSONResponse(
+    return JSONBody(
         {"status": "queued", "message": MessageOut.of(record).model_dump()}, status_code=202
     )
 
@@ -197,7 +198,7 @@ async def run(agent_id: str, request: Request, body: RunIn | None = None) -> Res
         return EventStream(run_frames(state, agent_id, memory=memory))
     ran = state.managed.run(agent_id, memory=memory)
     answer = await while_connected(state, request.scope, request.receive, ran)
-    return JSONResponse(
+    return JSONBody(
         {
             "status": "completed",
             "content": answer.content,
