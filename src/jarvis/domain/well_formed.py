@@ -40,25 +40,46 @@ def well_formed(text: str) -> str:
     return LONE_SURROGATE.sub(REPLACEMENT, text)
 
 
-def well_formed_json(value: JSONValue) -> JSONValue:
-    """``value`` with :func:`well_formed` applied to every string in it, keys included;
-    ``value`` itself when none changed (nothing is copied for ordinary values)."""
+def holds_lone_surrogate(value: JSONValue) -> bool:
+    """Whether any string in ``value`` (keys included) holds a lone surrogate: a walk that
+    makes nothing, so that an ordinary value costs one check per string (iterative: a
+    value nested deeper than the interpreter's recursion limit is walked too)."""
+    pending: list[JSONValue] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not is_well_formed(item):
+                return True
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not is_well_formed(key):
+                    return True
+                pending.append(child)
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _rebuilt(value: JSONValue) -> JSONValue:
     if isinstance(value, str):
         return well_formed(value)
     if isinstance(value, list):
-        items = [well_formed_json(item) for item in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return [_rebuilt(item) for item in value]
     if isinstance(value, dict):
-        return well_formed_object(value)
+        return {well_formed(key): _rebuilt(item) for key, item in value.items()}
     return value
+
+
+def well_formed_json(value: JSONValue) -> JSONValue:
+    """``value`` with :func:`well_formed` applied to every string in it, keys included;
+    ``value`` itself when none needed it (nothing is copied for ordinary values)."""
+    if isinstance(value, str):
+        return well_formed(value)
+    return _rebuilt(value) if holds_lone_surrogate(value) else value
 
 
 def well_formed_object(value: JSONObject) -> JSONObject:
     """:func:`well_formed_json` for a JSON object (its type kept for the caller)."""
-    if not value:
+    if not value or not holds_lone_surrogate(value):
         return value
-    cleaned = {well_formed(key): well_formed_json(item) for key, item in value.items()}
-    same = len(cleaned) == len(value) and all(
-        key in value and value[key] is item for key, item in cleaned.items()
-    )
-    return value if same else cleaned
+    return {well_formed(key): _rebuilt(item) for key, item in value.items()}

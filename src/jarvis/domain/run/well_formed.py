@@ -28,43 +28,73 @@ from jarvis.domain.run.updates import (
     ToolResultReady,
 )
 from jarvis.domain.tools.specs import ToolResult
-from jarvis.domain.well_formed import well_formed, well_formed_object
+from jarvis.domain.well_formed import (
+    holds_lone_surrogate,
+    is_well_formed,
+    well_formed,
+    well_formed_object,
+)
 
 
 def well_formed_call(call: ToolCall) -> ToolCall:
-    """``call`` with its id, name and arguments well-formed."""
+    """``call`` with its id, name and arguments well-formed (``call`` itself when they are)."""
     raw = call.raw_arguments
-    clean_raw = raw if raw is None else well_formed(raw)
-    fields = (well_formed(call.id), well_formed(call.name), well_formed_object(call.arguments))
-    if clean_raw is raw and all(
-        a is b for a, b in zip(fields, (call.id, call.name, call.arguments), strict=True)
+    if (
+        is_well_formed(call.id)
+        and is_well_formed(call.name)
+        and (raw is None or is_well_formed(raw))
+        and not (call.arguments and holds_lone_surrogate(call.arguments))
     ):
         return call
-    return ToolCall(id=fields[0], name=fields[1], arguments=fields[2], raw_arguments=clean_raw)
+    return ToolCall(
+        id=well_formed(call.id),
+        name=well_formed(call.name),
+        arguments=well_formed_object(call.arguments),
+        raw_arguments=None if raw is None else well_formed(raw),
+    )
+
+
+def _tool_result_is_well_formed(result: ToolResult) -> bool:
+    return (
+        is_well_formed(result.content)
+        and is_well_formed(result.tool_name)
+        and not (result.metadata and holds_lone_surrogate(result.metadata))
+    )
 
 
 def well_formed_tool_result(result: ToolResult) -> ToolResult:
     """``result`` with its tool name, content and metadata well-formed."""
-    name, content = well_formed(result.tool_name), well_formed(result.content)
-    metadata = well_formed_object(result.metadata)
-    if name is result.tool_name and content is result.content and metadata is result.metadata:
+    if _tool_result_is_well_formed(result):
         return result
-    return replace(result, tool_name=name, content=content, metadata=metadata)
+    return replace(
+        result,
+        tool_name=well_formed(result.tool_name),
+        content=well_formed(result.content),
+        metadata=well_formed_object(result.metadata),
+    )
 
 
 def well_formed_result(result: AgentResult) -> AgentResult:
-    """``result`` with its answer, tool results, model name and metadata well-formed."""
-    content, model = well_formed(result.content), well_formed(result.model)
-    tools = tuple(well_formed_tool_result(r) for r in result.tool_results)
-    metadata = well_formed_object(result.metadata)
+    """``result`` with its answer, tool results, model name and metadata well-formed: the
+    result itself when it needs nothing (checked without making anything: this runs once
+    per run, on every run)."""
     if (
-        content is result.content
-        and model is result.model
-        and metadata is result.metadata
-        and all(a is b for a, b in zip(tools, result.tool_results, strict=True))
+        is_well_formed(result.content)
+        and is_well_formed(result.model)
+        and not (result.metadata and holds_lone_surrogate(result.metadata))
     ):
-        return result
-    return replace(result, content=content, model=model, tool_results=tools, metadata=metadata)
+        for tool_result in result.tool_results:
+            if not _tool_result_is_well_formed(tool_result):
+                break
+        else:
+            return result
+    return replace(
+        result,
+        content=well_formed(result.content),
+        model=well_formed(result.model),
+        tool_results=tuple(map(well_formed_tool_result, result.tool_results)),
+        metadata=well_formed_object(result.metadata),
+    )
 
 
 def well_formed_update(update: RunUpdate) -> RunUpdate:
