@@ -39,11 +39,58 @@ def _agent(agent_id: str = "a1", **changes: object) -> ManagedAgent:
 
 
 class ManagedAgentStoreContract(Generic[StoreT]):
-    """Subclass with a ``store`` fixture returning a fresh, empty store."""
+    """Subclass with a ``store`` fixture returning a fresh, empty store; a store on a
+    database others can share overrides ``second_store`` (another connection to it, as
+    another process would open)."""
 
     @pytest.fixture
     def store(self) -> StoreT:
         raise NotImplementedError("subclass must provide the `store` fixture")
+
+    @pytest.fixture
+    def second_store(self, store: StoreT) -> StoreT:
+        """What another process sees of ``store``'s definitions: ``store`` itself here."""
+        return store
+
+    async def test_create_stores_a_definition_only_where_there_is_none(self, store: StoreT) -> None:
+        first = _agent()
+        assert await store.create(first) is True
+        assert await store.get("a1") == first
+        second = _agent(system_prompt="Other.", incarnation="0000000000000002")
+        assert await store.create(second) is False
+        assert await store.get("a1") == first  # untouched: not replaced, not merged
+        assert await store.count() == 1
+        assert await store.delete("a1", INCARNATION) is True
+        assert await store.create(second) is True  # deleted: the id is free again
+        assert await store.get("a1") == second
+
+    async def test_create_refuses_what_put_refuses(self, store: StoreT) -> None:
+        with pytest.raises(ConfigurationError):
+            await store.create(ManagedAgent(id="../etc"))
+        with pytest.raises(ConfigurationError):
+            await store.create(_agent(system_prompt="x" * (MAX_DEFINITION_BYTES + 1)))
+        assert await store.count() == 0
+
+    async def test_concurrent_creations_of_one_id_one_wins(self, store: StoreT) -> None:
+        rivals = [_agent(system_prompt=f"Rival {n}.", incarnation=f"{n:016x}") for n in range(20)]
+        won = await asyncio.gather(*(store.create(a) for a in rivals))
+        assert won.count(True) == 1
+        assert await store.get("a1") == rivals[won.index(True)]
+        assert await store.count() == 1
+
+    async def test_creations_through_two_connections_one_wins(
+        self, store: StoreT, second_store: StoreT
+    ) -> None:
+        """Two processes (servers, workers) creating one id at once on one database: one
+        is told it created the definition, every other that it exists, and all read the
+        winner's."""
+        rivals = [_agent(system_prompt=f"Rival {n}.", incarnation=f"{n:016x}") for n in range(10)]
+        stores = (store, second_store)
+        won = await asyncio.gather(*(stores[n % 2].create(a) for n, a in enumerate(rivals)))
+        assert won.count(True) == 1
+        winner = rivals[won.index(True)]
+        assert await store.get("a1") == winner
+        assert await second_store.get("a1") == winner
 
     async def test_an_unknown_id_is_none(self, store: StoreT) -> None:
         assert await store.get("nobody") is None

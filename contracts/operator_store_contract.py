@@ -18,7 +18,7 @@ from jarvis.domain.operators import (
     owner_of,
     state_key,
 )
-from jarvis.domain.owners import OwnerGoneError
+from jarvis.domain.owners import OwnerGoneError, vacancy
 from jarvis.domain.ports import OperatorStorePort
 
 StoreT = TypeVar("StoreT", bound=OperatorStorePort)
@@ -36,11 +36,18 @@ async def added(store: OperatorStorePort, operator: Operator, state: str) -> Non
 
 
 class OperatorStoreContract(Generic[StoreT]):
-    """Subclass with a ``store`` fixture returning a fresh, empty store."""
+    """Subclass with a ``store`` fixture returning a fresh, empty store; a store on a
+    database others can share overrides ``second_store`` (another connection to it, as
+    another process would open)."""
 
     @pytest.fixture
     def store(self) -> StoreT:
         raise NotImplementedError("subclass must provide the `store` fixture")
+
+    @pytest.fixture
+    def second_store(self, store: StoreT) -> StoreT:
+        """What another process sees of ``store``'s state: ``store`` itself here."""
+        return store
 
     # -- state ---------------------------------------------------------------------------
 
@@ -148,6 +155,65 @@ class OperatorStoreContract(Generic[StoreT]):
         assert await store.delete_state(key_prefix("op1"), owner=owner_of(new)) == 1
         assert await store.delete_key(DEFINITION, owner=owner_of(new)) is True
         assert await store.state_keys("operator") == []
+
+    # -- adding a definition ---------------------------------------------------------------
+
+    async def test_put_if_absent_writes_only_where_nothing_is(self, store: StoreT) -> None:
+        first = operator_to_record(Operator(id="op1", prompt="First.", incarnation="t1"))
+        second = operator_to_record(Operator(id="op1", prompt="Second.", incarnation="t2"))
+        assert await store.put_state_if_absent(DEFINITION, first) is True
+        assert await store.put_state_if_absent(DEFINITION, second) is False
+        assert await store.get_state(DEFINITION) == first  # untouched
+        assert await store.delete_key(DEFINITION) is True
+        assert await store.put_state_if_absent(DEFINITION, second) is True  # free again
+        assert await store.get_state(DEFINITION) == second
+
+    async def test_put_if_absent_refuses_what_put_refuses(self, store: StoreT) -> None:
+        with pytest.raises(ConfigurationError):
+            await store.put_state_if_absent("a b", 1)
+        with pytest.raises(ConfigurationError):
+            await store.put_state_if_absent("operator:a:state", float("nan"))
+        with pytest.raises(ConfigurationError, match="too large"):
+            await store.put_state_if_absent("operator:a:state", "x" * (MAX_STATE_BYTES + 1))
+        gone = Operator(id="op1", prompt="Task.", incarnation="t1")  # never stored
+        with pytest.raises(OwnerGoneError, match="operator 'op1' was deleted"):
+            await store.put_state_if_absent(state_key("op1"), 1, owner=owner_of(gone))
+        assert await store.state_keys("operator") == []
+
+    async def test_concurrent_puts_if_absent_one_wins(self, store: StoreT) -> None:
+        values: list[JSONValue] = [f"writer {n}" for n in range(20)]
+        won = await asyncio.gather(*(store.put_state_if_absent(DEFINITION, v) for v in values))
+        assert won.count(True) == 1
+        assert await store.get_state(DEFINITION) == values[won.index(True)]
+
+    async def test_puts_if_absent_through_two_connections_one_wins(
+        self, store: StoreT, second_store: StoreT
+    ) -> None:
+        """Two processes adding one operator at once on one database: one is told it
+        added it, every other that it exists, and all read the winner's."""
+        values: list[JSONValue] = [f"writer {n}" for n in range(10)]
+        stores = (store, second_store)
+        won = await asyncio.gather(
+            *(stores[n % 2].put_state_if_absent(DEFINITION, v) for n, v in enumerate(values))
+        )
+        assert won.count(True) == 1
+        assert await store.get_state(DEFINITION) == values[won.index(True)]
+        assert await second_store.get_state(DEFINITION) == values[won.index(True)]
+
+    async def test_leftovers_are_cleared_for_a_vacancy_only_while_no_definition_is(
+        self, store: StoreT
+    ) -> None:
+        """An addition clears what an earlier operator of the name left for the name's
+        vacancy: never the state of one added meanwhile by another process."""
+        op = Operator(id="op1", prompt="Task.", incarnation="t1")
+        await store.put_state(state_key("op1"), "left by an earlier one")
+        assert await store.delete_state(key_prefix("op1"), owner=vacancy(owner_of(op))) == 1
+        assert await store.state_keys("operator") == []  # the check left no row behind
+        await added(store, op, "the new one's")
+        with pytest.raises(OwnerGoneError, match="operator 'op1' was created meanwhile"):
+            await store.delete_state(key_prefix("op1"), owner=vacancy(owner_of(op)))
+        assert await store.get_state(state_key("op1")) == "the new one's"
+        assert await store.get_state(DEFINITION) == operator_to_record(op)
 
     async def test_a_short_prefix_cannot_delete_everything(self, store: StoreT) -> None:
         await store.put_state("operator:a:state", 1)

@@ -20,7 +20,7 @@ from jarvis.domain.managed_agents import session_id_of as agent_session
 from jarvis.domain.operators import DEFINITION_PREFIX, Operator, operator_to_record, state_key
 from jarvis.domain.operators import owner_of as operator_owner
 from jarvis.domain.operators import session_id_of as operator_session
-from jarvis.domain.owners import OwnerGoneError
+from jarvis.domain.owners import OwnerGoneError, vacancy
 from jarvis.domain.ports import OperatorStorePort, SessionStorePort
 from jarvis.domain.sessions.records import SessionMessage
 
@@ -226,6 +226,51 @@ class OwnedWritesContract:
         )
         assert await stores.operators.get_state(state_key("op1")) == 1
         assert len(await stores.sessions.load(agent_session("old"))) == 1
+
+    async def test_an_agent_s_leftovers_are_cleared_for_its_vacancy_only_while_none_is(
+        self, stores: SharedStores
+    ) -> None:
+        """A creation clears what an earlier agent of the id left (its conversation, its
+        approvals) for the id's vacancy: never what an agent created meanwhile by another
+        process keeps, and the check leaves no definition behind."""
+        new = ManagedAgent(id="victim", incarnation="new")
+        free = vacancy(agent_owner(new))
+        await stores.sessions.append_records(agent_session("victim"), said("left"))
+        await stores.approvals.add(call("c0", agent="victim"))
+        await stores.sessions.delete(agent_session("victim"), owner=free)
+        await stores.approvals.forget("victim", owner=free)
+        assert await stores.sessions.sessions() == []
+        assert await stores.approvals.pending("victim", limit=10) == []
+        assert await stores.agents.count() == 0  # the check stored nothing
+        assert await stores.agents.create(new) is True
+        await stores.sessions.append_records(
+            agent_session("victim"), said("mine"), owner=agent_owner(new)
+        )
+        await stores.approvals.add(call("c1", agent="victim"), owner=agent_owner(new))
+        with pytest.raises(OwnerGoneError, match="managed agent 'victim' was created meanwhile"):
+            await stores.sessions.delete(agent_session("victim"), owner=free)
+        with pytest.raises(OwnerGoneError):
+            await stores.approvals.forget("victim", owner=free)
+        assert [m.content for m in await stores.sessions.load(agent_session("victim"))] == ["mine"]
+        assert [a.id for a in await stores.approvals.pending("victim", limit=10)] == ["c1"]
+        assert await stores.agents.get("victim") == new
+
+    async def test_an_operator_s_history_is_cleared_for_its_vacancy_only_while_none_is(
+        self, stores: SharedStores
+    ) -> None:
+        new = Operator(id="op1", prompt="New task.", incarnation="new")
+        free = vacancy(operator_owner(new))
+        await stores.sessions.append_records(operator_session("op1"), said("left"))
+        await stores.sessions.delete(operator_session("op1"), owner=free)
+        assert await stores.sessions.sessions() == []
+        assert await stores.operators.state_keys(DEFINITION_PREFIX) == []
+        await add_operator(stores, new)
+        await stores.sessions.append_records(
+            operator_session("op1"), said("mine"), owner=operator_owner(new)
+        )
+        with pytest.raises(OwnerGoneError, match="operator 'op1' was created meanwhile"):
+            await stores.sessions.delete(operator_session("op1"), owner=free)
+        assert [m.content for m in await stores.sessions.load(operator_session("op1"))] == ["mine"]
 
     async def test_writes_without_an_owner_are_unchanged(self, stores: SharedStores) -> None:
         await stores.sessions.append_records("plain", said("free"))

@@ -7,6 +7,7 @@ fresh database on a server these tests start), runs the suites in ``contracts/``
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,8 @@ from jarvis.adapters.sql_store import (
     SqlOperatorStore,
     SqlSessionStore,
 )
+from jarvis.adapters.sql_store.driver import Connection, call
+from jarvis.adapters.sql_store.owners import owner_holds
 from jarvis.domain.managed_agents import ManagedAgent, agent_to_record
 from jarvis.domain.managed_agents import owner_of as agent_owner
 from jarvis.domain.managed_agents import session_id_of as agent_session_id
@@ -38,7 +41,7 @@ from jarvis.domain.operators import (
 )
 from jarvis.domain.operators import owner_of as operator_owner
 from jarvis.domain.operators import session_id_of as operator_session_id
-from jarvis.domain.owners import OwnerGoneError
+from jarvis.domain.owners import OwnerGoneError, vacancy
 from tests.support.postgres_server import PostgresServer, running_postgres
 from tests.support.sql_stores import postgres_backend, sqlite_backend
 
@@ -89,10 +92,20 @@ class TestSqlOperatorStore(OperatorStoreContract[SqlOperatorStore]):
     def store(self, open_backend: Opener) -> SqlOperatorStore:
         return open_backend().operators
 
+    @pytest.fixture
+    def second_store(self, open_backend: Opener, store: SqlOperatorStore) -> SqlOperatorStore:
+        return open_backend().operators
+
 
 class TestSqlManagedAgentStore(ManagedAgentStoreContract[SqlManagedAgentStore]):
     @pytest.fixture
     def store(self, open_backend: Opener) -> SqlManagedAgentStore:
+        return open_backend().managed_agents
+
+    @pytest.fixture
+    def second_store(
+        self, open_backend: Opener, store: SqlManagedAgentStore
+    ) -> SqlManagedAgentStore:
         return open_backend().managed_agents
 
 
@@ -383,3 +396,94 @@ async def test_on_postgres_a_stale_removal_waits_for_a_remove_and_add_then_spare
         assert [m.content for m in loaded] == ["kept"]
     finally:
         backend.close()
+
+
+async def _clear_conversation_for_vacancy(backend: SqlBackend) -> bool:
+    """Clear ``victim``'s conversation as a creation does; whether it was cleared."""
+    try:
+        free = vacancy(agent_owner(ManagedAgent(id="victim")))
+        await backend.sessions.delete(agent_session_id("victim"), owner=free)
+    except OwnerGoneError:
+        return False
+    return True
+
+
+async def _clear_approvals_for_vacancy(backend: SqlBackend) -> bool:
+    """Clear ``victim``'s approvals as a creation does; whether they were cleared."""
+    try:
+        await backend.approvals.forget(
+            "victim", owner=vacancy(agent_owner(ManagedAgent(id="victim")))
+        )
+    except OwnerGoneError:
+        return False
+    return True
+
+
+Clearing = Callable[[SqlBackend], Coroutine[None, None, bool]]
+
+
+@pytest.mark.parametrize(
+    "clearing",
+    [_clear_conversation_for_vacancy, _clear_approvals_for_vacancy],
+    ids=["conversation", "approvals"],
+)
+async def test_on_postgres_a_clearing_for_a_vacancy_waits_for_a_creation_then_spares_it(
+    postgres: PostgresServer, clearing: Clearing
+) -> None:
+    """Another client creates the agent in a transaction not yet committed: a creation's
+    clearing of the id's leftovers waits for it (its claim of the key meets the new row;
+    a plain read would see no definition and clear), then clears nothing."""
+    import psycopg
+
+    url = postgres.create_database()
+    backend = postgres_backend(url)
+    try:
+        await backend.sessions.append_records(agent_session_id("victim"), said("kept"))
+        await backend.approvals.add(pending("c0", agent="victim"))
+        winner = ManagedAgent(id="victim", system_prompt="Winner.", incarnation="won")
+        with psycopg.connect(url) as creating:  # one transaction, until commit
+            creating.execute(
+                "INSERT INTO jarvis_operator_state (key, value, updated_us) VALUES (%s, %s, 0)",
+                ("managed_agent:victim", agent_to_record(winner)),
+            )
+            late = asyncio.create_task(clearing(backend))
+            await _commit_once_it_waits(url, creating.commit, late)
+        assert await late is False
+        assert await backend.managed_agents.get("victim") == winner
+        loaded = await backend.sessions.load(agent_session_id("victim"))
+        assert [m.content for m in loaded] == ["kept"]
+        assert [row.id for row in await backend.approvals.pending("victim", limit=10)] == ["c0"]
+    finally:
+        backend.close()
+
+
+async def test_on_postgres_a_creation_waits_for_a_clearing_for_its_vacancy_then_lands(
+    postgres: PostgresServer,
+) -> None:
+    """A clearing for the id's vacancy in flight (claimed, not yet committed): a creation
+    of the id by another client waits for it (no winner's data can be cleared), then
+    stores its definition: the claim left no row."""
+    url = postgres.create_database()
+    clearing, creating = postgres_backend(url), postgres_backend(url)
+    agent = ManagedAgent(id="victim", incarnation="new")
+    claimed, commit = threading.Event(), threading.Event()
+
+    def held(db: Connection) -> bool:
+        with db.transaction():
+            vacant = owner_holds(db, vacancy(agent_owner(agent)))
+            claimed.set()
+            commit.wait(timeout=60)
+            return vacant
+
+    try:
+        clear = asyncio.create_task(call(clearing.driver, held))
+        assert await asyncio.to_thread(claimed.wait, 60)
+        late = asyncio.create_task(creating.managed_agents.create(agent))
+        await _commit_once_it_waits(url, commit.set, late)
+        assert await clear is True
+        assert await late is True
+        assert await clearing.managed_agents.get("victim") == agent
+    finally:
+        commit.set()
+        clearing.close()
+        creating.close()

@@ -18,17 +18,20 @@ class Held:
     go_on: asyncio.Event
 
 
-def hold_next(monkeypatch: pytest.MonkeyPatch, store: object, method: str) -> Held:
+def hold_next(
+    monkeypatch: pytest.MonkeyPatch, store: object, method: str, *, skip: int = 0
+) -> Held:
     """The next call of ``store``'s ``method`` runs, then waits until the test lets it go
-    on (the calls after it run as they are)."""
+    on (the calls after it run as they are); with ``skip``, the call after the next
+    ``skip`` ones (a use case that reads twice is held after its second read)."""
     held = Held(asyncio.Event(), asyncio.Event())
     call = getattr(store, method)
-    first = [True]
+    calls = [0]
 
     async def holding(*args: object, **kwargs: object) -> object:
         result = await call(*args, **kwargs)
-        if first:
-            first.clear()
+        calls[0] += 1
+        if calls[0] == skip + 1:
             held.waits.set()
             await held.go_on.wait()
         return result

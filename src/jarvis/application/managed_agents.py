@@ -45,7 +45,7 @@ from jarvis.domain.managed_agents import (
     position_of,
     session_id_of,
 )
-from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation
+from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation, vacancy
 from jarvis.domain.ports import SessionStorePort
 from jarvis.domain.run.contract import AgentContext
 from jarvis.domain.sessions.records import SessionMessage, SessionPage, to_micros, utc_now
@@ -106,6 +106,10 @@ class ManagedAgentSpec(ManagedAgentFields):
     id: str | None = None
 
 
+def _exists(agent_id: str) -> ConfigurationError:
+    return ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
+
+
 def _apply(agent: ManagedAgent, spec: ManagedAgentSpec, fields_set: Sequence[str]) -> ManagedAgent:
     changes = {name: getattr(spec, name) for name in fields_set if name != "id"}
     return replace(agent, **changes)
@@ -155,9 +159,18 @@ class ManagedAgentService:
         await service.build_agent(command)
 
     async def create(self, spec: ManagedAgentSpec) -> ManagedAgent:
+        """Store a new definition; ``ConfigurationError`` when one of the id exists already,
+        also when another server (or worker) on the store created it meanwhile: the store
+        creates it only where there is none (:meth:`ManagedAgentStorePort.create`), so of
+        concurrent creations exactly one wins and none replaces another's definition.
+
+        What an earlier agent of the id left (see :meth:`delete`) is cleared first, for
+        the id's vacancy: only while no definition of it is stored, checked by the store
+        in each clearing's transaction, so a creation that lost the race never clears the
+        winner's conversation or approvals (the store refuses: "exists already" too)."""
         agent_id = check_agent_id(spec.id) if spec.id else "ma_" + secrets.token_hex(8)
         if await self.agents.get(agent_id) is not None:
-            raise ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
+            raise _exists(agent_id)
         now = to_micros(utc_now())
         agent = ManagedAgent(
             id=agent_id,
@@ -184,9 +197,13 @@ class ManagedAgentService:
                     "first (or start the server with a higher --max-agents)."
                 )
             if await self.agents.get(agent_id) is not None:
-                raise ConfigurationError(f"A managed agent with id {agent_id!r} exists already.")
-            await self._forget_kept(agent_id)  # of an earlier agent (see delete)
-            await self.agents.put(agent)
+                raise _exists(agent_id)
+            try:
+                await self._forget_kept(agent_id, vacancy(owner_of(agent)))
+            except OwnerGoneError:
+                raise _exists(agent_id) from None
+            if not await self.agents.create(agent):
+                raise _exists(agent_id)
         return agent
 
     async def get(self, agent_id: str) -> ManagedAgent:
@@ -247,7 +264,8 @@ class ManagedAgentService:
         cancelled where they wait (:mod:`.managed_runs`): nothing they could still produce
         would be kept. Nothing is deleted after the definition (an agent created again
         may keep its own there by then): what a run wrote in between is cleared by
-        :meth:`create`, before it stores the next definition of the id."""
+        :meth:`create`, before it stores the next definition of the id, and only while
+        none is stored."""
         agent = await self.get(agent_id)
         try:
             await self._forget_kept(agent_id, owner_of(agent))
@@ -257,10 +275,11 @@ class ManagedAgentService:
             raise ManagedAgentNotFoundError(agent_id)
         self._runs.stop(agent_id, agent.incarnation)
 
-    async def _forget_kept(self, agent_id: str, owner: Owner | None = None) -> None:
-        """Delete the conversation and the approvals of ``agent_id``: with ``owner``, only
-        while that definition is stored (else ``OwnerGoneError``); without, as they are
-        (no run can write while no definition of the id is stored)."""
+    async def _forget_kept(self, agent_id: str, owner: Owner) -> None:
+        """Delete the conversation and the approvals of ``agent_id`` only while ``owner``
+        is stored (else ``OwnerGoneError``): the definition being deleted, or the id's
+        vacancy, for a creation (no run can write while no definition of the id is
+        stored, but another process may create one at any time)."""
         await self.sessions.delete(session_id_of(agent_id), owner=owner)
         if self.approvals is not None:
             await self.approvals.forget(agent_id, owner=owner)

@@ -48,7 +48,7 @@ from jarvis.domain.operators import (
     session_id_of,
 )
 from jarvis.domain.owned_stores import OwnedOperatorStore, OwnedSessionStore
-from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation
+from jarvis.domain.owners import Owner, OwnerGoneError, new_incarnation, vacancy
 from jarvis.domain.ports import (
     EmbeddingPort,
     MemoryPort,
@@ -89,6 +89,18 @@ class UnknownOperatorError(ConfigurationError):
         )
         self.name = name
         self.existing = existing
+
+
+class OperatorExistsError(ConfigurationError):
+    """An operator of this name exists already (exit code 2), also when another process
+    added it while this addition was under way."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"An operator named {name!r} exists already.",
+            hint=f"Remove it first: jarvis operators remove {name}",
+        )
+        self.name = name
 
 
 class OperatorBusyError(JarvisError):
@@ -196,6 +208,15 @@ class OperatorService:
         return key
 
     async def add(self, operator: Operator) -> Operator:
+        """Store a new operator; :class:`OperatorExistsError` when one of the name exists,
+        also when another process on the store added it meanwhile: the store writes the
+        definition only where there is none (:meth:`OperatorStorePort.put_state_if_absent`),
+        so of concurrent additions exactly one wins and none replaces another's.
+
+        What an earlier operator of the name kept (see :meth:`remove`) is cleared first,
+        for the name's vacancy: only while no definition of it is stored, checked by the
+        store in each clearing's transaction, so an addition that lost the race never
+        clears the winner's state or history (the store refuses: "exists already" too)."""
         check_operator_id(operator.id)
         if not operator.prompt.strip():
             raise ConfigurationError(
@@ -203,10 +224,7 @@ class OperatorService:
             )
         key = self.check_agent(operator.agent, operator.agent_options)
         if await self.store.get_state(DEFINITION_PREFIX + operator.id) is not None:
-            raise ConfigurationError(
-                f"An operator named {operator.id!r} exists already.",
-                hint=f"Remove it first: jarvis operators remove {operator.id}",
-            )
+            raise OperatorExistsError(operator.id)
         created = operator.created_us or self._now_us()
         created = -(-created // 1_000_000) * 1_000_000  # on a whole second: ticks are too
         stored = Operator(
@@ -221,8 +239,13 @@ class OperatorService:
             system_prompt=operator.system_prompt,
             incarnation=new_incarnation(),  # a tick of an earlier one never writes to it
         )
-        await self._forget_kept(stored.id)  # of an earlier operator of the name (see remove)
-        await self.store.put_state(DEFINITION_PREFIX + stored.id, operator_to_record(stored))
+        try:
+            await self._forget_kept(stored.id, vacancy(owner_of(stored)))
+        except OwnerGoneError:
+            raise OperatorExistsError(stored.id) from None
+        record = operator_to_record(stored)
+        if not await self.store.put_state_if_absent(DEFINITION_PREFIX + stored.id, record):
+            raise OperatorExistsError(stored.id)
         return stored
 
     async def names(self) -> list[str]:
@@ -300,7 +323,7 @@ class OperatorService:
         transaction: :func:`owner_of`); from then on the store refuses its ticks' writes.
         Nothing is deleted after the definition (an operator added again may keep its own
         there by then): what a tick wrote in between is cleared by :meth:`add`, before it
-        stores the next definition of the name."""
+        stores the next definition of the name, and only while none is stored."""
         operator = await self.get(name)
         owner = owner_of(operator)
         try:
@@ -310,10 +333,11 @@ class OperatorService:
         except OwnerGoneError:
             raise UnknownOperatorError(name, await self.names(), meanwhile=True) from None
 
-    async def _forget_kept(self, name: str, owner: Owner | None = None) -> None:
-        """Delete the state and the session of ``name``: with ``owner``, only while that
-        definition is stored (else ``OwnerGoneError``); without, as they are (no tick can
-        write while no definition of the name is stored)."""
+    async def _forget_kept(self, name: str, owner: Owner) -> None:
+        """Delete the state and the session of ``name`` only while ``owner`` is stored
+        (else ``OwnerGoneError``): the definition being removed, or the name's vacancy,
+        for an addition (no tick can write while no definition of the name is stored, but
+        another process may add one at any time)."""
         await self.store.delete_state(key_prefix(name), owner=owner)
         await self.sessions.delete(session_id_of(name), owner=owner)
 
@@ -358,22 +382,25 @@ class OperatorService:
 
     async def ask(self, name: str, question: AskQuestion) -> Answer:
         """``question`` as one tick of operator ``name``, created for it when it does not
-        exist yet (``jarvis ask -a operative``): the operator keeps its state and history
-        for the next such call. The question is the tick's prompt; its agent, tools, model,
-        options and system prompt replace the stored ones for this tick only."""
+        exist yet (``jarvis ask -a operative``; of two first calls at once, one adds it and
+        both run it): the operator keeps its state and history for the next such call. The
+        question is the tick's prompt; its agent, tools, model, options and system prompt
+        replace the stored ones for this tick only."""
         agent = self.check_agent(question.agent or "operative", question.agent_options)
         if name not in await self.names():
-            await self.add(
-                Operator(
-                    id=name,
-                    agent=agent,
-                    prompt=question.question,
-                    tools=question.tools,
-                    agent_options=question.agent_options,
-                    model=question.model,
-                    system_prompt=question.system_prompt,
+            # added meanwhile by another process: that one is run
+            with contextlib.suppress(OperatorExistsError):
+                await self.add(
+                    Operator(
+                        id=name,
+                        agent=agent,
+                        prompt=question.question,
+                        tools=question.tools,
+                        agent_options=question.agent_options,
+                        model=question.model,
+                        system_prompt=question.system_prompt,
+                    )
                 )
-            )
         stored = await self.get(name)
         operator = replace(
             stored,

@@ -117,5 +117,6 @@ class ApprovalStorePort(Protocol):
         """Delete every approval of the agent (it is being deleted, or created again).
         ``owner``: the definition they are deleted for; ``OwnerGoneError``, and nothing
         deleted, unless it is stored (checked in the same transaction): they may be those
-        of an agent created again since under the same id."""
+        of an agent created again since under the same id. With its
+        :func:`~jarvis.domain.owners.vacancy`, only while no definition is stored."""
         ...

@@ -15,6 +15,8 @@ class drawn under one of them lives in the same module unless it names another).
     │   ├── ScheduleError         a schedule whose ticks cannot be computed
     │   │                                                              [application.schedules]
     │   ├── UnknownOperatorError  no operator has this name            [application.operators]
+    │   ├── OperatorExistsError   an operator of this name exists already
+    │   │                                                              [application.operators]
     │   ├── UnknownSessionError   no session has this id            [application.conversation]
     │   ├── OwnerGoneError        a run's definition was deleted while it ran  [domain.owners]
     │   ├── OutputSchemaError     a typed answer's schema jarvis cannot honour

@@ -200,11 +200,20 @@ class ManagedAgentStorePort(Protocol):
     Every method raises :class:`~jarvis.domain.sessions.records.SessionStoreError` (never a driver
     exception) when the store fails, as the session store does; an invalid id is a
     ``ConfigurationError``. Writers are last-writer-wins per definition, except
-    :meth:`update` and :meth:`delete`, which change only the definition they read.
+    :meth:`create`, which never replaces one, and :meth:`update` and :meth:`delete`, which
+    change only the definition they read.
     """
 
     async def put(self, agent: ManagedAgent) -> None:
         """Create the definition, or replace the one with the same id."""
+        ...
+
+    async def create(self, agent: ManagedAgent) -> bool:
+        """Store the definition only while none with its id is stored, in one atomic step
+        (checked and written in one statement the database serialises); ``False``, and
+        nothing written, when there is one. Two processes or servers creating one id at
+        once: exactly one wins, and the other is told so, instead of replacing the
+        winner's definition (and incarnation) as a read-then-:meth:`put` would."""
         ...
 
     async def update(self, agent: ManagedAgent) -> bool:

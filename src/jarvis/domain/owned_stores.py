@@ -30,6 +30,11 @@ class OwnedOperatorStore:
     async def put_state(self, key: str, value: JSONValue, *, owner: Owner | None = None) -> None:
         await self.store.put_state(key, value, owner=owner or self.owner)
 
+    async def put_state_if_absent(
+        self, key: str, value: JSONValue, *, owner: Owner | None = None
+    ) -> bool:
+        return await self.store.put_state_if_absent(key, value, owner=owner or self.owner)
+
     async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
         return await self.store.delete_state(prefix, owner=owner)
 

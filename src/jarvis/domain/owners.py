@@ -12,12 +12,18 @@ stored and the incarnation it started with) on each write; the store applies the
 while that very definition is stored, checked in the same transaction as the write, and
 otherwise raises :class:`OwnerGoneError` and writes nothing. The check is the store's, not
 the process's, because the definition may be deleted by another process or machine.
+
+Creating a definition first clears what an earlier one of the id left behind. That clearing
+names the :func:`vacancy` of the id: it applies only while no definition of the id is stored,
+so a creation that loses a race to another process never clears the winner's conversation
+or state (the store refuses it with :class:`OwnerGoneError`, and the loser is told the id
+exists already).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jarvis.domain.errors import ConfigurationError
 
@@ -34,6 +40,9 @@ class Owner:
     before definitions had one)."""
     what: str
     """The definition as a message names it: ``managed agent 'victim'``."""
+    vacant: bool = False
+    """The write is for no definition: it applies only while none is stored under
+    :attr:`key` (:func:`vacancy`), whatever its incarnation."""
 
 
 class OwnerGoneError(ConfigurationError):
@@ -41,10 +50,14 @@ class OwnerGoneError(ConfigurationError):
     the same id): the write was refused, nothing was stored."""
 
     def __init__(self, owner: Owner) -> None:
-        super().__init__(
-            f"The {owner.what} was deleted while it ran (it may have been created again "
-            "since): what this run produced was not stored."
-        )
+        if owner.vacant:
+            message = f"The {owner.what} was created meanwhile: nothing of it was changed."
+        else:
+            message = (
+                f"The {owner.what} was deleted while it ran (it may have been created again "
+                "since): what this run produced was not stored."
+            )
+        super().__init__(message)
         self.owner = owner
 
 
@@ -73,7 +86,17 @@ def incarnation_of(record: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def vacancy(owner: Owner) -> Owner:
+    """The place of ``owner``'s definition while it holds none: what clears an earlier
+    definition's leftovers before a new one is created names it, so the store clears them
+    only while no definition of the id is stored, checked in the clearing's transaction
+    (never what a definition created meanwhile by another process keeps)."""
+    return replace(owner, incarnation="", vacant=True)
+
+
 def holds(record: str | None, owner: Owner) -> bool:
     """Whether ``record`` (the definition stored under ``owner.key``, ``None`` for none) is
-    ``owner``'s very definition."""
+    ``owner``'s very definition (for a :func:`vacancy`: whether there is none)."""
+    if owner.vacant:
+        return record is None
     return record is not None and incarnation_of(record) == owner.incarnation

@@ -30,15 +30,26 @@ class InMemoryManagedAgentStore:
     def holds(self, owner: Owner) -> bool:
         """Whether ``owner`` is a definition stored here, with its incarnation (pass it as
         the ``owners`` of the :class:`~jarvis.testing.InMemorySessionStore` that keeps the
-        agents' conversations, as the SQL stores share one database)."""
+        agents' conversations, as the SQL stores share one database); for a vacancy,
+        whether no definition of its id is stored. A key that is no managed agent's is
+        never held (another store answers for it)."""
         if not owner.key.startswith(DEFINITION_PREFIX):
             return False
         agent = self._agents.get(owner.key.removeprefix(DEFINITION_PREFIX))
+        if owner.vacant:
+            return agent is None
         return agent is not None and agent.incarnation == owner.incarnation
 
     async def put(self, agent: ManagedAgent) -> None:
         _check(agent)
         self._agents[agent.id] = agent
+
+    async def create(self, agent: ManagedAgent) -> bool:
+        _check(agent)
+        if agent.id in self._agents:
+            return False
+        self._agents[agent.id] = agent  # no await since the check: nothing came between
+        return True
 
     async def update(self, agent: ManagedAgent) -> bool:
         _check(agent)

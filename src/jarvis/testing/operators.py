@@ -9,6 +9,7 @@ from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
     COMPLETED_US,
+    DEFINITION_PREFIX,
     check_prefix,
     check_state_key,
     decode_state,
@@ -40,7 +41,10 @@ class InMemoryOperatorStore(TicksClaimedByLeases):
 
     def holds(self, owner: Owner) -> bool:
         """Whether ``owner``'s very definition is stored here (an operator's, whose
-        definition lives in this store)."""
+        definition lives in this store); for a vacancy, whether none is. A key that is no
+        operator's definition is never held (another store answers for it)."""
+        if not owner.key.startswith(DEFINITION_PREFIX):
+            return False
         return holds(self._state.get(owner.key), owner)
 
     def _check(self, owner: Owner | None) -> None:
@@ -52,6 +56,16 @@ class InMemoryOperatorStore(TicksClaimedByLeases):
         text = encode_state(value)
         self._check(owner)
         self._state[check_state_key(key)] = text
+
+    async def put_state_if_absent(
+        self, key: str, value: JSONValue, *, owner: Owner | None = None
+    ) -> bool:
+        text = encode_state(value)
+        self._check(owner)
+        if check_state_key(key) in self._state:
+            return False
+        self._state[key] = text  # no await since the check: nothing came between
+        return True
 
     async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
         check_prefix(prefix)

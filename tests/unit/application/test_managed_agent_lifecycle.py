@@ -8,7 +8,9 @@ conversation.
 The engine streams its first word, then waits for the test (an ``asyncio.Event``), so the
 deletion always lands mid-run; an update is held the same way between its read and its
 write (its check of the definition asks for the ask use case, which waits for the test),
-and a deletion once a call of its stores returned (:func:`hold_next`).
+and a deletion once a call of its stores returned (:func:`hold_next`). A creation that
+found the id free, held the same way, loses to one made meanwhile by another server: it
+fails as for an id that exists already, clearing nothing of the winner's.
 Run on the SQLite stores and on the in-memory fakes linked as one database.
 """
 
@@ -37,7 +39,7 @@ from jarvis.application.run_updates import AnswerUpdate, answer_of
 from jarvis.application.tools.catalogue import ToolCatalogue
 from jarvis.application.tools.function_tool import tool
 from jarvis.domain.approval_store import ApprovalStorePort
-from jarvis.domain.errors import RunCancelledError
+from jarvis.domain.errors import ConfigurationError, RunCancelledError
 from jarvis.domain.llm.completion import Completion, StreamChunk
 from jarvis.domain.llm.inference import InferenceRequest
 from jarvis.domain.llm.messages import ToolCall
@@ -397,6 +399,47 @@ async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
     await other.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
     assert await service.messages("victim") == []
     assert await other.approvals.pending("victim") == []
+
+
+def _approval_store(service: ManagedAgentService) -> ApprovalStorePort:
+    assert service.approvals is not None
+    return service.approvals.store
+
+
+CREATION_HOLD_POINTS: dict[str, tuple[Callable[[ManagedAgentService], object], str, int]] = {
+    "read": (lambda service: service.agents, "get", 1),
+    "conversation-cleared": (lambda service: service.sessions, "delete", 0),
+    "approvals-cleared": (_approval_store, "forget", 0),
+}
+"""Where a creation is held: once it found the id free (its second read, in its one step
+in this process); once it cleared the conversation an earlier agent of the id left; once
+it cleared its approvals, before it stores the definition."""
+
+
+@pytest.mark.parametrize("point", list(CREATION_HOLD_POINTS))
+async def test_a_creation_that_found_the_id_free_loses_to_one_made_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, running: Running, point: str
+) -> None:
+    """Another server creates the agent once this creation found the id free, and sends
+    it a message, with a call waiting for its approval: this creation fails as for an id
+    that exists already (HTTP 400, not the 404 of a deleted agent), and neither replaces
+    the winner's definition nor clears its conversation or approvals."""
+    service, other = running.service, running.other
+    target, method, skip = CREATION_HOLD_POINTS[point]
+    held = hold_next(monkeypatch, target(service), method, skip=skip)
+    spec = ManagedAgentSpec(id="victim", system_prompt="Loser's task.")
+    creation = asyncio.create_task(service.create(spec))
+    await held.waits.wait()
+    winner = await other.create(ManagedAgentSpec(id="victim", system_prompt="Winner's task."))
+    await other.post("victim", "Winner's question.")
+    await _approval_store(other).add(pending("c0", agent="victim"), owner=owner_of(winner))
+    held.go_on.set()
+    with pytest.raises(ConfigurationError, match="'victim' exists already") as refused:
+        await creation
+    assert refused.type is ConfigurationError
+    assert await service.get("victim") == winner
+    assert [m.message.content for m in await service.messages("victim")] == ["Winner's question."]
+    assert [row.id for row in await _approval_store(service).pending("victim", limit=10)] == ["c0"]
 
 
 async def no_approval_required(updates: AsyncIterator[AnswerUpdate]) -> None:

@@ -3,7 +3,9 @@ removed, even when an operator of the same name was added since: a note ``memory
 keeps, the state, the history. A removal removes the operator it read and only it: one
 removed and added again meanwhile (by another process on the same database) keeps its
 definition, state and history; the removal is held between its steps (:func:`hold_next`),
-on the in-memory fakes linked as one database and on SQLite. The scheduler's progress is
+on the in-memory fakes linked as one database and on SQLite. An addition that found the
+name free loses to one made meanwhile by another process (held the same way): it fails as
+for a name that exists already, clearing nothing of the winner's. The scheduler's progress is
 tested in ``test_operator_schedules.py``, a whole tick through the CLI in
 ``tests/integration/test_operators_cli.py``."""
 
@@ -16,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from jarvis.adapters.sql_store import SqlBackend
+from jarvis.application.ask import Answer, AskQuestion
 from jarvis.application.operators import OperatorService, UnknownOperatorError
 from jarvis.application.registry import builtin_agents
 from jarvis.domain.agents.memory_store import MemoryStoreTool
+from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.llm.messages import Message
 from jarvis.domain.operators import Operator, session_id_of, state_key
 from jarvis.domain.owners import OwnerGoneError
@@ -165,3 +169,67 @@ async def test_what_a_tick_keeps_while_its_operator_is_removed_is_not_inherited(
     await other.add(Operator(id="op1", prompt="New task."))
     assert await kept(service, "op1") == (None, [])
     assert await service.store.state_keys("operator:op1:") == []
+
+
+ADD_HOLD_POINTS = {
+    "read": ("store", "get_state"),
+    "state-cleared": ("store", "delete_state"),
+    "history-cleared": ("sessions", "delete"),
+}
+"""Where an addition is held: once it found the name free; once it cleared the state an
+earlier operator of the name left; once it cleared its history, before it stores the
+definition."""
+
+
+@pytest.mark.parametrize("point", list(ADD_HOLD_POINTS))
+async def test_an_addition_that_found_the_name_free_loses_to_one_made_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+    services: tuple[OperatorService, OperatorService],
+    point: str,
+) -> None:
+    """Another process adds the operator once this addition found the name free, and ticks
+    it: this addition fails as for a name that exists already (exit code 2), and neither
+    replaces the winner's definition nor clears its state or history."""
+    service, other = services
+    store, method = ADD_HOLD_POINTS[point]
+    held = hold_next(monkeypatch, getattr(service, store), method)
+    addition = asyncio.create_task(service.add(Operator(id="op1", prompt="Loser's task.")))
+    await held.waits.wait()
+    winner = await other.add(Operator(id="op1", prompt="Winner's task."))
+    await ticked(other, "op1", "new")
+    held.go_on.set()
+    with pytest.raises(ConfigurationError, match="operator named 'op1' exists already"):
+        await addition
+    assert await service.get("op1") == winner
+    assert await kept(service, "op1") == ("new", ["new"])
+
+
+class Ran(Exception):
+    """The tick a test let start, stopped there: which operator it ran."""
+
+    def __init__(self, operator: Operator) -> None:
+        super().__init__(operator.id)
+        self.operator = operator
+
+
+async def test_a_first_ask_that_lost_the_addition_runs_the_winner_s_operator(
+    monkeypatch: pytest.MonkeyPatch, services: tuple[OperatorService, OperatorService]
+) -> None:
+    """Two first ``jarvis ask -a operative`` of one name at once: the one whose addition
+    lost runs the operator the other added, rather than failing or replacing it."""
+    service, other = services
+    held = hold_next(monkeypatch, service.store, "get_state")  # the addition's read
+
+    async def tick(name: str, *, operator: Operator | None = None) -> Answer:
+        assert operator is not None
+        raise Ran(operator)
+
+    monkeypatch.setattr(service, "tick", tick)
+    asking = asyncio.create_task(service.ask("op1", AskQuestion(question="Task.")))
+    await held.waits.wait()
+    winner = await other.add(Operator(id="op1", prompt="Winner's task."))
+    held.go_on.set()
+    with pytest.raises(Ran) as ran:
+        await asking
+    assert ran.value.operator.incarnation == winner.incarnation
+    assert await service.get("op1") == winner

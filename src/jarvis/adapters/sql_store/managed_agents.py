@@ -4,7 +4,9 @@ They live next to the conversations they own, in the ``operator_state`` table un
 ``managed_agent:<id>``, so every server on the database sees the same definitions. A page is
 read in the database, ordered by the record's ``created_us`` (the dialect reads it from the
 JSON record; a damaged record sorts first and is reported when read), then the key (the
-id's order), so listing reads no more than the page. An update replaces, and a deletion
+id's order), so listing reads no more than the page. A creation writes its row only where
+there is none, in one statement (of concurrent creations of an id exactly one wins). An
+update replaces, and a deletion
 removes, a definition only while it is the one read (its incarnation, checked in the same
 transaction, its row locked on PostgreSQL: :mod:`jarvis.adapters.sql_store.owners`), so an
 update never brings back one deleted meanwhile, and neither touches one created again since.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
 from jarvis.adapters.sql_store.operators import PUT_STATE
-from jarvis.adapters.sql_store.owners import owner_holds
+from jarvis.adapters.sql_store.owners import INSERT_DEFINITION, owner_holds
 from jarvis.domain.managed_agents import (
     DEFINITION_PREFIX,
     ManagedAgent,
@@ -58,6 +60,15 @@ class SqlManagedAgentStore:
             db.execute(PUT_STATE, (key, text))
 
         await call(self.driver, work)
+
+    async def create(self, agent: ManagedAgent) -> bool:
+        key = PREFIX + check_agent_id(agent.id)
+        text = agent_to_record(agent)
+
+        def work(db: Connection) -> bool:
+            return db.execute(INSERT_DEFINITION, (key, text)).rowcount > 0
+
+        return await call(self.driver, work)
 
     async def _change(self, owner: Owner, statement: str, arguments: tuple[str, ...]) -> bool:
         """``statement`` in one transaction with the check that ``owner``'s very definition

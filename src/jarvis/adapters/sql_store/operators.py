@@ -6,7 +6,9 @@ database (on one machine for SQLite, on many for PostgreSQL) sees the same state
 for the same leases. Each write is one statement, atomic in both databases (a write or a
 deletion for a definition, its owner, is one transaction with the check that the very
 definition is stored: :mod:`jarvis.adapters.sql_store.owners`; the deletion of the
-definition itself locks its row ``FOR UPDATE`` on PostgreSQL); a lease is taken
+definition itself locks its row ``FOR UPDATE`` on PostgreSQL). A value put if absent (an
+operator's definition, added) is ``INSERT ... ON CONFLICT DO NOTHING``: of concurrent
+additions exactly one writes it. A lease is taken
 with ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` the row is free, expired or already the
 taker's, which the database serialises, so exactly one of any number of concurrent takers
 wins. Lease times are the dialect's clock: this machine's for SQLite (which every process
@@ -17,7 +19,7 @@ clocks never decide who holds a lease).
 from __future__ import annotations
 
 from jarvis.adapters.sql_store.driver import Connection, SqlDriver, call
-from jarvis.adapters.sql_store.owners import owned_call
+from jarvis.adapters.sql_store.owners import INSERT_DEFINITION, owned_call
 from jarvis.domain.json_types import JSONValue
 from jarvis.domain.operator_leases import TicksClaimedByLeases
 from jarvis.domain.operators import (
@@ -79,6 +81,17 @@ class SqlOperatorStore(TicksClaimedByLeases):
             db.execute(PUT_STATE, (key, text))
 
         await owned_call(self.driver, owner, work)
+
+    async def put_state_if_absent(
+        self, key: str, value: JSONValue, *, owner: Owner | None = None
+    ) -> bool:
+        check_state_key(key)
+        text = encode_state(value)
+
+        def work(db: Connection) -> bool:
+            return db.execute(INSERT_DEFINITION, (key, text)).rowcount > 0
+
+        return await owned_call(self.driver, owner, work)
 
     async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
         low = check_prefix(prefix)

@@ -8,6 +8,16 @@ holds the whole file (``BEGIN IMMEDIATE``); on PostgreSQL the definition's row i
 checked is committed, or commits first and the check sees it gone. A write that replaces
 or deletes the definition itself reads it ``FOR UPDATE`` instead (two of them queue; with
 ``FOR SHARE`` each would wait for the other's lock).
+
+A definition is created by :data:`INSERT_DEFINITION` alone, which writes its row only where
+there is none: of two concurrent creations the database lets exactly one write it. The
+:func:`~jarvis.domain.owners.vacancy` of a definition (what clears an earlier one's leftovers
+names) is checked by claiming its row the same way, and giving it up again, in the
+clearing's transaction: on PostgreSQL, where an absent row cannot be locked, that
+uncommitted row makes a concurrent creation of the key wait until the clearing is committed
+(it then finds no row and writes its own), and a creation committed first makes the claim
+write nothing, so the clearing sees the definition and clears nothing. SQLite's
+transaction holds the whole file already; the same two statements serve it.
 """
 
 from __future__ import annotations
@@ -22,10 +32,29 @@ T = TypeVar("T")
 
 _DEFINITION = "SELECT value FROM {state} WHERE key = ?"
 
+INSERT_DEFINITION = """
+INSERT INTO {state} (key, value, updated_us) VALUES (?, ?, {now})
+ON CONFLICT (key) DO NOTHING
+"""
+"""Writes one ``operator_state`` row only where its key has none (a rowcount of 0: there is
+one); a definition is created so, and a :func:`_vacant` key claimed."""
+
+
+def _vacant(db: Connection, key: str) -> bool:
+    """Whether no definition is stored under ``key``, none being created until the
+    transaction ends (see the module's docstring): the key is claimed, then given up."""
+    if db.execute(INSERT_DEFINITION, (key, "")).rowcount == 0:
+        return False
+    db.execute("DELETE FROM {state} WHERE key = ?", (key,))
+    return True
+
 
 def owner_holds(db: Connection, owner: Owner, *, changing: bool = False) -> bool:
     """Whether ``owner``'s very definition is stored (call inside the write's transaction);
-    ``changing``: the write replaces the definition itself."""
+    ``changing``: the write replaces the definition itself. For a vacancy: whether no
+    definition is stored (none can be created before the transaction ends)."""
+    if owner.vacant:
+        return _vacant(db, owner.key)
     query = _DEFINITION + ("{lock}" if changing else "{share}")
     row = db.execute(query, (owner.key,)).fetchone()
     return holds(None if row is None else str(row[0]), owner)

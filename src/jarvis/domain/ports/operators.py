@@ -36,6 +36,17 @@ class OperatorStorePort(Protocol):
         replacement of the definition waits for a write it checked, or goes first."""
         ...
 
+    async def put_state_if_absent(
+        self, key: str, value: JSONValue, *, owner: Owner | None = None
+    ) -> bool:
+        """Store ``value`` under ``key`` only while nothing is stored there, in one atomic
+        write (checked and written in one statement the database serialises); ``False``,
+        and nothing written, when a value is. Refuses what :meth:`put_state` refuses, and
+        checks ``owner`` as it does. Adds a definition: of two processes adding one name
+        at once exactly one wins, instead of the later replacing the earlier as a
+        read-then-:meth:`put_state` would."""
+        ...
+
     async def delete_state(self, prefix: str, *, owner: Owner | None = None) -> int:
         """Forget every key that starts with ``prefix`` (at least 3 characters); how many.
 
@@ -43,7 +54,8 @@ class OperatorStorePort(Protocol):
         is stored, checked in the same transaction as the deletion, as for
         :meth:`put_state`: else :class:`~jarvis.domain.owners.OwnerGoneError`, and nothing
         is deleted (the keys may be those of a definition added again since under the same
-        name)."""
+        name). With the :func:`~jarvis.domain.owners.vacancy` of a definition, only while
+        none is stored (an addition clears an earlier one's leftovers so)."""
         ...
 
     async def delete_key(self, key: str, *, owner: Owner | None = None) -> bool:

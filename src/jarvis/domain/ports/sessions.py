@@ -86,7 +86,9 @@ class SessionStorePort(Protocol):
         definition is stored, checked in the same transaction as the deletion, as for
         :meth:`append_records`: else :class:`~jarvis.domain.owners.OwnerGoneError`, and
         nothing is deleted (the session may be the conversation of a definition created
-        again since under the same id). A store that keeps no definitions (``jsonl``)
-        refuses an owner with a ``ConfigurationError``.
+        again since under the same id). With the :func:`~jarvis.domain.owners.vacancy` of
+        a definition, only while none is stored (a creation clears an earlier one's
+        leftovers so, never a conversation of one created meanwhile). A store that keeps
+        no definitions (``jsonl``) refuses an owner with a ``ConfigurationError``.
         """
         ...

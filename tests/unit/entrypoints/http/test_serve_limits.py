@@ -15,9 +15,8 @@ from httpx_sse import connect_sse
 from jarvis.domain.llm.completion import Completion
 from jarvis.domain.llm.messages import Message, ToolCall
 from jarvis.domain.managed_agents import session_id_of
-from jarvis.domain.ports import SessionStorePort
 from jarvis.entrypoints.http.state import ServeLimits
-from jarvis.testing import InMemorySessionStore, ScriptedInference
+from jarvis.testing import ScriptedInference
 from tests.support.serve import serving
 from tests.support.sql_stores import sqlite_sessions
 
@@ -240,15 +239,14 @@ def test_the_list_of_messages_says_when_older_ones_were_left_out() -> None:
 def test_a_long_conversation_is_read_back_page_by_page(store: str, tmp_path: Path) -> None:
     """2,500 messages walked back through ``before``/``next``: every one read once, in
     order, even with messages arriving mid-walk; ``limit`` over 1000 is refused."""
-    sessions: SessionStorePort = (
-        InMemorySessionStore() if store == "memory" else sqlite_sessions(tmp_path / "s.db")
-    )
+    opened = None if store == "memory" else sqlite_sessions(tmp_path / "s.db")
     conversation = session_id_of("long")
     contents = [f"message {i}" for i in range(2500)]
     with (
-        serving(ScriptedInference(["unused"]), sessions=sessions) as served,
+        serving(ScriptedInference(["unused"]), sessions=opened) as served,
         httpx.Client(base_url=served.url, timeout=30) as client,
     ):
+        sessions = served.sessions  # in memory: linked to the served definitions
         client.post("/v1/managed-agents", json={"id": "long"}).raise_for_status()
         asyncio.run(sessions.append(conversation, [Message.user(c) for c in contents]))
         url = "/v1/managed-agents/long/messages"
