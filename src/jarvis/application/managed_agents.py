@@ -16,6 +16,7 @@ builds it: the same tool loop, budgets and persona.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -261,19 +262,21 @@ class ManagedAgentService:
         stored, and the definition only while it is the one read (each checked by the
         store in its transaction: :func:`owner_of`). From then on the store refuses its
         runs' writes (each names the definition it ran for), and its runs here are
-        cancelled where they wait (:mod:`.managed_runs`): nothing they could still produce
-        would be kept. Nothing is deleted after the definition (an agent created again
-        may keep its own there by then): what a run wrote in between is cleared by
-        :meth:`create`, before it stores the next definition of the id, and only while
-        none is stored."""
+        cancelled where they wait (:mod:`.managed_runs`). What a run wrote between the
+        two steps is cleared last, for the id's vacancy: only while no definition of the
+        id is stored, so never what an agent created again meanwhile keeps (its creation
+        cleared it then, see :meth:`create`)."""
         agent = await self.get(agent_id)
+        owner = owner_of(agent)
         try:
-            await self._forget_kept(agent_id, owner_of(agent))
+            await self._forget_kept(agent_id, owner)
         except OwnerGoneError:
             raise ManagedAgentNotFoundError(agent_id) from None
         if not await self.agents.delete(agent_id, agent.incarnation):
             raise ManagedAgentNotFoundError(agent_id)
         self._runs.stop(agent_id, agent.incarnation)
+        with contextlib.suppress(OwnerGoneError):  # created again: its creation cleared it
+            await self._forget_kept(agent_id, vacancy(owner))
 
     async def _forget_kept(self, agent_id: str, owner: Owner) -> None:
         """Delete the conversation and the approvals of ``agent_id`` only while ``owner``

@@ -321,9 +321,9 @@ class OperatorService:
         the same name to find. It is deleted only while the definition read is stored, and
         the definition only while it is the one read (each checked by the store in its
         transaction: :func:`owner_of`); from then on the store refuses its ticks' writes.
-        Nothing is deleted after the definition (an operator added again may keep its own
-        there by then): what a tick wrote in between is cleared by :meth:`add`, before it
-        stores the next definition of the name, and only while none is stored."""
+        What a tick wrote between the two steps is cleared last, for the name's vacancy:
+        only while no definition of the name is stored, so never what an operator added
+        again meanwhile keeps (its addition cleared it then, see :meth:`add`)."""
         operator = await self.get(name)
         owner = owner_of(operator)
         try:
@@ -332,6 +332,8 @@ class OperatorService:
             await self.store.delete_key(DEFINITION_PREFIX + name, owner=owner)
         except OwnerGoneError:
             raise UnknownOperatorError(name, await self.names(), meanwhile=True) from None
+        with contextlib.suppress(OwnerGoneError):  # added again: its addition cleared it
+            await self._forget_kept(name, vacancy(owner))
 
     async def _forget_kept(self, name: str, owner: Owner) -> None:
         """Delete the state and the session of ``name`` only while ``owner`` is stored

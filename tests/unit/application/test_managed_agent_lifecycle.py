@@ -382,12 +382,13 @@ async def test_an_agent_created_again_before_its_deletion_returns_keeps_what_it_
     assert [row.id for row in await other.approvals.pending("victim")] == ["c0"]
 
 
-async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
+async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_kept(
     monkeypatch: pytest.MonkeyPatch, running: Running
 ) -> None:
-    """A message stored between the deletion of the conversation and of the definition
-    (the definition is stored still, so the store takes it) is never the conversation of
-    the agent created again under the same id."""
+    """A message and an approval stored between the deletion of the conversation and of
+    the definition (the definition is stored still, so the store takes them) are gone
+    once the deletion returns (no conversation left without its agent, listed by
+    ``jarvis sessions list``), and never reach the agent created again under the id."""
     service, other = running.service, running.other
     deletion, held = await held_delete(monkeypatch, running, "conversation-deleted")
     await other.post("victim", "Late question.")
@@ -396,6 +397,8 @@ async def test_what_a_run_appends_while_its_agent_is_deleted_is_not_inherited(
     await other.approvals.store.add(pending("c0", agent="victim"), owner=owner_of(read))
     held.go_on.set()
     await deletion
+    assert await service.sessions.load(session_id_of("victim")) == ()
+    assert await other.approvals.store.pending("victim", limit=10) == []
     await other.create(ManagedAgentSpec(id="victim", system_prompt="New task."))
     assert await service.messages("victim") == []
     assert await other.approvals.pending("victim") == []

@@ -155,17 +155,19 @@ async def test_an_operator_added_again_before_its_removal_returns_keeps_what_it_
     assert await kept(service, "op1") == ("new", ["new"])
 
 
-async def test_what_a_tick_keeps_while_its_operator_is_removed_is_not_inherited(
+async def test_what_a_tick_keeps_while_its_operator_is_removed_is_not_kept(
     monkeypatch: pytest.MonkeyPatch, services: tuple[OperatorService, OperatorService]
 ) -> None:
     """State and history a tick stored between their deletion and the definition's (the
-    definition is stored still, so the store takes them) never reach the operator added
-    again under the same name."""
+    definition is stored still, so the store takes them) are gone once the removal
+    returns, and never reach the operator added again under the same name."""
     service, other = services
     removal, held = await held_remove(monkeypatch, service, "history-deleted")
     await ticked(other, "op1", "late")
     held.go_on.set()
     await removal
+    assert await service.store.state_keys("operator:op1:") == []
+    assert await service.sessions.load(session_id_of("op1")) == ()
     await other.add(Operator(id="op1", prompt="New task."))
     assert await kept(service, "op1") == (None, [])
     assert await service.store.state_keys("operator:op1:") == []
