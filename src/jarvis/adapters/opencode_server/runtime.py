@@ -1,10 +1,13 @@
 """The ``opencode`` external runtime over ``opencode serve``'s HTTP API.
 
 One server per engine configuration, started on first use and reused by later runs (a
-second question costs 0.2-0.5 s, not a 3-5 s boot). A run opens the server's ``/event``
-stream first, then sends the prompt with ``prompt_async``, streams the text deltas of the
-session's parts and reports each finished tool part; ``session.idle`` ends it, and the
-session's messages are read back for the final answer, the tool calls and the tokens.
+second question costs 0.2-0.5 s, not a 3-5 s boot), with one HTTP client kept alive and
+one ``/event`` stream per directory, opened once and shared by the runs (see
+:mod:`.events`). A run subscribes to its session's events, then sends the prompt with the
+blocking ``POST /session/{id}/message``, streams the text deltas of the session's parts
+and reports each finished tool part; it ends once the prompt's reply is in and its events
+are all read. That reply is the answer when the run made one message; a tool round (or a
+lost stream) reads the session's messages back for the tool calls and the tokens.
 Sessions continue across runs: the last one of each workspace, or the one named.
 
 The server is jailed to the workspace it was started for (see :mod:`.process`), so a run
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -30,11 +32,19 @@ from jarvis.adapters.opencode_server.config import (
     opencode_config,
     passthrough_config,
 )
+from jarvis.adapters.opencode_server.events import (
+    LOST,
+    EventStream,
+    ServerConnection,
+    Signal,
+    StreamClosedError,
+)
 from jarvis.adapters.opencode_server.process import ServerProcess
 from jarvis.adapters.opencode_server.wire import (
-    MAX_EVENT_LINE,
     MAX_MESSAGES_BYTES,
     RunState,
+    answered_alone,
+    caught_up,
     final_reply,
 )
 from jarvis.adapters.subprocess_repl.janitor import Janitor
@@ -89,6 +99,11 @@ def _model_spec(request: ExternalRunRequest) -> dict[str, str]:
     return {"providerID": request.provider_id or PROVIDER_ID, "modelID": _model_id(request)}
 
 
+_ANSWERED = Signal("ANSWERED")
+"""Put in a run's queue when its prompt's reply is in (or the request failed)."""
+IDLE_GRACE = 5.0
+"""Seconds a run waits for ``session.idle`` after its prompt's reply is in."""
+
 MAX_SERVERS = 4
 """Servers kept running at once (one per engine configuration and, jailed, per workspace);
 past it the least recently used idle one is stopped."""
@@ -114,6 +129,8 @@ class OpenCodeRuntime:
         self._servers: dict[tuple[str, ...], ServerProcess] = {}
         """The running servers, least recently used first."""
         self._busy: dict[ServerProcess, int] = {}
+        self._connections: dict[ServerProcess, ServerConnection] = {}
+        """Each server's client and event streams, kept for its life."""
         self._lock = asyncio.Lock()
         self._last_session: dict[str, str] = {}
 
@@ -125,6 +142,12 @@ class OpenCodeRuntime:
     def server(self) -> ServerProcess | None:
         """The server used last, if any (tests and benchmarks count its processes)."""
         return next(reversed(self._servers.values()), None)
+
+    @property
+    def connection(self) -> ServerConnection | None:
+        """The client and event streams of :attr:`server` (tests drop and count them)."""
+        server = self.server
+        return None if server is None else self._connections.get(server)
 
     async def _ensure_server(self, request: ExternalRunRequest) -> ServerProcess:
         """The server for this engine configuration (and, jailed, this workspace), started
@@ -171,6 +194,7 @@ class OpenCodeRuntime:
                 user_config=passing,
             )
             await server.start(request.workspace, jail)
+            self._connections[server] = ServerConnection(server.endpoint.url, server.endpoint.auth)
             self._servers[key] = server
             self._busy[server] = 1
             return server
@@ -186,6 +210,9 @@ class OpenCodeRuntime:
 
     async def _stop(self, server: ServerProcess) -> None:
         self._busy.pop(server, None)
+        connection = self._connections.pop(server, None)
+        if connection is not None:
+            await connection.aclose()
         await server.stop()
 
     def _release(self, server: ServerProcess) -> None:
@@ -208,41 +235,41 @@ class OpenCodeRuntime:
     async def _run_on(
         self, server: ServerProcess, request: ExternalRunRequest
     ) -> AsyncGenerator[ExternalEvent]:
-        endpoint = server.endpoint
-        timeout = httpx.Timeout(30.0, read=None)
-        async with httpx.AsyncClient(
-            base_url=endpoint.url, auth=endpoint.auth, timeout=timeout
-        ) as client:
-            try:
-                session = await self._session(client, request)
-            except httpx.HTTPError as exc:
-                raise ExternalRuntimeError(
-                    f"opencode did not answer ({type(exc).__name__}).",
-                    runtime="opencode",
-                    hint=server.output_hint(),
-                ) from None
-            state = RunState(session_id=session)
-            try:
-                async with asyncio.timeout(request.timeout):
-                    async for event in self._events(client, server, request, state):
-                        yield event
-                    done = await self._final(client, state)
-            except httpx.HTTPError as exc:
-                raise ExternalRuntimeError(
-                    f"opencode stopped before the run finished ({type(exc).__name__}).",
-                    runtime="opencode",
-                    hint=server.output_hint(),
-                ) from None
-            except TimeoutError:
-                with contextlib.suppress(httpx.HTTPError):
-                    await client.post(f"/session/{session}/abort", timeout=5.0)
-                raise ExternalRuntimeError(
-                    f"opencode did not finish within {request.timeout:g} s; the run was aborted.",
-                    runtime="opencode",
-                    hint="Raise the limit with -O timeout=SECONDS.",
-                ) from None
-            self._last_session[request.workspace] = session
-            yield replace(done, metadata={**done.metadata, "confined": server.jailed})
+        connection = self._connections[server]
+        client = connection.client
+        try:
+            session = await self._session(client, request)
+        except httpx.HTTPError as exc:
+            raise ExternalRuntimeError(
+                f"opencode did not answer ({type(exc).__name__}).",
+                runtime="opencode",
+                hint=server.output_hint(),
+            ) from None
+        state = RunState(session_id=session)
+        try:
+            async with (
+                asyncio.timeout(request.timeout),
+                contextlib.aclosing(self._events(connection, request, state)) as events,
+            ):
+                async for event in events:
+                    yield event
+                done = await self._final(client, state)
+        except httpx.HTTPError as exc:
+            raise ExternalRuntimeError(
+                f"opencode stopped before the run finished ({type(exc).__name__}).",
+                runtime="opencode",
+                hint=server.output_hint(),
+            ) from None
+        except TimeoutError:
+            with contextlib.suppress(httpx.HTTPError):
+                await client.post(f"/session/{session}/abort", timeout=5.0)
+            raise ExternalRuntimeError(
+                f"opencode did not finish within {request.timeout:g} s; the run was aborted.",
+                runtime="opencode",
+                hint="Raise the limit with -O timeout=SECONDS.",
+            ) from None
+        self._last_session[request.workspace] = session
+        yield replace(done, metadata={**done.metadata, "confined": server.jailed})
 
     async def _session(self, client: httpx.AsyncClient, request: ExternalRunRequest) -> str:
         directory = {"directory": request.workspace}
@@ -276,13 +303,12 @@ class OpenCodeRuntime:
             )
 
     async def _events(
-        self,
-        client: httpx.AsyncClient,
-        server: ServerProcess,
-        request: ExternalRunRequest,
-        state: RunState,
-    ) -> AsyncIterator[ExternalTextDelta | ExternalToolDone]:
-        directory = {"directory": request.workspace}
+        self, connection: ServerConnection, request: ExternalRunRequest, state: RunState
+    ) -> AsyncGenerator[ExternalTextDelta | ExternalToolDone]:
+        """The run's updates from the server's shared event stream, subscribed to before
+        the prompt is sent (nothing of the run can be missed); ends at ``session.idle``
+        once the prompt's reply is in (kept in ``state.answer``), or at the reply alone
+        when the stream was lost."""
         body: dict[str, object] = {
             "parts": [{"type": "text", "text": request.prompt}],
             "model": _model_spec(request),
@@ -290,48 +316,84 @@ class OpenCodeRuntime:
         }
         if request.system_prompt:
             body["system"] = request.system_prompt
-        prompt: asyncio.Task[httpx.Response] | None = None
+        stream = connection.events(request.workspace)
+        queue = await self._subscribe(stream, state.session_id)
+        # the blocking endpoint, not prompt_async: the latter costs opencode ~350 ms more
+        # per prompt; its reply is the run's last message
+        prompt = asyncio.create_task(
+            connection.client.post(
+                f"/session/{state.session_id}/message",
+                params={"directory": request.workspace},
+                json=body,
+            )
+        )
+        prompt.add_done_callback(lambda _: queue.put_nowait(_ANSWERED))
         try:
-            async with client.stream("GET", "/event", params=directory) as stream:
-                self._check(stream, "open its event stream")
-                async for line in stream.aiter_lines():
-                    if prompt is None:  # the stream is open: nothing of the run can be missed
-                        # the blocking endpoint, not prompt_async: the latter costs opencode
-                        # ~350 ms more per prompt; its reply is read back with the rest
-                        prompt = asyncio.create_task(
-                            client.post(
-                                f"/session/{state.session_id}/message",
-                                params=directory,
-                                json=body,
-                                timeout=httpx.Timeout(30.0, read=None),
-                            )
+            while not (prompt.done() and self._answered(prompt.result(), state)):
+                item = await self._next(queue, waiting_for_idle=prompt.done(), state=state)
+                if item is LOST:
+                    state.lost = True
+                elif not isinstance(item, Signal):
+                    for update in state.feed(item):
+                        yield update
+                    if state.permission is not None:  # config allows or denies; never wait
+                        await connection.client.post(
+                            f"/permission/{state.permission}/reply", json={"reply": "reject"}
                         )
-                    if not line.startswith("data:") or len(line) > MAX_EVENT_LINE:
-                        continue
-                    with contextlib.suppress(ValueError):
-                        event = json.loads(line[5:])
-                        for item in state.feed(event):
-                            yield item
-                        if state.idle:
-                            self._check(await prompt, "run the prompt")
-                            return
-                        if state.permission is not None:  # config allows or denies; never wait
-                            await client.post(
-                                f"/permission/{state.permission}/reply", json={"reply": "reject"}
-                            )
-                            state.permission = None
+                        state.permission = None
         finally:
-            if prompt is not None and not prompt.done():
+            stream.unsubscribe(state.session_id, queue)
+            if not prompt.done():
                 prompt.cancel()
                 with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
                     await prompt
-        raise ExternalRuntimeError(
-            "opencode stopped before the run finished.",
-            runtime="opencode",
-            hint=server.output_hint(),
-        )
+
+    async def _subscribe(self, stream: EventStream, session: str) -> asyncio.Queue[object]:
+        try:
+            return await stream.subscribe(session)
+        except StreamClosedError as exc:
+            raise ExternalRuntimeError(
+                f"opencode could not open its event stream (HTTP {exc.status}): "
+                f"{masked_prefix(exc.text, 300)}",
+                runtime="opencode",
+            ) from None
+
+    def _answered(self, reply: httpx.Response, state: RunState) -> bool:
+        """Whether the run is over now that the prompt's reply is in: its text is all
+        streamed, its events are all read (``session.idle``), or none are coming (the
+        stream was lost)."""
+        if state.answer is None:
+            self._check(reply, "run the prompt")
+            if len(reply.content) > MAX_MESSAGES_BYTES:
+                raise ExternalRuntimeError(
+                    "opencode's answer is too large to read.", runtime="opencode"
+                )
+            try:
+                state.answer = reply.json()
+            except ValueError:
+                state.answer, state.lost = {}, True  # the session is read back instead
+        return state.idle or state.lost or caught_up(state.answer, state)
+
+    @staticmethod
+    async def _next(
+        queue: asyncio.Queue[object], *, waiting_for_idle: bool, state: RunState
+    ) -> object:
+        """The next item of the run's queue. Once the prompt's reply is in, ``session.idle``
+        is due at once; past :data:`IDLE_GRACE` the run ends without it (its events
+        counted as incomplete: the session's messages are read back)."""
+        if not waiting_for_idle:
+            return await queue.get()
+        try:
+            return await asyncio.wait_for(queue.get(), IDLE_GRACE)
+        except TimeoutError:
+            state.lost = True
+            return LOST
 
     async def _final(self, client: httpx.AsyncClient, state: RunState) -> ExternalRunDone:
+        """The run's answer: the prompt's own reply when it is the whole answer, else the
+        session's messages read back (a tool round, or events lost)."""
+        if answered_alone(state.answer, state):
+            return final_reply([state.answer], state)
         reply = await client.get(f"/session/{state.session_id}/message")
         self._check(reply, "list the session's messages")
         if len(reply.content) > MAX_MESSAGES_BYTES:
@@ -342,6 +404,9 @@ class OpenCodeRuntime:
 
     def close_now(self) -> None:
         """Stops the server at once, from synchronous code (the container's shutdown)."""
+        for connection in self._connections.values():
+            connection.close_now()
+        self._connections.clear()
         for server in self._servers.values():
             server.stop_now()
         self._servers.clear()
@@ -351,8 +416,8 @@ class OpenCodeRuntime:
 
     async def aclose(self) -> None:
         async with self._lock:
-            for server in self._servers.values():
-                await server.stop()
+            for server in list(self._servers.values()):
+                await self._stop(server)
             self._servers.clear()
             self._busy.clear()
         await asyncio.to_thread(self._janitor.close)

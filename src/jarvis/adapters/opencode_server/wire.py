@@ -52,6 +52,17 @@ def tool_result(part: dict[str, object]) -> ToolResult | None:
     )
 
 
+def session_of(event: object) -> str:
+    """The session an ``/event`` item belongs to ("" for the server's own events): in
+    ``properties.sessionID``, or in the part or the message info it carries."""
+    props = _obj(_obj(event).get("properties"))
+    return (
+        _str(props.get("sessionID"))
+        or _str(_obj(props.get("part")).get("sessionID"))
+        or _str(_obj(props.get("info")).get("sessionID"))
+    )
+
+
 @dataclass(slots=True)
 class RunState:
     """What one run has seen on the event stream of its session."""
@@ -62,6 +73,15 @@ class RunState:
     idle: bool = False
     busy: bool = False
     permission: str | None = None
+    replies: dict[str, str] = field(default_factory=dict)
+    """The assistant messages the session's events told of: id to parent (the user
+    message it answers); a late event of the previous run may be among them."""
+    streamed: dict[str, str] = field(default_factory=dict)
+    """The text streamed so far (the answer's and its reasoning's), by part."""
+    lost: bool = False
+    """Some of the run's events may be missing (the event stream ended during the run)."""
+    answer: object = None
+    """The prompt's own reply: the last assistant message, as the session lists it."""
 
     def feed(self, event: object) -> list[ExternalTextDelta | ExternalToolDone]:
         """The updates one ``/event`` item brings for this run's session."""
@@ -80,13 +100,23 @@ class RunState:
                     self.tools_done.add(part_id)
                     return [ExternalToolDone(result=result)]
             return []
+        if kind == "message.updated":
+            info = _obj(props.get("info"))
+            if _str(info.get("sessionID")) == self.session_id and _str(info.get("role")) == (
+                "assistant"
+            ):
+                self.replies[_str(info.get("id"))] = _str(info.get("parentID"))
+            return []
         if _str(props.get("sessionID")) != self.session_id:
             return []
         if kind == "message.part.delta":
-            part_type = self.part_types.get(_str(props.get("partID")), "text")
+            part_id = _str(props.get("partID"))
+            part_type = self.part_types.get(part_id, "text")
             delta = _str(props.get("delta"))
-            if _str(props.get("field")) == "text" and part_type == "text" and delta:
-                return [ExternalTextDelta(text=delta)]
+            if _str(props.get("field")) == "text" and delta:
+                self.streamed[part_id] = self.streamed.get(part_id, "") + delta
+                if part_type == "text":
+                    return [ExternalTextDelta(text=delta)]
         elif kind == "session.status":
             status = _str(_obj(props.get("status")).get("type"))
             self.busy = self.busy or status == "busy"
@@ -102,6 +132,41 @@ class RunState:
         elif kind == "permission.asked":
             self.permission = _str(props.get("id")) or None
         return []
+
+
+def answered_alone(reply: object, state: RunState) -> bool:
+    """Whether the prompt's own reply (the last assistant message) is the whole answer:
+    the events, none lost, told of that one assistant message answering the prompt and of
+    no other (a tool round makes several, read back from the session)."""
+    info = _obj(_obj(reply).get("info"))
+    parent = _str(info.get("parentID"))
+    ours = {message for message, answers in state.replies.items() if answers == parent}
+    return (
+        not state.lost and _str(info.get("role")) == "assistant" and ours == {_str(info.get("id"))}
+    )
+
+
+def caught_up(reply: object, state: RunState) -> bool:
+    """Whether every update of the answer has been streamed: it is the prompt's reply alone,
+    each of its text and reasoning parts was streamed whole (trailing blanks may be
+    trimmed from the stored text) and each finished tool part reported, so nothing of it
+    is left on the event stream (nothing to wait for, nor to reach the session's next
+    run)."""
+    if not answered_alone(reply, state):
+        return False
+    for part in _list(_obj(reply).get("parts")):
+        part = _obj(part)
+        kind = _str(part.get("type"))
+        if kind == "tool" and tool_result(part) is not None:
+            if _str(part.get("id")) not in state.tools_done:
+                return False
+            continue
+        if kind not in ("text", "reasoning"):
+            continue
+        text, streamed = _str(part.get("text")), state.streamed.get(_str(part.get("id")), "")
+        if not streamed.startswith(text) or streamed[len(text) :].strip():
+            return False
+    return True
 
 
 def final_reply(messages: object, state: RunState) -> ExternalRunDone:
