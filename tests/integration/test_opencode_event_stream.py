@@ -135,3 +135,30 @@ async def test_a_run_given_up_half_way_leaves_no_reader_and_the_next_run_streams
     again = await collect(runtime, request_for("second", workspace, new_session=True))
     assert streamed(again) == ANSWER
     assert done(again).content == ANSWER
+
+
+def test_a_runtime_asked_again_on_another_event_loop_makes_its_client_again(
+    engine: ScriptedEngine, request_for: Callable[..., ExternalRunRequest], tmp_path: Path
+) -> None:
+    """An application that calls ``asyncio.run`` once per question with one runtime: the
+    server is kept, its client and event stream (bound to the first loop, closed since)
+    are made again on the second, whose run streams and answers whole."""
+    engine.script = [Reply(ANSWER), Reply(ANSWER)]
+    runtime = OpenCodeRuntime(data_dir=tmp_path / "data", binary=require_opencode())
+    request = request_for("What is the capital of France?", str(tmp_path))
+
+    async def first() -> list[ExternalEvent]:
+        return await collect(runtime, request)
+
+    async def second() -> tuple[list[ExternalEvent], object]:
+        try:
+            return await collect(runtime, request), runtime.server
+        finally:
+            await runtime.aclose()
+
+    events = asyncio.run(first())
+    server = runtime.server
+    again, server_again = asyncio.run(second())
+    assert done(events).content == done(again).content == ANSWER
+    assert streamed(again) == ANSWER
+    assert server_again is server  # the same opencode process

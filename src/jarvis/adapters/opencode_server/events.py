@@ -166,6 +166,8 @@ class ServerConnection:
     20-40 ms, its TLS context included), and its event streams, one per directory."""
 
     def __init__(self, url: str, auth: tuple[str, str]) -> None:
+        self.loop = asyncio.get_running_loop()
+        """The event loop its client and streams belong to (made on it, usable on no other)."""
         self.client = httpx.AsyncClient(
             base_url=url, auth=auth, timeout=httpx.Timeout(30.0, read=None)
         )

@@ -136,6 +136,8 @@ class ServerProcess:
             handle.write(config)
         self.tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
         self._proc: asyncio.subprocess.Process | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop it was started on: its process can be awaited on no other."""
         self._drain: asyncio.Task[None] | None = None
         self._finalizer: weakref.finalize[[int, str], ServerProcess] | None = None
         self.endpoint = Endpoint("", ("opencode", self.password))
@@ -175,6 +177,7 @@ class ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         port = free_port()
         argv = [self.binary, "serve", "--hostname", "127.0.0.1", "--port", str(port)]
+        self._loop = asyncio.get_running_loop()
         self._proc = await asyncio.create_subprocess_exec(
             *self.confinement.wrap(
                 jail,
@@ -264,14 +267,36 @@ class ServerProcess:
         synchronous shutdown); the child is reaped by the loop's watcher or at exit."""
         if self._proc is not None:
             _kill_group(self._proc.pid, self.private)
+            self._forget_closed_loop()
         else:
             shutil.rmtree(self.private, ignore_errors=True)
         self._disown()
 
+    def _forget_closed_loop(self) -> None:
+        """When the loop the process was started on is closed (``asyncio.run`` returned),
+        asyncio's transport of the process can no longer close itself: collected later,
+        it would raise "Event loop is closed" where nobody can catch it. It is marked
+        closed now, the process being killed (what it fails to do on the closed loop is
+        left: the pipes' descriptors close when they are collected)."""
+        if self._loop is None or not self._loop.is_closed():
+            return
+        transport = getattr(self._proc, "_transport", None)  # asyncio's own, not typed
+        if transport is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed
+                transport.close()
+
     async def stop(self) -> None:
         """SIGTERM to the process group, SIGKILL after 5 s, then SIGKILL to whatever is
-        left of its tree (waited for); the private dir removed."""
+        left of its tree (waited for); the private dir removed. Started on another event
+        loop (an application that calls ``asyncio.run`` again: that one is closed now),
+        its process cannot be awaited here: it is killed as a synchronous shutdown kills
+        it (:meth:`stop_now`), its tree with it."""
         proc = self._proc
+        if proc is not None and self._loop is not asyncio.get_running_loop():
+            tree = set() if proc.returncode is not None else process_tree(proc.pid)
+            self.stop_now()
+            await asyncio.to_thread(kill_tree, tree - {proc.pid})
+            return
         tree = set() if proc is None or proc.returncode is not None else process_tree(proc.pid)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -211,9 +211,25 @@ class OpenCodeRuntime:
     async def _stop(self, server: ServerProcess) -> None:
         self._busy.pop(server, None)
         connection = self._connections.pop(server, None)
-        if connection is not None:
+        if connection is not None and connection.loop is asyncio.get_running_loop():
             await connection.aclose()
+        elif connection is not None:
+            connection.close_now()
         await server.stop()
+
+    def _connection(self, server: ServerProcess) -> ServerConnection:
+        """``server``'s client and event streams on the running event loop. Those made on
+        another loop (an application that calls ``asyncio.run`` again with the same
+        runtime: that loop is closed now) are dropped and made again, as the server itself
+        is kept."""
+        connection = self._connections.get(server)
+        if connection is not None and connection.loop is asyncio.get_running_loop():
+            return connection
+        if connection is not None:
+            connection.close_now()
+        connection = ServerConnection(server.endpoint.url, server.endpoint.auth)
+        self._connections[server] = connection
+        return connection
 
     def _release(self, server: ServerProcess) -> None:
         count = self._busy.get(server, 0)
@@ -235,7 +251,7 @@ class OpenCodeRuntime:
     async def _run_on(
         self, server: ServerProcess, request: ExternalRunRequest
     ) -> AsyncGenerator[ExternalEvent]:
-        connection = self._connections[server]
+        connection = self._connection(server)
         client = connection.client
         try:
             session = await self._session(client, request)
