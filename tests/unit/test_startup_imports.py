@@ -91,3 +91,20 @@ def test_a_failing_lean_import_falls_back_to_the_ordinary_one() -> None:
         "assert containers.DeclarativeContainer and providers.Selector"
     )
     assert "dependency_injector.containers" in loaded
+
+
+def test_traces_without_a_collector_import_no_http_client() -> None:
+    """Where traces go is asked by every run with traces on: without a collector, that
+    imports neither the exporter nor httpx (``jarvis ask`` on the httptools wire imports
+    httpx through :func:`import_httpx` alone, without its command-line client)."""
+    loaded = loaded_after(
+        "import os\n"
+        "for key in [k for k in os.environ if k.startswith('OTEL_')]:\n"
+        "    del os.environ[key]\n"
+        "from jarvis.application.config import JarvisConfig, TraceSettings\n"
+        "from jarvis.entrypoints.composition.traces import trace_writer\n"
+        "config = JarvisConfig(traces=TraceSettings(enabled=True))\n"
+        "assert trace_writer(config) is not None"
+    )
+    assert "jarvis.entrypoints.composition.traces" in loaded
+    assert not loaded & {"httpx", "jarvis.adapters.otlp_http.exporter"}

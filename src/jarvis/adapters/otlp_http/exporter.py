@@ -24,30 +24,6 @@ from jarvis.domain.well_formed import well_formed
 MAX_REPLY_BYTES = 64 * 1024
 
 
-def traces_endpoint(endpoint: str, env: Mapping[str, str]) -> str:
-    """The URL traces go to: ``[otel] endpoint``, else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-    (used as is), else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``; empty: none."""
-    base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-    if not endpoint and env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
-    if not base:
-        return ""
-    base = base.rstrip("/")
-    return base if base.endswith("/v1/traces") else base + "/v1/traces"
-
-
-def traces_protocol(protocol: str, env: Mapping[str, str]) -> str:
-    """``http/json`` or ``http/protobuf``: ``[otel] protocol``, else
-    ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``, else ``OTEL_EXPORTER_OTLP_PROTOCOL``, else
-    ``http/json`` (any other value, ``grpc`` included, is ``http/json`` too)."""
-    chosen = (
-        protocol
-        or env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "")
-        or env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-    )
-    return "http/protobuf" if chosen.strip() == "http/protobuf" else "http/json"
-
-
 class OtlpHttpExporter:
     """Posts batches of traces to ``url`` (a collector's ``.../v1/traces``), in OTLP's JSON
     encoding, or its protobuf one (``protocol="http/protobuf"``, the ``otel`` extra)."""

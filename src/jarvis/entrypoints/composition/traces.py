@@ -51,7 +51,11 @@ def trace_writer(config: JarvisConfig) -> TraceWriter | None:
     from jarvis.application.trace_writer import TraceWriter
 
     def exporter() -> TraceExportPort:
-        from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_protocol
+        from jarvis.entrypoints.composition.skip_optional_imports import import_httpx
+
+        import_httpx()  # without its command-line client (see the function)
+        from jarvis.adapters.otlp_http import traces_protocol
+        from jarvis.adapters.otlp_http.exporter import OtlpHttpExporter
 
         protocol = traces_protocol(config.otel.protocol, os.environ)
         return OtlpHttpExporter(url, timeout=config.otel.timeout, protocol=protocol)

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from contracts.trace_export_contract import TraceExportContract
-from jarvis.adapters.otlp_http import OtlpHttpExporter, traces_endpoint, traces_protocol
+from jarvis.adapters.otlp_http import traces_endpoint, traces_protocol
+from jarvis.adapters.otlp_http.exporter import OtlpHttpExporter
 from jarvis.testing.traces import InMemoryTraceExporter
 from tests.support.otlp_receiver import OtlpReceiver
 
