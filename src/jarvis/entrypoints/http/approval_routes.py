@@ -21,6 +21,7 @@ from jarvis.application.managed_approvals import (
 )
 from jarvis.domain.managed_agents import check_agent_id
 from jarvis.entrypoints.http.errors import ApiError
+from jarvis.entrypoints.http.json_body import JSONBody
 from jarvis.entrypoints.http.openai_routes import state_of
 
 router = APIRouter(prefix="/v1/managed-agents", tags=["managed agents"])
@@ -44,7 +45,7 @@ def _approvals(request: Request) -> ManagedApprovals:
     return approvals
 
 
-@router.post("/{agent_id}/approvals/{call_id}")
+@router.post("/{agent_id}/approvals/{call_id}", response_class=JSONBody)
 async def answer(
     agent_id: str, call_id: str, body: ApprovalIn, request: Request
 ) -> dict[str, object]:
@@ -64,7 +65,7 @@ async def answer(
     return {"object": "managed_agent.approval", **decided.to_json()}
 
 
-@router.get("/{agent_id}/approvals")
+@router.get("/{agent_id}/approvals", response_class=JSONBody)
 async def pending(agent_id: str, request: Request) -> dict[str, object]:
     """The calls waiting for a decision, or decided and not yet run (oldest first)."""
     await state_of(request).managed.get(agent_id)

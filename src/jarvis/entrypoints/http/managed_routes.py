@@ -117,7 +117,7 @@ async def delete(agent_id: str, request: Request) -> dict[str, object]:
     return {"id": agent_id, "object": "managed_agent", "deleted": True}
 
 
-@router.get("/{agent_id}/messages")
+@router.get("/{agent_id}/messages", response_class=JSONBody)  # stored text: see JSONBody
 async def list_messages(
     agent_id: str,
     request: Request,

@@ -4,6 +4,7 @@ a 200 with valid UTF-8 JSON, no 500, nothing logged as unexpected, the session k
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import Iterator
@@ -12,8 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jarvis.domain.llm.messages import Role
-from jarvis.testing import ScriptedInference
+from contracts.approval_store_contract import pending
+from jarvis.application.managed_approvals import ManagedApprovals
+from jarvis.domain.llm.messages import Message, Role
+from jarvis.domain.managed_agents import owner_of, session_id_of
+from jarvis.domain.sessions.records import SessionMessage
+from jarvis.testing import InMemoryApprovalStore, InMemorySessionStore, ScriptedInference
+from jarvis.testing.managed_agents import InMemoryManagedAgentStore
 from tests.support.serve import serving
 from tests.support.surrogate_plugin import (
     AGENT_SHOWN,
@@ -149,4 +155,34 @@ def test_an_application_engine_s_text_reaches_every_route(
         for r in engine.requests
         for m in r.messages
     )
+    assert unexpected(caplog) == []
+
+
+def test_text_stored_with_a_lone_surrogate_is_listed_as_u_fffd(
+    jarvis_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a store holds from before (a message, a call waiting for approval, written by
+    an earlier version or an application's engine): the listing routes write it with
+    U+FFFD, never a 500."""
+    caplog.set_level(logging.ERROR)
+    agents = InMemoryManagedAgentStore()
+    sessions = InMemorySessionStore(owners=agents.holds)
+    approvals = ManagedApprovals(InMemoryApprovalStore(owners=agents.holds), timeout=60.0)
+    engine = ScriptedInference(["unused"])
+    with (
+        serving(engine, model="m", agents=agents, sessions=sessions, approvals=approvals) as served,
+        httpx.Client(base_url=served.url, timeout=30) as client,
+    ):
+        client.post("/v1/managed-agents", json={"id": "s"}).raise_for_status()
+        agent = asyncio.run(agents.get("s"))
+        assert agent is not None
+        owner = owner_of(agent)
+        stored = [SessionMessage(message=Message.user("old \ud800 question"))]
+        asyncio.run(sessions.append_records(session_id_of("s"), stored, owner=owner))
+        call = pending("c0", agent="s", tool="delete\ud800")
+        asyncio.run(approvals.store.add(call, owner=owner))
+        kept = client.get("/v1/managed-agents/s/messages")
+        waiting = client.get("/v1/managed-agents/s/approvals")
+    assert [m["content"] for m in body_of(kept)["data"]] == ["old \ufffd question"]
+    assert [row["tool"] for row in body_of(waiting)["data"]] == ["delete\ufffd"]
     assert unexpected(caplog) == []
