@@ -21,7 +21,7 @@ from typing import cast
 import orjson
 
 from jarvis.domain.json_types import JSONObject, JSONValue
-from jarvis.domain.well_formed import well_formed
+from jarvis.domain.well_formed import well_formed_json
 
 MAX_DEPTH = 128
 """The deepest nesting of arrays and objects accepted from an engine."""
@@ -40,7 +40,7 @@ def loads(text: str | bytes) -> object:
     if decoded.count("[") + decoded.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     if "\\u" in decoded and _SURROGATE_ESCAPE.search(decoded) is not None:
-        value = _without_lone_surrogates(value)
+        value = well_formed_json(cast(JSONValue, value))  # decoded JSON: pairs are joined
     return value
 
 
@@ -63,38 +63,6 @@ def _depth(value: object) -> int:
             deepest = max(deepest, level)
             pending.extend((child, level + 1) for child in children)
     return deepest
-
-
-def _without_lone_surrogates(value: object) -> object:
-    """``value`` with every lone surrogate (in strings and keys) replaced by U+FFFD.
-
-    Decoded JSON has its valid surrogate pairs joined already, so any surrogate left in a
-    string stands alone. The walk is iterative and rebuilds containers in place.
-    """
-    if isinstance(value, str):
-        return well_formed(value)
-    pending: list[object] = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            mapping = cast("dict[str, object]", item)
-            for key, child in list(mapping.items()):
-                if isinstance(child, str):
-                    child = well_formed(child)
-                else:
-                    pending.append(child)
-                clean_key = well_formed(key)
-                if clean_key != key:
-                    del mapping[key]
-                mapping[clean_key] = child
-        elif isinstance(item, list):
-            sequence = cast("list[object]", item)
-            for index, child in enumerate(sequence):
-                if isinstance(child, str):
-                    sequence[index] = well_formed(child)
-                else:
-                    pending.append(child)
-    return value
 
 
 def as_object(value: object) -> dict[str, object] | None:
