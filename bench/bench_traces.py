@@ -10,7 +10,7 @@
 
 Goals: ≤ 3 % added CPU per tool run, ≤ 50 µs per span, start-up unchanged.
 Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``;
-``--breakdown`` shows where the added CPU goes (events, recorder, encoding, writer).
+``--breakdown`` shows where the added CPU goes (the steps recorded, the writer).
 """
 
 from __future__ import annotations
@@ -151,39 +151,28 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
 
 
 async def breakdown_rows(ctx: BenchContext) -> list[Row]:
-    """Where the added CPU goes: the same run with only the events published (a subscriber
-    that does nothing), with the recorder (its trace dropped), with the recorder and the
-    store's encoding, and fully traced (the writer's thread charged as in
+    """Where the added CPU goes: the same run with its events published (a subscriber that
+    does nothing: what recording from events would pay before recording anything), with
+    its steps recorded and dropped, and fully traced (the writer's thread charged as in
     :func:`tool_run_rows`): one process, the variants' blocks in rotating order."""
     from jarvis import Jarvis
-    from jarvis.adapters.sqlite_traces import SqliteTraceStore
-    from jarvis.application.traces import TraceRecorder
-    from jarvis.domain.traces import Trace
+    from jarvis.application.traces import run_recording
 
     n, blocks = (20, 4) if ctx.quick else (20, 80)
     writer_cpu = _WriterCpu()
     with tempfile.TemporaryDirectory() as folder:
         off_config = _config(Path(folder), ctx.stub_url, traces=False)
         on_config = _config(Path(folder), ctx.stub_url, traces=True)
-        encoder = SqliteTraceStore(Path(folder) / "unused.db")  # encodes; opens nothing
-
-        def encode(trace: Trace) -> None:
-            encoder.encode(trace)
-
-        listeners: dict[str, Callable[..., None] | None] = {
-            "tracing off": None,
-            "events only": lambda event: None,
-            "+ recorder": TraceRecorder(lambda trace: None),
-            "+ encoding": TraceRecorder(encode),
-            "+ writer (all)": None,
-        }
+        variants = ("tracing off", "events only", "+ steps recorded", "+ writer (all)")
         async with contextlib.AsyncExitStack() as stack:
             runs: dict[str, Callable[[], Awaitable[object]]] = {}
-            for name, listener in listeners.items():
+            for name in variants:
                 config = on_config if name == "+ writer (all)" else off_config
                 jarvis = await stack.enter_async_context(Jarvis(config_path=config))
-                if listener is not None:
-                    jarvis._runtime.bus().subscribe(listener)
+                if name == "events only":
+                    jarvis._runtime.bus().subscribe(lambda event: None)
+                elif name == "+ steps recorded":
+                    jarvis._runtime.bus().record_with(run_recording(lambda log: None))
 
                 def ask(jarvis: Jarvis = jarvis) -> Awaitable[object]:
                     return jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])

@@ -7,6 +7,8 @@ from typing import Generic, TypeVar
 import pytest
 
 from jarvis.domain.ports import TraceStorePort
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import trace_of_log
 from jarvis.domain.traces import Span, Trace, TraceQuery, trace_to_record
 
 StoreT = TypeVar("StoreT", bound=TraceStorePort)
@@ -163,3 +165,73 @@ class TraceStoreContract(Generic[StoreT]):
         assert kept.name == "m\ufffd"
         assert kept.attributes == {"finish_reason": "stop\ufffd"}
         assert kept.content == {"input": "run rm -rf \ufffd"}
+
+    def test_a_run_recorded_as_steps_is_read_as_its_spans(self, store: StoreT) -> None:
+        """A recorded run is kept as its steps (:meth:`encode_steps`) and read back as the
+        trace those steps make: nesting, loop-guard verdicts, an unfinished span, content
+        cut and masked."""
+        trace = recorded_steps(content=True)
+        record = store.encode_steps(trace)
+        assert record[0] == trace[0]
+        assert record[1:4] == ("outer", trace[1], 1)  # failed: the run ended in an error
+        assert record[4] == len(record[5].encode())
+        store.save_records([record])
+        found = store.get(trace[0])
+        assert found == trace_of_log(trace)
+        assert found is not None
+        assert [(s.kind, s.name, s.parent_id) for s in found.spans] == [
+            ("run", "outer", None),
+            ("inference", "model", "0001"),
+            ("tool", "delegate", "0001"),
+            ("run", "inner", "0003"),
+            ("inference", "model", "0004"),
+            ("tool", "calc", "0001"),
+        ]
+        assert found.spans[4].attributes["unfinished"] is True
+        assert found.spans[5].attributes["loop_guard"] == "block"
+        assert found.spans[0].content == {"input": "ASK WITH HTTPS://***@HOST"}
+        assert found.spans[2].content == {"arguments": "{'Q': 'X'}", "result": "DONE"}
+        assert (found.status, found.error) == ("error", "EngineUnavailableError")
+        assert store.list(TraceQuery(failed_only=True)) == [found]
+
+    def test_steps_with_a_lone_surrogate_are_kept_with_replacement_characters(
+        self, store: StoreT
+    ) -> None:
+        trace = recorded_steps(agent="outer\ud800", tool="calc\udfff")
+        store.save_records([store.encode_steps(trace)])
+        found = store.get(trace[0])
+        assert found is not None
+        assert found.agent == "outer\ufffd"
+        assert {s.name for s in found.spans if s.kind == "tool"} == {"delegate", "calc\ufffd"}
+        assert [t.agent for t in store.list(TraceQuery(agent="outer\ufffd"))] == ["outer\ufffd"]
+
+
+def recorded_steps(
+    *, content: bool = False, agent: str = "outer", tool: str = "calc"
+) -> TraceSteps:
+    """A run recorded as steps: an inference, a tool call running a nested run (whose
+    inference never ends), a blocked call, and an error."""
+    import asyncio
+
+    from jarvis.domain.run.steps import RunRecording
+
+    traces: list[TraceSteps] = []
+    recording = RunRecording(
+        traces.append, content=content, mask=lambda text: text.replace("user:pw", "***").upper()
+    )
+
+    async def run() -> None:
+        recording.run_started(agent, "ask with https://user:pw@host")
+        step = recording.inference_started("engine", "model")
+        recording.inference_ended(step, 10, 2, "tool_calls", 1)
+        started = recording.tool_started("delegate", "c1", {"q": "x"})
+        recording.run_started("inner", "sub")
+        recording.inference_started("engine", "model")
+        recording.run_ended(1, "error", "TimeoutError")
+        recording.tool_ended(started, "done", True)
+        recording.loop_guard(tool, "block", "identical_call")
+        recording.run_ended(2, "error", "EngineUnavailableError")
+
+    asyncio.run(run())
+    (trace,) = traces
+    return trace

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from jarvis.domain.trace_steps import read_trace
 from tests.integration.test_file_read_attacks import _SOURCE, _as_user, _interpreter_for
 from tests.support.cli import run_jarvis
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
@@ -80,7 +81,7 @@ def test_files_left_world_readable_are_made_private_by_the_first_run(tmp_path: P
         assert db.execute("SELECT id, data FROM traces").fetchall() == [("oj-1", "kept")]
         (record,) = db.execute("SELECT record FROM jarvis_traces").fetchone()
     db.close()
-    assert QUESTION in orjson.loads(record)["spans"][0]["content"]["input"]
+    assert QUESTION in str(read_trace(record).spans[0].content["input"])
 
 
 @pytest.fixture

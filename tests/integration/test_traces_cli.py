@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -558,3 +559,37 @@ def test_a_record_with_times_out_of_range_is_a_damaged_store(
         assert "a trace is damaged" in result.stderr
         assert "Traceback" not in result.stderr
     assert shown("g" * 32)["trace_id"] == "g" * 32
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda steps: steps[1].__setitem__(2, 9),  # hangs under a span after it
+        lambda steps: steps[1].__setitem__(1, "soon"),  # a time that is not a number
+        lambda steps: steps.append([1, 0.0, 0, 1, "stop", ""]),  # the run ends twice
+        lambda steps: steps.insert(0, [2, 0.0, -1, "engine", "model"]),  # no run first
+    ],
+)
+def test_a_damaged_record_of_steps_is_a_damaged_store(
+    jarvis_home: Path, damage: Callable[[list[list[object]]], None]
+) -> None:
+    """A run is kept as the steps it recorded, read back as spans by every command: one
+    whose steps cannot be a run's (damaged, or written by hand) exits 7 with one line."""
+    import sqlite3
+
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url)
+        assert ask_orchestrator().returncode == 0
+    (summary,) = listed()
+    with sqlite3.connect(jarvis_home / "traces.db") as db:
+        (record,) = db.execute("SELECT record FROM jarvis_traces").fetchone()
+        data = json.loads(record)
+        assert data["v"] == 2
+        damage(data["steps"])
+        db.execute("UPDATE jarvis_traces SET record = ?", (json.dumps(data),))
+    db.close()
+    for command in (["traces", "show", str(summary["id"])], ["traces", "list"], ["stats"]):
+        result = jarvis(*command)
+        assert result.returncode == 7, (command, result.stdout, result.stderr)
+        assert "a trace is damaged" in result.stderr
+        assert "Traceback" not in result.stderr

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 async def test_llm_batch_inferences_are_children_of_their_cell() -> None:
     traces: list[Trace] = []
     bus = EventBus()
-    bus.subscribe(TraceRecorder(traces.append))
+    TraceRecorder(traces.append).attach(bus)
     engine = ScriptedInference(
         [
             "```python\nanswers = llm_batch(['one?', 'two?', 'three?'])\nprint(answers)\n```",

@@ -1,6 +1,6 @@
 """The caller's trace a run continues, carried by context from where the request arrived
-(``jarvis serve`` reads a ``traceparent`` header) to the :class:`~.traces.TraceRecorder`
-that starts the run's trace, without passing through the agent loop or the domain.
+(``jarvis serve`` reads a ``traceparent`` header) to the run recording that starts the
+run's trace (:mod:`jarvis.domain.run.steps`), without passing through the agent loop.
 
 A :class:`contextvars.ContextVar` follows the request's task and every task it starts
 (streamed answers, background runs), and no other request: concurrent requests each see
@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from jarvis.application.trace_export import exported_span_id
+from jarvis.domain.run.steps import running_step, span_number
 from jarvis.domain.traces import TraceParent
 
 _PARENT: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-parent", default=None)
-_SPAN: ContextVar[Callable[[], TraceParent] | None] = ContextVar("jarvis-trace-span", default=None)
 
 
 def trace_parent() -> TraceParent | None:
@@ -25,18 +26,27 @@ def trace_parent() -> TraceParent | None:
     return _PARENT.get()
 
 
+def trace_parent_getter() -> Callable[[], TraceParent | None]:
+    """:func:`trace_parent` as the context variable's own ``get``: the run recording calls
+    it as each run starts, on the event loop."""
+    return _PARENT.get
+
+
 def running_span() -> TraceParent | None:
     """The recorded span this task runs (a tool call, else a run), as its exported trace
     and span ids: what an adapter passes on to the process it calls (an MCP server's
     ``_meta.traceparent``)."""
-    span = _SPAN.get()
-    return None if span is None else span()
-
-
-enter_span: Callable[[Callable[[], TraceParent] | None], object] = _SPAN.set
-"""The recorder's: the span now running in this task (``None``: none), as what makes its
-ids (computed only when an adapter asks). The variable's own ``set``: the recorder calls it
-on the event loop, up to four times a run."""
+    running = running_step()
+    if running is None:
+        return None
+    log, index = running
+    trace_id = log.trace_id
+    remote = log.remote
+    return TraceParent(
+        trace_id=trace_id if remote is None else remote.trace_id,
+        span_id=exported_span_id(trace_id, f"{span_number(log, index):04x}"),
+        flags="01" if remote is None else remote.flags,
+    )
 
 
 @contextmanager

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from functools import partial
 
 from jarvis.domain.ports import TraceExportPort, TraceStorePort
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import trace_of_log
 from jarvis.domain.traces import Trace, TraceRecord
 
 PRUNE_EVERY = 64
@@ -97,7 +99,9 @@ class TraceWriter:
         self._records: list[TraceRecord] = []
         self._unencoded: list[Trace] = []
         """Handed in before the thread made the store: the thread encodes them."""
-        self._traces: list[Trace] = []
+        self._logs: list[TraceSteps] = []
+        """Recorded runs' steps (:meth:`save_steps`): the thread encodes them."""
+        self._traces: list[Trace | TraceSteps] = []
         """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
         self._handed_in = 0
@@ -111,11 +115,41 @@ class TraceWriter:
         self._prune_failed = False
         """Written by the thread only: the last prune failed (retried with the next batch)."""
         self._written = 0
-        self.last: Trace | None = None
+        self._last: Trace | TraceSteps | None = None
+
+    @property
+    def last(self) -> Trace | None:
         """The last trace handed in (``jarvis ask --profile`` prints it)."""
+        last = self._last
+        if isinstance(last, tuple):
+            last = self._last = trace_of_log(last)
+        return last
+
+    def save_steps(self, trace: TraceSteps) -> None:
+        """Save the trace of a run recorded as steps: on the event loop, as each run ends,
+        this only hands ``trace`` to the thread, which encodes it (its spans are made when
+        it is read)."""
+        self._last = trace
+        storing = self._storing.retry_at == 0.0 or self._storing.usable()
+        exporting = self._exporting.retry_at == 0.0 or self._exporting.usable()
+        if not (storing or exporting):
+            return
+        with self._lock:
+            if storing:
+                self._logs.append(trace)
+            if exporting:
+                self._traces.append(trace)
+            self._handed_in += 1
+            if self._thread is None:
+                self._start()
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
+        self._thread.start()
+        atexit.register(self.flush)
 
     def save(self, trace: Trace) -> None:
-        self.last = trace
+        self._last = trace
         # on the event loop, as each run ends: the destinations' states are read inline (in
         # use: 0.0) and the lock is taken bare, not through the condition's Python methods
         storing = self._storing.retry_at == 0.0 or self._storing.usable()
@@ -139,9 +173,7 @@ class TraceWriter:
                 self._traces.append(trace)
             self._handed_in += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
-                self._thread.start()
-                atexit.register(self.flush)
+                self._start()
 
     def _refused(self, reason: str) -> None:
         with self._wake:
@@ -156,10 +188,12 @@ class TraceWriter:
                     self._wake.wait(BATCH_SECONDS)
                 records, self._records = self._records, []
                 unencoded, self._unencoded = self._unencoded, []
+                logs, self._logs = self._logs, []
                 traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if records or unencoded:
-                self._attempt(self._storing, "recorded", partial(self._save, records, unencoded))
+            if records or unencoded or logs:
+                save = partial(self._save, records, unencoded, logs)
+                self._attempt(self._storing, "recorded", save)
             if traces:
                 self._attempt(self._exporting, "exported", partial(self._export, traces))
             with self._wake:
@@ -178,14 +212,23 @@ class TraceWriter:
             if destination.worked():
                 self._notice(f"traces are being {verb} again")
 
-    def _export(self, batch: list[Trace]) -> None:
+    def _export(self, batch: list[Trace | TraceSteps]) -> None:
         if self._exporter is None and self._exporter_factory is not None:
             self._exporter = self._exporter_factory()
-        if self._exporter is not None:
-            for reason in self._exporter.export(batch):
-                self._refused(reason)
+        if self._exporter is None:
+            return
+        traces: list[Trace] = []
+        for trace in batch:
+            try:
+                traces.append(trace_of_log(trace) if isinstance(trace, tuple) else trace)
+            except ValueError as exc:
+                self._refused(str(exc))
+        for reason in self._exporter.export(traces):
+            self._refused(reason)
 
-    def _save(self, records: list[TraceRecord], unencoded: list[Trace]) -> None:
+    def _save(
+        self, records: list[TraceRecord], unencoded: list[Trace], logs: list[TraceSteps]
+    ) -> None:
         store = self._store
         if store is None and self._store_factory is not None:
             store = self._store_factory()
@@ -195,6 +238,11 @@ class TraceWriter:
         for trace in unencoded:
             try:
                 batch.append(store.encode(trace))
+            except Exception as exc:
+                self._refused(str(exc))
+        for log in logs:
+            try:
+                batch.append(store.encode_steps(log))
             except Exception as exc:
                 self._refused(str(exc))
         self._store = store  # from now on, ``save`` encodes

@@ -224,18 +224,28 @@ def trace_from_record(text: str) -> Trace:
     times out of range included (:func:`times_problem`): the writer never keeps such a
     trace, so a record holding one was damaged (or written by hand), and showing it would
     fail later (a date past the year 9999, OTLP's unsigned nanoseconds below zero)."""
+    return checked_times(trace_of_fields(decode_record(text)))
+
+
+def decode_record(text: str) -> JSONObject:
+    """A record's JSON object; ``ValueError`` when ``text`` is not one (a number that is not
+    finite included)."""
     try:
-        data = _object(_RECORD.decode(text))
+        return _object(_RECORD.decode(text))
     except RecursionError:
         raise ValueError("nested too deeply") from None
-    trace = _trace_of(data)
+
+
+def checked_times(trace: Trace) -> Trace:
+    """``trace``, read from a record; ``ValueError`` when its times are out of range
+    (:func:`times_problem`)."""
     problem = times_problem(trace)
     if problem:
         raise ValueError(problem)
     return trace
 
 
-def _trace_of(data: JSONObject) -> Trace:
+def trace_of_fields(data: JSONObject) -> Trace:
     """The trace in a decoded record; ``ValueError`` for a field missing or of a wrong
     type."""
     spans = data.get("spans")

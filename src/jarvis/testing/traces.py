@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import read_trace, steps_to_row
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
     TraceRecord,
     TraceStoreError,
     times_problem,
-    trace_from_record,
     trace_to_row,
 )
 
@@ -53,11 +54,14 @@ class InMemoryTraceStore:
             raise ValueError(problem)
         return trace_to_row(trace)
 
+    def encode_steps(self, trace: TraceSteps) -> TraceRecord:
+        return steps_to_row(trace)
+
     def save_records(self, records: Sequence[TraceRecord]) -> None:
         self._check()
         with self._lock:
             for trace_id, _, _, _, size, record in records:
-                self._traces[trace_id] = (trace_from_record(record), size)
+                self._traces[trace_id] = (read_trace(record), size)
 
     def get(self, trace_id: str) -> Trace | None:
         self._check()

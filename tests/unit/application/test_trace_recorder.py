@@ -49,7 +49,7 @@ def adder() -> InMemoryTool:
 def recorded(*, content: bool = False) -> tuple[EventBus, list[Trace]]:
     traces: list[Trace] = []
     bus = EventBus()
-    bus.subscribe(TraceRecorder(traces.append, content=content, mask=lambda t: t.upper()))
+    TraceRecorder(traces.append, content=content, mask=lambda t: t.upper()).attach(bus)
     return bus, traces
 
 

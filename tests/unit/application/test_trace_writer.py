@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from contracts.trace_store_contract import recorded_steps
 from jarvis.application.trace_writer import TraceWriter
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import trace_of_log
 from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
 from jarvis.testing.traces import InMemoryTraceStore
 
@@ -213,4 +216,55 @@ def test_a_prune_that_fails_keeps_the_traces_and_tries_again_with_the_next_batch
     assert store.prunes == 4  # worked once, then back to every PRUNE_EVERY traces
     assert notices[1:] == ["old traces are being pruned again"]
     assert len(store.list(TraceQuery())) == 5
+    writer.close()
+
+
+class _StepsStore(InMemoryTraceStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded_by: list[str] = []
+
+    def encode_steps(self, trace: TraceSteps) -> TraceRecord:
+        self.encoded_by.append(threading.current_thread().name)
+        return super().encode_steps(trace)
+
+
+def test_a_run_recorded_as_steps_is_encoded_by_the_thread_and_read_as_its_spans() -> None:
+    store = _StepsStore()
+    exported: list[Trace] = []
+
+    class Exporter:
+        def export(self, traces: Sequence[Trace]) -> list[str]:
+            exported.extend(traces)
+            return []
+
+        def close(self) -> None:
+            pass
+
+    writer = TraceWriter(lambda: store, notice=print, exporter=Exporter)
+    trace = recorded_steps()
+    writer.save_steps(trace)
+    writer.flush()
+    assert store.encoded_by == ["jarvis-traces"]  # the event loop only handed it over
+    made = trace_of_log(trace)
+    assert store.get(trace[0]) == made
+    assert exported == [made]
+    assert writer.last == made
+    writer.close()
+
+
+def test_steps_a_store_cannot_keep_are_left_out_and_told_once() -> None:
+    notices: list[str] = []
+    store = InMemoryTraceStore()
+    writer = TraceWriter(lambda: store, notice=notices.append)
+    trace = recorded_steps()
+    far = (trace[0], float("inf"), *trace[2:])  # a clock gone wrong
+    for _ in range(3):
+        writer.save_steps(far)
+        writer.flush()
+    writer.save_steps(trace)
+    writer.flush()
+    assert len(notices) == 1
+    assert "outside 1970-2554" in notices[0]
+    assert [t.trace_id for t in store.list(TraceQuery())] == [trace[0]]
     writer.close()

@@ -68,7 +68,7 @@ def _agent(bus: EventBus) -> SimpleAgent:
 async def test_a_run_in_a_callers_context_continues_its_trace() -> None:
     traces: list[Trace] = []
     bus = EventBus()
-    bus.subscribe(TraceRecorder(traces.append))
+    TraceRecorder(traces.append).attach(bus)
     agent = _agent(bus)
     caller = parse_traceparent(f"00-{TRACE}-{SPAN}-01")
     other = TraceParent(trace_id="1" * 32, span_id="2" * 16, flags="01")
@@ -129,7 +129,7 @@ async def test_a_sandboxed_run_continues_the_callers_trace_on_the_host() -> None
     if not container.agents().contains("sandboxed"):
         container.agents().register("sandboxed", SandboxedAgent)
     traces: list[Trace] = []
-    container.bus().subscribe(TraceRecorder(traces.append))
+    TraceRecorder(traces.append).attach(container.bus())
     command = AskQuestion(
         question="What is 6*7?",
         agent="sandboxed",

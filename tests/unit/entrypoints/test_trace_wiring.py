@@ -1,6 +1,6 @@
-"""How the container wires tracing: off by default (no subscriber on the bus, so runs build
-no events), a recorder and a writer when ``[traces]``, ``[telemetry]`` or an OTLP endpoint
-asks for one."""
+"""How the container wires tracing: off by default (nothing records the runs), a run
+recording and a writer when ``[traces]``, ``[telemetry]`` or an OTLP endpoint asks for one;
+either way no event is built for it (no subscriber on the bus)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def _no_otlp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tracing_is_off_by_default() -> None:
     container = bootstrap(JarvisConfig()).container
     assert container.trace_writer() is None
+    assert container.bus().recording is None
     assert not container.bus().has_subscribers
 
 
@@ -36,7 +37,8 @@ def test_tracing_is_off_by_default() -> None:
 def test_any_of_the_three_switches_records(config: JarvisConfig, jarvis_home: Path) -> None:
     container = bootstrap(config).container
     assert container.trace_writer() is not None
-    assert container.bus().has_subscribers
+    assert container.bus().recording is not None
+    assert not container.bus().has_subscribers  # recorded without events
     assert not (jarvis_home / "traces.db").exists()  # opened by the first write only
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import orjson
 
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import steps_fields, steps_head, steps_to_row
 from jarvis.domain.traces import Trace, TraceRecord, times_problem, trace_head, trace_to_row
 
 
@@ -30,3 +32,16 @@ def encode_trace(trace: Trace) -> TraceRecord:
     except orjson.JSONEncodeError:
         return trace_to_row(trace)
     return (trace.trace_id, trace.agent, trace.start, int(trace.failed), len(data), data.decode())
+
+
+def encode_steps(trace: TraceSteps) -> TraceRecord:
+    """The trace of a run recorded as steps as a row of ``jarvis_traces`` (its steps as
+    JSON arrays: nothing is made of them); ``ValueError`` when it cannot be encoded. What
+    orjson refuses (a lone surrogate in a name, an integer past 64 bits) is encoded by the
+    standard library instead."""
+    trace_id, agent, start, failed = steps_head(trace)
+    try:
+        data = orjson.dumps(steps_fields(trace))
+    except orjson.JSONEncodeError:
+        return steps_to_row(trace)
+    return trace_id, agent, start, failed, len(data), data.decode()

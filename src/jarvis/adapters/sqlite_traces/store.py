@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from jarvis.adapters.sqlite_files import private_database
-from jarvis.adapters.sqlite_traces.record import encode_trace
+from jarvis.adapters.sqlite_traces.record import encode_steps, encode_trace
 from jarvis.adapters.sqlite_wal import enter_wal
+from jarvis.domain.run.steps import TraceSteps
+from jarvis.domain.trace_steps import read_trace
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
     TraceRecord,
     TraceStoreError,
-    trace_from_record,
 )
 
 T = TypeVar("T")
@@ -128,6 +129,9 @@ class SqliteTraceStore:
     def encode(self, trace: Trace) -> TraceRecord:
         return encode_trace(trace)
 
+    def encode_steps(self, trace: TraceSteps) -> TraceRecord:
+        return encode_steps(trace)
+
     def save_records(self, records: Sequence[TraceRecord]) -> None:
         def work(db: sqlite3.Connection) -> None:
             with db:  # one transaction
@@ -146,7 +150,7 @@ class SqliteTraceStore:
 
     def _decode(self, record: str) -> Trace:
         try:
-            return trace_from_record(record)
+            return read_trace(record)
         except ValueError as exc:
             raise TraceStoreError(f"{self.path}: a trace is damaged ({exc})") from exc
 

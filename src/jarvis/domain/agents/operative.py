@@ -71,6 +71,8 @@ class _WithoutRunEvents(EventBus):
     def __init__(self, parent: EventBus) -> None:
         super().__init__()
         self._parent = parent
+        self.recording = parent.recording
+        self.records_runs = False
 
     @property
     def has_subscribers(self) -> bool:
@@ -268,6 +270,9 @@ class OperativeAgent(BaseAgent):
         publishing = bus is not None and bus.has_subscribers
         if publishing and bus is not None:
             bus.publish(AgentRunStarted(agent=self.agent_id, input=input))
+        recording = None if bus is None else bus.recording
+        if recording is not None:
+            recording.run_started(self.agent_id, input)
         stop_reason, turns = "error", 0
         try:
             tick = self.new_tick(binding)
@@ -285,6 +290,8 @@ class OperativeAgent(BaseAgent):
                 bus.publish(
                     AgentRunEnded(agent=self.agent_id, turns=turns, stop_reason=stop_reason)
                 )
+            if recording is not None:
+                recording.run_ended(turns, stop_reason)
 
     async def recall(self, tick: Tick, input: str, context: AgentContext | None) -> AgentContext:
         """The context the tick's loop starts from: the state and notes (as system

@@ -154,16 +154,48 @@ class BaseAgent(ABC):
     async def generate(self, request: InferenceRequest) -> Completion:
         """One inference, with INFERENCE_START/END published when someone listens."""
         bus = self.bus
-        if bus is None or not bus.has_subscribers:
+        if bus is None:
             return await self.inference.generate(request)
+        recording = bus.recording
+        if recording is not None and not bus.has_subscribers:
+            step = recording.inference_started(self.inference.engine_id, request.model)
+            completion = await self.inference.generate(request)
+            usage = completion.usage
+            recording.inference_ended(
+                step,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                completion.finish_reason,
+                len(completion.tool_calls),
+            )
+            return completion
+        if not bus.has_subscribers:
+            return await self.inference.generate(request)
+        return await self._generate_published(bus, request)
+
+    async def _generate_published(self, bus: EventBus, request: InferenceRequest) -> Completion:
+        """One inference, its events published (and recorded, when the bus records)."""
+        recording = bus.recording
+        step = -1
+        if recording is not None:
+            step = recording.inference_started(self.inference.engine_id, request.model)
         bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
         started = time.monotonic()  # a duration: no need of the loop's clock (a system call)
         completion = await self.inference.generate(request)
+        usage = completion.usage
+        if recording is not None:
+            recording.inference_ended(
+                step,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                completion.finish_reason,
+                len(completion.tool_calls),
+            )
         bus.publish(
             InferenceEnded(
                 engine=self.inference.engine_id,
                 model=request.model,
-                usage=completion.usage,
+                usage=usage,
                 finish_reason=completion.finish_reason,
                 tool_calls=completion.tool_calls,
                 latency_seconds=time.monotonic() - started,
@@ -175,6 +207,10 @@ class BaseAgent(ABC):
         """A streamed inference, with INFERENCE_START/END published when someone listens."""
         bus = self.bus
         publishing = bus is not None and bus.has_subscribers
+        recording = None if bus is None else bus.recording
+        step = -1
+        if recording is not None:
+            step = recording.inference_started(self.inference.engine_id, request.model)
         if publishing and bus is not None:
             bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
         started = time.monotonic()
@@ -182,6 +218,16 @@ class BaseAgent(ABC):
         async for chunk in self.inference.stream(request):
             if first_token is None and chunk.content:
                 first_token = time.monotonic() - started
+            if chunk.is_final and recording is not None:
+                usage = chunk.usage or Usage()
+                recording.inference_ended(
+                    step,
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    chunk.finish_reason or "stop",
+                    len(chunk.tool_calls),
+                    first_token,
+                )
             if chunk.is_final and publishing and bus is not None:
                 bus.publish(
                     InferenceEnded(
@@ -197,26 +243,37 @@ class BaseAgent(ABC):
             yield chunk
 
     def run_started(self, input: str) -> None:
-        if self.bus is not None and self.bus.has_subscribers:
-            self.bus.publish(AgentRunStarted(agent=self.agent_id, input=input))
+        bus = self.bus
+        if bus is None:
+            return
+        recording = bus.recording
+        if recording is not None and bus.records_runs:
+            recording.run_started(self.agent_id, input)
+        if bus.has_subscribers:
+            bus.publish(AgentRunStarted(agent=self.agent_id, input=input))
 
     def run_stopped(self, exc: BaseException, *, turns: int = 0) -> None:
-        """Publish the end of a run that raised ``exc`` (cancelled, or an error)."""
-        if self.bus is not None and self.bus.has_subscribers:
-            cancelled = isinstance(exc, asyncio.CancelledError | GeneratorExit)
-            self.bus.publish(
-                AgentRunEnded(
-                    agent=self.agent_id,
-                    turns=turns,
-                    stop_reason="cancelled" if cancelled else "error",
-                    error="" if cancelled else type(exc).__name__,
-                )
-            )
+        """Publish (and record) the end of a run that raised ``exc`` (cancelled, or an
+        error)."""
+        cancelled = isinstance(exc, asyncio.CancelledError | GeneratorExit)
+        self.publish_end(
+            turns, "cancelled" if cancelled else "error", "" if cancelled else type(exc).__name__
+        )
 
     def run_ended(self, result: AgentResult) -> None:
-        if self.bus is not None and self.bus.has_subscribers:
-            self.bus.publish(
+        self.publish_end(result.turns, result.stop_reason)
+
+    def publish_end(self, turns: int, stop_reason: str, error: str = "") -> None:
+        """Publish (and record) the end of this agent's run."""
+        bus = self.bus
+        if bus is None:
+            return
+        recording = bus.recording
+        if recording is not None and bus.records_runs:
+            recording.run_ended(turns, stop_reason, error)
+        if bus.has_subscribers:
+            bus.publish(
                 AgentRunEnded(
-                    agent=self.agent_id, turns=result.turns, stop_reason=result.stop_reason
+                    agent=self.agent_id, turns=turns, stop_reason=stop_reason, error=error
                 )
             )

@@ -98,9 +98,11 @@ def _publish_loop_guard(
     agent: LoopAgent, run: LoopRun, call: ToolCall, verdict: LoopVerdict
 ) -> None:
     bus = agent.bus
-    if bus is None or not bus.has_subscribers:
+    if bus is None or verdict.action == "allow" or verdict.pattern is None:
         return
-    if verdict.action == "allow" or verdict.pattern is None:  # pragma: no cover
+    if bus.recording is not None:
+        bus.recording.loop_guard(call.name, verdict.action, verdict.pattern)
+    if not bus.has_subscribers:
         return
     bus.publish(
         LoopGuardTriggered(

@@ -205,7 +205,15 @@ class ToolExecutor:
         and the output bound apply either way."""
         started = perf_counter()
         entry = self._by_name.get(call.name.strip().lower())
-        bus = self._bus if self._bus is not None and self._bus.has_subscribers else None
+        bus = self._bus
+        recording = None
+        if bus is not None:
+            recording = bus.recording
+            if not bus.has_subscribers:
+                bus = None
+        step = None
+        if recording is not None:
+            step = recording.tool_started(call.name, call.id, call.arguments)
         if bus is not None:
             bus.publish(
                 ToolCallStarted(
@@ -230,6 +238,8 @@ class ToolExecutor:
             else:
                 result = await self._run_directly(tool, spec, call)
         result = self._finish(call, result, entry[1] if entry is not None else None, started)
+        if recording is not None:
+            recording.tool_ended(step, result.content, result.success)
         if bus is not None:
             bus.publish(
                 ToolCallEnded(

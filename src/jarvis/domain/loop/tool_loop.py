@@ -63,7 +63,7 @@ from jarvis.domain.protocols.function_calling import FunctionCallingProtocol
 from jarvis.domain.protocols.reply_text import strip_think
 from jarvis.domain.protocols.tool_protocol import ParseFailure, ToolCalls, ToolProtocol
 from jarvis.domain.run.contract import AgentContext, AgentResult, StopReason
-from jarvis.domain.run.events import AgentRunEnded, EventBus
+from jarvis.domain.run.events import EventBus
 from jarvis.domain.run.updates import (
     RunFinished,
     RunUpdate,
@@ -448,10 +448,4 @@ class ToolUsingAgent(BaseAgent):
         if run.ended:
             return
         run.ended = True
-        bus = self.bus
-        if bus is not None and bus.has_subscribers:
-            bus.publish(
-                AgentRunEnded(
-                    agent=self.agent_id, turns=run.turns, stop_reason=stop_reason, error=error
-                )
-            )
+        self.publish_end(run.turns, stop_reason, error)

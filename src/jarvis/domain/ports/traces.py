@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from jarvis.domain.run.steps import TraceSteps
 from jarvis.domain.traces import Trace, TraceQuery, TraceRecord
 
 
@@ -24,6 +25,12 @@ class TraceStorePort(Protocol):
         opened, callable from any thread (the trace writer encodes on the event loop, as
         each run ends, and hands its thread only records); raises ``ValueError`` for a
         trace that cannot be encoded (a number JSON has no place for)."""
+        ...
+
+    def encode_steps(self, trace: TraceSteps) -> TraceRecord:
+        """The trace of a run recorded as steps, as
+        :meth:`save_records` keeps it; as pure and cheap as :meth:`encode` (the trace
+        writer's thread calls it); raises ``ValueError`` for one that cannot be encoded."""
         ...
 
     def save_records(self, records: Sequence[TraceRecord]) -> None:

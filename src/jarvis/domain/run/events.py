@@ -19,6 +19,7 @@ from jarvis.domain.json_types import JSONObject
 from jarvis.domain.llm.completion import FinishReason, Usage
 from jarvis.domain.llm.messages import ToolCall
 from jarvis.domain.quick_init import quick_init
+from jarvis.domain.run.steps import RunRecording
 
 
 class EventType(StrEnum):
@@ -140,13 +141,18 @@ Subscriber: TypeAlias = Callable[[Event], None]
 class EventBus:
     """Synchronous publish/subscribe, isolated per run or per application instance."""
 
-    __slots__ = ("_on_error", "_subscribers")
+    __slots__ = ("_on_error", "_subscribers", "recording", "records_runs")
 
     def __init__(self, on_error: Callable[[Subscriber, Exception], None] | None = None) -> None:
         self._subscribers: tuple[tuple[EventType | None, Subscriber], ...] = ()
         """Replaced, never changed: a publish goes through the subscribers of its start
         without copying them (subscribing is rare, publishing is on every step of a run)."""
         self._on_error = on_error
+        self.recording: RunRecording | None = None
+        """Told each step of every run directly, for its trace (no event is made for it)."""
+        self.records_runs = True
+        """Whether the runs' own starts and ends are recorded (an operator's inner loop:
+        no, its tick records them)."""
 
     def subscribe(
         self, subscriber: Subscriber, event_type: EventType | None = None
@@ -162,6 +168,10 @@ class EventBus:
                 self._subscribers = tuple(subscribers)
 
         return unsubscribe
+
+    def record_with(self, recording: RunRecording | None) -> None:
+        """Record the runs on this bus with ``recording`` (``None``: stop recording)."""
+        self.recording = recording
 
     @property
     def has_subscribers(self) -> bool:

@@ -403,7 +403,7 @@ def _profile(runtime: Runtime) -> list[Trace]:
     from jarvis.application.traces import TraceRecorder
 
     traces: list[Trace] = []
-    runtime.bus().subscribe(TraceRecorder(traces.append))
+    TraceRecorder(traces.append).attach(runtime.bus())
     return traces
 
 

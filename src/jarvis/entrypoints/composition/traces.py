@@ -1,5 +1,5 @@
 """Traces: the store ``jarvis traces`` reads, the writer that saves (and exports) each run's
-trace off the event loop, and the event bus the trace recorder listens to."""
+trace off the event loop, and the event bus whose runs are recorded."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def event_bus(config: JarvisConfig, writer: TraceWriter | None) -> EventBus:
     """The bus of every run; the trace recorder listens to it when traces are on."""
     bus = EventBus()
     if writer is not None:
-        from jarvis.application.traces import TraceRecorder
+        from jarvis.application.traces import run_recording
 
         content = config.traces.enabled and config.traces.content
-        bus.subscribe(TraceRecorder(writer.save, content=content, mask=redact_urls))
+        bus.record_with(run_recording(writer.save_steps, content=content, mask=redact_urls))
     return bus

@@ -1,0 +1,133 @@
+"""The run recording the agent loop tells each step: what a finished trace is handed as,
+where steps hang when runs nest across buses, the span cap, the running span, and a task a
+run left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+
+from jarvis.domain.run import steps
+from jarvis.domain.run.steps import RunRecording, TraceSteps, running_step
+from jarvis.domain.trace_steps import trace_of_log
+
+
+def recording() -> tuple[RunRecording, list[TraceSteps]]:
+    traces: list[TraceSteps] = []
+    return RunRecording(traces.append), traces
+
+
+async def test_a_finished_trace_is_plain_data_the_garbage_collector_stops_walking() -> None:
+    """The writer holds each run's steps until its thread writes the batch: objects the
+    collector tracked would be walked, and promoted, while they wait."""
+    recorder, traces = recording()
+    recorder.run_started("agent", "question")
+    started = recorder.tool_started("calculator", "c1", {"expression": "1+1"})
+    recorder.tool_ended(started, "2", True)
+    recorder.run_ended(1, "final_answer")
+    (trace,) = traces
+    gc.collect()  # each step is left alone after the first look at it
+    assert not any(gc.is_tracked(step) for step in trace[4])
+    gc.collect()  # then the tuple of steps, then the trace
+    gc.collect()
+    assert not gc.is_tracked(trace)
+
+
+async def test_a_step_a_task_records_after_its_run_ended_changes_nothing() -> None:
+    recorder, traces = recording()
+    release = asyncio.Event()
+
+    async def left_behind() -> None:
+        await release.wait()
+        started = recorder.inference_started("engine", "late")
+        recorder.inference_ended(started, 1, 1, "stop", 0)
+
+    recorder.run_started("agent", "q")
+    task = asyncio.create_task(left_behind())  # it inherits the run's cursor
+    await asyncio.sleep(0)
+    recorder.run_ended(1, "final_answer")
+    (trace,) = traces
+    kept = trace[4]
+    release.set()
+    await task
+    assert trace[4] is kept
+    assert len(kept) == 2
+    assert [s.name for s in trace_of_log(trace).spans] == ["agent"]
+
+
+async def test_a_run_on_another_bus_inside_a_tool_call_is_a_trace_of_its_own() -> None:
+    outer, outer_traces = recording()
+    inner, inner_traces = recording()
+    outer.run_started("outer", "q")
+    started = outer.tool_started("delegate", "c1", {})
+    inner.run_started("inner", "sub")
+    inner.run_ended(1, "final_answer")
+    step = outer.inference_started("engine", "model")  # back in the outer run's tool call
+    outer.inference_ended(step, 1, 1, "stop", 0)
+    outer.tool_ended(started, "done", True)
+    outer.run_ended(1, "final_answer")
+    (inner_trace,) = inner_traces
+    (outer_trace,) = outer_traces
+    assert [s.name for s in trace_of_log(inner_trace).spans] == ["inner"]
+    spans = trace_of_log(outer_trace).spans
+    assert [(s.name, s.parent_id) for s in spans] == [
+        ("outer", None),
+        ("delegate", "0001"),
+        ("model", "0002"),
+    ]
+    assert inner_trace[0] != outer_trace[0]
+
+
+async def test_spans_past_the_cap_are_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(steps, "MAX_SPANS", 3)
+    recorder, traces = recording()
+    recorder.run_started("agent", "q")
+    for _ in range(5):
+        step = recorder.inference_started("engine", "model")
+        recorder.inference_ended(step, 1, 1, "stop", 0)
+    recorder.run_started("nested", "past the cap")  # its steps hang where it would have
+    recorder.inference_started("engine", "model")
+    recorder.run_ended(1, "final_answer")
+    recorder.run_ended(5, "final_answer")
+    (trace,) = traces
+    made = trace_of_log(trace)
+    assert len(made.spans) == 3
+    assert made.spans[0].attributes["dropped_spans"] == 5
+    assert made.status == "ok"
+    assert made.spans[0].attributes["turns"] == 5
+
+
+async def test_the_running_span_is_the_tool_call_while_it_runs_then_the_run() -> None:
+    recorder, _ = recording()
+    assert running_step() is None
+    recorder.run_started("agent", "q")
+    started = recorder.tool_started("search", "c1", {})
+    running = running_step()
+    assert running is not None
+    assert running[1] == 1
+    recorder.tool_ended(started, "found", True)
+    running = running_step()
+    assert running is not None
+    assert running[1] == 0
+    recorder.run_ended(1, "final_answer")
+    assert running_step() is None
+
+
+async def test_concurrent_runs_each_record_into_their_own_trace() -> None:
+    recorder, traces = recording()
+    both = asyncio.Barrier(2)
+
+    async def run(name: str) -> None:
+        recorder.run_started(name, "q")
+        await both.wait()
+        step = recorder.inference_started("engine", name)
+        await both.wait()
+        recorder.inference_ended(step, 1, 1, "stop", 0)
+        recorder.run_ended(1, "final_answer")
+
+    await asyncio.gather(run("a"), run("b"))
+    made = sorted((trace_of_log(t) for t in traces), key=lambda t: t.agent)
+    assert [[s.name for s in t.spans] for t in made] == [["a", "a"], ["b", "b"]]
+    assert all(not s.attributes.get("unfinished") for t in made for s in t.spans)
