@@ -8,8 +8,8 @@ again: a ``jarvis serve`` that met a locked file or a full disk once records aga
 is over, and says so. A trace that cannot be encoded (a value JSON cannot hold) is left out
 alone, by the store and by the collector, told once. Pruning that fails (the batch was
 written) rests nothing: it is told, and the next batch prunes again. What the event loop
-pays for a run is the recording and one encoding of its trace (a few microseconds); the
-thread's share is one transaction per batch of runs.
+pays for a recorded run is handing its steps over (:meth:`TraceWriter.save_steps`); the
+thread encodes them, and writes one transaction per batch of runs.
 """
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ class _Destination:
 class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
-    ``save`` encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
+    ``save_steps`` (each run the bus records) only appends the run's steps to a buffer: they
+    are plain tuples, which the garbage collector soon stops walking, and the thread encodes
+    them (:meth:`TraceStorePort.encode_steps`). ``save`` (a :class:`Trace` made elsewhere)
+    encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
     tuple of strings and numbers, which the garbage collector does not walk while it waits)
     and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
     writes what accumulated, so that a busy process pays one thread wake-up per batch, not
@@ -131,7 +134,7 @@ class TraceWriter:
         it is read)."""
         self._last = trace
         storing = self._storing.retry_at == 0.0 or self._storing.usable()
-        exporting = self._exporting.retry_at == 0.0 or self._exporting.usable()
+        exporting = self._exporting.retry_at != math.inf and self._exporting.usable()
         if not (storing or exporting):
             return
         with self._lock:

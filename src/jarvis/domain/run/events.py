@@ -1,9 +1,11 @@
 """Typed events and the bus that carries them.
 
-Events are facts about a run that already happened (past tense). Subscribers are for
-telemetry, traces and live UIs; a failing subscriber is reported to ``on_error`` and never
-breaks the run that published the event. There is no global bus: whoever builds a run
-passes one in.
+Events are facts about a run that already happened (past tense). Subscribers are for live
+UIs and an application's own telemetry; a failing subscriber is reported to ``on_error``
+and never breaks the run that published the event. Events are made only when someone
+subscribes. Traces are not recorded from them: the bus's run recording
+(:mod:`jarvis.domain.run.steps`) is told each step directly, at a fraction of an event's
+cost. There is no global bus: whoever builds a run passes one in.
 """
 
 from __future__ import annotations
