@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from jarvis.application.trace_export import exported_span_id
-from jarvis.domain.run.steps import running_step, span_number
+from jarvis.domain.run.steps import running_step
 from jarvis.domain.traces import TraceParent
 
 _PARENT: ContextVar[TraceParent | None] = ContextVar("jarvis-trace-parent", default=None)
@@ -39,12 +39,12 @@ def running_span() -> TraceParent | None:
     running = running_step()
     if running is None:
         return None
-    log, index = running
+    log, number = running
     trace_id = log.trace_id
     remote = log.remote
     return TraceParent(
         trace_id=trace_id if remote is None else remote.trace_id,
-        span_id=exported_span_id(trace_id, f"{span_number(log, index):04x}"),
+        span_id=exported_span_id(trace_id, f"{number:04x}"),
         flags="01" if remote is None else remote.flags,
     )
 

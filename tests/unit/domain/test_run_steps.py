@@ -106,11 +106,11 @@ async def test_the_running_span_is_the_tool_call_while_it_runs_then_the_run() ->
     started = recorder.tool_started("search", "c1", {})
     running = running_step()
     assert running is not None
-    assert running[1] == 1
+    assert running[1] == 2  # the tool call's span: the second
     recorder.tool_ended(started, "found", True)
     running = running_step()
     assert running is not None
-    assert running[1] == 0
+    assert running[1] == 1  # the run's
     recorder.run_ended(1, "final_answer")
     assert running_step() is None
 
@@ -131,3 +131,29 @@ async def test_concurrent_runs_each_record_into_their_own_trace() -> None:
     made = sorted((trace_of_log(t) for t in traces), key=lambda t: t.agent)
     assert [[s.name for s in t.spans] for t in made] == [["a", "a"], ["b", "b"]]
     assert all(not s.attributes.get("unfinished") for t in made for s in t.spans)
+
+
+async def test_the_running_span_is_numbered_as_the_trace_numbers_it() -> None:
+    """What an adapter passes on (``traceparent``) names the span the trace keeps."""
+    recorder, traces = recording()
+    seen: list[int] = []
+
+    def running() -> None:
+        found = running_step()
+        assert found is not None
+        seen.append(found[1])
+
+    recorder.run_started("outer", "q")
+    step = recorder.inference_started("engine", "model")
+    recorder.inference_ended(step, 1, 1, "tool_calls", 1)
+    started = recorder.tool_started("delegate", "c1", {})
+    running()
+    recorder.run_started("inner", "sub")
+    running()
+    recorder.tool_ended(recorder.tool_started("search", "c2", {}), "found", True)
+    recorder.run_ended(1, "final_answer")
+    running()
+    recorder.tool_ended(started, "done", True)
+    recorder.run_ended(1, "final_answer")
+    spans = {s.span_id: s.name for s in trace_of_log(traces[0]).spans}
+    assert [spans[f"{number:04x}"] for number in seen] == ["delegate", "inner", "delegate"]

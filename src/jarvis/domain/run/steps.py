@@ -86,9 +86,10 @@ kept walking every run's objects meanwhile, promoting them to its oldest generat
 cost each run more than recording it."""
 
 
-Cursor: TypeAlias = tuple[StepLog, int, int, "Cursor | None"]
+Cursor: TypeAlias = tuple[StepLog, int, int, "Cursor | None", int]
 """A task's place: its trace, the index of its run's step (-1: a run past the cap), the
-index of the span its new steps hang under, and the cursor its run restores when it ends."""
+index of the span its new steps hang under, the cursor its run restores when it ends, and
+the number of the span its new steps hang under (its id, the one a ``traceparent`` names)."""
 
 ToolStarted: TypeAlias = tuple[Token[Cursor | None], StepLog, int]
 """What :meth:`RunRecording.tool_started` hands :meth:`RunRecording.tool_ended`."""
@@ -146,7 +147,8 @@ class RunRecording:
             ids = self._ids
             trace_id = ids.pop() if ids else self._fresh_id()
             first = (RUN, monotonic(), -1, agent, kept)
-            CURSOR.set((StepLog(self, trace_id, self.remote(), self.clock(), first), 0, 0, cursor))
+            log = StepLog(self, trace_id, self.remote(), self.clock(), first)
+            CURSOR.set((log, 0, 0, cursor, 1))
             return
         log, parent = cursor[0], cursor[2]
         steps = log.steps
@@ -157,7 +159,10 @@ class RunRecording:
         else:
             log.dropped += 1
             index = -1
-        CURSOR.set((log, index, parent if index < 0 else index, cursor))
+        if index < 0:
+            CURSOR.set((log, -1, parent, cursor, cursor[4]))
+        else:
+            CURSOR.set((log, index, index, cursor, log.spans))
 
     def _fresh_id(self) -> str:
         self._ids = _trace_ids(self._random)
@@ -167,7 +172,7 @@ class RunRecording:
         cursor = CURSOR.get()
         if cursor is None or cursor[0].recording is not self:
             return
-        log, run, _, outer = cursor
+        log, run, _, outer, _ = cursor
         if run >= 0:
             log.steps.append((RUN_END, monotonic(), run, turns, stop_reason, error))
         CURSOR.set(outer)
@@ -229,7 +234,7 @@ class RunRecording:
         cursor = CURSOR.get()
         if cursor is None or cursor[0].recording is not self:
             return None
-        log, run, parent, outer = cursor
+        log, run, parent, outer, _ = cursor
         if log.spans >= MAX_SPANS:
             log.dropped += 1
             return None
@@ -246,7 +251,7 @@ class RunRecording:
             )
         )
         index = len(steps) - 1
-        return CURSOR.set((log, run, index, outer)), log, index
+        return CURSOR.set((log, run, index, outer, log.spans)), log, index
 
     def tool_ended(self, started: ToolStarted | None, result: str, success: bool) -> None:
         if started is None:
@@ -271,7 +276,7 @@ class RunRecording:
         cursor = CURSOR.get()
         if cursor is None or cursor[0].recording is not self:
             return
-        log, run, parent, _ = cursor
+        log, run, parent, _, _ = cursor
         if log.spans >= MAX_SPANS:
             log.dropped += 1
             return
@@ -280,14 +285,9 @@ class RunRecording:
 
 
 def running_step() -> tuple[StepLog, int] | None:
-    """The trace being recorded in this task and the index of the span it runs (a tool
+    """The trace being recorded in this task and the number of the span it runs (a tool
     call, else a run), if any: what an adapter passes on to the process it calls."""
     cursor = CURSOR.get()
-    if cursor is None or cursor[2] < 0:
+    if cursor is None:
         return None
-    return cursor[0], cursor[2]
-
-
-def span_number(log: StepLog, index: int) -> int:
-    """The number of the span ``log``'s step ``index`` starts (1 for the run's own)."""
-    return sum(1 for step in log.steps[: index + 1] if step[0] in STARTS)
+    return cursor[0], cursor[4]
