@@ -108,3 +108,12 @@ def test_traces_without_a_collector_import_no_http_client() -> None:
     )
     assert "jarvis.entrypoints.composition.traces" in loaded
     assert not loaded & {"httpx", "jarvis.adapters.otlp_http.exporter"}
+
+
+def test_the_agent_loop_loads_no_trace_code_until_a_run_is_recorded() -> None:
+    """Every process that runs an agent imports the loop; the run recording it calls is
+    small, and what records are made of (spans, the random ids) is imported by those that
+    record."""
+    loaded = loaded_after("import jarvis.domain.loop.tool_loop")
+    assert "jarvis.domain.run.steps" in loaded
+    assert not loaded & {"jarvis.domain.traces", "jarvis.domain.trace_steps", "random"}

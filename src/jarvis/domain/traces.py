@@ -20,8 +20,6 @@ from jarvis.domain.well_formed import well_formed
 SpanKind: TypeAlias = Literal["run", "inference", "tool"]
 TraceStatus: TypeAlias = Literal["ok", "error", "cancelled"]
 
-MAX_SPANS = 10_000
-"""The most spans one trace keeps (a runaway run's later spans are counted, not kept)."""
 MAX_CONTENT_CHARS = 4_000
 """The most characters of one content field a trace keeps (``[traces] content = true``)."""
 

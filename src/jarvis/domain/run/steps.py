@@ -16,15 +16,21 @@ their own task.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from time import monotonic
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from jarvis.domain.json_types import JSONObject
-from jarvis.domain.traces import MAX_SPANS, TraceParent
+
+if TYPE_CHECKING:  # every process that runs an agent imports this module: these are heavier
+    import random
+
+    from jarvis.domain.traces import TraceParent
+
+MAX_SPANS = 10_000
+"""The most spans one trace keeps (a runaway run's later spans are counted, not kept)."""
 
 RUN, RUN_END, INFERENCE, INFERENCE_END, TOOL, TOOL_END, GUARD = range(7)
 """What a step is, its first field. After it, every step holds its monotonic time, then:
@@ -71,12 +77,12 @@ class StepLog:
         the run left behind may still record a step)."""
         self.spans = 1
         self.dropped = 0
-        """Spans past :data:`~jarvis.domain.traces.MAX_SPANS`: counted, not kept."""
+        """Spans past :data:`MAX_SPANS`: counted, not kept."""
 
 
-TraceSteps: TypeAlias = tuple[
-    str, float, TraceParent | None, int, tuple[Step, ...], Callable[[str], str] | None
-]
+TraceSteps: TypeAlias = (
+    "tuple[str, float, TraceParent | None, int, tuple[Step, ...], Callable[[str], str] | None]"
+)
 """A finished trace, as recorded: ``(trace_id, wall, remote, dropped, steps, mask)``, where
 ``mask`` is ``None`` unless content is kept (each content field is then cut and masked by
 it when the trace is written). Tuples of plain values, which Python's garbage collector
@@ -109,6 +115,15 @@ def _trace_ids(source: random.Random) -> list[str]:
     return [trace_id if trace_id.strip("0") else f"{1:032x}" for trace_id in ids]
 
 
+def _id_source() -> random.Random:
+    """A generator seeded from the OS (ids need to be unique, not secret). ``random`` is
+    imported here, by the first recording: every process that runs an agent imports this
+    module, and most record nothing."""
+    import random
+
+    return random.Random()
+
+
 class RunRecording:
     """Records the runs on one bus: ``sink`` gets each finished trace (:data:`TraceSteps`).
     ``content``: keep run inputs, tool arguments and results (cut and masked when the trace
@@ -133,7 +148,7 @@ class RunRecording:
         self.mask = mask
         self.remote = remote
         self.clock = clock
-        self._random = random.Random()  # seeded from the OS; ids need to be unique, not secret
+        self._random: random.Random | None = None
         self._ids: list[str] = []
 
     def also(self, sink: Callable[[TraceSteps], None]) -> None:
@@ -165,6 +180,8 @@ class RunRecording:
             CURSOR.set((log, index, index, cursor, log.spans))
 
     def _fresh_id(self) -> str:
+        if self._random is None:
+            self._random = _id_source()
         self._ids = _trace_ids(self._random)
         return self._ids.pop()
 
