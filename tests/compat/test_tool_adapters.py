@@ -114,3 +114,23 @@ def test_a_call_whose_name_is_not_text_is_a_failed_result(name: object) -> None:
     result = executor.execute(ToolCall(id="c1", name=name, arguments="{}"))  # type: ignore[arg-type]
     assert not result.success
     assert "not a string" in result.content
+
+
+def test_an_openjarvis_style_agent_gives_well_formed_text() -> None:
+    """An application's own engine (or tool) can hand back a lone surrogate: the agent's
+    result and stream hold U+FFFD, as the SDK's and the CLI's do, so printing them works."""
+    import asyncio
+
+    from jarvis.compat.agents import SimpleAgent
+    from jarvis.domain.run.updates import TextDelta
+    from jarvis.testing import ScriptedInference
+
+    result = SimpleAgent(ScriptedInference(["half \ud800 done"]), "m").run("q")
+    assert result.content == "half \ufffd done"
+
+    async def streamed() -> str:
+        agent = SimpleAgent(ScriptedInference(["more \udfff here"]), "m")
+        pieces = [u.text async for u in agent.astream("q") if isinstance(u, TextDelta)]
+        return "".join(pieces)
+
+    assert asyncio.run(streamed()) == "more \ufffd here"

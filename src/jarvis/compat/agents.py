@@ -29,6 +29,7 @@ from jarvis.domain.ports import InferencePort, ToolPort
 from jarvis.domain.run.contract import AgentContext, AgentResult
 from jarvis.domain.run.events import EventBus
 from jarvis.domain.run.updates import RunUpdate
+from jarvis.domain.run.well_formed import well_formed_result, well_formed_update
 
 if TYPE_CHECKING:
     from jarvis.domain.external_runtime import ExternalRuntimePort
@@ -255,13 +256,15 @@ class BuiltAgent(JarvisAgent):
         return asyncio.run(self.arun(input, context))
 
     async def arun(self, input: str, context: AgentContext | None = None) -> AgentResult:
-        return await self.inner.arun(input, context)
+        """The run's result, its text well-formed (a lone surrogate from an application's
+        engine or tool as U+FFFD), as the SDK and the CLI give it."""
+        return well_formed_result(await self.inner.arun(input, context))
 
     async def astream(
         self, input: str, context: AgentContext | None = None
     ) -> AsyncIterator[RunUpdate]:
         async for update in self.inner.astream(input, context):
-            yield update
+            yield well_formed_update(update)
 
 
 class SimpleAgent(BuiltAgent):

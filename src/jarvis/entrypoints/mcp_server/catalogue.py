@@ -29,6 +29,12 @@ from jarvis.domain.json_types import JSONObject, JSONValue
 from jarvis.domain.sessions.ids import check_session_id
 from jarvis.domain.sessions.records import message_to_record
 from jarvis.domain.tools.json_schema import validate
+from jarvis.domain.well_formed import (
+    holds_lone_surrogate,
+    is_well_formed,
+    well_formed,
+    well_formed_object,
+)
 
 if TYPE_CHECKING:
     from jarvis.application.ask import Answer
@@ -291,7 +297,23 @@ class JarvisTools:
     async def call(
         self, name: str, arguments: Mapping[str, JSONValue], progress: Progress
     ) -> ToolOutcome:
-        """Run tool ``name``; every failure is an error outcome with jarvis's message."""
+        """Run tool ``name``; every failure is an error outcome with jarvis's message. Its
+        text is well-formed: a message stored with a lone surrogate (by an earlier version,
+        or an application's engine) is shown with U+FFFD, where the SDK refused to encode the
+        whole reply."""
+        outcome = await self._call(name, arguments, progress)
+        text, structured = outcome.text, outcome.structured
+        if is_well_formed(text) and (structured is None or not holds_lone_surrogate(structured)):
+            return outcome
+        return ToolOutcome(
+            text=well_formed(text),
+            structured=None if structured is None else well_formed_object(structured),
+            is_error=outcome.is_error,
+        )
+
+    async def _call(
+        self, name: str, arguments: Mapping[str, JSONValue], progress: Progress
+    ) -> ToolOutcome:
         from jarvis.entrypoints.http.errors import api_error
 
         try:

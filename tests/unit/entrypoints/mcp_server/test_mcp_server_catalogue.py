@@ -93,3 +93,29 @@ async def test_the_run_policy_names_this_commands_flags(tools: JarvisTools) -> N
         "ask", {"question": "q", "agent_options": {"api_key": "sk-elsewhere"}}, Lines()
     )
     assert "cannot be set" not in allowed.text
+
+
+async def test_a_stored_lone_surrogate_is_shown_as_a_replacement_character(
+    tools: JarvisTools,
+) -> None:
+    """A message an earlier version or an application's engine stored with a lone surrogate:
+    ``session_show`` answers with U+FFFD (the SDK refused to encode the whole reply), and
+    the reply encodes."""
+    from mcp import types
+
+    from jarvis.domain.llm.messages import Message
+
+    await tools.runtime.sessions().append("old-one", [Message.user("old \ud800 question")])
+    outcome = await tools.call("session_show", {"session": "old-one"}, Lines())
+    assert not outcome.is_error, outcome.text
+    assert outcome.text == "user: old \ufffd question"
+    assert outcome.structured is not None
+    messages = outcome.structured["messages"]
+    assert isinstance(messages, list)
+    assert isinstance(messages[0], dict)
+    assert messages[0]["content"] == "old \ufffd question"
+    reply = types.CallToolResult(
+        content=[types.TextContent(type="text", text=outcome.text)],
+        structured_content=outcome.structured,
+    )
+    assert "old \ufffd question" in reply.model_dump_json()
