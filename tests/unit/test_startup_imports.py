@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("httpx", "pydantic", "dependency_injector", "rich", "llama_cpp", "docker", "asyncio")
 
@@ -117,3 +118,20 @@ def test_the_agent_loop_loads_no_trace_code_until_a_run_is_recorded() -> None:
     loaded = loaded_after("import jarvis.domain.loop.tool_loop")
     assert "jarvis.domain.run.steps" in loaded
     assert not loaded & {"jarvis.domain.traces", "jarvis.domain.trace_steps", "random"}
+
+
+def test_keeping_a_session_loads_no_other_store(tmp_path: Path) -> None:
+    """``jarvis ask`` keeps its question as a session: the SQLite session store is opened
+    without the operator, managed-agent and approval stores it shares a database with."""
+    loaded = loaded_after(
+        "import os\n"
+        f"os.environ['OPENJARVIS_HOME'] = {str(tmp_path)!r}\n"
+        "from jarvis.application.config import JarvisConfig\n"
+        "from jarvis.entrypoints.composition.stores import session_store\n"
+        "for store in session_store(JarvisConfig()):\n"
+        "    type(store).__name__"
+    )
+    assert "jarvis.adapters.sql_store.sessions" in loaded
+    others = {"operators", "managed_agents", "approvals", "backend"}
+    assert not loaded & {f"jarvis.adapters.sql_store.{name}" for name in others}
+    assert not loaded & {"jarvis.domain.operators", "jarvis.domain.managed_agents"}

@@ -38,20 +38,20 @@ def _open_session_store(config: JarvisConfig) -> SessionStorePort:
                 '[sessions] backend = "postgres" needs a url.',
                 hint='Set [sessions] url = "postgresql://user:password@host/db".',
             )
-        from jarvis.adapters.sql_store import SqlBackend
         from jarvis.adapters.sql_store.postgres_driver import PostgresDriver
+        from jarvis.adapters.sql_store.sessions import SqlSessionStore
 
-        return SqlBackend(PostgresDriver(chosen.url)).sessions
+        return SqlSessionStore(PostgresDriver(chosen.url))
     if chosen.backend == "jsonl":
         from jarvis.adapters.session_files.store import JsonlSessionStore
 
         return JsonlSessionStore(config_dir() / "sessions")
-    from jarvis.adapters.sql_store import SqlBackend
+    from jarvis.adapters.sql_store.sessions import SqlSessionStore
     from jarvis.adapters.sql_store.sqlite_driver import SqliteDriver
 
     path = config_dir() / Path(chosen.path or "sessions.db").expanduser()
     driver = SqliteDriver(path, busy_timeout=chosen.busy_timeout, notice=file_notice)
-    return SqlBackend(driver).sessions
+    return SqlSessionStore(driver)  # the other stores join it when used (SqlBackend.serving)
 
 
 def session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
@@ -69,7 +69,7 @@ def session_store(config: JarvisConfig) -> Iterator[SessionStorePort]:
 def operator_store(sessions: SessionStorePort) -> OperatorStorePort:
     """Operator state and leases, in the session store's own database (SQLite or
     PostgreSQL), so operators share whatever the sessions share."""
-    from jarvis.adapters.sql_store import SqlBackend
+    from jarvis.adapters.sql_store.backend import SqlBackend
 
     backend = SqlBackend.serving(sessions)
     if backend is not None:
@@ -83,7 +83,7 @@ def operator_store(sessions: SessionStorePort) -> OperatorStorePort:
 def managed_agent_store(sessions: SessionStorePort) -> ManagedAgentStorePort:
     """Managed agent definitions in ``sessions``' own database (``jarvis serve``): the
     SQLite file or the PostgreSQL server every server on it shares."""
-    from jarvis.adapters.sql_store import SqlBackend
+    from jarvis.adapters.sql_store.backend import SqlBackend
 
     backend = SqlBackend.serving(sessions)
     if backend is not None:
@@ -100,7 +100,7 @@ def approval_store(sessions: SessionStorePort, agents: ManagedAgentStorePort) ->
     writes are checked against ``agents`` when it is the in-memory store too (any other
     cannot be asked in the write's step, so they are refused, as the in-memory session
     store refuses them)."""
-    from jarvis.adapters.sql_store import SqlBackend
+    from jarvis.adapters.sql_store.backend import SqlBackend
 
     backend = SqlBackend.serving(sessions)
     if backend is not None:
