@@ -211,7 +211,7 @@ def recorded_steps(
 ) -> TraceSteps:
     """A run recorded as steps: an inference, a tool call running a nested run (whose
     inference never ends), a blocked call, and an error."""
-    import asyncio
+    import contextvars
 
     from jarvis.domain.run.steps import RunRecording
 
@@ -220,7 +220,7 @@ def recorded_steps(
         traces.append, content=content, mask=lambda text: text.replace("user:pw", "***").upper()
     )
 
-    async def run() -> None:
+    def run() -> None:
         recording.run_started(agent, "ask with https://user:pw@host")
         step = recording.inference_started("engine", "model")
         recording.inference_ended(step, 10, 2, "tool_calls", 1)
@@ -232,6 +232,6 @@ def recorded_steps(
         recording.loop_guard(tool, "block", "identical_call")
         recording.run_ended(2, "error", "EngineUnavailableError")
 
-    asyncio.run(run())
+    contextvars.copy_context().run(run)  # the runs' cursor stays out of the caller's context
     (trace,) = traces
     return trace

@@ -14,7 +14,7 @@ import pytest
 from contracts.external_runtime_contract import collect, done, request_factory
 from jarvis.adapters.opencode_server import OpenCodeRuntime
 from jarvis.domain.external_runtime import ExternalEvent, ExternalRunRequest, ExternalTextDelta
-from tests.support.opencode import require_opencode
+from tests.support.opencode import opencode_runtime, require_opencode
 from tests.support.own_temp import own_temp_dir
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 
@@ -35,11 +35,8 @@ def engine() -> Iterator[ScriptedEngine]:
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[OpenCodeRuntime]:
-    opened = OpenCodeRuntime(data_dir=tmp_path / "data", binary=require_opencode())
-    try:
+    async with opencode_runtime(tmp_path) as opened:
         yield opened
-    finally:
-        await opened.aclose()
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from contracts.external_runtime_contract import collect, done
 from jarvis.adapters.opencode_server import OpenCodeRuntime
 from jarvis.domain.errors import ConfigurationError
 from jarvis.domain.external_runtime import ExternalRunRequest
-from tests.support.opencode import require_opencode
+from tests.support.opencode import opencode_runtime, require_opencode
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine
 
 pytestmark = pytest.mark.integration
@@ -35,11 +35,8 @@ def engine() -> Iterator[ScriptedEngine]:
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[OpenCodeRuntime]:
-    opened = OpenCodeRuntime(data_dir=tmp_path / "data", binary=require_opencode())
-    try:
+    async with opencode_runtime(tmp_path) as opened:
         yield opened
-    finally:
-        await opened.aclose()
 
 
 async def test_provider_and_model_ids_name_the_engine_in_opencode(

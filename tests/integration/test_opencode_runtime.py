@@ -25,7 +25,12 @@ from contracts.external_runtime_contract import (
 from jarvis.adapters.opencode_server import OpenCodeRuntime
 from jarvis.domain.errors import ExternalRuntimeError
 from jarvis.domain.external_runtime import ExternalRunRequest, ExternalToolDone
-from tests.support.opencode import opencode_processes, private_dirs, require_opencode
+from tests.support.opencode import (
+    opencode_processes,
+    opencode_runtime,
+    private_dirs,
+    require_opencode,
+)
 from tests.support.own_temp import own_temp_dir
 from tests.support.scripted_engine import MODEL, Reply, ScriptedEngine, tool_call
 
@@ -45,12 +50,8 @@ def engine() -> Iterator[ScriptedEngine]:
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[OpenCodeRuntime]:
-    binary = require_opencode()
-    opened = OpenCodeRuntime(data_dir=tmp_path / "data", binary=binary)
-    try:
+    async with opencode_runtime(tmp_path) as opened:
         yield opened
-    finally:
-        await opened.aclose()
 
 
 @pytest.fixture

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from jarvis.adapters.opencode_server import opencode_binary
+from jarvis.adapters.opencode_server import OpenCodeRuntime, opencode_binary
 
 
 def require_opencode() -> str:
@@ -19,6 +21,17 @@ def require_opencode() -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason}; CI must install it")
     pytest.skip(reason)
+
+
+@asynccontextmanager
+async def opencode_runtime(folder: Path) -> AsyncIterator[OpenCodeRuntime]:
+    """A runtime on the pinned binary, its data in ``folder``, closed (its server stopped)
+    when the block ends."""
+    opened = OpenCodeRuntime(data_dir=folder / "data", binary=require_opencode())
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
 
 
 def opencode_processes(home: str | Path | None = None) -> list[int]:

@@ -102,7 +102,7 @@ class TraceWriter:
         self._records: list[TraceRecord] = []
         self._unencoded: list[Trace] = []
         """Handed in before the thread made the store: the thread encodes them."""
-        self._logs: list[TraceSteps] = []
+        self._steps: list[TraceSteps] = []
         """Recorded runs' steps (:meth:`save_steps`): the thread encodes them."""
         self._traces: list[Trace | TraceSteps] = []
         """Kept for the exporter only (it needs the spans, not the store's record)."""
@@ -139,7 +139,7 @@ class TraceWriter:
             return
         with self._lock:
             if storing:
-                self._logs.append(trace)
+                self._steps.append(trace)
             if exporting:
                 self._traces.append(trace)
             self._handed_in += 1
@@ -191,11 +191,11 @@ class TraceWriter:
                     self._wake.wait(BATCH_SECONDS)
                 records, self._records = self._records, []
                 unencoded, self._unencoded = self._unencoded, []
-                logs, self._logs = self._logs, []
+                steps, self._steps = self._steps, []
                 traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if records or unencoded or logs:
-                save = partial(self._save, records, unencoded, logs)
+            if records or unencoded or steps:
+                save = partial(self._save, records, unencoded, steps)
                 self._attempt(self._storing, "recorded", save)
             if traces:
                 self._attempt(self._exporting, "exported", partial(self._export, traces))
@@ -230,7 +230,7 @@ class TraceWriter:
             self._refused(reason)
 
     def _save(
-        self, records: list[TraceRecord], unencoded: list[Trace], logs: list[TraceSteps]
+        self, records: list[TraceRecord], unencoded: list[Trace], steps: list[TraceSteps]
     ) -> None:
         store = self._store
         if store is None and self._store_factory is not None:
@@ -243,9 +243,9 @@ class TraceWriter:
                 batch.append(store.encode(trace))
             except Exception as exc:
                 self._refused(str(exc))
-        for log in logs:
+        for run in steps:
             try:
-                batch.append(store.encode_steps(log))
+                batch.append(store.encode_steps(run))
             except Exception as exc:
                 self._refused(str(exc))
         self._store = store  # from now on, ``save`` encodes

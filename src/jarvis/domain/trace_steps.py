@@ -42,7 +42,7 @@ from jarvis.domain.well_formed import well_formed
 STEPS_VERSION = 2
 """``"v"`` of a record holding steps (a record without it holds spans)."""
 
-_CONTENT_AT = {RUN: 4, TOOL: 5, TOOL_END: 5}
+_CONTENT_AT: dict[object, int] = {RUN: 4, TOOL: 5, TOOL_END: 5}
 """Where each kind of step keeps its content (``None`` unless content is kept)."""
 
 
@@ -50,7 +50,7 @@ def _clipped(steps: Sequence[Step], mask: Callable[[str], str]) -> list[Step]:
     """``steps`` with their content cut and masked (a lone surrogate as U+FFFD)."""
     clipped: list[Step] = []
     for step in steps:
-        at = _CONTENT_AT.get(int(str(step[0])))
+        at = _CONTENT_AT.get(step[0])
         if at is None or step[at] is None:
             clipped.append(step)
         else:
