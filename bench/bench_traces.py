@@ -208,6 +208,63 @@ async def breakdown_rows(ctx: BenchContext) -> list[Row]:
     ]
 
 
+def _insert_cpu(folder: Path, kept: int, batches: int, ids: Callable[[float], str]) -> float:
+    """Thread CPU per trace to insert ``batches`` batches of 500 into a store that holds
+    ``kept`` traces of the 30 days before (each trace a two-call run's record)."""
+    from contracts.trace_store_contract import recorded_steps
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.adapters.sqlite_traces.record import encode_steps
+
+    trace = recorded_steps()
+    store = SqliteTraceStore(folder / "store.db")
+    now = time.time()
+    past = now - 30 * 86_400
+
+    def record(at: float) -> tuple[str, str, float, int, int, str]:
+        return encode_steps((ids(at), at, *trace[2:]))
+
+    store.save_records([record(past + n * 30 * 86_400 / kept) for n in range(kept)])
+    cpu: list[float] = []
+    for batch in range(batches):
+        records = [record(now + batch * 0.5 + n * 0.001) for n in range(500)]
+        started = time.thread_time()
+        store.save_records(records)
+        cpu.append((time.thread_time() - started) / 500)
+    store.close()
+    return statistics.median(cpu)
+
+
+def store_rows(ctx: BenchContext) -> list[Row]:
+    """What the trace ids' first digits (the time window they were drawn in) save a large
+    store, against ids all random: the insert's CPU in the writer's thread."""
+    import random
+
+    from jarvis.domain.run.steps import WINDOW_SECONDS
+
+    kept, batches = (10_000, 4) if ctx.quick else (100_000, 20)
+    source = random.Random(0)
+
+    def windowed(at: float) -> str:
+        return f"{int(at) // WINDOW_SECONDS % 0x10000:04x}{source.getrandbits(112):028x}"
+
+    def random_ids(at: float) -> str:
+        return f"{source.getrandbits(128):032x}"
+
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as other:
+        cpu = _insert_cpu(Path(one), kept, batches, windowed)
+        baseline = _insert_cpu(Path(other), kept, batches, random_ids)
+    return [
+        Row(
+            name=f"trace store insert, {kept:,} traces kept",
+            value=cpu * 1e6,
+            unit="µs",
+            baseline=baseline * 1e6,
+            baseline_name="random ids",
+            note=f"CPU a trace, batches of 500; median of {batches} batches",
+        )
+    ]
+
+
 def startup_rows(ctx: BenchContext) -> list[Row]:
     runs = 3 if ctx.quick else 15
     with tempfile.TemporaryDirectory() as folder:
@@ -245,7 +302,7 @@ def startup_rows(ctx: BenchContext) -> list[Row]:
 
 
 async def run(ctx: BenchContext) -> list[Row]:
-    return [*await tool_run_rows(ctx), *startup_rows(ctx)]
+    return [*await tool_run_rows(ctx), *startup_rows(ctx), *store_rows(ctx)]
 
 
 def main() -> None:

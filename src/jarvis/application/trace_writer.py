@@ -19,6 +19,7 @@ import contextlib
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 
@@ -102,8 +103,10 @@ class TraceWriter:
         self._records: list[TraceRecord] = []
         self._unencoded: list[Trace] = []
         """Handed in before the thread made the store: the thread encodes them."""
-        self._steps: list[TraceSteps] = []
-        """Recorded runs' steps (:meth:`save_steps`): the thread encodes them."""
+        self._runs: deque[TraceSteps | threading.Event] = deque()
+        """Recorded runs' steps (:meth:`save_steps`), for the thread to encode, and the
+        marks :meth:`flush` leaves among them. A deque: appending to it from any thread
+        needs no lock (the event loop pays one append a run)."""
         self._traces: list[Trace | TraceSteps] = []
         """Kept for the exporter only (it needs the spans, not the store's record)."""
         self._written_upto = 0
@@ -131,20 +134,14 @@ class TraceWriter:
     def save_steps(self, trace: TraceSteps) -> None:
         """Save the trace of a run recorded as steps: on the event loop, as each run ends,
         this only hands ``trace`` to the thread, which encodes it (its spans are made when
-        it is read)."""
+        it is read), and writes or exports it if the store or the collector is in use
+        then."""
         self._last = trace
-        storing = self._storing.retry_at == 0.0 or self._storing.usable()
-        exporting = self._exporting.retry_at != math.inf and self._exporting.usable()
-        if not (storing or exporting):
-            return
-        with self._lock:
-            if storing:
-                self._steps.append(trace)
-            if exporting:
-                self._traces.append(trace)
-            self._handed_in += 1
-            if self._thread is None:
-                self._start()
+        self._runs.append(trace)
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._start()
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
@@ -191,18 +188,36 @@ class TraceWriter:
                     self._wake.wait(BATCH_SECONDS)
                 records, self._records = self._records, []
                 unencoded, self._unencoded = self._unencoded, []
-                steps, self._steps = self._steps, []
                 traces, self._traces = self._traces, []
                 upto = self._handed_in
-            if records or unencoded or steps:
-                save = partial(self._save, records, unencoded, steps)
+            steps, marks = self._taken_runs()
+            kept = steps if steps and self._storing.usable() else []
+            if records or unencoded or kept:
+                save = partial(self._save, records, unencoded, kept)
                 self._attempt(self._storing, "recorded", save)
+            if steps and self._exporting.usable():
+                traces.extend(steps)
             if traces:
                 self._attempt(self._exporting, "exported", partial(self._export, traces))
             with self._wake:
                 self._written_upto = upto
                 self._flushing = False
+                for mark in marks:
+                    mark.set()
                 self._wake.notify_all()
+
+    def _taken_runs(self) -> tuple[list[TraceSteps], list[threading.Event]]:
+        """The runs handed in so far, and the marks of the flushes waiting for them."""
+        runs = self._runs
+        steps: list[TraceSteps] = []
+        marks: list[threading.Event] = []
+        for _ in range(len(runs)):
+            taken = runs.popleft()
+            if isinstance(taken, threading.Event):
+                marks.append(taken)
+            else:
+                steps.append(taken)
+        return steps, marks
 
     def _attempt(self, destination: _Destination, verb: str, work: Callable[[], None]) -> None:
         """Run ``work``; a failure rests ``destination``, told when it starts and ends."""
@@ -276,9 +291,13 @@ class TraceWriter:
     def flush(self, timeout: float | None = 10.0) -> None:
         """Write what was handed in so far and wait for it (at most ``timeout`` seconds)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        mark = threading.Event()
         with self._wake:
+            if self._thread is None:
+                return
+            self._runs.append(mark)
             target = self._handed_in
-            while self._thread is not None and self._written_upto < target:
+            while self._written_upto < target or not mark.is_set():
                 self._flushing = True
                 self._wake.notify_all()
                 left = None if deadline is None else deadline - time.monotonic()

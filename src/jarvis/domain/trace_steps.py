@@ -230,6 +230,10 @@ def _ends(steps: Sequence[Sequence[object]]) -> tuple[dict[int, int], dict[int, 
     return numbers, ends
 
 
+def _started(span: Span) -> float:
+    return span.start
+
+
 def trace_of_steps(data: Mapping[str, object]) -> Trace:
     """The trace a record of steps holds (:func:`steps_fields`, or its JSON read back);
     ``ValueError`` for a field missing or of a wrong type, or a step that fits nowhere."""
@@ -250,6 +254,9 @@ def trace_of_steps(data: Mapping[str, object]) -> Trace:
             for index, number in numbers.items()
             for step in (steps[index],)
         ]
+        # after the run, in the order they started (an inference is recorded as it ends:
+        # concurrent ones, ``llm_batch``'s, in the order they ended)
+        spans[1:] = sorted(spans[1:], key=_started)
         dropped = _count(data.get("dropped", 0))
         if dropped:
             spans[0].attributes["dropped_spans"] = dropped

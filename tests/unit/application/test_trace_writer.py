@@ -268,3 +268,32 @@ def test_steps_a_store_cannot_keep_are_left_out_and_told_once() -> None:
     assert "outside 1970-2554" in notices[0]
     assert [t.trace_id for t in store.list(TraceQuery())] == [trace[0]]
     writer.close()
+
+
+def test_runs_handed_in_from_many_threads_are_all_written_and_flush_waits_for_them() -> None:
+    """The event loop hands a run over without a lock (one append): runs of loops in
+    several threads are all written, and a flush returns once those before it are."""
+    store = InMemoryTraceStore()
+    writer = TraceWriter(lambda: store, notice=print)
+    trace = recorded_steps()
+    start = threading.Barrier(4)
+
+    def hand_in(thread: int) -> None:
+        start.wait()
+        for n in range(250):
+            writer.save_steps((f"{thread:04x}{n:028x}", *trace[1:]))
+
+    threads = [threading.Thread(target=hand_in, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.flush()
+    assert len(store.list(TraceQuery(limit=10_000))) == 1000
+    writer.close()
+
+
+def test_a_flush_before_any_run_returns_at_once() -> None:
+    writer = TraceWriter(InMemoryTraceStore, notice=print)
+    writer.flush(timeout=None)  # no thread: nothing to wait for
+    writer.close()

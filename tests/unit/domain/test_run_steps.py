@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import pytest
 
@@ -157,3 +158,103 @@ async def test_the_running_span_is_numbered_as_the_trace_numbers_it() -> None:
     recorder.run_ended(1, "final_answer")
     spans = {s.span_id: s.name for s in trace_of_log(traces[0]).spans}
     assert [spans[f"{number:04x}"] for number in seen] == ["delegate", "inner", "delegate"]
+
+
+async def test_an_inference_is_recorded_as_it_ends_from_its_start() -> None:
+    recorder, traces = recording()
+    recorder.run_started("agent", "q")
+    started = time.monotonic()
+    recorder.inference("engine", "model", started, 12, 3, "stop", 0)
+    recorder.run_ended(1, "final_answer")
+    (trace,) = traces
+    inference_step, end_step = trace[4][1:3]
+    assert inference_step[:2] == (steps.INFERENCE, started)
+    assert end_step[0] == steps.INFERENCE_END
+    assert isinstance(end_step[1], float)
+    assert end_step[1] >= started
+    run, inference = trace_of_log(trace).spans
+    assert inference.parent_id == run.span_id
+    assert inference.kind == "inference"
+    assert inference.start >= run.start
+    assert inference.attributes["tokens_in"] == 12
+    assert not inference.attributes.get("unfinished")
+
+
+async def test_an_inference_that_failed_is_left_unfinished() -> None:
+    recorder, traces = recording()
+    recorder.run_started("agent", "q")
+    recorder.inference_failed("engine", "model", time.monotonic())
+    recorder.run_ended(0, "error", "EngineError")
+    _, inference = trace_of_log(traces[0]).spans
+    assert inference.attributes["unfinished"] is True
+
+
+async def test_concurrent_inferences_are_read_in_the_order_they_started() -> None:
+    """Each is recorded as it ends (``llm_batch``): the first to start ends last."""
+    recorder, traces = recording()
+    recorder.run_started("agent", "q")
+    first_ended = asyncio.Event()
+
+    async def infer(name: str, wait: bool) -> None:
+        started = time.monotonic()
+        if wait:
+            await first_ended.wait()
+        recorder.inference("engine", name, started, 1, 1, "stop", 0)
+        if not wait:
+            first_ended.set()
+
+    await asyncio.gather(infer("slow", True), infer("fast", False))
+    recorder.run_ended(1, "final_answer")
+    spans = trace_of_log(traces[0]).spans
+    assert [s.attributes["model"] for s in spans[1:]] == ["slow", "fast"]
+    assert [s.span_id for s in spans[1:]] == ["0003", "0002"]  # numbered as recorded
+
+
+def test_past_the_cap_an_inference_is_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(steps, "MAX_SPANS", 2)
+    recorder, traces = recording()
+    recorder.run_started("agent", "q")
+    for _ in range(3):
+        recorder.inference("engine", "model", time.monotonic(), 1, 1, "stop", 0)
+    recorder.inference_failed("engine", "model", time.monotonic())
+    recorder.run_ended(4, "final_answer")
+    made = trace_of_log(traces[0])
+    assert len(made.spans) == 2
+    assert made.spans[0].attributes["dropped_spans"] == 3
+
+
+@pytest.mark.parametrize("now", [1_796_306_279.9, 0.0, 262_143.0])
+def test_trace_ids_count_the_window_they_were_drawn_in(now: float) -> None:
+    """A store inserts the ids of a busy time next to each other; the rest is random."""
+    import random
+
+    ids = steps._trace_ids(random.Random(7), now)
+    window = f"{int(now) // steps.WINDOW_SECONDS % 0x10000:04x}"
+    assert len(ids) == steps.IDS_AT_ONCE == len(set(ids))
+    assert all(len(i) == 32 and int(i, 16) > 0 and i.startswith(window) for i in ids)
+    assert len({i[4:12] for i in ids}) == len(ids)  # what `traces list` shows tells them apart
+
+
+@pytest.mark.parametrize("now", [float("nan"), float("inf"), -5.0, 1e300])
+def test_a_clock_gone_wrong_still_draws_ids(now: float) -> None:
+    import random
+
+    ids = steps._trace_ids(random.Random(7), now)
+    assert all(i.startswith("0000") and len(i) == 32 for i in ids)
+
+
+def test_an_id_of_zeros_is_never_drawn() -> None:
+    class Zeros:
+        def randbytes(self, n: int) -> bytes:
+            return bytes(n)
+
+    ids = steps._trace_ids(Zeros(), 0.0)  # type: ignore[arg-type]
+    assert all(int(i, 16) == 1 for i in ids)
+
+
+async def test_a_trace_takes_its_id_from_the_recording_clock() -> None:
+    traces: list[TraceSteps] = []
+    recorder = RunRecording(traces.append, clock=lambda: 1_000_000.0)
+    recorder.run_started("agent", "q")
+    recorder.run_ended(0, "final_answer")
+    assert traces[0][0].startswith(f"{1_000_000 // steps.WINDOW_SECONDS % 0x10000:04x}")

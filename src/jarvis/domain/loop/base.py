@@ -158,11 +158,17 @@ class BaseAgent(ABC):
             return await self.inference.generate(request)
         recording = bus.recording
         if recording is not None and not bus.has_subscribers:
-            step = recording.inference_started(self.inference.engine_id, request.model)
-            completion = await self.inference.generate(request)
+            started = time.monotonic()
+            try:
+                completion = await self.inference.generate(request)
+            except BaseException:
+                recording.inference_failed(self.inference.engine_id, request.model, started)
+                raise
             usage = completion.usage
-            recording.inference_ended(
-                step,
+            recording.inference(
+                self.inference.engine_id,
+                request.model,
+                started,
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 completion.finish_reason,
@@ -176,16 +182,20 @@ class BaseAgent(ABC):
     async def _generate_published(self, bus: EventBus, request: InferenceRequest) -> Completion:
         """One inference, its events published (and recorded, when the bus records)."""
         recording = bus.recording
-        step = -1
-        if recording is not None:
-            step = recording.inference_started(self.inference.engine_id, request.model)
         bus.publish(InferenceStarted(engine=self.inference.engine_id, model=request.model))
         started = time.monotonic()  # a duration: no need of the loop's clock (a system call)
-        completion = await self.inference.generate(request)
+        try:
+            completion = await self.inference.generate(request)
+        except BaseException:
+            if recording is not None:
+                recording.inference_failed(self.inference.engine_id, request.model, started)
+            raise
         usage = completion.usage
         if recording is not None:
-            recording.inference_ended(
-                step,
+            recording.inference(
+                self.inference.engine_id,
+                request.model,
+                started,
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 completion.finish_reason,
