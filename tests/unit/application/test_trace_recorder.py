@@ -204,6 +204,28 @@ async def test_a_run_that_raises_is_a_failed_trace_with_its_kind() -> None:
     assert trace.spans[1].ok is False
 
 
+@pytest.mark.parametrize("subscribed", [False, True])
+async def test_an_inference_that_raised_is_left_unfinished_with_its_start(
+    subscribed: bool,
+) -> None:
+    """Recorded as it ends, or as it raises: with the run's events published or not."""
+    bus, traces = recorded()
+    if subscribed:
+        bus.subscribe(lambda event: None)
+    engine = ScriptedInference([text("first"), EngineUnavailableError("down", engine="x", url="u")])
+    agent = SimpleAgent(engine, "m", bus=bus)
+    await agent.arun("q")
+    with pytest.raises(EngineUnavailableError):
+        await agent.arun("again")
+    done, failed = traces
+    assert not done.spans[1].attributes.get("unfinished")
+    assert done.spans[1].attributes["tokens_in"] == 7
+    run, inference = failed.spans
+    assert inference.attributes["unfinished"] is True
+    assert inference.parent_id == run.span_id
+    assert run.start <= inference.start <= run.start + run.duration
+
+
 async def test_content_is_recorded_only_when_asked_and_masked() -> None:
     bus, traces = recorded(content=True)
     engine = ScriptedInference([calls(("a", "calculator", {"expression": "1+1"})), text("2")])

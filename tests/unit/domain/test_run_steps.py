@@ -183,7 +183,7 @@ async def test_an_inference_is_recorded_as_it_ends_from_its_start() -> None:
 async def test_an_inference_that_failed_is_left_unfinished() -> None:
     recorder, traces = recording()
     recorder.run_started("agent", "q")
-    recorder.inference_failed("engine", "model", time.monotonic())
+    recorder.inference_started("engine", "model", time.monotonic())
     recorder.run_ended(0, "error", "EngineError")
     _, inference = trace_of_log(traces[0]).spans
     assert inference.attributes["unfinished"] is True
@@ -216,7 +216,7 @@ def test_past_the_cap_an_inference_is_counted_not_kept(monkeypatch: pytest.Monke
     recorder.run_started("agent", "q")
     for _ in range(3):
         recorder.inference("engine", "model", time.monotonic(), 1, 1, "stop", 0)
-    recorder.inference_failed("engine", "model", time.monotonic())
+    recorder.inference_started("engine", "model", time.monotonic())
     recorder.run_ended(4, "final_answer")
     made = trace_of_log(traces[0])
     assert len(made.spans) == 2

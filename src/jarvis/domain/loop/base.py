@@ -162,7 +162,7 @@ class BaseAgent(ABC):
             try:
                 completion = await self.inference.generate(request)
             except BaseException:
-                recording.inference_failed(self.inference.engine_id, request.model, started)
+                recording.inference_started(self.inference.engine_id, request.model, started)
                 raise
             usage = completion.usage
             recording.inference(
@@ -188,7 +188,7 @@ class BaseAgent(ABC):
             completion = await self.inference.generate(request)
         except BaseException:
             if recording is not None:
-                recording.inference_failed(self.inference.engine_id, request.model, started)
+                recording.inference_started(self.inference.engine_id, request.model, started)
             raise
         usage = completion.usage
         if recording is not None:
