@@ -109,8 +109,6 @@ class TraceWriter:
         needs no lock (the event loop pays one append a run)."""
         self._traces: list[Trace | TraceSteps] = []
         """Kept for the exporter only (it needs the spans, not the store's record)."""
-        self._written_upto = 0
-        self._handed_in = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
@@ -171,7 +169,6 @@ class TraceWriter:
                 self._unencoded.append(trace)
             if exporting:
                 self._traces.append(trace)
-            self._handed_in += 1
             if self._thread is None:
                 self._start()
 
@@ -189,8 +186,8 @@ class TraceWriter:
                 records, self._records = self._records, []
                 unencoded, self._unencoded = self._unencoded, []
                 traces, self._traces = self._traces, []
-                upto = self._handed_in
-            steps, marks = self._taken_runs()
+                steps, marks = self._taken_runs()  # under the lock: a flush's mark comes
+                # after everything handed in before it, into the lists and into the deque
             kept = steps if steps and self._storing.usable() else []
             if records or unencoded or kept:
                 save = partial(self._save, records, unencoded, kept)
@@ -200,7 +197,6 @@ class TraceWriter:
             if traces:
                 self._attempt(self._exporting, "exported", partial(self._export, traces))
             with self._wake:
-                self._written_upto = upto
                 self._flushing = False
                 for mark in marks:
                     mark.set()
@@ -296,8 +292,7 @@ class TraceWriter:
             if self._thread is None:
                 return
             self._runs.append(mark)
-            target = self._handed_in
-            while self._written_upto < target or not mark.is_set():
+            while not mark.is_set():
                 self._flushing = True
                 self._wake.notify_all()
                 left = None if deadline is None else deadline - time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 
 from jarvis.domain.cut_text import cut_masked
 from jarvis.domain.json_types import JSONObject
@@ -230,10 +231,6 @@ def _ends(steps: Sequence[Sequence[object]]) -> tuple[dict[int, int], dict[int, 
     return numbers, ends
 
 
-def _started(span: Span) -> float:
-    return span.start
-
-
 def trace_of_steps(data: Mapping[str, object]) -> Trace:
     """The trace a record of steps holds (:func:`steps_fields`, or its JSON read back);
     ``ValueError`` for a field missing or of a wrong type, or a step that fits nowhere."""
@@ -256,7 +253,7 @@ def trace_of_steps(data: Mapping[str, object]) -> Trace:
         ]
         # after the run, in the order they started (an inference is recorded as it ends:
         # concurrent ones, ``llm_batch``'s, in the order they ended)
-        spans[1:] = sorted(spans[1:], key=_started)
+        spans[1:] = sorted(spans[1:], key=attrgetter("start"))
         dropped = _count(data.get("dropped", 0))
         if dropped:
             spans[0].attributes["dropped_spans"] = dropped
