@@ -1,16 +1,22 @@
 """Tracing on vs off: what recording a run costs.
 
 * client CPU per two-call tool run (call → calculator → answer) through ``Jarvis.aask_full``
-  against the loopback stub, with ``[traces] enabled`` vs without; the CPU of the thread
-  that writes the trace to SQLite is counted (read by that thread's own CPU clock and
-  charged to the traced runs, whichever block it happened to wake in);
-* the same difference per span (a two-call run is 4 spans: the run, two inferences, one
-  tool call);
+  against the loopback stub, with ``[traces] enabled`` vs without, the two alternating run
+  by run; the CPU of the thread that writes the trace to SQLite is counted (read by that
+  thread's own clock and charged to the traced runs, whichever run it happened to wake in);
+* what the writer's thread costs the event loop besides its own CPU (caches, the core it
+  shares), which the difference of alternating runs cannot see: the loop's CPU per
+  untraced run while a trace writer writes one trace per run, against while it is idle.
+  The goal is judged on the sum;
+* the added CPU per span (a two-call run is 4 spans: the run, two inferences, one tool
+  call);
 * ``jarvis ask`` start-up (wall and CPU of the whole process) with tracing on vs off.
 
 Goals: ≤ 3 % added CPU per tool run, ≤ 50 µs per span, start-up unchanged.
 Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``;
-``--breakdown`` shows where the added CPU goes (the steps recorded, the writer).
+``--breakdown`` shows where the added CPU goes (the steps recorded, the writer); ``--check``
+measures the method itself: the same untraced run on both sides (it should find 0), then
+with a known 25 µs of CPU added to one side's runs (it should find 25 µs).
 """
 
 from __future__ import annotations
@@ -79,11 +85,48 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
     return low, mid, high
 
 
-async def tool_run_rows(ctx: BenchContext) -> list[Row]:
+async def _alternating(
+    first: Callable[[], Awaitable[object]],
+    second: Callable[[], Awaitable[object]],
+    n: int,
+    block: int,
+    writer: Callable[[], float] = lambda: 0.0,
+) -> tuple[float, float]:
+    """CPU per call of ``first`` and of ``second``, ``n`` calls of each, alternating call by
+    call (``second`` first in an odd ``block``): each call's process CPU, less what
+    ``writer``'s thread used meanwhile.
+
+    Why call by call, not in blocks of each: the CPU a run takes moves by about 10 % from
+    one moment to the next here (a 2-vCPU machine whose caches the stub's process and
+    other guests share). Blocks of 20 runs of each, one block after the other, gave paired
+    ratios with quartiles 14-15 points apart (-4 to +11 %), and medians that moved by a
+    point between runs of the bench; calls that alternate meet the same moments, and the
+    quartiles come 4-5 points apart. ``--check`` measures what the method finds.
+    """
+    cpu = [0.0, 0.0]
+    clock = time.process_time
+    for call in range(2 * n):
+        which = (call + block) % 2
+        started, thread = clock(), writer()
+        await (second() if which else first())
+        cpu[which] += clock() - started - (writer() - thread)
+    return cpu[0] / n, cpu[1] / n
+
+
+def _added(off_cpu: list[float], on_cpu: list[float]) -> tuple[float, float, float, float]:
+    """The added CPU's median over the blocks and its quartiles, and that of the sums."""
+    low, added, high = _quartiles([b / a - 1 for a, b in zip(off_cpu, on_cpu, strict=True)])
+    return low, added, high, sum(on_cpu) / sum(off_cpu) - 1
+
+
+async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[Row]:
+    """The added CPU of a traced run; ``writer_effect`` (a fraction of the run's CPU, from
+    :func:`writer_effect_rows`) is what the writer's thread costs the loop besides, which
+    the difference of alternating runs cannot see: the goal is judged on the sum."""
     from jarvis import Jarvis
 
-    # many short blocks, on and off in alternating order (ABBA): a machine loaded by other
-    # work slows blocks at random, and the median of many paired blocks stays put
+    # many short blocks of runs on and off, alternating run by run (see _alternating); a
+    # machine loaded by other work slows moments at random, which both sides meet
     n, blocks = (20, 6) if ctx.quick else (20, 150)
     writer_cpu = _WriterCpu()
     with tempfile.TemporaryDirectory() as folder:
@@ -106,12 +149,9 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             off_cpu, on_cpu = [], []
             written = writer_cpu()
             for block in range(blocks):
-                if block % 2:
-                    on_cpu.append(await _per_run(traced, n, writer_cpu))
-                    off_cpu.append(await _per_run(untraced, n, writer_cpu))
-                else:
-                    off_cpu.append(await _per_run(untraced, n, writer_cpu))
-                    on_cpu.append(await _per_run(traced, n, writer_cpu))
+                off_run, on_run = await _alternating(untraced, traced, n, block, writer_cpu)
+                off_cpu.append(off_run)
+                on_cpu.append(on_run)
             writer.flush()
             per_trace = (writer_cpu() - written) / (n * blocks)
             from jarvis.adapters.sqlite_traces import SqliteTraceStore
@@ -123,8 +163,8 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
     assert recorded >= n * blocks, recorded  # every traced run was written
     on_cpu = [cpu + per_trace for cpu in on_cpu]
     cpu_off, cpu_on = statistics.median(off_cpu), statistics.median(on_cpu)
-    low, added, high = _quartiles([b / a - 1 for a, b in zip(off_cpu, on_cpu, strict=True)])
-    per_span = max(cpu_on - cpu_off, 0.0) / SPANS_PER_RUN
+    low, added, high, summed = _added(off_cpu, on_cpu)
+    per_span = max(cpu_on - cpu_off + writer_effect * cpu_off, 0.0) / SPANS_PER_RUN
     load = os.getloadavg()[0]
     return [
         Row(
@@ -134,10 +174,13 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             baseline=cpu_off * 1000,
             baseline_name="tracing off",
             goal="≤ 3 % added",
-            ok=added <= 0.03,
-            note=f"{added * 100:+.1f} % (quartiles {low * 100:+.1f} to {high * 100:+.1f} %), "
-            f"median of {blocks} paired blocks of {n} runs, alternating; the writer thread's "
-            f"{per_trace * 1e6:.1f} µs a run included; load average {load:.1f}",
+            ok=added + writer_effect <= 0.03,
+            note=f"{(added + writer_effect) * 100:+.1f} % with the writer's effect on the loop "
+            f"({writer_effect * 100:+.1f} %, the row below); the runs alone "
+            f"{added * 100:+.1f} % (quartiles {low * 100:+.1f} to {high * 100:+.1f} %; of "
+            f"the sums {summed * 100:+.1f} %), median of {blocks} blocks of {n} runs of "
+            f"each, alternating run by run; the writer thread's {per_trace * 1e6:.1f} µs a "
+            f"run included; load average {load:.1f}",
         ),
         Row(
             name="tracing, CPU per span",
@@ -145,9 +188,129 @@ async def tool_run_rows(ctx: BenchContext) -> list[Row]:
             unit="µs",
             goal="≤ 50 µs",
             ok=per_span <= 50e-6,
-            note=f"(on - off) / {SPANS_PER_RUN} spans of a two-call run, medians",
+            note=f"(on - off + the writer's effect) / {SPANS_PER_RUN} spans of a two-call run",
         ),
     ]
+
+
+async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
+    """What the trace writer's thread costs the event loop, which the alternating runs of
+    :func:`tool_run_rows` cannot see: its batches land in both sides' runs, so its effect
+    on the loop (whatever its cause: the caches and cores they share) is taken out with
+    the difference. Here the loop's own CPU (its thread's clock) per untraced run, in
+    phases of 1.5 s, alternating: while a trace writer with a SQLite store writes one
+    two-call run's trace per run (handed in after each run, a fresh id each), and while it
+    is idle."""
+    from contracts.trace_store_contract import recorded_steps
+    from jarvis import Jarvis
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.application.trace_writer import TraceWriter
+
+    rounds, seconds = (3, 0.5) if ctx.quick else (40, 1.5)
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as folder:
+        config = _config(Path(folder), ctx.stub_url, traces=False)
+        store = SqliteTraceStore(Path(folder) / "traces.db")
+        writer = TraceWriter(lambda: store, notice=print)
+        _, _, remote, dropped, steps, mask = recorded_steps()
+        count = 0
+        async with Jarvis(config_path=config) as jarvis:
+            await _per_run(
+                lambda: jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"]), 50
+            )
+            writer.save_steps((f"{count:032x}", time.time(), remote, dropped, steps, mask))
+            writer.flush()  # the thread started and the store made before the phases
+            for turn in range(rounds):
+                for writing in (False, True) if turn % 2 else (True, False):
+                    await asyncio.sleep(0.6)  # the last phase's batch written
+                    runs, started = 0, time.thread_time()
+                    until = time.monotonic() + seconds
+                    while time.monotonic() < until:
+                        await jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+                        runs += 1
+                        if writing:
+                            count += 1
+                            trace_id = f"{count:032x}"
+                            writer.save_steps((trace_id, time.time(), remote, dropped, steps, mask))
+                    cpu[writing].append((time.thread_time() - started) / runs)
+        writer.close()
+    idle, busy = statistics.median(cpu[False]), statistics.median(cpu[True])
+    return [
+        Row(
+            name="tracing, the writer's effect on the loop",
+            value=(busy - idle) * 1e6,
+            unit="µs",
+            baseline=idle * 1e6,
+            baseline_name="the loop's CPU a run",
+            note=f"{(busy / idle - 1) * 100:+.2f} % of the loop's CPU a run, {count:,} traces "
+            f"written; medians of {rounds} phases of {seconds} s each way, alternating",
+        )
+    ]
+
+
+KNOWN_SECONDS = 25e-6
+"""The CPU :func:`check_rows` adds to one side's runs, for the method to find."""
+
+
+async def check_rows(ctx: BenchContext) -> list[Row]:
+    """The method of :func:`tool_run_rows` measured: two untraced clients, the same run on
+    both sides (it should find nothing added), then :data:`KNOWN_SECONDS` of CPU spent after
+    each run of one side (it should find that much)."""
+    from jarvis import Jarvis
+
+    n, blocks = (20, 6) if ctx.quick else (20, 150)
+
+    def spend() -> None:
+        until = time.thread_time() + KNOWN_SECONDS
+        while time.thread_time() < until:
+            pass
+
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as folder:
+        config = _config(Path(folder), ctx.stub_url, traces=False)
+        async with Jarvis(config_path=config) as one, Jarvis(config_path=config) as other:
+
+            async def first() -> object:
+                return await one.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+
+            async def second() -> object:
+                return await other.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+
+            async def second_and_known() -> object:
+                answer = await second()
+                spend()
+                return answer
+
+            await _per_run(first, 50)
+            await _per_run(second, 50)
+            for name, known, call in (
+                ("the same run on both sides", 0.0, second),
+                (
+                    f"{KNOWN_SECONDS * 1e6:.0f} µs added to one side",
+                    KNOWN_SECONDS,
+                    second_and_known,
+                ),
+            ):
+                off_cpu, on_cpu = [], []
+                for block in range(blocks):
+                    off_run, on_run = await _alternating(first, call, n, block)
+                    off_cpu.append(off_run)
+                    on_cpu.append(on_run)
+                low, added, high, summed = _added(off_cpu, on_cpu)
+                off = statistics.median(off_cpu)
+                found = statistics.median([b - a for a, b in zip(off_cpu, on_cpu, strict=True)])
+                rows.append(
+                    Row(
+                        name=f"method check: {name}",
+                        value=found * 1e6,
+                        unit="µs",
+                        note=f"to find {known * 1e6:.0f} µs ({known / off * 100:+.1f} %): "
+                        f"{added * 100:+.2f} % (quartiles {low * 100:+.1f} to "
+                        f"{high * 100:+.1f} %; of the sums {summed * 100:+.2f} %); the run "
+                        f"{off * 1e6:.0f} µs",
+                    )
+                )
+    return rows
 
 
 async def breakdown_rows(ctx: BenchContext) -> list[Row]:
@@ -302,7 +465,9 @@ def startup_rows(ctx: BenchContext) -> list[Row]:
 
 
 async def run(ctx: BenchContext) -> list[Row]:
-    return [*await tool_run_rows(ctx), *startup_rows(ctx), *store_rows(ctx)]
+    effect = await writer_effect_rows(ctx)
+    fraction = effect[0].value / effect[0].baseline if effect[0].baseline else 0.0
+    return [*await tool_run_rows(ctx, fraction), *effect, *startup_rows(ctx), *store_rows(ctx)]
 
 
 def main() -> None:
@@ -311,10 +476,23 @@ def main() -> None:
     parser.add_argument(
         "--breakdown", action="store_true", help="where the added CPU goes, instead of the rows"
     )
+    parser.add_argument(
+        "--check", action="store_true", help="what the method finds where the answer is known"
+    )
+    parser.add_argument(
+        "--writer-effect",
+        action="store_true",
+        help="what the writer's thread costs the event loop (the method's blind spot)",
+    )
     args = parser.parse_args()
     with stub_process() as url:
         ctx = BenchContext(stub_url=url, quick=args.quick, env=dict(os.environ))
-        rows = asyncio.run(breakdown_rows(ctx) if args.breakdown else run(ctx))
+        if args.check:
+            rows = asyncio.run(check_rows(ctx))
+        elif args.writer_effect:
+            rows = asyncio.run(writer_effect_rows(ctx))
+        else:
+            rows = asyncio.run(breakdown_rows(ctx) if args.breakdown else run(ctx))
     for row in rows:
         ratio = "" if row.ratio is None else f"  ({row.ratio:.3f}x {row.baseline_name})"
         print(f"{row.name}: {row.value:.3f} {row.unit}{ratio}  {row.goal}  {row.note}")
