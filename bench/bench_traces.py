@@ -30,12 +30,22 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.common import BenchContext, Row, stub_process, time_processes
 
+if TYPE_CHECKING:
+    from jarvis import Jarvis
+
 QUESTION = "What is 2+2? Use the calculator."
 SPANS_PER_RUN = 4
+
+
+def _tool_run(jarvis: Jarvis) -> Callable[[], Awaitable[object]]:
+    """One two-call tool run of ``jarvis``'s (call → calculator → answer) a call."""
+    return partial(jarvis.aask_full, QUESTION, agent="orchestrator", tools=["calculator"])
 
 
 def _config(folder: Path, url: str, *, traces: bool) -> Path:
@@ -133,13 +143,7 @@ async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[R
         off_config = _config(Path(folder), ctx.stub_url, traces=False)
         on_config = _config(Path(folder), ctx.stub_url, traces=True)
         async with Jarvis(config_path=off_config) as off, Jarvis(config_path=on_config) as on:
-
-            async def untraced() -> object:
-                return await off.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
-
-            async def traced() -> object:
-                return await on.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
-
+            untraced, traced = _tool_run(off), _tool_run(on)
             writer = on._runtime.trace_writer()
             assert writer is not None
             await _per_run(untraced, 50)
@@ -215,9 +219,8 @@ async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
         _, _, remote, dropped, steps, mask = recorded_steps()
         count = 0
         async with Jarvis(config_path=config) as jarvis:
-            await _per_run(
-                lambda: jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"]), 50
-            )
+            tool_run = _tool_run(jarvis)
+            await _per_run(tool_run, 50)
             writer.save_steps((f"{count:032x}", time.time(), remote, dropped, steps, mask))
             writer.flush()  # the thread started and the store made before the phases
             for turn in range(rounds):
@@ -226,7 +229,7 @@ async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
                     runs, started = 0, time.thread_time()
                     until = time.monotonic() + seconds
                     while time.monotonic() < until:
-                        await jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+                        await tool_run()
                         runs += 1
                         if writing:
                             count += 1
@@ -269,12 +272,7 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
     with tempfile.TemporaryDirectory() as folder:
         config = _config(Path(folder), ctx.stub_url, traces=False)
         async with Jarvis(config_path=config) as one, Jarvis(config_path=config) as other:
-
-            async def first() -> object:
-                return await one.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
-
-            async def second() -> object:
-                return await other.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
+            first, second = _tool_run(one), _tool_run(other)
 
             async def second_and_known() -> object:
                 answer = await second()
@@ -336,12 +334,8 @@ async def breakdown_rows(ctx: BenchContext) -> list[Row]:
                     jarvis._runtime.bus().subscribe(lambda event: None)
                 elif name == "+ steps recorded":
                     jarvis._runtime.bus().record_with(run_recording(lambda log: None))
-
-                def ask(jarvis: Jarvis = jarvis) -> Awaitable[object]:
-                    return jarvis.aask_full(QUESTION, agent="orchestrator", tools=["calculator"])
-
-                runs[name] = ask
-                await _per_run(ask, 30)
+                runs[name] = _tool_run(jarvis)
+                await _per_run(runs[name], 30)
             writer = jarvis._runtime.trace_writer()  # the last one's: tracing on
             assert writer is not None
             writer.flush()
