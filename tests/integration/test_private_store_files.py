@@ -79,9 +79,9 @@ def test_files_left_world_readable_are_made_private_by_the_first_run(tmp_path: P
     assert "jarvis:" not in asked.stderr + added.stderr  # nothing to tell: all were fixed
     with sqlite3.connect(home / "traces.db") as db:
         assert db.execute("SELECT id, data FROM traces").fetchall() == [("oj-1", "kept")]
-        (record,) = db.execute("SELECT record FROM jarvis_traces").fetchone()
+        (records,) = db.execute("SELECT records FROM jarvis_trace_batches").fetchone()
     db.close()
-    assert QUESTION in str(read_trace(record).spans[0].content["input"])
+    assert QUESTION in str(read_trace(records).spans[0].content["input"])  # a batch of one
 
 
 @pytest.fixture

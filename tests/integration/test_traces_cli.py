@@ -532,10 +532,12 @@ def test_a_record_with_times_out_of_range_is_a_damaged_store(
 
     from contracts.trace_store_contract import make_trace
     from jarvis.adapters.sqlite_traces import SqliteTraceStore
+    from jarvis.domain.traces import TraceQuery
 
     configure(jarvis_home, "http://127.0.0.1:9/v1")
     store = SqliteTraceStore(jarvis_home / "traces.db")
     store.save_many([make_trace("d" * 32, start=time_now()), make_trace("g" * 32)])
+    assert len(store.list(TraceQuery())) == 2  # read once: the batch is rows now
     store.close()
     with sqlite3.connect(jarvis_home / "traces.db") as db:
         db.execute(
