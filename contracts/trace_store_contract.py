@@ -205,6 +205,48 @@ class TraceStoreContract(Generic[StoreT]):
         assert {s.name for s in found.spans if s.kind == "tool"} == {"delegate", "calc\ufffd"}
         assert [t.agent for t in store.list(TraceQuery(agent="outer\ufffd"))] == ["outer\ufffd"]
 
+    def test_runs_saved_as_steps_are_read_as_their_spans(self, store: StoreT) -> None:
+        """What the trace writer hands the store (:meth:`save_steps`): each run is read
+        back as its steps make it, content cut and masked, the caller's span kept."""
+        from jarvis.domain.traces import TraceParent
+
+        caller = TraceParent(trace_id="a" * 32, span_id="b" * 16, flags="01")
+        kept, plain = recorded_steps(content=True), recorded_steps()
+        runs = [
+            ("run-1", *kept[1:]),
+            ("run-2", plain[1] + 1.0, caller, *plain[3:]),
+            ("run-3", plain[1] + 2.0, *plain[2:]),
+        ]
+        assert store.save_steps(runs) == []
+        for run in runs:
+            assert store.get(run[0]) == trace_of_log(run)
+        found = store.get("run-2")
+        assert found is not None
+        assert (found.remote_trace_id, found.remote_parent_id) == ("a" * 32, "b" * 16)
+        assert store.get("run-1") is not None
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["run-3", "run-2", "run-1"]
+        assert store.save_steps([]) == []
+
+    def test_a_run_that_cannot_be_saved_is_left_out_alone(self, store: StoreT) -> None:
+        """A start no record has a place for is refused, with its reason; a lone surrogate
+        and an integer past 64 bits (from a hostile engine) are kept all the same."""
+        trace = recorded_steps(agent="outer\ud800")
+        steps = list(trace[4])
+        steps[2] = (*steps[2][:3], 2**70, *steps[2][4:])  # the first inference's tokens in
+        runs = [
+            ("late", 1e300, *trace[2:]),
+            ("odd", trace[1], trace[2], trace[3], tuple(steps), trace[5]),
+            ("nan", float("nan"), *trace[2:]),
+        ]
+        refused = store.save_steps(runs)
+        assert len(refused) == 2
+        assert all("1970-2554" in reason for reason in refused)
+        found = store.get("odd")
+        assert found is not None
+        assert found.agent == "outer\ufffd"
+        assert found.spans[1].attributes["tokens_in"] == 2**70
+        assert [t.trace_id for t in store.list(TraceQuery())] == ["odd"]
+
 
 def recorded_steps(
     *, content: bool = False, agent: str = "outer", tool: str = "calc"

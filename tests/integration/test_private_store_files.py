@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from jarvis.adapters.sqlite_traces.batch import unpack_batch
 from jarvis.domain.trace_steps import read_trace
 from tests.integration.test_file_read_attacks import _SOURCE, _as_user, _interpreter_for
 from tests.support.cli import run_jarvis
@@ -79,9 +80,10 @@ def test_files_left_world_readable_are_made_private_by_the_first_run(tmp_path: P
     assert "jarvis:" not in asked.stderr + added.stderr  # nothing to tell: all were fixed
     with sqlite3.connect(home / "traces.db") as db:
         assert db.execute("SELECT id, data FROM traces").fetchall() == [("oj-1", "kept")]
-        (records,) = db.execute("SELECT records FROM jarvis_trace_batches").fetchone()
+        (batch,) = db.execute("SELECT heads, records FROM jarvis_trace_batches").fetchall()
     db.close()
-    assert QUESTION in str(read_trace(records).spans[0].content["input"])  # a batch of one
+    ((*_, record),) = unpack_batch(*batch)  # a batch of one
+    assert QUESTION in str(read_trace(record).spans[0].content["input"])
 
 
 @pytest.fixture

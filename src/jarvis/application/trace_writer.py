@@ -9,7 +9,7 @@ is over, and says so. A trace that cannot be encoded (a value JSON cannot hold) 
 alone, by the store and by the collector, told once. Pruning that fails (the batch was
 written) rests nothing: it is told, and the next batch prunes again. What the event loop
 pays for a recorded run is handing its steps over (:meth:`TraceWriter.save_steps`); the
-thread encodes them, and writes one transaction per batch of runs.
+thread hands them to the store, which writes one transaction per batch of runs.
 """
 
 from __future__ import annotations
@@ -68,14 +68,15 @@ class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
     ``save_steps`` (each run the bus records) only appends the run's steps to a buffer: they
-    are plain tuples, which the garbage collector soon stops walking, and the thread encodes
-    them (:meth:`TraceStorePort.encode_steps`). ``save`` (a :class:`Trace` made elsewhere)
-    encodes the trace as the store keeps it (:meth:`TraceStorePort.encode`: a
-    tuple of strings and numbers, which the garbage collector does not walk while it waits)
-    and appends it to a buffer: the thread wakes at most every :data:`BATCH_SECONDS` and
-    writes what accumulated, so that a busy process pays one thread wake-up per batch, not
-    per run. The store is made, and opened, by the thread, on its first write: the traces
-    handed in before that (the first run's, for ``jarvis ask``) are encoded there.
+    are plain tuples, which the garbage collector soon stops walking, and the thread hands
+    them to the store as they are (:meth:`TraceStorePort.save_steps`). ``save`` (a
+    :class:`Trace` made elsewhere) encodes the trace as the store keeps it
+    (:meth:`TraceStorePort.encode`: a tuple of strings and numbers, which the garbage
+    collector does not walk while it waits) and appends it to a buffer: the thread wakes
+    at most every :data:`BATCH_SECONDS` and writes what accumulated, so that a busy process
+    pays one thread wake-up per batch, not per run. The store is made, and opened, by the
+    thread, on its first write: the traces handed in before that (the first run's, for
+    ``jarvis ask``) are encoded there.
     ``flush`` writes what is buffered now and waits for it; the process's exit flushes too
     (the thread is a daemon, so a store that hangs cannot keep the process alive past
     ``flush``'s timeout).
@@ -104,7 +105,7 @@ class TraceWriter:
         self._unencoded: list[Trace] = []
         """Handed in before the thread made the store: the thread encodes them."""
         self._runs: deque[TraceSteps | threading.Event] = deque()
-        """Recorded runs' steps (:meth:`save_steps`), for the thread to encode, and the
+        """Recorded runs' steps (:meth:`save_steps`), for the thread to save, and the
         marks :meth:`flush` leaves among them. A deque: appending to it from any thread
         needs no lock (the event loop pays one append a run)."""
         self._traces: list[Trace | TraceSteps] = []
@@ -131,7 +132,7 @@ class TraceWriter:
 
     def save_steps(self, trace: TraceSteps) -> None:
         """Save the trace of a run recorded as steps: on the event loop, as each run ends,
-        this only hands ``trace`` to the thread, which encodes it (its spans are made when
+        this only hands ``trace`` to the thread, which saves it (its spans are made when
         it is read), and writes or exports it if the store or the collector is in use
         then."""
         self._last = trace
@@ -254,14 +255,12 @@ class TraceWriter:
                 batch.append(store.encode(trace))
             except Exception as exc:
                 self._refused(str(exc))
-        for run in steps:
-            try:
-                batch.append(store.encode_steps(run))
-            except Exception as exc:
-                self._refused(str(exc))
         self._store = store  # from now on, ``save`` encodes
-        store.save_records(batch)
-        before, self._written = self._written, self._written + len(batch)
+        if batch:
+            store.save_records(batch)
+        for reason in store.save_steps(steps) if steps else ():
+            self._refused(reason)
+        before, self._written = self._written, self._written + len(batch) + len(steps)
         if (
             before == 0
             or before // PRUNE_EVERY != self._written // PRUNE_EVERY

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
+from typing import TypeAlias
 
 from jarvis.domain.cut_text import cut_masked
 from jarvis.domain.json_types import JSONObject
@@ -32,6 +33,7 @@ from jarvis.domain.traces import (
     Span,
     SpanKind,
     Trace,
+    TraceParent,
     TraceRecord,
     TraceStatus,
     checked_times,
@@ -73,6 +75,44 @@ def steps_fields(trace: TraceSteps) -> dict[str, object]:
         "dropped": dropped,
         "steps": steps if mask is None else _clipped(steps, mask),
     }
+
+
+PlainSteps: TypeAlias = tuple[str, float, "tuple[str, str] | None", int, Sequence[Step]]
+"""A finished trace as plain values, JSON can hold them all: ``(trace_id, wall, remote,
+dropped, steps)``, ``remote`` the caller's ``(trace id, span id)``, content cut and
+masked."""
+
+
+def plain_steps(trace: TraceSteps) -> PlainSteps:
+    """``trace`` as :data:`PlainSteps` (what a store may keep of it as it is)."""
+    trace_id, wall, remote, dropped, steps, mask = trace
+    return (
+        trace_id,
+        wall,
+        None if remote is None else (remote.trace_id, remote.span_id),
+        dropped,
+        steps if mask is None else _clipped(steps, mask),
+    )
+
+
+def trace_of_plain(plain: Sequence[object]) -> TraceSteps:
+    """The trace :data:`PlainSteps` (or its JSON read back) hold, content as it was kept;
+    ``ValueError`` when ``plain`` is not one."""
+    if not isinstance(plain, list | tuple) or len(plain) != 5:
+        raise ValueError("not a recorded run's [trace_id, wall, remote, dropped, steps]")
+    trace_id, wall, remote, dropped, steps = plain
+    if not isinstance(steps, list | tuple) or not steps:
+        raise ValueError("a recorded run without steps")
+    if remote is None:
+        parent = None
+    elif isinstance(remote, list | tuple) and len(remote) == 2:
+        parent = TraceParent(trace_id=_text(remote[0]), span_id=_text(remote[1]), flags="01")
+    else:
+        raise ValueError("a recorded run's caller is not [trace_id, span_id]")
+    kept = tuple(step if isinstance(step, tuple) else tuple(step) for step in steps)
+    if not all(kept):
+        raise ValueError("a recorded run's step is empty")
+    return _text(trace_id), _number(wall), parent, _count(dropped), kept, None
 
 
 def steps_head(trace: TraceSteps) -> tuple[str, str, float, int]:

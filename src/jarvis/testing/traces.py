@@ -57,6 +57,18 @@ class InMemoryTraceStore:
     def encode_steps(self, trace: TraceSteps) -> TraceRecord:
         return steps_to_row(trace)
 
+    def save_steps(self, runs: Sequence[TraceSteps]) -> list[str]:
+        self._check()
+        records: list[TraceRecord] = []
+        refused: list[str] = []
+        for run in runs:
+            try:
+                records.append(self.encode_steps(run))
+            except ValueError as exc:
+                refused.append(str(exc))
+        self.save_records(records)
+        return refused
+
     def save_records(self, records: Sequence[TraceRecord]) -> None:
         self._check()
         with self._lock:

@@ -38,6 +38,13 @@ class TraceStorePort(Protocol):
         store can: one transaction), replacing traces with the same ids."""
         ...
 
+    def save_steps(self, runs: Sequence[TraceSteps]) -> list[str]:
+        """Keep the trace of every run of ``runs`` (recorded as steps), as
+        :meth:`encode_steps` and :meth:`save_records` would, at once and as cheaply as the
+        store can (the trace writer's thread calls it); a run that cannot be encoded is
+        left out alone, and the reason of each one left out is returned."""
+        ...
+
     def get(self, trace_id: str) -> Trace | None:
         """The trace with this id, or one whose id starts with it when only one does."""
         ...

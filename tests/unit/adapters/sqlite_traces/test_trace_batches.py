@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from contracts.trace_store_contract import make_trace
+from contracts.trace_store_contract import make_trace, recorded_steps
 from jarvis.adapters.sqlite_traces import SqliteTraceStore
-from jarvis.adapters.sqlite_traces.batch import pack_batch, unpack_batch
+from jarvis.adapters.sqlite_traces.batch import STEPS, pack_batch, pack_steps, unpack_batch
+from jarvis.adapters.sqlite_traces.record import encode_steps
+from jarvis.domain.run.steps import TraceSteps
 from jarvis.domain.traces import TraceQuery, TraceRecord, TraceStoreError, trace_to_row
 
 
@@ -197,3 +199,69 @@ def test_a_batch_unpacks_to_the_records_it_packed() -> None:
 def test_a_row_pack_batch_did_not_write_is_refused(heads: object, records: object) -> None:
     with pytest.raises(ValueError, match="batch"):
         unpack_batch(heads, records)
+
+
+def _runs(count: int, *, content: bool = False) -> list[TraceSteps]:
+    trace = recorded_steps(content=content)
+    return [(f"r{i}", trace[1] + i, *trace[2:]) for i in range(count)]
+
+
+def test_runs_are_one_row_of_their_steps_then_the_records_encode_steps_makes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.db"
+    store = SqliteTraceStore(path)
+    runs = _runs(3, content=True)
+    assert store.save_steps(runs) == []
+    assert _counts(path) == (0, 1)
+    with sqlite3.connect(path) as db:
+        heads, records = db.execute("SELECT heads, records FROM jarvis_trace_batches").fetchone()
+    assert (heads, type(records)) == (STEPS, bytes)
+    assert b"user:pw" not in records  # content is masked before it is written
+    assert _ids(store) == ["r2", "r1", "r0"]
+    assert _counts(path) == (3, 0)
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT * FROM jarvis_traces ORDER BY start").fetchall()
+    assert rows == [encode_steps(run) for run in runs]
+    store.close()
+
+
+def test_steps_that_cannot_be_packed_are_encoded_one_by_one() -> None:
+    runs = _runs(2)
+    assert pack_steps([]) is None
+    assert pack_steps([(runs[0][0], -1.0, *runs[0][2:]), runs[1]]) is None
+    assert pack_steps([(runs[0][0], float("inf"), *runs[0][2:])]) is None
+    surrogate = recorded_steps(agent="a\ud800")
+    assert pack_steps([runs[0], surrogate]) is None
+    packed = pack_steps(runs)
+    assert packed is not None
+    assert (packed.newest, packed.traces, packed.size) == (runs[1][1], 2, len(packed.records))
+    assert unpack_batch(packed.heads, packed.records) == [encode_steps(run) for run in runs]
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        b"not json",
+        b"{}",
+        b"[1]",
+        b'[["r", 1.0, null, 0]]',
+        b'[["r", 1.0, null, 0, []]]',
+        b'[["r", 1.0, null, 0, [[]]]]',
+        b'[["r", 1.0, null, 0, [[0]]]]',
+        b'[["r", 1.0, [1], 0, [[0, 1.0, -1, "a", null]]]]',
+        b'[["r", "1.0", null, 0, [[0, 1.0, -1, "a", null]]]]',
+        b'[["r", -5.0, null, 0, [[0, 1.0, -1, "a", null]]]]',
+    ],
+)
+def test_a_row_of_steps_pack_steps_did_not_write_is_refused(tmp_path: Path, records: bytes) -> None:
+    with pytest.raises(ValueError, match="batch"):
+        unpack_batch(STEPS, records)
+    path = tmp_path / "traces.db"
+    store = SqliteTraceStore(path)
+    store.save_steps(_runs(1))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE jarvis_trace_batches SET records = ?", (records,))
+    with pytest.raises(TraceStoreError, match="damaged"):
+        store.list(TraceQuery())
+    store.close()
