@@ -258,3 +258,102 @@ async def test_a_trace_takes_its_id_from_the_recording_clock() -> None:
     recorder.run_started("agent", "q")
     recorder.run_ended(0, "final_answer")
     assert traces[0][0].startswith(f"{1_000_000 // steps.WINDOW_SECONDS % 0x10000:04x}")
+
+
+async def test_a_task_a_run_started_records_its_own_runs_once_that_run_ended() -> None:
+    """A task started inside a run shares its cursor: once the run has ended, a run the
+    task starts (an agent it runs in the background) is a trace of its own, not lost in
+    the ended one, and the runs that follow in both tasks, concurrent, each keep to their
+    own trace."""
+    recorder, traces = recording()
+    both = asyncio.Barrier(2)
+    recorder.run_started("parent", "q")
+
+    async def child() -> None:
+        await both.wait()  # the parent's run has ended
+        recorder.run_started("child", "q")
+        await both.wait()
+        step = recorder.inference_started("engine", "child-model")
+        await both.wait()
+        recorder.inference_ended(step, 1, 1, "stop", 0)
+        recorder.run_ended(1, "final_answer")
+
+    task = asyncio.create_task(child())
+    await asyncio.sleep(0)
+    recorder.run_ended(1, "final_answer")
+    await both.wait()
+    recorder.run_started("parent again", "q")
+    await both.wait()
+    step = recorder.inference_started("engine", "parent-model")
+    await both.wait()
+    recorder.inference_ended(step, 1, 1, "stop", 0)
+    recorder.run_ended(1, "final_answer")
+    await task
+    made = {t.agent: [s.name for s in t.spans] for t in map(trace_of_log, traces)}
+    assert made == {
+        "parent": ["parent"],
+        "child": ["child", "child-model"],
+        "parent again": ["parent again", "parent-model"],
+    }
+
+
+async def test_parallel_tool_calls_each_hang_their_runs_under_their_own_call() -> None:
+    recorder, traces = recording()
+    both = asyncio.Barrier(2)
+    recorder.run_started("outer", "q")
+
+    async def call(name: str) -> None:
+        started = recorder.tool_started(name, name, {})
+        await both.wait()
+        recorder.run_started(f"in {name}", "sub")
+        await both.wait()
+        step = recorder.inference_started("engine", f"model {name}")
+        recorder.inference_ended(step, 1, 1, "stop", 0)
+        recorder.run_ended(1, "final_answer")
+        recorder.tool_ended(started, "done", True)
+
+    await asyncio.gather(asyncio.create_task(call("a")), asyncio.create_task(call("b")))
+    step = recorder.inference_started("engine", "last")
+    recorder.inference_ended(step, 1, 1, "stop", 0)
+    recorder.run_ended(2, "final_answer")
+    (trace,) = traces
+    spans = trace_of_log(trace).spans
+    ids = {s.name: s.span_id for s in spans}
+    parents = {s.name: s.parent_id for s in spans}
+    assert parents == {
+        "outer": None,
+        "a": ids["outer"],
+        "b": ids["outer"],
+        "in a": ids["a"],
+        "in b": ids["b"],
+        "model a": ids["in a"],
+        "model b": ids["in b"],
+        "last": ids["outer"],
+    }
+
+
+async def test_a_run_in_a_worker_thread_hangs_under_the_tool_call_that_runs_it() -> None:
+    recorder, traces = recording()
+    recorder.run_started("outer", "q")
+    started = recorder.tool_started("blocking", "c1", {})
+
+    def in_thread() -> None:  # the context copied: the tool call's cursor
+        recorder.run_started("inner", "sub")
+        step = recorder.inference_started("engine", "model")
+        recorder.inference_ended(step, 1, 1, "stop", 0)
+        recorder.run_ended(1, "final_answer")
+
+    await asyncio.to_thread(in_thread)
+    recorder.tool_ended(started, "done", True)
+    step = recorder.inference_started("engine", "after")
+    recorder.inference_ended(step, 1, 1, "stop", 0)
+    recorder.run_ended(1, "final_answer")
+    (trace,) = traces
+    spans = trace_of_log(trace).spans
+    assert [(s.name, s.parent_id) for s in spans] == [
+        ("outer", None),
+        ("blocking", "0001"),
+        ("inner", "0002"),
+        ("model", "0003"),
+        ("after", "0001"),
+    ]

@@ -67,15 +67,16 @@ class StepLog:
         wall: float,
         first: Step,
     ) -> None:
-        self.recording = recording
+        self.recording: RunRecording | None = recording
+        """``None`` once its run has ended: a task the run started that starts a run of its
+        own (an agent it runs in the background) then records a trace of its own."""
         self.trace_id = trace_id
         self.remote = remote
         """The caller's span the trace continues (a ``traceparent``), if any."""
         self.wall = wall
         """Epoch seconds when its run started (the time of its first step)."""
         self.steps: list[Step] = [first]
-        """Where steps are recorded (once the run has ended, a list no one reads: a task
-        the run left behind may still record a step)."""
+        """Where steps are recorded (once the run has ended, none are)."""
         self.spans = 1
         self.dropped = 0
         """Spans past :data:`MAX_SPANS`: counted, not kept."""
@@ -214,6 +215,7 @@ class RunRecording:
             log.steps.append((RUN_END, monotonic(), run, turns, stop_reason, error))
         CURSOR.set(outer)
         if run == 0:
+            log.recording = None
             steps, log.steps = log.steps, []
             ended = (
                 log.trace_id,
