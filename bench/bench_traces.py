@@ -373,11 +373,14 @@ async def breakdown_rows(ctx: BenchContext) -> list[Row]:
 
 def _store_cpu(
     folder: Path, kept: int, batches: int, ids: Callable[[float], str]
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float, float]:
     """Thread CPU per trace, in a store holding ``kept`` traces of the 30 days before (each
-    a two-call run's record), as rows: to save ``batches`` batches of 500 (each one row),
-    to expand them into rows at the next read, and to insert the same batches a row a
-    trace with ``executemany`` on a connection of its own (the raw baseline)."""
+    a two-call run's record), as rows: to save ``batches`` batches of 500 records (each
+    one row), to expand them into rows at the next read, and to insert the same batches a
+    row a trace with ``executemany`` on a connection of its own (the raw baseline); then
+    what the trace writer's thread does with a batch of 500 recorded runs, to save their
+    steps (:meth:`~jarvis.adapters.sqlite_traces.SqliteTraceStore.save_steps`, one row)
+    against to make each run's record and save them (as it did before)."""
     import sqlite3
 
     from contracts.trace_store_contract import recorded_steps
@@ -418,7 +421,29 @@ def _store_cpu(
                     again,
                 )
             rows.append((time.thread_time() - started) / 500)
-    return statistics.median(cpu), expand, statistics.median(rows)
+    store = SqliteTraceStore(folder / "store.db")
+    runs = [
+        [(ids(now), now + b * 0.5 + n * 0.001, *trace[2:]) for n in range(500)]
+        for b in range(batches)
+    ]
+    steps_cpu: list[float] = []
+    records_cpu: list[float] = []
+    for batch in runs:
+        started = time.thread_time()
+        store.save_steps(batch)
+        steps_cpu.append((time.thread_time() - started) / 500)
+        renamed = [(f"{run[0][:-1]}y", *run[1:]) for run in batch]
+        started = time.thread_time()
+        store.save_records([encode_steps(run) for run in renamed])
+        records_cpu.append((time.thread_time() - started) / 500)
+    store.close()
+    return (
+        statistics.median(cpu),
+        expand,
+        statistics.median(rows),
+        statistics.median(steps_cpu),
+        statistics.median(records_cpu),
+    )
 
 
 def store_rows(ctx: BenchContext) -> list[Row]:
@@ -440,8 +465,8 @@ def store_rows(ctx: BenchContext) -> list[Row]:
         return f"{source.getrandbits(128):032x}"
 
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as other:
-        insert, expand, rows = _store_cpu(Path(one), kept, batches, windowed)
-        _, expand_random, _ = _store_cpu(Path(other), kept, batches, random_ids)
+        insert, expand, rows, steps, records = _store_cpu(Path(one), kept, batches, windowed)
+        _, expand_random, *_ = _store_cpu(Path(other), kept, batches, random_ids)
     note = f"CPU a trace, {kept:,} traces kept, batches of 500"
     return [
         Row(
@@ -450,6 +475,14 @@ def store_rows(ctx: BenchContext) -> list[Row]:
             unit="µs",
             baseline=rows * 1e6,
             baseline_name="a row a trace",
+            note=f"{note}; median of {batches} batches",
+        ),
+        Row(
+            name="trace store save, the runs' steps (the trace writer's thread)",
+            value=steps * 1e6,
+            unit="µs",
+            baseline=records * 1e6,
+            baseline_name="each run's record made and saved",
             note=f"{note}; median of {batches} batches",
         ),
         Row(
