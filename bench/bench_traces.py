@@ -468,31 +468,28 @@ def store_rows(ctx: BenchContext) -> list[Row]:
         insert, expand, rows, steps, records = _store_cpu(Path(one), kept, batches, windowed)
         _, expand_random, *_ = _store_cpu(Path(other), kept, batches, random_ids)
     note = f"CPU a trace, {kept:,} traces kept, batches of 500"
+    saved = f"{note}; median of {batches} batches"
     return [
         Row(
-            name="trace store save, a batch as one row",
-            value=insert * 1e6,
-            unit="µs",
-            baseline=rows * 1e6,
-            baseline_name="a row a trace",
-            note=f"{note}; median of {batches} batches",
-        ),
-        Row(
-            name="trace store save, the runs' steps (the trace writer's thread)",
-            value=steps * 1e6,
-            unit="µs",
-            baseline=records * 1e6,
-            baseline_name="each run's record made and saved",
-            note=f"{note}; median of {batches} batches",
-        ),
-        Row(
-            name="trace store first read, the batches expanded",
-            value=expand * 1e6,
-            unit="µs",
-            baseline=expand_random * 1e6,
-            baseline_name="random ids",
-            note=f"{note}; {batches} batches at once",
-        ),
+            name=name, value=value * 1e6, unit="µs", baseline=base * 1e6, baseline_name=of, note=why
+        )
+        for name, value, base, of, why in (
+            ("trace store save, a batch as one row", insert, rows, "a row a trace", saved),
+            (
+                "trace store save, the runs' steps (the trace writer's thread)",
+                steps,
+                records,
+                "each run's record made and saved",
+                saved,
+            ),
+            (
+                "trace store first read, the batches expanded",
+                expand,
+                expand_random,
+                "random ids",
+                f"{note}; {batches} batches at once",
+            ),
+        )
     ]
 
 

@@ -116,19 +116,24 @@ async def test_the_running_span_is_the_tool_call_while_it_runs_then_the_run() ->
     assert running_step() is None
 
 
+async def run_in_step(
+    recorder: RunRecording, both: asyncio.Barrier, agent: str, model: str
+) -> None:
+    """A run with one inference, each of its steps made as another task makes its own."""
+    recorder.run_started(agent, "q")
+    await both.wait()
+    step = recorder.inference_started("engine", model)
+    await both.wait()
+    recorder.inference_ended(step, 1, 1, "stop", 0)
+    recorder.run_ended(1, "final_answer")
+
+
 async def test_concurrent_runs_each_record_into_their_own_trace() -> None:
     recorder, traces = recording()
     both = asyncio.Barrier(2)
-
-    async def run(name: str) -> None:
-        recorder.run_started(name, "q")
-        await both.wait()
-        step = recorder.inference_started("engine", name)
-        await both.wait()
-        recorder.inference_ended(step, 1, 1, "stop", 0)
-        recorder.run_ended(1, "final_answer")
-
-    await asyncio.gather(run("a"), run("b"))
+    await asyncio.gather(
+        run_in_step(recorder, both, "a", "a"), run_in_step(recorder, both, "b", "b")
+    )
     made = sorted((trace_of_log(t) for t in traces), key=lambda t: t.agent)
     assert [[s.name for s in t.spans] for t in made] == [["a", "a"], ["b", "b"]]
     assert all(not s.attributes.get("unfinished") for t in made for s in t.spans)
@@ -267,27 +272,17 @@ async def test_a_task_a_run_started_records_its_own_runs_once_that_run_ended() -
     own trace."""
     recorder, traces = recording()
     both = asyncio.Barrier(2)
-    recorder.run_started("parent", "q")
 
     async def child() -> None:
         await both.wait()  # the parent's run has ended
-        recorder.run_started("child", "q")
-        await both.wait()
-        step = recorder.inference_started("engine", "child-model")
-        await both.wait()
-        recorder.inference_ended(step, 1, 1, "stop", 0)
-        recorder.run_ended(1, "final_answer")
+        await run_in_step(recorder, both, "child", "child-model")
 
+    recorder.run_started("parent", "q")
     task = asyncio.create_task(child())
     await asyncio.sleep(0)
     recorder.run_ended(1, "final_answer")
     await both.wait()
-    recorder.run_started("parent again", "q")
-    await both.wait()
-    step = recorder.inference_started("engine", "parent-model")
-    await both.wait()
-    recorder.inference_ended(step, 1, 1, "stop", 0)
-    recorder.run_ended(1, "final_answer")
+    await run_in_step(recorder, both, "parent again", "parent-model")
     await task
     made = {t.agent: [s.name for s in t.spans] for t in map(trace_of_log, traces)}
     assert made == {
