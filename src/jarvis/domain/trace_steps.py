@@ -115,6 +115,21 @@ def trace_of_plain(plain: Sequence[object]) -> TraceSteps:
     return _text(trace_id), _number(wall), parent, _count(dropped), kept, None
 
 
+def encoded_runs(
+    runs: Sequence[TraceSteps], encode: Callable[[TraceSteps], TraceRecord]
+) -> tuple[list[TraceRecord], list[str]]:
+    """Each run of ``runs`` encoded by ``encode``, and the reason of each one it refused
+    (``ValueError``): a store saving runs one by one leaves out only those."""
+    records: list[TraceRecord] = []
+    refused: list[str] = []
+    for run in runs:
+        try:
+            records.append(encode(run))
+        except ValueError as exc:
+            refused.append(str(exc))
+    return records, refused
+
+
 def steps_head(trace: TraceSteps) -> tuple[str, str, float, int]:
     """``(trace_id, agent, start, failed)`` of ``trace``'s record; ``ValueError`` when its
     start is outside 1970-2554 (no record or OTLP span has a place for it)."""

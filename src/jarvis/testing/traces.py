@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from jarvis.domain.run.steps import TraceSteps
-from jarvis.domain.trace_steps import read_trace, steps_to_row
+from jarvis.domain.trace_steps import encoded_runs, read_trace, steps_to_row
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
@@ -59,13 +59,7 @@ class InMemoryTraceStore:
 
     def save_steps(self, runs: Sequence[TraceSteps]) -> list[str]:
         self._check()
-        records: list[TraceRecord] = []
-        refused: list[str] = []
-        for run in runs:
-            try:
-                records.append(self.encode_steps(run))
-            except ValueError as exc:
-                refused.append(str(exc))
+        records, refused = encoded_runs(runs, self.encode_steps)
         self.save_records(records)
         return refused
 

@@ -33,7 +33,7 @@ from jarvis.adapters.sqlite_traces.batch import PackedBatch, pack_batch, pack_st
 from jarvis.adapters.sqlite_traces.record import encode_steps, encode_trace
 from jarvis.adapters.sqlite_wal import enter_wal
 from jarvis.domain.run.steps import TraceSteps
-from jarvis.domain.trace_steps import read_trace
+from jarvis.domain.trace_steps import encoded_runs, read_trace
 from jarvis.domain.traces import (
     Trace,
     TraceQuery,
@@ -196,13 +196,7 @@ class SqliteTraceStore:
         if packed is not None:
             self._call(partial(_insert, records=(), packed=packed))
             return []
-        records: list[TraceRecord] = []
-        refused: list[str] = []
-        for run in runs:
-            try:
-                records.append(encode_steps(run))
-            except ValueError as exc:
-                refused.append(str(exc))
+        records, refused = encoded_runs(runs, encode_steps)
         self.save_records(records)
         return refused
 
