@@ -29,6 +29,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -220,6 +221,7 @@ async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
         writer = TraceWriter(lambda: store, notice=print)
         _, _, remote, dropped, steps, mask = recorded_steps()
         count = written = 0
+        discard = deque[object](maxlen=0).append  # the same kind of call, keeping nothing
         async with Jarvis(config_path=config) as jarvis:
             tool_run = _tool_run(jarvis)
             await _per_run(tool_run, 50)
@@ -230,7 +232,7 @@ async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
                     await asyncio.sleep(0.6)  # the last phase's batch written
                     runs, started = 0, time.thread_time()
                     until = time.monotonic() + seconds
-                    hand = writer.save_steps if writing else _discard
+                    hand = writer.hand_over if writing else discard
                     while time.monotonic() < until:
                         await tool_run()
                         runs += 1
@@ -251,10 +253,6 @@ async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
             f"written; medians of {rounds} phases of {seconds} s each way, alternating",
         )
     ]
-
-
-def _discard(trace: object) -> None:
-    """Where the idle phase of :func:`writer_effect_rows` hands its traces."""
 
 
 KNOWN_SECONDS = 25e-6

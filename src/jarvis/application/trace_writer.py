@@ -8,8 +8,9 @@ again: a ``jarvis serve`` that met a locked file or a full disk once records aga
 is over, and says so. A trace that cannot be encoded (a value JSON cannot hold) is left out
 alone, by the store and by the collector, told once. Pruning that fails (the batch was
 written) rests nothing: it is told, and the next batch prunes again. What the event loop
-pays for a recorded run is handing its steps over (:meth:`TraceWriter.save_steps`); the
-thread hands them to the store, which writes one transaction per batch of runs.
+pays for a recorded run is handing its steps over (:attr:`TraceWriter.hand_over`, one
+append); the thread hands them to the store, which writes one transaction per batch of
+runs.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class _Destination:
 class TraceWriter:
     """Saves traces in one background thread, then prunes by age and size.
 
-    ``save_steps`` (each run the bus records) only appends the run's steps to a buffer: they
+    ``hand_over`` (each run the bus records) only appends the run's steps to a buffer: they
     are plain tuples, which the garbage collector soon stops walking, and the thread hands
     them to the store as they are (:meth:`TraceStorePort.save_steps`). ``save`` (a
     :class:`Trace` made elsewhere) encodes the trace as the store keeps it
@@ -120,27 +121,27 @@ class TraceWriter:
         self._prune_failed = False
         """Written by the thread only: the last prune failed (retried with the next batch)."""
         self._written = 0
-        self._last: Trace | TraceSteps | None = None
+        self.hand_over: Callable[[TraceSteps], None] = self._runs.append
+        """Hands the thread a run recorded as steps, to save (its spans are made when it is
+        read) and to write or export if the store or the collector is in use then: the
+        buffer's own append, so that the event loop pays no Python call for it as each run
+        ends (the bus's recording hands each finished run to it). The thread writes what
+        it is handed once :meth:`start` was called (:meth:`save_steps` does both)."""
 
-    @property
-    def last(self) -> Trace | None:
-        """The last trace handed in (``jarvis ask --profile`` prints it)."""
-        last = self._last
-        if isinstance(last, tuple):
-            last = self._last = trace_of_log(last)
-        return last
-
-    def save_steps(self, trace: TraceSteps) -> None:
-        """Save the trace of a run recorded as steps: on the event loop, as each run ends,
-        this only hands ``trace`` to the thread, which saves it (its spans are made when
-        it is read), and writes or exports it if the store or the collector is in use
-        then."""
-        self._last = trace
-        self._runs.append(trace)
+    def start(self) -> None:
+        """Start the thread (once; any thread may call it): the first trace does, so that a
+        process that records nothing starts none."""
         if self._thread is None:
             with self._lock:
                 if self._thread is None:
                     self._start()
+
+    def save_steps(self, trace: TraceSteps) -> None:
+        """Save the trace of a run recorded as steps (:attr:`hand_over`, and :meth:`start`
+        if it was not called)."""
+        self._runs.append(trace)
+        if self._thread is None:
+            self.start()
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
@@ -148,7 +149,6 @@ class TraceWriter:
         atexit.register(self.flush)
 
     def save(self, trace: Trace) -> None:
-        self._last = trace
         # on the event loop, as each run ends: the destinations' states are read inline (in
         # use: 0.0) and the lock is taken bare, not through the condition's Python methods
         storing = self._storing.retry_at == 0.0 or self._storing.usable()

@@ -1,6 +1,6 @@
 """Records runs as traces: a :class:`~jarvis.domain.run.steps.RunRecording` on the bus of
 every run, told each step by the agent loop (no event is made for it), which hands each
-finished run's steps to the trace writer (:meth:`~.trace_writer.TraceWriter.save_steps`).
+finished run's steps to the trace writer (:attr:`~.trace_writer.TraceWriter.hand_over`).
 The writer's thread encodes and stores them; the spans are made only when a trace is read,
 exported or profiled.
 
@@ -26,10 +26,19 @@ def run_recording(
     content: bool = False,
     mask: Callable[[str], str] = lambda text: text,
     clock: Callable[[], float] = time.time,
+    on_first: Callable[[], None] | None = None,
 ) -> RunRecording:
     """A recording whose traces continue the caller's (``traceparent``, see
-    :mod:`.trace_context`); ``sink`` gets each finished run's steps."""
-    return RunRecording(sink, content=content, mask=mask, remote=trace_parent_getter(), clock=clock)
+    :mod:`.trace_context`); ``sink`` gets each finished run's steps (``on_first`` is called
+    before the first)."""
+    return RunRecording(
+        sink,
+        content=content,
+        mask=mask,
+        remote=trace_parent_getter(),
+        clock=clock,
+        on_first=on_first,
+    )
 
 
 class TraceRecorder:

@@ -165,6 +165,25 @@ async def test_the_running_span_is_numbered_as_the_trace_numbers_it() -> None:
     assert [spans[f"{number:04x}"] for number in seen] == ["delegate", "inner", "delegate"]
 
 
+async def test_on_first_is_called_once_before_the_first_trace_is_handed_to_the_sink() -> None:
+    calls: list[str] = []
+    recorder = RunRecording(
+        lambda trace: calls.append(trace[0]), on_first=lambda: calls.append("first")
+    )
+    recorder.run_started("outer", "q")
+    started = recorder.tool_started("delegate", "c1", {})
+    recorder.run_started("inner", "sub")
+    recorder.run_ended(1, "final_answer")  # a nested run's end hands nothing over
+    recorder.tool_ended(started, "done", True)
+    assert calls == []
+    recorder.run_ended(1, "final_answer")
+    recorder.run_started("again", "q")
+    recorder.run_ended(1, "final_answer")
+    assert len(calls) == 3
+    assert calls[0] == "first"
+    assert calls[1] != calls[2]  # each run's trace, after it
+
+
 async def test_an_inference_is_recorded_as_it_ends_from_its_start() -> None:
     recorder, traces = recording()
     recorder.run_started("agent", "q")

@@ -149,11 +149,14 @@ class RunRecording:
     """Records the runs on one bus: ``sink`` gets each finished trace (:data:`TraceSteps`).
     ``content``: keep run inputs, tool arguments and results (cut and masked when the trace
     is written, by ``mask``). ``remote`` says which caller's span a new trace continues.
+    ``on_first`` is called once, before the first trace is handed to ``sink``: the trace
+    writer starts its thread then (a process that records nothing starts none), and its
+    sink is then a plain append, which costs the run no Python call.
 
     Its methods are called by the agent loop, on the event loop, at every step of every run:
     each reads the cursor once and appends one tuple."""
 
-    __slots__ = ("_ids", "_random", "clock", "content", "mask", "remote", "sinks")
+    __slots__ = ("_ids", "_random", "clock", "content", "mask", "on_first", "remote", "sinks")
 
     def __init__(
         self,
@@ -163,8 +166,10 @@ class RunRecording:
         mask: Callable[[str], str] = lambda text: text,
         remote: Callable[[], TraceParent | None] = lambda: None,
         clock: Callable[[], float] = time.time,
+        on_first: Callable[[], None] | None = None,
     ) -> None:
         self.sinks: tuple[Callable[[TraceSteps], None], ...] = (sink,)
+        self.on_first = on_first
         self.content = content
         self.mask = mask
         self.remote = remote
@@ -225,8 +230,15 @@ class RunRecording:
                 tuple(steps),
                 self.mask if self.content else None,
             )
+            if self.on_first is not None:
+                self._first_ended()
             for sink in self.sinks:
                 sink(ended)
+
+    def _first_ended(self) -> None:
+        on_first, self.on_first = self.on_first, None
+        if on_first is not None:  # another thread's run may have been first
+            on_first()
 
     def inference(
         self,

@@ -76,5 +76,9 @@ def event_bus(config: JarvisConfig, writer: TraceWriter | None) -> EventBus:
         from jarvis.application.traces import run_recording
 
         content = config.traces.enabled and config.traces.content
-        bus.record_with(run_recording(writer.save_steps, content=content, mask=redact_urls))
+        bus.record_with(
+            run_recording(
+                writer.hand_over, content=content, mask=redact_urls, on_first=writer.start
+            )
+        )
     return bus
