@@ -4,10 +4,10 @@
   against the loopback stub, with ``[traces] enabled`` vs without, the two alternating run
   by run; the CPU of the thread that writes the trace to SQLite is counted (read by that
   thread's own clock and charged to the traced runs, whichever run it happened to wake in);
-* what the writer's thread costs the event loop besides its own CPU (caches, the core it
-  shares), which the difference of alternating runs cannot see: the loop's CPU per
-  untraced run while a trace writer writes one trace per run, against while it is idle.
-  The goal is judged on the sum;
+* what the writer's thread costs the event loop besides its own CPU (the GIL, caches, the
+  core it shares), which the difference of alternating runs cannot see: the loop's CPU in
+  windows of untraced runs while a trace writer writes a batch, against windows while it
+  wakes to none. The goal is judged on the sum;
 * the added CPU per span (a two-call run is 4 spans: the run, two inferences, one tool
   call);
 * ``jarvis ask`` start-up (wall and CPU of the whole process) with tracing on vs off.
@@ -15,8 +15,9 @@
 Goals: ≤ 3 % added CPU per tool run, ≤ 50 µs per span, start-up unchanged.
 Run alone with ``python -m bench.bench_traces [--quick]``, or by ``python -m bench.run``;
 ``--breakdown`` shows where the added CPU goes (the steps recorded, the writer); ``--check``
-measures the method itself: the same untraced run on both sides (it should find 0), then
-with a known 25 µs of CPU added to one side's runs (it should find 25 µs).
+measures the methods themselves: the same untraced run on both sides (it should find 0),
+then with a known 25 µs of CPU added to one side's runs (it should find 25 µs); the
+writer's effect with no batch written (0), and with 5 µs a trace added (5 µs).
 """
 
 from __future__ import annotations
@@ -24,21 +25,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import statistics
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from bench.common import BenchContext, Row, stub_process, time_processes
 
 if TYPE_CHECKING:
     from jarvis import Jarvis
+    from jarvis.domain.run.steps import TraceSteps
 
 QUESTION = "What is 2+2? Use the calculator."
 SPANS_PER_RUN = 4
@@ -130,10 +132,13 @@ def _added(off_cpu: list[float], on_cpu: list[float]) -> tuple[float, float, flo
     return low, added, high, sum(on_cpu) / sum(off_cpu) - 1
 
 
-async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[Row]:
-    """The added CPU of a traced run; ``writer_effect`` (a fraction of the run's CPU, from
-    :func:`writer_effect_rows`) is what the writer's thread costs the loop besides, which
-    the difference of alternating runs cannot see: the goal is judged on the sum."""
+async def tool_run_rows(
+    ctx: BenchContext, writer_effect: Callable[[], Awaitable[list[Row]]] | None = None
+) -> list[Row]:
+    """The added CPU of a traced run; ``writer_effect`` (:func:`writer_effect_rows`,
+    measured after the runs, which a process that made its many traces before would slow)
+    is what the writer's thread costs the loop besides, which the difference of alternating
+    runs cannot see: the goal is judged on the sum."""
     from jarvis import Jarvis
 
     # many short blocks of runs on and off, alternating run by run (see _alternating); a
@@ -166,10 +171,13 @@ async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[R
                 SqliteTraceStore(Path(folder) / "traces.db").list(TraceQuery(limit=10**6))
             )
     assert recorded >= n * blocks, recorded  # every traced run was written
+    effect_rows = [] if writer_effect is None else await writer_effect()
+    effect = effect_rows[0] if effect_rows else None
+    share = effect.value / effect.baseline if effect and effect.baseline else 0.0
     on_cpu = [cpu + per_trace for cpu in on_cpu]
     cpu_off, cpu_on = statistics.median(off_cpu), statistics.median(on_cpu)
     low, added, high, summed = _added(off_cpu, on_cpu)
-    per_span = max(cpu_on - cpu_off + writer_effect * cpu_off, 0.0) / SPANS_PER_RUN
+    per_span = max(cpu_on - cpu_off + share * cpu_off, 0.0) / SPANS_PER_RUN
     load = os.getloadavg()[0]
     return [
         Row(
@@ -179,9 +187,9 @@ async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[R
             baseline=cpu_off * 1000,
             baseline_name="tracing off",
             goal="≤ 3 % added",
-            ok=added + writer_effect <= 0.03,
-            note=f"{(added + writer_effect) * 100:+.1f} % with the writer's effect on the loop "
-            f"({writer_effect * 100:+.1f} %, the row below); the runs alone "
+            ok=added + share <= 0.03,
+            note=f"{(added + share) * 100:+.1f} % with the writer's effect on the loop "
+            f"({share * 100:+.1f} %, the row below); the runs alone "
             f"{added * 100:+.1f} % (quartiles {low * 100:+.1f} to {high * 100:+.1f} %; of "
             f"the sums {summed * 100:+.1f} %), median of {blocks} blocks of {n} runs of "
             f"each, alternating run by run; the writer thread's {per_trace * 1e6:.1f} µs a "
@@ -195,68 +203,118 @@ async def tool_run_rows(ctx: BenchContext, writer_effect: float = 0.0) -> list[R
             ok=per_span <= 50e-6,
             note=f"(on - off + the writer's effect) / {SPANS_PER_RUN} spans of a two-call run",
         ),
+        *effect_rows,
     ]
 
 
-async def writer_effect_rows(ctx: BenchContext) -> list[Row]:
+BATCH_TRACES = 450
+"""The traces of one batch in :func:`writer_effect_rows`: what the writer's thread is
+handed in its 0.5 s between batches while traced runs follow each other here."""
+WINDOW_RUNS = 30
+"""The untraced runs timed after each batch (or no batch) in :func:`writer_effect_rows`:
+the batch is written within the first few of them."""
+
+
+async def writer_effect_rows(
+    ctx: BenchContext, *, known: float = 0.0, batches: bool = True
+) -> list[Row]:
     """What the trace writer's thread costs the event loop, which the alternating runs of
     :func:`tool_run_rows` cannot see: its batches land in both sides' runs, so its effect
-    on the loop (whatever its cause: the caches and cores they share) is taken out with
-    the difference. Here the loop's own CPU (its thread's clock) per untraced run, in
-    phases of 1.5 s, alternating: while a trace writer with a SQLite store writes one
-    two-call run's trace per run (handed in after each run, a fresh id each), and while it
-    is idle. Both phases make the trace after each run and hand it on (the idle phase to
-    nothing): making and handing it is the traced run's own cost, which the alternating
-    runs count already."""
+    on the loop (whatever its cause: the GIL, the caches and cores they share) is taken out
+    with the difference. Here, in pairs of windows of :data:`WINDOW_RUNS` untraced runs,
+    the loop's own CPU (its thread's clock): in one, a trace writer with a SQLite store
+    writes a batch of :data:`BATCH_TRACES` two-call runs' traces (distinct objects, made
+    and handed over before the window, its write started as the window starts); in the
+    other, the same traces are made and dropped and the writer wakes to an empty batch.
+    The effect a trace is the median of the pairs' differences over the batch's traces.
+
+    Why not phases of seconds with the writer busy and idle (as this bench did): the CPU a
+    run takes here drifts by a few percent from one second to the next, and four runs of
+    that measure gave +1.07, +0.41, -0.45 and +1.45 % for the same writer (paired phases
+    were no steadier). A batch lands on a window of 35 ms, and the windows of a pair are
+    adjacent. ``--check`` measures the method: no batch on either side (``batches``
+    false: it should find 0), and ``known`` seconds a trace of loop CPU added to the
+    batch's window (it should find that much)."""
     from contracts.trace_store_contract import recorded_steps
     from jarvis import Jarvis
     from jarvis.adapters.sqlite_traces import SqliteTraceStore
     from jarvis.application.trace_writer import TraceWriter
 
-    rounds, seconds = (3, 0.5) if ctx.quick else (40, 1.5)
-    cpu: dict[bool, list[float]] = {False: [], True: []}
+    rounds = 6 if ctx.quick else 200
+    _, _, remote, dropped, steps, mask = recorded_steps()
+    made = 0
+
+    def traces() -> list[TraceSteps]:
+        nonlocal made
+        batch: list[TraceSteps] = []
+        for _ in range(BATCH_TRACES):
+            made += 1
+            moved = tuple(
+                (step[0], cast(float, step[1]) + made * 1e-6, *step[2:]) for step in steps
+            )
+            batch.append((f"{made:032x}", time.time(), remote, dropped, moved, mask))
+        return batch
+
+    differences: list[float] = []
+    idle: list[float] = []
     with tempfile.TemporaryDirectory() as folder:
         config = _config(Path(folder), ctx.stub_url, traces=False)
         store = SqliteTraceStore(Path(folder) / "traces.db")
         writer = TraceWriter(lambda: store, notice=print)
-        _, _, remote, dropped, steps, mask = recorded_steps()
-        count = written = 0
-        discard = deque[object](maxlen=0).append  # the same kind of call, keeping nothing
+        writer.start()
         async with Jarvis(config_path=config) as jarvis:
             tool_run = _tool_run(jarvis)
             await _per_run(tool_run, 50)
-            writer.save_steps((f"{count:032x}", time.time(), remote, dropped, steps, mask))
-            writer.flush()  # the thread started and the store made before the phases
-            for turn in range(rounds):
+            for turn in range(rounds + 2):  # the first two warm the store and the writer up
+                cpu: dict[bool, float] = {}
                 for writing in (False, True) if turn % 2 else (True, False):
-                    await asyncio.sleep(0.6)  # the last phase's batch written
-                    runs, started = 0, time.thread_time()
-                    until = time.monotonic() + seconds
-                    hand = writer.hand_over if writing else discard
-                    while time.monotonic() < until:
+                    batch = traces()
+                    if writing and batches:
+                        for trace in batch:
+                            writer.hand_over(trace)
+                    del batch
+                    flush = threading.Thread(target=writer.flush)
+                    flush.start()  # the writer wakes now, to its batch or to none
+                    started = time.thread_time()
+                    if writing and known:
+                        _spend(known * BATCH_TRACES)
+                    for _ in range(WINDOW_RUNS):
                         await tool_run()
-                        runs += 1
-                        count += 1
-                        written += writing
-                        hand((f"{count:032x}", time.time(), remote, dropped, steps, mask))
-                    cpu[writing].append((time.thread_time() - started) / runs)
+                    cpu[writing] = time.thread_time() - started
+                    assert not flush.is_alive(), "a batch outlasted its window"
+                    flush.join()
+                if turn >= 2:
+                    differences.append((cpu[True] - cpu[False]) / BATCH_TRACES)
+                    idle.append(cpu[False] / WINDOW_RUNS)
         writer.close()
-    idle, busy = statistics.median(cpu[False]), statistics.median(cpu[True])
+    low, effect, high = _quartiles(differences)
+    run_cpu = statistics.median(idle)
     return [
         Row(
             name="tracing, the writer's effect on the loop",
-            value=(busy - idle) * 1e6,
+            value=effect * 1e6,
             unit="µs",
-            baseline=idle * 1e6,
+            baseline=run_cpu * 1e6,
             baseline_name="the loop's CPU a run",
-            note=f"{(busy / idle - 1) * 100:+.2f} % of the loop's CPU a run, {written:,} traces "
-            f"written; medians of {rounds} phases of {seconds} s each way, alternating",
+            note=f"a trace: {effect / run_cpu * 100:+.2f} % of the loop's CPU a run "
+            f"(quartiles {low * 1e6:+.1f} to {high * 1e6:+.1f} µs); median of {rounds} pairs "
+            f"of windows of {WINDOW_RUNS} runs, one with a batch of {BATCH_TRACES} traces "
+            "written",
         )
     ]
 
 
+def _spend(seconds: float) -> None:
+    """``seconds`` of this thread's CPU, spent (what the method checks should find)."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
 KNOWN_SECONDS = 25e-6
 """The CPU :func:`check_rows` adds to one side's runs, for the method to find."""
+KNOWN_EFFECT = 5e-6
+"""The loop CPU a trace :func:`check_rows` adds to the windows of the writer's batches."""
 
 
 async def check_rows(ctx: BenchContext) -> list[Row]:
@@ -266,12 +324,6 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
     from jarvis import Jarvis
 
     n, blocks = (20, 6) if ctx.quick else (20, 150)
-
-    def spend() -> None:
-        until = time.thread_time() + KNOWN_SECONDS
-        while time.thread_time() < until:
-            pass
-
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder:
         config = _config(Path(folder), ctx.stub_url, traces=False)
@@ -280,7 +332,7 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
 
             async def second_and_known() -> object:
                 answer = await second()
-                spend()
+                _spend(KNOWN_SECONDS)
                 return answer
 
             await _per_run(first, 50)
@@ -312,6 +364,18 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
                         f"{off * 1e6:.0f} µs",
                     )
                 )
+    for name, added in (
+        ("no batch on either side", 0.0),
+        (f"{KNOWN_EFFECT * 1e6:.0f} µs a trace added to the batch's window", KNOWN_EFFECT),
+    ):
+        (effect,) = await writer_effect_rows(ctx, known=added, batches=False)
+        rows.append(
+            dataclasses.replace(
+                effect,
+                name=f"method check, the writer's effect: {name}",
+                note=f"to find {added * 1e6:.0f} µs a trace; {effect.note}",
+            )
+        )
     return rows
 
 
@@ -528,9 +592,8 @@ def startup_rows(ctx: BenchContext) -> list[Row]:
 
 
 async def run(ctx: BenchContext) -> list[Row]:
-    effect = await writer_effect_rows(ctx)
-    fraction = effect[0].value / effect[0].baseline if effect[0].baseline else 0.0
-    return [*await tool_run_rows(ctx, fraction), *effect, *startup_rows(ctx), *store_rows(ctx)]
+    tool_rows = await tool_run_rows(ctx, partial(writer_effect_rows, ctx))
+    return [*tool_rows, *startup_rows(ctx), *store_rows(ctx)]
 
 
 def main() -> None:
