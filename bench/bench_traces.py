@@ -297,6 +297,7 @@ async def writer_effect_rows(
             baseline=run_cpu * 1e6,
             baseline_name="the loop's CPU a run",
             note=f"a trace: {effect / run_cpu * 100:+.2f} % of the loop's CPU a run "
+            f"({run_cpu * 1e6:.0f} µs) "
             f"(quartiles {low * 1e6:+.1f} to {high * 1e6:+.1f} µs); median of {rounds} pairs "
             f"of windows of {WINDOW_RUNS} runs, one with a batch of {BATCH_TRACES} traces "
             "written",
