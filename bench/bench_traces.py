@@ -126,6 +126,23 @@ async def _alternating(
     return cpu[0] / n, cpu[1] / n
 
 
+async def _blocks(
+    first: Callable[[], Awaitable[object]],
+    second: Callable[[], Awaitable[object]],
+    n: int,
+    blocks: int,
+    writer: Callable[[], float] = lambda: 0.0,
+) -> tuple[list[float], list[float]]:
+    """The CPU per call of each side in each of ``blocks`` blocks of :func:`_alternating`."""
+    firsts: list[float] = []
+    seconds: list[float] = []
+    for block in range(blocks):
+        one, other = await _alternating(first, second, n, block, writer)
+        firsts.append(one)
+        seconds.append(other)
+    return firsts, seconds
+
+
 def _added(off_cpu: list[float], on_cpu: list[float]) -> tuple[float, float, float, float]:
     """The added CPU's median over the blocks and its quartiles, and that of the sums."""
     low, added, high = _quartiles([b / a - 1 for a, b in zip(off_cpu, on_cpu, strict=True)])
@@ -156,12 +173,8 @@ async def tool_run_rows(
             await _per_run(traced, 50)
             writer.flush()
             writer_cpu.find()
-            off_cpu, on_cpu = [], []
             written = writer_cpu()
-            for block in range(blocks):
-                off_run, on_run = await _alternating(untraced, traced, n, block, writer_cpu)
-                off_cpu.append(off_run)
-                on_cpu.append(on_run)
+            off_cpu, on_cpu = await _blocks(untraced, traced, n, blocks, writer_cpu)
             writer.flush()
             per_trace = (writer_cpu() - written) / (n * blocks)
             from jarvis.adapters.sqlite_traces import SqliteTraceStore
@@ -211,8 +224,9 @@ BATCH_TRACES = 450
 """The traces of one batch in :func:`writer_effect_rows`: what the writer's thread is
 handed in its 0.5 s between batches while traced runs follow each other here."""
 WINDOW_RUNS = 30
-"""The untraced runs timed after each batch (or no batch) in :func:`writer_effect_rows`:
-the batch is written within the first few of them."""
+"""The untraced runs timed after each batch (or no batch) in :func:`writer_effect_rows`,
+at least: the batch is written within the first few of them here, and a window lasts
+until it is (the other window's CPU is then scaled to as many runs)."""
 
 
 async def writer_effect_rows(
@@ -257,6 +271,7 @@ async def writer_effect_rows(
 
     differences: list[float] = []
     idle: list[float] = []
+    late = 0
     with tempfile.TemporaryDirectory() as folder:
         config = _config(Path(folder), ctx.stub_url, traces=False)
         store = SqliteTraceStore(Path(folder) / "traces.db")
@@ -267,6 +282,7 @@ async def writer_effect_rows(
             await _per_run(tool_run, 50)
             for turn in range(rounds + 2):  # the first two warm the store and the writer up
                 cpu: dict[bool, float] = {}
+                runs: dict[bool, int] = {}
                 for writing in (False, True) if turn % 2 else (True, False):
                     batch = traces()
                     if writing and batches:
@@ -278,14 +294,18 @@ async def writer_effect_rows(
                     started = time.thread_time()
                     if writing and known:
                         _spend(known * BATCH_TRACES)
-                    for _ in range(WINDOW_RUNS):
-                        await tool_run()
+                    runs[writing] = 0
+                    while runs[writing] < WINDOW_RUNS or flush.is_alive():
+                        await tool_run()  # a window lasts until the batch is written
+                        runs[writing] += 1
                     cpu[writing] = time.thread_time() - started
-                    assert not flush.is_alive(), "a batch outlasted its window"
                     flush.join()
                 if turn >= 2:
-                    differences.append((cpu[True] - cpu[False]) / BATCH_TRACES)
-                    idle.append(cpu[False] / WINDOW_RUNS)
+                    late += runs[True] > WINDOW_RUNS
+                    # the idle window's CPU for as many runs as the batch's window took
+                    expected = cpu[False] / runs[False] * runs[True]
+                    differences.append((cpu[True] - expected) / BATCH_TRACES)
+                    idle.append(cpu[False] / runs[False])
         writer.close()
     low, effect, high = _quartiles(differences)
     run_cpu = statistics.median(idle)
@@ -300,7 +320,7 @@ async def writer_effect_rows(
             f"({run_cpu * 1e6:.0f} µs) "
             f"(quartiles {low * 1e6:+.1f} to {high * 1e6:+.1f} µs); median of {rounds} pairs "
             f"of windows of {WINDOW_RUNS} runs, one with a batch of {BATCH_TRACES} traces "
-            "written",
+            f"written ({late} of them longer: until their batch was written)",
         )
     ]
 
@@ -346,11 +366,7 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
                     second_and_known,
                 ),
             ):
-                off_cpu, on_cpu = [], []
-                for block in range(blocks):
-                    off_run, on_run = await _alternating(first, call, n, block)
-                    off_cpu.append(off_run)
-                    on_cpu.append(on_run)
+                off_cpu, on_cpu = await _blocks(first, call, n, blocks)
                 low, added, high, summed = _added(off_cpu, on_cpu)
                 off = statistics.median(off_cpu)
                 found = statistics.median([b - a for a, b in zip(off_cpu, on_cpu, strict=True)])
