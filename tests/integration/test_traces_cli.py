@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -595,3 +596,77 @@ def test_a_damaged_record_of_steps_is_a_damaged_store(
         assert result.returncode == 7, (command, result.stdout, result.stderr)
         assert "a trace is damaged" in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def _in_private_mounts(mounts: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``jarvis ARGS`` in a private mount namespace, after the shell lines ``mounts`` (which
+    exit 77 when they cannot mount here: the test then skips); nothing leaks out of it."""
+    script = f'{mounts} || exit 77; exec "{sys.executable}" -m jarvis "$@"'
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    if done.returncode == 77 or "unshare failed" in done.stderr:
+        pytest.skip("cannot make a private mount here: " + done.stderr.strip())
+    return done
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+def test_a_trace_store_on_a_read_only_filesystem_never_costs_the_answer(
+    jarvis_home: Path,
+) -> None:
+    """A real read-only bind mount (root writes through permission bits, not through it):
+    the run answers, one notice on stderr, and the traces kept before are still read."""
+    from contracts.trace_store_contract import make_trace
+    from jarvis.adapters.sqlite_traces import SqliteTraceStore
+
+    folder = jarvis_home / "kept"
+    folder.mkdir()
+    store = SqliteTraceStore(folder / "traces.db")
+    store.save(make_trace("kept"))
+    store.close()
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    read_only = f'mount --bind -o ro "{folder}" "{folder}"'
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, f'enabled = true\ndb_path = "{folder / "traces.db"}"\n')
+        answer = _in_private_mounts(
+            read_only, "ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"
+        )
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "Traceback" not in answer.stderr
+    assert "readonly database" in notices[0]
+    listing = _in_private_mounts(read_only, "traces", "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert [trace["id"] for trace in json.loads(listing.stdout)] == ["kept"]
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+def test_a_trace_store_on_a_full_filesystem_never_costs_the_answer(jarvis_home: Path) -> None:
+    """A real full disk: a 256 KiB tmpfs filled before the run, in a private mount
+    namespace. The run answers, one notice on stderr."""
+    folder = jarvis_home / "full"
+    folder.mkdir()
+    full = (
+        f'mount -t tmpfs -o size=256k tmpfs "{folder}" && '
+        f'{{ dd if=/dev/zero of="{folder}/filler" bs=4k 2>/dev/null; true; }}'
+    )
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(jarvis_home, engine.url, f'enabled = true\ndb_path = "{folder / "traces.db"}"\n')
+        answer = _in_private_mounts(
+            full, "ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"
+        )
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    assert "database or disk is full" in notices[0]
+    assert "Traceback" not in answer.stderr

@@ -12,7 +12,9 @@ run ends), kept at mode 0600 (a trace shows what a user asked their tools to do:
 made earlier with a wider mode is tightened, :mod:`jarvis.adapters.sqlite_files`), in WAL
 mode so that ``jarvis traces list`` reads while a run writes. Every SQLite failure (a
 full or read-only disk, a lock held past ``busy_timeout``, a damaged file) is raised as
-:class:`~jarvis.domain.traces.TraceStoreError`. The tables are named ``jarvis_…``, so the file
+:class:`~jarvis.domain.traces.TraceStoreError`. On a read-only filesystem, where SQLite
+cannot make the side files WAL mode reads through, the file is opened immutable: its
+traces are read, and a write is the error it is. The tables are named ``jarvis_…``, so the file
 may be the one OpenJarvis keeps its own ``traces`` table in (both default to
 ``<config dir>/traces.db``): neither reads or breaks the other's.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -137,6 +140,14 @@ class SqliteTraceStore:
 
     def _open(self) -> sqlite3.Connection:
         if self._db is not None:
+            return self._db
+        if _read_only_filesystem(self.path):
+            self._db = sqlite3.connect(
+                f"{self.path.absolute().as_uri()}?immutable=1",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+            )
             return self._db
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         private_database(self.path, self._notice)  # an older file may be open to others
@@ -335,6 +346,15 @@ class SqliteTraceStore:
         if db is not None:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
+
+
+def _read_only_filesystem(path: Path) -> bool:
+    """Whether the folder of ``path`` is on a filesystem mounted read-only: nothing can
+    change the file through it, so it may be read immutable (no locks, no side files)."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:  # absent: the first write makes it
+        return False
 
 
 def _insert(
