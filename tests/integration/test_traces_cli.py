@@ -616,6 +616,23 @@ def _in_private_mounts(mounts: str, *args: str) -> subprocess.CompletedProcess[s
     return done
 
 
+def _notice_of_a_run(home: Path, folder: Path, mounts: str) -> str:
+    """The one notice of an orchestrator run whose traces are kept in ``folder``, after
+    ``mounts`` (see :func:`_in_private_mounts`): the run answers all the same, and without
+    a traceback."""
+    with ScriptedEngine(two_tool_calls()) as engine:
+        configure(home, engine.url, f'enabled = true\ndb_path = "{folder / "traces.db"}"\n')
+        answer = _in_private_mounts(
+            mounts, "ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"
+        )
+    assert answer.returncode == 0, answer.stderr
+    assert "5555" in answer.stdout
+    assert "Traceback" not in answer.stderr
+    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
+    assert len(notices) == 1, answer.stderr
+    return notices[0]
+
+
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
 def test_a_trace_store_on_a_read_only_filesystem_never_costs_the_answer(
     jarvis_home: Path,
@@ -632,17 +649,7 @@ def test_a_trace_store_on_a_read_only_filesystem_never_costs_the_answer(
     store.close()
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
     read_only = f'mount --bind -o ro "{folder}" "{folder}"'
-    with ScriptedEngine(two_tool_calls()) as engine:
-        configure(jarvis_home, engine.url, f'enabled = true\ndb_path = "{folder / "traces.db"}"\n')
-        answer = _in_private_mounts(
-            read_only, "ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"
-        )
-    assert answer.returncode == 0, answer.stderr
-    assert "5555" in answer.stdout
-    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
-    assert len(notices) == 1, answer.stderr
-    assert "Traceback" not in answer.stderr
-    assert "readonly database" in notices[0]
+    assert "readonly database" in _notice_of_a_run(jarvis_home, folder, read_only)
     listing = _in_private_mounts(read_only, "traces", "list", "--json")
     assert listing.returncode == 0, listing.stderr
     assert [trace["id"] for trace in json.loads(listing.stdout)] == ["kept"]
@@ -659,14 +666,4 @@ def test_a_trace_store_on_a_full_filesystem_never_costs_the_answer(jarvis_home: 
         f'mount -t tmpfs -o size=256k tmpfs "{folder}" && '
         f'{{ dd if=/dev/zero of="{folder}/filler" bs=4k 2>/dev/null; true; }}'
     )
-    with ScriptedEngine(two_tool_calls()) as engine:
-        configure(jarvis_home, engine.url, f'enabled = true\ndb_path = "{folder / "traces.db"}"\n')
-        answer = _in_private_mounts(
-            full, "ask", "-a", "orchestrator", "--tools", "calculator,think", "What is it?"
-        )
-    assert answer.returncode == 0, answer.stderr
-    assert "5555" in answer.stdout
-    notices = [line for line in answer.stderr.splitlines() if "traces are not" in line]
-    assert len(notices) == 1, answer.stderr
-    assert "database or disk is full" in notices[0]
-    assert "Traceback" not in answer.stderr
+    assert "database or disk is full" in _notice_of_a_run(jarvis_home, folder, full)
