@@ -150,9 +150,9 @@ def _added(off_cpu: list[float], on_cpu: list[float]) -> tuple[float, float, flo
 
 
 async def tool_run_rows(
-    ctx: BenchContext, writer_effect: Callable[[], Awaitable[list[Row]]] | None = None
+    ctx: BenchContext, writer_effect: Callable[[], Awaitable[Row]] | None = None
 ) -> list[Row]:
-    """The added CPU of a traced run; ``writer_effect`` (:func:`writer_effect_rows`,
+    """The added CPU of a traced run; ``writer_effect`` (:func:`writer_effect_row`,
     measured after the runs, which a process that made its many traces before would slow)
     is what the writer's thread costs the loop besides, which the difference of alternating
     runs cannot see: the goal is judged on the sum."""
@@ -184,8 +184,7 @@ async def tool_run_rows(
                 SqliteTraceStore(Path(folder) / "traces.db").list(TraceQuery(limit=10**6))
             )
     assert recorded >= n * blocks, recorded  # every traced run was written
-    effect_rows = [] if writer_effect is None else await writer_effect()
-    effect = effect_rows[0] if effect_rows else None
+    effect = None if writer_effect is None else await writer_effect()
     share = effect.value / effect.baseline if effect and effect.baseline else 0.0
     on_cpu = [cpu + per_trace for cpu in on_cpu]
     cpu_off, cpu_on = statistics.median(off_cpu), statistics.median(on_cpu)
@@ -216,22 +215,20 @@ async def tool_run_rows(
             ok=per_span <= 50e-6,
             note=f"(on - off + the writer's effect) / {SPANS_PER_RUN} spans of a two-call run",
         ),
-        *effect_rows,
+        *([] if effect is None else [effect]),
     ]
 
 
 BATCH_TRACES = 450
-"""The traces of one batch in :func:`writer_effect_rows`: what the writer's thread is
+"""The traces of one batch in :func:`writer_effect_row`: what the writer's thread is
 handed in its 0.5 s between batches while traced runs follow each other here."""
 WINDOW_RUNS = 30
-"""The untraced runs timed after each batch (or no batch) in :func:`writer_effect_rows`,
+"""The untraced runs timed after each batch (or no batch) in :func:`writer_effect_row`,
 at least: the batch is written within the first few of them here, and a window lasts
 until it is (the other window's CPU is then scaled to as many runs)."""
 
 
-async def writer_effect_rows(
-    ctx: BenchContext, *, known: float = 0.0, batches: bool = True
-) -> list[Row]:
+async def writer_effect_row(ctx: BenchContext, *, known: float = 0.0, batches: bool = True) -> Row:
     """What the trace writer's thread costs the event loop, which the alternating runs of
     :func:`tool_run_rows` cannot see: its batches land in both sides' runs, so its effect
     on the loop (whatever its cause: the GIL, the caches and cores they share) is taken out
@@ -309,20 +306,18 @@ async def writer_effect_rows(
         writer.close()
     low, effect, high = _quartiles(differences)
     run_cpu = statistics.median(idle)
-    return [
-        Row(
-            name="tracing, the writer's effect on the loop",
-            value=effect * 1e6,
-            unit="µs",
-            baseline=run_cpu * 1e6,
-            baseline_name="the loop's CPU a run",
-            note=f"a trace: {effect / run_cpu * 100:+.2f} % of the loop's CPU a run "
-            f"({run_cpu * 1e6:.0f} µs) "
-            f"(quartiles {low * 1e6:+.1f} to {high * 1e6:+.1f} µs); median of {rounds} pairs "
-            f"of windows of {WINDOW_RUNS} runs, one with a batch of {BATCH_TRACES} traces "
-            f"written ({late} of them longer: until their batch was written)",
-        )
-    ]
+    return Row(
+        name="tracing, the writer's effect on the loop",
+        value=effect * 1e6,
+        unit="µs",
+        baseline=run_cpu * 1e6,
+        baseline_name="the loop's CPU a run",
+        note=f"a trace: {effect / run_cpu * 100:+.2f} % of the loop's CPU a run "
+        f"({run_cpu * 1e6:.0f} µs) "
+        f"(quartiles {low * 1e6:+.1f} to {high * 1e6:+.1f} µs); median of {rounds} pairs "
+        f"of windows of {WINDOW_RUNS} runs, one with a batch of {BATCH_TRACES} traces "
+        f"written ({late} of them longer: until their batch was written)",
+    )
 
 
 def _spend(seconds: float) -> None:
@@ -385,7 +380,7 @@ async def check_rows(ctx: BenchContext) -> list[Row]:
         ("no batch on either side", 0.0),
         (f"{KNOWN_EFFECT * 1e6:.0f} µs a trace added to the batch's window", KNOWN_EFFECT),
     ):
-        (effect,) = await writer_effect_rows(ctx, known=added, batches=False)
+        effect = await writer_effect_row(ctx, known=added, batches=False)
         rows.append(
             dataclasses.replace(
                 effect,
@@ -609,7 +604,7 @@ def startup_rows(ctx: BenchContext) -> list[Row]:
 
 
 async def run(ctx: BenchContext) -> list[Row]:
-    tool_rows = await tool_run_rows(ctx, partial(writer_effect_rows, ctx))
+    tool_rows = await tool_run_rows(ctx, partial(writer_effect_row, ctx))
     return [*tool_rows, *startup_rows(ctx), *store_rows(ctx)]
 
 
@@ -633,7 +628,7 @@ def main() -> None:
         if args.check:
             rows = asyncio.run(check_rows(ctx))
         elif args.writer_effect:
-            rows = asyncio.run(writer_effect_rows(ctx))
+            rows = [asyncio.run(writer_effect_row(ctx))]
         else:
             rows = asyncio.run(breakdown_rows(ctx) if args.breakdown else run(ctx))
     for row in rows:

@@ -139,9 +139,8 @@ class TraceWriter:
     def save_steps(self, trace: TraceSteps) -> None:
         """Save the trace of a run recorded as steps (:attr:`hand_over`, and :meth:`start`
         if it was not called)."""
-        self._runs.append(trace)
-        if self._thread is None:
-            self.start()
+        self.hand_over(trace)
+        self.start()
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="jarvis-traces", daemon=True)
